@@ -1,1 +1,17 @@
+//! flakehunt-core: plans, attempt execution, scheduling profiles, run records, analysis and
+//! renderers behind the `flakehunt` command. No command-line parsing and no terminal output
+//! here: the binary owns both.
 
+#![cfg(target_os = "linux")]
+
+pub mod analysis;
+pub mod events;
+pub mod exec;
+pub mod host;
+pub mod plan;
+pub mod profile;
+pub mod record;
+pub mod render;
+pub mod runner;
+pub mod snapshot;
+pub mod state;

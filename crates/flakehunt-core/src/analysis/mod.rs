@@ -1,0 +1,27 @@
+//! Analysis of a record: statistics, failure signatures, tallies and the summary with its
+//! verdict. Pure: attempts in, numbers and words out.
+
+pub mod signature;
+pub mod stats;
+pub mod summary;
+pub mod tally;
+
+pub use summary::{CellSummary, SignatureSummary, Summary};
+pub use tally::Tally;
+
+use crate::record::{Kind, Record, RecordError};
+
+/// Summarises a record from its files alone: the one path by which the live run, `report` and
+/// `merge` compute their numbers, so they cannot disagree.
+pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
+    let mut tally = Tally::default();
+    for attempt in record.attempts()? {
+        tally.add(&attempt?);
+    }
+    let cells = record.cells()?;
+    let planned = crate::plan::planned(&record.manifest);
+    let summary = match record.manifest.kind {
+        Kind::Sweep | Kind::Matrix | Kind::Fire => Summary::build(&record.manifest, &cells, &tally, planned),
+    };
+    Ok(summary)
+}

@@ -1,0 +1,132 @@
+//! Failure signatures: the exit status plus the telling line of stderr, normalised so that the
+//! same failure with other numbers, addresses or paths groups together.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::record::Outcome;
+
+/// The signature of a failing attempt, e.g. `exit 1: AssertionError: total <n> != <n>`.
+pub fn of(outcome: Outcome, exit_code: Option<i32>, signal: Option<i32>, stderr_tail: &str) -> String {
+    let head = match (outcome, exit_code, signal) {
+        (Outcome::Timeout, _, _) => "timeout".to_owned(),
+        (_, _, Some(sig)) => format!("signal {}", signal_name(sig)),
+        (_, Some(code), _) => format!("exit {code}"),
+        _ => outcome.name().to_owned(),
+    };
+    match telling_line(stderr_tail) {
+        Some(line) => format!("{head}: {}", normalise(line)),
+        None => head,
+    }
+}
+
+/// The line of a stderr tail that best names the failure: the last one that looks like an error
+/// or assertion, else the last non-empty one. Test runners end with boilerplate ("note: run with
+/// RUST_BACKTRACE=1", "error: test failed, to rerun pass --lib") that is skipped.
+pub fn telling_line(stderr_tail: &str) -> Option<&str> {
+    const BOILERPLATE: [&str; 4] = ["note: run with", "to rerun pass", "RUST_BACKTRACE", "short test summary info"];
+    const TELLING: [&str; 8] = ["error", "assert", "panicked", "exception", "fail", "fatal", "traceback", "abort"];
+    let lines: Vec<&str> = stderr_tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !BOILERPLATE.iter().any(|b| l.contains(b)))
+        .collect();
+    lines
+        .iter()
+        .rev()
+        .find(|l| {
+            let lower = l.to_ascii_lowercase();
+            TELLING.iter().any(|t| lower.contains(t)) && !lower.starts_with("traceback")
+        })
+        .or(lines.last())
+        .copied()
+}
+
+/// Replaces what varies between runs of the same failure: ANSI escapes, hex and numbers,
+/// temporary paths, quoted addresses; collapses whitespace and caps the length.
+pub fn normalise(line: &str) -> String {
+    static RULES: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        [
+            (r"\x1b\[[0-9;?]*[ -/]*[@-~]", ""),
+            (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+            (r"0x[0-9a-fA-F]+", "<hex>"),
+            (r"/tmp/[^\s:'\x22]+", "<tmp>"),
+            (r"\b[0-9a-fA-F]{16,}\b", "<hex>"),
+            (r"\d+(\.\d+)?", "<n>"),
+            (r"\s+", " "),
+        ]
+        .into_iter()
+        .map(|(re, with)| (Regex::new(re).expect("signature rules are valid regexes"), with))
+        .collect()
+    });
+    let mut text = line.to_owned();
+    for (re, with) in rules {
+        text = re.replace_all(&text, *with).into_owned();
+    }
+    let text = text.trim();
+    match text.char_indices().nth(160) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The conventional name of a signal (`SIGSEGV`), or its number.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return sig.to_string(),
+    };
+    name.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_assertion_groups_across_numbers() {
+        let a = "Traceback (most recent call last):\n  File \"t.py\", line 9\nAssertionError: total 1000 != 998\n";
+        let b = "Traceback (most recent call last):\n  File \"t.py\", line 9\nAssertionError: total 1000 != 996\n";
+        assert_eq!(of(Outcome::Fail, Some(1), None, a), of(Outcome::Fail, Some(1), None, b));
+        assert_eq!(of(Outcome::Fail, Some(1), None, a), "exit 1: AssertionError: total <n> != <n>");
+    }
+
+    #[test]
+    fn rust_boilerplate_is_skipped() {
+        let tail = "thread 'ledger' panicked at src/lib.rs:10:5:\nassertion failed: ok\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\nerror: test failed, to rerun pass `--lib`\n";
+        assert_eq!(of(Outcome::Fail, Some(101), None, tail), "exit <n>: assertion failed: ok".replace("<n>", "101"));
+    }
+
+    #[test]
+    fn signals_timeouts_and_empty_stderr() {
+        assert_eq!(of(Outcome::Crash, None, Some(libc::SIGSEGV), ""), "signal SIGSEGV");
+        assert_eq!(of(Outcome::Timeout, None, Some(libc::SIGTERM), ""), "timeout");
+        assert_eq!(of(Outcome::Fail, Some(3), None, "\n\n"), "exit 3");
+    }
+
+    #[test]
+    fn volatile_parts_are_masked() {
+        assert_eq!(
+            normalise("\x1b[31mfailed\x1b[0m at 0x7ffd1234 in /tmp/x/y.txt uuid 123e4567-e89b-12d3-a456-426614174000"),
+            "failed at <hex> in <tmp> uuid <uuid>"
+        );
+    }
+}

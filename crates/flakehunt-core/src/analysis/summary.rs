@@ -1,0 +1,383 @@
+//! The summary document: per-cell statistics against the baseline, signatures, inert profiles
+//! and the verdict, computed from a tally alone so that the live run, `report` and `merge` agree.
+//! Main type: [`Summary`]. Its fields are a contract (see DESIGN.md): add freely, never rename.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{self, Amplification};
+use super::tally::{CellTally, Durations, Tally};
+use crate::plan::CellSpec;
+use crate::record::{Kind, Manifest, Outcome, FORMAT_VERSION};
+
+/// Significance level for calling a cell different from the baseline.
+pub const ALPHA: f64 = 0.01;
+
+/// The summary of a hunt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Record format version.
+    pub format_version: u32,
+    /// Which hunt.
+    pub kind: Kind,
+    /// `FLAKEHUNT_RUN_ID`.
+    pub run_id: String,
+    /// The command, as typed.
+    pub target: String,
+    /// The verdict's machine name.
+    pub verdict: String,
+    /// The verdict in words.
+    pub verdict_text: String,
+    /// The baseline cell's name.
+    pub baseline: String,
+    /// Attempts recorded.
+    pub attempts: u64,
+    /// Attempts the plan holds (for this shard); fewer recorded means an interrupted or budgeted run.
+    pub planned: u64,
+    /// Failures (fail + crash + timeout).
+    pub failures: u64,
+    /// Whether every planned attempt ran.
+    pub complete: bool,
+    /// Per cell.
+    pub cells: Vec<CellSummary>,
+    /// Failure signatures, most frequent first.
+    pub signatures: Vec<SignatureSummary>,
+    /// Sentences a reader should see (what zero failures rule out, load warnings...).
+    pub notes: Vec<String>,
+    /// Matrix or fire specifics.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
+}
+
+/// One cell's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    /// Name.
+    pub name: String,
+    /// Attempts.
+    pub attempts: u64,
+    /// Failures.
+    pub failures: u64,
+    /// Count per outcome (every outcome present, zeros included).
+    pub outcomes: BTreeMap<String, u64>,
+    /// failures / attempts.
+    pub rate: f64,
+    /// Wilson 95 % interval of the rate.
+    pub ci95: [f64; 2],
+    /// Exact one-sided 95 % upper bound when there were no failures.
+    pub upper_bound: Option<f64>,
+    /// Two-sided Fisher exact p against the baseline (none for the baseline itself).
+    pub p_value: Option<f64>,
+    /// Rate ratio against the baseline.
+    pub amplification: Option<f64>,
+    /// The ratio is a lower bound (the baseline never failed).
+    pub amplification_at_least: bool,
+    /// Differs from the baseline at p < 0.01.
+    pub sensitive: bool,
+    /// `amplifies` or `suppresses`, when sensitive.
+    pub direction: Option<String>,
+    /// What the difference suggests about the bug, when sensitive.
+    pub meaning: Option<String>,
+    /// The profile or overlay had no measurable effect.
+    pub inert: bool,
+    /// Why it is inert.
+    pub inert_reason: Option<String>,
+    /// What the profile measured, aggregated.
+    pub effect: serde_json::Value,
+    /// Mean wall-clock seconds per attempt.
+    pub mean_seconds: f64,
+    /// Mean one-minute load average during its attempts.
+    pub mean_load: Option<f64>,
+    /// Attempts that left processes behind.
+    pub leaking: u64,
+    /// Confirmation attempts among `attempts` (matrix).
+    pub confirmations: u64,
+    /// Duration histograms (see `Durations`), for renderers.
+    pub durations: Durations,
+}
+
+/// One failure signature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignatureSummary {
+    /// The normalised signature.
+    pub signature: String,
+    /// Attempts with it.
+    pub count: u64,
+    /// Cells it appeared in.
+    pub cells: Vec<String>,
+    /// stderr tail of its first attempt.
+    pub example: String,
+    /// Id of its first attempt.
+    pub first_attempt: u64,
+}
+
+impl Summary {
+    /// Summarises a tally of `cells` (the first is the baseline). `is_python` says whether the
+    /// target looked like Python, which decides whether a silent switch interval means inert.
+    pub fn build(manifest: &Manifest, cells: &[CellSpec], tally: &Tally, planned: u64) -> Self {
+        let empty = CellTally::default();
+        let baseline_name = cells.first().map(|c| c.name.clone()).unwrap_or_default();
+        let base = tally.cells.get(&baseline_name).unwrap_or(&empty);
+        let python = manifest.target.looks_like_python();
+        let mut out_cells = Vec::new();
+        for (i, spec) in cells.iter().enumerate() {
+            let t = tally.cells.get(&spec.name).unwrap_or(&empty);
+            out_cells.push(cell_summary(spec, t, (i > 0).then_some(base), python));
+        }
+        let attempts: u64 = tally.cells.values().map(|c| c.attempts).sum();
+        let failures: u64 = tally.cells.values().map(|c| c.failures).sum();
+        let mut signatures: Vec<SignatureSummary> = tally
+            .signatures
+            .iter()
+            .map(|(sig, s)| SignatureSummary {
+                signature: sig.clone(),
+                count: s.count,
+                cells: s.cells.keys().cloned().collect(),
+                example: s.example.clone(),
+                first_attempt: s.first_attempt,
+            })
+            .collect();
+        signatures.sort_by(|a, b| b.count.cmp(&a.count).then(a.signature.cmp(&b.signature)));
+        let (verdict, verdict_text) = sweep_verdict(&out_cells, failures, attempts, &baseline_name);
+        let mut notes = zero_failure_notes(&out_cells);
+        if let Some((lo, hi)) = tally.load_range {
+            if hi - lo >= 1.0 && hi >= 1.5 * lo.max(0.5) {
+                notes.push(format!(
+                    "the machine's load changed during the hunt (1-minute load {lo:.1} to {hi:.1}): compare the cells' mean load before reading a profile's effect into a difference"
+                ));
+            }
+        }
+        Summary {
+            format_version: FORMAT_VERSION,
+            kind: manifest.kind,
+            run_id: manifest.run_id.clone(),
+            target: manifest.target.display(),
+            verdict,
+            verdict_text,
+            baseline: baseline_name,
+            attempts,
+            planned,
+            failures,
+            complete: attempts >= planned,
+            cells: out_cells,
+            signatures,
+            notes,
+            details: serde_json::Value::Null,
+        }
+    }
+
+    /// The exit code the hunt ends with: 1 when a failure was reproduced, else 0.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict.as_str() {
+            "not-reproduced" | "accept" | "rumour" => 0,
+            _ => 1,
+        }
+    }
+
+    /// The cell summary by name.
+    pub fn cell(&self, name: &str) -> Option<&CellSummary> {
+        self.cells.iter().find(|c| c.name == name)
+    }
+}
+
+fn cell_summary(spec: &CellSpec, t: &CellTally, base: Option<&CellTally>, python: bool) -> CellSummary {
+    let rate = if t.attempts == 0 { 0.0 } else { t.failures as f64 / t.attempts as f64 };
+    let (lo, hi) = stats::wilson(t.failures, t.attempts, stats::Z95);
+    let upper_bound = (t.failures == 0 && t.attempts > 0).then(|| stats::zero_failure_upper_bound(t.attempts, 0.95));
+    let mut p_value = None;
+    let mut amp: Option<Amplification> = None;
+    if let Some(b) = base {
+        if t.attempts > 0 && b.attempts > 0 {
+            p_value = Some(stats::fisher_exact_two_sided(
+                t.failures,
+                t.attempts - t.failures,
+                b.failures,
+                b.attempts - b.failures,
+            ));
+            amp = stats::amplification(t.failures, t.attempts, b.failures, b.attempts);
+        }
+    }
+    let sensitive = p_value.is_some_and(|p| p < ALPHA);
+    let base_rate = base.map(|b| if b.attempts == 0 { 0.0 } else { b.failures as f64 / b.attempts as f64 });
+    let direction =
+        sensitive.then(|| if Some(rate) > base_rate { "amplifies".to_owned() } else { "suppresses".to_owned() });
+    let meaning = direction.as_deref().and_then(|d| meaning(spec, d));
+    let inert_reason = inert_reason(spec, t, python);
+    let outcomes =
+        Outcome::ALL.iter().map(|o| (o.name().to_owned(), t.outcomes.get(o).copied().unwrap_or(0))).collect();
+    CellSummary {
+        name: spec.name.clone(),
+        attempts: t.attempts,
+        failures: t.failures,
+        outcomes,
+        rate,
+        ci95: [lo, hi],
+        upper_bound,
+        p_value,
+        amplification: amp.map(|a| a.ratio),
+        amplification_at_least: amp.is_some_and(|a| a.at_least),
+        sensitive,
+        direction,
+        meaning,
+        inert: inert_reason.is_some(),
+        inert_reason,
+        effect: effect_json(t),
+        mean_seconds: if t.attempts == 0 { 0.0 } else { t.seconds / t.attempts as f64 },
+        mean_load: (t.load_n > 0).then(|| t.load_sum / t.load_n as f64),
+        leaking: t.leaking,
+        confirmations: t.confirmations,
+        durations: t.durations.clone(),
+    }
+}
+
+/// Why a cell's profile had no measurable effect, judged from what its attempts recorded.
+fn inert_reason(spec: &CellSpec, t: &CellTally, python: bool) -> Option<String> {
+    let profile = spec.profile.as_ref()?;
+    let e = &t.effect;
+    if let Some((reason, _)) = e.inert.iter().max_by_key(|(_, n)| **n) {
+        return Some(reason.clone());
+    }
+    if t.attempts == 0 || e.measured == 0 && !profile.is_default() && profile.knobs.cpus.is_some() {
+        return None;
+    }
+    if let Some(n) = profile.knobs.cpus {
+        let wider = e.cpus.keys().find(|list| cpu_count(list) > n as usize);
+        if let Some(list) = wider {
+            return Some(format!("affinity not applied: the child ran on CPUs {list}"));
+        }
+    }
+    let _ = python;
+    None
+}
+
+/// Number of CPUs in a list like `0-3,6`.
+pub fn cpu_count(list: &str) -> usize {
+    list.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => b.trim().parse::<usize>().unwrap_or(0).saturating_sub(a.trim().parse().unwrap_or(0)) + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+fn effect_json(t: &CellTally) -> serde_json::Value {
+    let e = &t.effect;
+    let mut m = serde_json::Map::new();
+    if let Some((cpus, _)) = e.cpus.iter().max_by_key(|(_, n)| **n) {
+        m.insert("cpus".into(), cpus.clone().into());
+    }
+    if let Some((mech, _)) = e.mechanisms.iter().max_by_key(|(_, n)| **n) {
+        m.insert("mechanism".into(), mech.clone().into());
+    }
+    if let Some(share) = e.cpu_share() {
+        m.insert("cpu_share".into(), share.into());
+    }
+    if e.noise_cpu_seconds > 0.0 {
+        m.insert("noise_cpu_seconds".into(), e.noise_cpu_seconds.into());
+    }
+    if let Some((policy, _)) = e.policies.iter().max_by_key(|(_, n)| **n) {
+        m.insert("policy".into(), policy.clone().into());
+    }
+    if let Some((nice, _)) = e.nice.iter().max_by_key(|(_, n)| **n) {
+        m.insert("nice".into(), (*nice).into());
+    }
+    if e.pauses > 0 {
+        m.insert("pauses".into(), e.pauses.into());
+        m.insert("paused_seconds".into(), e.paused_seconds.into());
+    }
+    if let Some(s) = e.switch_interval_max {
+        m.insert("switch_interval".into(), s.into());
+        m.insert("switch_reported".into(), e.switch_reported.into());
+    }
+    if !e.hints.is_empty() {
+        m.insert("hints".into(), serde_json::to_value(&e.hints).unwrap_or_default());
+    }
+    serde_json::Value::Object(m)
+}
+
+/// What a significant difference under a profile suggests, in words (for built-in profiles).
+fn meaning(spec: &CellSpec, direction: &str) -> Option<String> {
+    let profile = spec.profile.as_ref()?;
+    let text = match (profile.name.as_str(), direction) {
+        ("one-core" | "one-core-native", "suppresses") => {
+            "needs two CPUs truly in parallel: a data race or lock-free ordering bug, not a preemption bug"
+        }
+        ("one-core", "amplifies") => {
+            "preemption exposes it: an interleaving bug that needs a thread switched out mid-operation"
+        }
+        ("one-core-native", "amplifies") => {
+            "fails when the runtime has a single thread: a starvation or blocking-call bug"
+        }
+        ("cpu-starved", "amplifies") => {
+            "a timing assumption: fails when the process is starved (timeouts, sleeps used as synchronisation)"
+        }
+        ("noisy" | "idle", "amplifies") => {
+            "sensitive to competing load: a timing assumption or an unsynchronised hand-off"
+        }
+        ("pause", "amplifies") => {
+            "fails when a process stalls at the wrong moment: lock ordering, deadlock or a lease/heartbeat assumption"
+        }
+        ("tight-gil", "amplifies") => {
+            "a thread-switch race in Python code: an unlocked read-modify-write or check-then-act"
+        }
+        (_, "suppresses") => "this condition hides the failure: keep it in mind when the test passes on such machines",
+        _ => return None,
+    };
+    Some(text.to_owned())
+}
+
+fn sweep_verdict(cells: &[CellSummary], failures: u64, attempts: u64, baseline: &str) -> (String, String) {
+    if failures == 0 {
+        return ("not-reproduced".into(), format!("not reproduced in {attempts} attempts"));
+    }
+    if cells.iter().all(|c| c.attempts > 0 && c.failures == c.attempts) {
+        return ("deterministic".into(), "deterministic: every attempt of every cell failed".into());
+    }
+    let sensitive: Vec<&CellSummary> = cells.iter().filter(|c| c.sensitive).collect();
+    if sensitive.is_empty() {
+        return (
+            "flaky-insensitive".into(),
+            format!("flaky, but no cell differs from {baseline} at p < {ALPHA}: the failure does not follow these conditions (or needs more attempts to show it)"),
+        );
+    }
+    let parts: Vec<String> = sensitive
+        .iter()
+        .map(|c| {
+            let how = c.direction.as_deref().unwrap_or("differs");
+            match c.amplification {
+                Some(x) if how == "amplifies" => {
+                    format!("{} amplifies (x{}{x:.1})", c.name, if c.amplification_at_least { ">=" } else { "" })
+                }
+                _ => format!("{} {how}", c.name),
+            }
+        })
+        .collect();
+    let names: Vec<&str> = sensitive.iter().map(|c| c.name.as_str()).collect();
+    ("condition-sensitive".into(), format!("condition-sensitive ({}): {}", names.join(", "), parts.join("; ")))
+}
+
+/// Sentences about what zero failures rule out.
+fn zero_failure_notes(cells: &[CellSummary]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for c in cells.iter().filter(|c| c.attempts > 0 && c.failures == 0) {
+        if let Some(ub) = c.upper_bound {
+            notes.push(format!(
+                "{}: 0/{} failed: a failure rate above {} would very likely (95 %) have shown",
+                c.name,
+                c.attempts,
+                stats::format_rate(ub)
+            ));
+        }
+    }
+    if !notes.is_empty() {
+        let per = |rate: f64| stats::attempts_to_detect(rate, 0.95);
+        notes.push(format!(
+            "to see a failure with 95 % confidence: {} attempts per cell for a 1 % rate, {} for 0.1 %",
+            per(0.01),
+            per(0.001)
+        ));
+    }
+    notes
+}

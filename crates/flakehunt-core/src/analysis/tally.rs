@@ -1,0 +1,240 @@
+//! Streaming aggregation of attempts: constant memory per cell and per signature, so a hunt of
+//! 100,000 attempts summarises in the memory of one. Main type: [`Tally`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::{Attempt, Outcome};
+
+/// Counts for one cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellTally {
+    /// Attempts recorded.
+    pub attempts: u64,
+    /// Fail + crash + timeout.
+    pub failures: u64,
+    /// Per outcome.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Attempts that ran as confirmations (matrix).
+    pub confirmations: u64,
+    /// Sum of wall-clock seconds.
+    pub seconds: f64,
+    /// Duration histograms of passing and failing attempts.
+    pub durations: Durations,
+    /// What the profile measured, aggregated.
+    pub effect: EffectTally,
+    /// Sum and count of load averages seen.
+    pub load_sum: f64,
+    /// Number of attempts with a load reading.
+    pub load_n: u64,
+    /// Attempts that left processes behind (whatever their outcome).
+    pub leaking: u64,
+}
+
+/// Log-scale duration histograms: 4 buckets per power of ten from 1 ms to 10,000 s, so the
+/// distribution of any number of attempts fits in a few hundred counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Durations {
+    /// Counts of passing attempts per bucket.
+    pub pass: Vec<u64>,
+    /// Counts of failing attempts per bucket.
+    pub fail: Vec<u64>,
+}
+
+impl Durations {
+    /// Buckets per power of ten.
+    pub const PER_DECADE: usize = 4;
+    /// Number of buckets: 1 ms .. 10^4 s.
+    pub const BUCKETS: usize = 7 * Self::PER_DECADE + 1;
+
+    /// The bucket of a duration.
+    pub fn bucket(seconds: f64) -> usize {
+        let x = (seconds.max(1e-3) / 1e-3).log10() * Self::PER_DECADE as f64;
+        (x.floor().max(0.0) as usize).min(Self::BUCKETS - 1)
+    }
+
+    /// Lower edge of a bucket, in seconds.
+    pub fn lower_edge(bucket: usize) -> f64 {
+        1e-3 * 10f64.powf(bucket as f64 / Self::PER_DECADE as f64)
+    }
+}
+
+impl Default for Durations {
+    fn default() -> Self {
+        Self { pass: vec![0; Self::BUCKETS], fail: vec![0; Self::BUCKETS] }
+    }
+}
+
+/// The effects recorded by a cell's attempts, aggregated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EffectTally {
+    /// CPU lists read back, with counts.
+    pub cpus: BTreeMap<String, u64>,
+    /// Mechanisms used, with counts.
+    pub mechanisms: BTreeMap<String, u64>,
+    /// Sum and count of CPU shares measured.
+    pub cpu_share_sum: f64,
+    /// Number of CPU share readings.
+    pub cpu_share_n: u64,
+    /// CPU seconds used by noise.
+    pub noise_cpu_seconds: f64,
+    /// Policies read back, with counts.
+    pub policies: BTreeMap<String, u64>,
+    /// Nice values read back, with counts.
+    pub nice: BTreeMap<i32, u64>,
+    /// Pauses delivered in all.
+    pub pauses: u64,
+    /// Total paused seconds.
+    pub paused_seconds: f64,
+    /// Attempts whose Python child reported a switch interval.
+    pub switch_reported: u64,
+    /// Largest switch interval reported.
+    pub switch_interval_max: Option<f64>,
+    /// Hints set (the last attempt's; they do not vary within a cell).
+    pub hints: BTreeMap<String, String>,
+    /// Reasons attempts gave for being inert, with counts.
+    pub inert: BTreeMap<String, u64>,
+    /// Attempts with an effect record.
+    pub measured: u64,
+}
+
+/// One failure signature.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SignatureTally {
+    /// Attempts with it.
+    pub count: u64,
+    /// Per cell.
+    pub cells: BTreeMap<String, u64>,
+    /// The stderr tail of its first attempt.
+    pub example: String,
+    /// Id of its first attempt (its logs are in `logs/`).
+    pub first_attempt: u64,
+}
+
+/// Signatures beyond this many distinct ones are grouped as one, so a failure that prints a
+/// unique value every time cannot grow memory without bound.
+const MAX_SIGNATURES: usize = 256;
+
+/// All cells and signatures of a hunt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Per cell, by name.
+    pub cells: BTreeMap<String, CellTally>,
+    /// Per signature.
+    pub signatures: BTreeMap<String, SignatureTally>,
+    /// Smallest and largest one-minute load average seen.
+    pub load_range: Option<(f64, f64)>,
+}
+
+impl Tally {
+    /// Adds one attempt.
+    pub fn add(&mut self, a: &Attempt) {
+        let cell = self.cells.entry(a.cell.clone()).or_default();
+        cell.attempts += 1;
+        *cell.outcomes.entry(a.outcome).or_default() += 1;
+        if a.outcome.is_failure() {
+            cell.failures += 1;
+        }
+        if a.phase.as_deref() == Some("confirm") {
+            cell.confirmations += 1;
+        }
+        if !a.leaked.is_empty() {
+            cell.leaking += 1;
+        }
+        cell.seconds += a.seconds;
+        let bucket = Durations::bucket(a.seconds);
+        if a.outcome.is_failure() {
+            cell.durations.fail[bucket] += 1;
+        } else if a.outcome == Outcome::Pass {
+            cell.durations.pass[bucket] += 1;
+        }
+        if let Some(load) = a.load {
+            cell.load_sum += load;
+            cell.load_n += 1;
+            self.load_range = Some(match self.load_range {
+                None => (load, load),
+                Some((lo, hi)) => (lo.min(load), hi.max(load)),
+            });
+        }
+        cell.effect.add(&a.effect);
+        if let Some(sig) = &a.signature {
+            let key = if self.signatures.len() >= MAX_SIGNATURES && !self.signatures.contains_key(sig) {
+                "(other signatures)".to_owned()
+            } else {
+                sig.clone()
+            };
+            let entry = self.signatures.entry(key).or_insert_with(|| SignatureTally {
+                example: a.stderr_tail.clone(),
+                first_attempt: a.id,
+                ..Default::default()
+            });
+            entry.count += 1;
+            *entry.cells.entry(a.cell.clone()).or_default() += 1;
+        }
+    }
+
+    /// Cells that have at least one attempt.
+    pub fn cell_names(&self) -> BTreeSet<&str> {
+        self.cells.keys().map(String::as_str).collect()
+    }
+}
+
+impl EffectTally {
+    fn add(&mut self, e: &crate::record::Effect) {
+        if e.is_empty() {
+            return;
+        }
+        self.measured += 1;
+        if let Some(c) = &e.cpus {
+            *self.cpus.entry(c.clone()).or_default() += 1;
+        }
+        if let Some(m) = &e.mechanism {
+            *self.mechanisms.entry(m.clone()).or_default() += 1;
+        }
+        if let Some(s) = e.cpu_share {
+            self.cpu_share_sum += s;
+            self.cpu_share_n += 1;
+        }
+        if let Some(n) = e.noise_cpu_seconds {
+            self.noise_cpu_seconds += n;
+        }
+        if let Some(p) = &e.policy {
+            *self.policies.entry(p.clone()).or_default() += 1;
+        }
+        if let Some(n) = e.nice {
+            *self.nice.entry(n).or_default() += 1;
+        }
+        self.pauses += e.pauses.unwrap_or(0);
+        self.paused_seconds += e.paused_seconds.unwrap_or(0.0);
+        if let Some(s) = e.switch_interval {
+            self.switch_reported += 1;
+            self.switch_interval_max = Some(self.switch_interval_max.map_or(s, |m: f64| m.max(s)));
+        }
+        if !e.hints.is_empty() {
+            self.hints.clone_from(&e.hints);
+        }
+        if let Some(r) = &e.inert {
+            *self.inert.entry(r.clone()).or_default() += 1;
+        }
+    }
+
+    /// Mean CPU share, when measured.
+    pub fn cpu_share(&self) -> Option<f64> {
+        (self.cpu_share_n > 0).then(|| self.cpu_share_sum / self.cpu_share_n as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duration_buckets_are_monotonic_and_bounded() {
+        assert_eq!(Durations::bucket(0.0), 0);
+        assert_eq!(Durations::bucket(0.001), 0);
+        assert!(Durations::bucket(0.01) < Durations::bucket(0.1));
+        assert_eq!(Durations::bucket(1e9), Durations::BUCKETS - 1);
+        assert!((Durations::lower_edge(Durations::PER_DECADE) - 0.01).abs() < 1e-12);
+    }
+}

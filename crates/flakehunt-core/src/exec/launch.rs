@@ -1,0 +1,223 @@
+//! What to start for one attempt: program, arguments, environment, working directory, and the
+//! settings applied between fork and exec. Main type: [`Launch`].
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// One process to start.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// The program (looked up in `PATH` when it has no slash).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Start from an empty environment (a clean room) before applying `env`.
+    pub env_clear: bool,
+    /// Variables to set (`Some`) or remove (`None`), in order.
+    pub env: Vec<(OsString, Option<OsString>)>,
+    /// Working directory; flakehunt's own when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Settings applied in the child before exec.
+    pub setup: ChildSetup,
+}
+
+/// A resource limit the child gets, soft and hard (`None`: unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limit {
+    /// Which resource.
+    pub resource: Resource,
+    /// Soft limit.
+    pub soft: Option<u64>,
+    /// Hard limit.
+    pub hard: Option<u64>,
+}
+
+/// Resource limits flakehunt knows by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resource {
+    /// Open files.
+    Nofile,
+    /// Processes of the user.
+    Nproc,
+    /// Stack size in bytes.
+    Stack,
+    /// Address space in bytes.
+    As,
+    /// Core file size in bytes.
+    Core,
+    /// File size in bytes.
+    Fsize,
+    /// CPU time in seconds.
+    Cpu,
+    /// Locked memory in bytes.
+    Memlock,
+}
+
+impl Resource {
+    /// Every resource, in the order they are listed to users.
+    pub const ALL: [Resource; 8] = [
+        Resource::Nofile,
+        Resource::Nproc,
+        Resource::Stack,
+        Resource::As,
+        Resource::Core,
+        Resource::Fsize,
+        Resource::Cpu,
+        Resource::Memlock,
+    ];
+
+    /// The lowercase name users write (`nofile`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::Nofile => "nofile",
+            Resource::Nproc => "nproc",
+            Resource::Stack => "stack",
+            Resource::As => "as",
+            Resource::Core => "core",
+            Resource::Fsize => "fsize",
+            Resource::Cpu => "cpu",
+            Resource::Memlock => "memlock",
+        }
+    }
+
+    /// Parses a name users write.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    fn to_rustix(self) -> rustix::process::Resource {
+        use rustix::process::Resource as R;
+        match self {
+            Resource::Nofile => R::Nofile,
+            Resource::Nproc => R::Nproc,
+            Resource::Stack => R::Stack,
+            Resource::As => R::As,
+            Resource::Core => R::Core,
+            Resource::Fsize => R::Fsize,
+            Resource::Cpu => R::Cpu,
+            Resource::Memlock => R::Memlock,
+        }
+    }
+
+    /// This process's current (soft, hard) limit; `None` means unlimited.
+    pub fn current(self) -> (Option<u64>, Option<u64>) {
+        let l = rustix::process::getrlimit(self.to_rustix());
+        (l.current, l.maximum)
+    }
+}
+
+/// Settings that only the child itself can apply before exec, so that its first instruction
+/// already runs under them. Any of them makes the spawn use fork+exec with a `pre_exec` hook
+/// instead of posix_spawn, which is slower; the default attempt path has none.
+#[derive(Debug, Clone, Default)]
+pub struct ChildSetup {
+    /// CPUs to pin the child to.
+    pub cpus: Option<Vec<usize>>,
+    /// Resource limits.
+    pub rlimits: Vec<Limit>,
+    /// Nice value.
+    pub nice: Option<i32>,
+    /// Run under `SCHED_IDLE`.
+    pub sched_idle: bool,
+    /// An open `cgroup.procs` (or v1 `tasks`) file the child writes its own pid into.
+    pub cgroup_procs: Option<Arc<OwnedFd>>,
+}
+
+impl ChildSetup {
+    /// Whether nothing needs to happen before exec.
+    pub fn is_empty(&self) -> bool {
+        self.cpus.is_none()
+            && self.rlimits.is_empty()
+            && self.nice.is_none()
+            && !self.sched_idle
+            && self.cgroup_procs.is_none()
+    }
+}
+
+impl Launch {
+    /// The `std` command for this launch: its own process group, stdin from `/dev/null`, output
+    /// piped to flakehunt.
+    pub(crate) fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if self.env_clear {
+            cmd.env_clear();
+        }
+        for (name, value) in &self.env {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        if !self.setup.is_empty() {
+            let setup = self.setup.clone();
+            let mut cpuset = rustix::thread::CpuSet::new();
+            for &cpu in setup.cpus.iter().flatten() {
+                cpuset.set(cpu);
+            }
+            let cgroup_fd = setup.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+            // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
+            // system calls on data prepared before the fork; it allocates nothing.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if let Some(fd) = cgroup_fd {
+                        write_own_pid(fd)?;
+                    }
+                    if setup.cpus.is_some() {
+                        rustix::thread::sched_setaffinity(None, &cpuset)?;
+                    }
+                    for limit in &setup.rlimits {
+                        let new = rustix::process::Rlimit { current: limit.soft, maximum: limit.hard };
+                        rustix::process::setrlimit(limit.resource.to_rustix(), new)?;
+                    }
+                    if setup.sched_idle {
+                        let param = libc::sched_param { sched_priority: 0 };
+                        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                            // Refused (e.g. by a container policy): the profile falls back to
+                            // nice 19, and the effect read back says which one applied.
+                            let _ = libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+                        }
+                    }
+                    if let Some(nice) = setup.nice {
+                        if libc::setpriority(libc::PRIO_PROCESS, 0, nice) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
+        }
+        cmd
+    }
+}
+
+/// Writes this process's pid in decimal to `fd` without allocating.
+fn write_own_pid(fd: i32) -> std::io::Result<()> {
+    let mut pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
+    let mut buf = [0u8; 12];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (pid % 10) as u8;
+        pid /= 10;
+        if pid == 0 {
+            break;
+        }
+    }
+    // SAFETY: `fd` is open for the lifetime of the launch and `buf[i..]` is initialised.
+    let n = unsafe { libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! Running attempt processes: spawning in a process group, capturing output, timeouts, and
+//! finding and ending every descendant. Linux only.
+
+mod cancel;
+mod capture;
+mod launch;
+mod running;
+mod tree;
+mod watchdog;
+
+pub use cancel::Cancel;
+pub use capture::Capture;
+pub use launch::{ChildSetup, Launch, Limit, Resource};
+pub use running::{Execution, Limits, Running, Status, Termination};
+pub use tree::{LeakedProcess, ProcessTree};
+pub use watchdog::{serve as serve_watchdog, Watchdog};
+
+pub(crate) use tree::environ_has;

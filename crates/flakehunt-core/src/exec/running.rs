@@ -1,0 +1,298 @@
+//! One started attempt process and the loop that waits for it: output capture, timeout with a
+//! graceful then forced kill of its process group, cancellation, and the sweep for anything it
+//! left behind. Main type: [`Running`], which ends as an [`Execution`].
+
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::{Child, ChildStderr, ChildStdout};
+use std::time::{Duration, Instant, SystemTime};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, PidfdFlags, Signal};
+use serde::{Deserialize, Serialize};
+
+use super::{Cancel, Capture, Launch, LeakedProcess, ProcessTree};
+
+/// Per-attempt limits.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// How long the attempt may run before its group gets SIGTERM.
+    pub timeout: Duration,
+    /// How long after SIGTERM before SIGKILL.
+    pub grace: Duration,
+    /// How long to keep reading output after the main process exited, while descendants may
+    /// still hold the pipes.
+    pub leak_timeout: Duration,
+    /// Bytes of each stream kept for the logs.
+    pub capture_cap: usize,
+    /// Bytes of each stream's end kept in the record.
+    pub tail_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(600),
+            grace: Duration::from_secs(2),
+            leak_timeout: Duration::from_millis(100),
+            capture_cap: 1 << 20,
+            tail_len: 4096,
+        }
+    }
+}
+
+/// How the main process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Exited with this code.
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+}
+
+/// Why flakehunt ended the attempt itself, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Termination {
+    /// The timeout passed and the group ended on SIGTERM within the grace period.
+    Sigterm,
+    /// The group had to be killed with SIGKILL after the grace period.
+    Sigkill,
+}
+
+/// The end of one attempt's process.
+#[derive(Debug)]
+pub struct Execution {
+    /// Wall-clock start.
+    pub started_at: SystemTime,
+    /// Wall-clock duration from spawn to the main process's exit.
+    pub seconds: f64,
+    /// How the main process ended.
+    pub status: Status,
+    /// Set when the timeout ended the attempt.
+    pub timed_out: Option<Termination>,
+    /// Set when a cancellation (Ctrl-C) ended the attempt before it finished by itself.
+    pub cancelled: bool,
+    /// Standard output.
+    pub stdout: Capture,
+    /// Standard error.
+    pub stderr: Capture,
+    /// Processes found alive after the main process exited (since killed).
+    pub leaked: Vec<LeakedProcess>,
+}
+
+/// A started attempt.
+pub struct Running<'t> {
+    child: Child,
+    pidfd: OwnedFd,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    started: Instant,
+    started_at: SystemTime,
+    tree: &'t ProcessTree,
+    marker: String,
+}
+
+impl<'t> Running<'t> {
+    /// Starts `launch` in its own process group. `marker` is the `NAME=VALUE` environment entry
+    /// that identifies this attempt's descendants (it must be among `launch.env`).
+    pub fn spawn(launch: &Launch, tree: &'t ProcessTree, marker: String) -> io::Result<Self> {
+        let mut cmd = launch.command();
+        let started_at = SystemTime::now();
+        let started = Instant::now();
+        let mut child = tree.spawn_registered(|| cmd.spawn(), Child::id)?;
+        let pidfd = match rustix::process::pidfd_open(pid(child.id()), PidfdFlags::empty()) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                tree.forget(child.id());
+                return Err(e.into());
+            }
+        };
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        Ok(Self { child, pidfd, stdout, stderr, started, started_at, tree, marker })
+    }
+
+    /// The main process's pid, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the attempt to end, enforcing `limits` and honouring `cancel`.
+    pub fn wait(mut self, limits: &Limits, cancel: &Cancel) -> Execution {
+        let mut out = Capture::new(limits.capture_cap, limits.tail_len);
+        let mut err = Capture::new(limits.capture_cap, limits.tail_len);
+        let mut buf = vec![0u8; 64 * 1024];
+        let pgid = self.child.id();
+        let mut deadline = self.started + limits.timeout;
+        let mut timed_out = None;
+        let mut cancelled = false;
+        let mut killed = false;
+        let mut exited = false;
+        let mut watch_stop = true;
+
+        while !exited {
+            let now = Instant::now();
+            if now >= deadline && !killed {
+                if timed_out.is_none() && !cancelled {
+                    timed_out = Some(Termination::Sigterm);
+                    signal_group(pgid, Signal::TERM);
+                    deadline = now + limits.grace;
+                    continue;
+                }
+                if timed_out.is_some() {
+                    timed_out = Some(Termination::Sigkill);
+                }
+                signal_group(pgid, Signal::KILL);
+                killed = true;
+            }
+            let wait = if killed { Duration::from_millis(100) } else { deadline.saturating_duration_since(now) };
+            let mut fds = Vec::with_capacity(5);
+            fds.push(PollFd::new(&self.pidfd, PollFlags::IN));
+            let out_idx = self.stdout.as_ref().map(|s| {
+                fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+                fds.len() - 1
+            });
+            let err_idx = self.stderr.as_ref().map(|s| {
+                fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+                fds.len() - 1
+            });
+            let stop_idx = watch_stop.then(|| {
+                fds.push(PollFd::from_borrowed_fd(cancel.stop_fd(), PollFlags::IN));
+                fds.len() - 1
+            });
+            let kill_idx = (!killed).then(|| {
+                fds.push(PollFd::from_borrowed_fd(cancel.kill_fd(), PollFlags::IN));
+                fds.len() - 1
+            });
+            match rustix::event::poll(&mut fds, Some(&timespec(wait))) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => break,
+            }
+            let ready = |i: Option<usize>| i.is_some_and(|i| !fds[i].revents().is_empty());
+            let (out_ready, err_ready) = (ready(out_idx), ready(err_idx));
+            let (stop_ready, kill_ready, exit_ready) = (ready(stop_idx), ready(kill_idx), ready(Some(0)));
+            drop(fds);
+            if out_ready {
+                read_into(&mut self.stdout, &mut out, &mut buf);
+            }
+            if err_ready {
+                read_into(&mut self.stderr, &mut err, &mut buf);
+            }
+            if kill_ready {
+                cancelled = true;
+                signal_group(pgid, Signal::KILL);
+                killed = true;
+            } else if stop_ready {
+                watch_stop = false;
+                if timed_out.is_none() && !cancelled {
+                    cancelled = true;
+                    signal_group(pgid, Signal::TERM);
+                    deadline = Instant::now() + limits.grace;
+                }
+            }
+            exited = exit_ready;
+        }
+        let seconds = self.started.elapsed().as_secs_f64();
+        let status = match self.child.wait() {
+            Ok(s) => exit_status(s),
+            // Only possible if someone else reaped it; report it as killed.
+            Err(_) => Status::Signaled(libc::SIGKILL),
+        };
+        self.tree.forget(pgid);
+
+        // Descendants may still hold the pipes; read for a short while, then look for them.
+        drain(&mut self.stdout, &mut self.stderr, &mut out, &mut err, &mut buf, limits.leak_timeout);
+        let leaked = self.tree.sweep(pgid, &self.marker);
+        if !leaked.is_empty() {
+            // Now killed: the pipes reach end-of-file promptly.
+            drain(&mut self.stdout, &mut self.stderr, &mut out, &mut err, &mut buf, Duration::from_secs(1));
+        }
+        Execution {
+            started_at: self.started_at,
+            seconds,
+            status,
+            timed_out,
+            cancelled,
+            stdout: out,
+            stderr: err,
+            leaked,
+        }
+    }
+}
+
+fn pid(raw: u32) -> Pid {
+    Pid::from_raw(raw as i32).expect("child pids are positive")
+}
+
+fn signal_group(pgid: u32, sig: Signal) {
+    let _ = rustix::process::kill_process_group(pid(pgid), sig);
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec { tv_sec: d.as_secs().min(i64::MAX as u64) as i64, tv_nsec: d.subsec_nanos() as _ }
+}
+
+fn exit_status(s: std::process::ExitStatus) -> Status {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(code), _) => Status::Exited(code),
+        (None, Some(sig)) => Status::Signaled(sig),
+        (None, None) => Status::Exited(-1),
+    }
+}
+
+/// Reads what is available; closes the stream at end-of-file or error.
+fn read_into<R: Read>(stream: &mut Option<R>, capture: &mut Capture, buf: &mut [u8]) {
+    if let Some(s) = stream.as_mut() {
+        match s.read(buf) {
+            Ok(0) => *stream = None,
+            Ok(n) => capture.push(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => *stream = None,
+        }
+    }
+}
+
+/// Reads both streams until both reach end-of-file or `limit` passes.
+fn drain(
+    stdout: &mut Option<ChildStdout>,
+    stderr: &mut Option<ChildStderr>,
+    out: &mut Capture,
+    err: &mut Capture,
+    buf: &mut [u8],
+    limit: Duration,
+) {
+    let end = Instant::now() + limit;
+    while stdout.is_some() || stderr.is_some() {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let mut fds = Vec::with_capacity(2);
+        if let Some(s) = stdout.as_ref() {
+            fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+        }
+        if let Some(s) = stderr.as_ref() {
+            fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+        }
+        match rustix::event::poll(&mut fds, Some(&timespec(left))) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => break,
+        }
+        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+        drop(fds);
+        let (has_out, has_err) = (stdout.is_some(), stderr.is_some());
+        if has_out && ready[0] {
+            read_into(stdout, out, buf);
+        }
+        if has_err && ready[usize::from(has_out)] {
+            read_into(stderr, err, buf);
+        }
+    }
+}

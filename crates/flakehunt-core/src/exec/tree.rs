@@ -1,0 +1,238 @@
+//! The process tree below flakehunt: which children are attempts' main processes, and how
+//! descendants that escaped their attempt's process group are found and ended.
+//! Main type: [`ProcessTree`].
+//!
+//! flakehunt makes itself a child subreaper, so a descendant whose parent dies is re-parented to
+//! flakehunt instead of init. After an attempt's main process has been reaped, every descendant
+//! still alive is therefore either in the attempt's process group or below one of flakehunt's
+//! direct children that is not an attempt's main process. Such an orphan is attributed to its
+//! attempt by its process group or by the `FLAKEHUNT_ATTEMPT` marker in its environment, which a
+//! `setsid` or a double fork does not remove.
+
+use std::collections::HashSet;
+use std::fs;
+use std::sync::{Mutex, RwLock};
+
+use rustix::process::{Pid, Signal, WaitOptions};
+
+/// Bookkeeping shared by every worker that spawns attempts.
+#[derive(Debug, Default)]
+pub struct ProcessTree {
+    /// Main processes of running attempts (and helpers such as the watchdog): never reaped
+    /// behind their owner's back.
+    known: Mutex<HashSet<i32>>,
+    /// Spawners hold it shared while a child exists but is not yet in `known`; a sweep that must
+    /// decide about an unknown child holds it exclusively, so it never mistakes a fresh main
+    /// process for an orphan.
+    spawning: RwLock<()>,
+}
+
+/// A process left behind by an attempt, as found before it was killed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LeakedProcess {
+    /// Its pid.
+    pub pid: u32,
+    /// Its command name (`/proc/PID/comm`).
+    pub command: String,
+}
+
+impl ProcessTree {
+    /// Makes this process a child subreaper; returns whether the kernel agreed.
+    pub fn become_subreaper() -> bool {
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok()
+    }
+
+    /// Runs `spawn` so that the child it creates is registered before any sweep can see it.
+    pub fn spawn_registered<T, E>(
+        &self,
+        spawn: impl FnOnce() -> Result<T, E>,
+        pid_of: impl Fn(&T) -> u32,
+    ) -> Result<T, E> {
+        let _shared = self.spawning.read().unwrap_or_else(|e| e.into_inner());
+        let child = spawn()?;
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(pid_of(&child) as i32);
+        Ok(child)
+    }
+
+    /// Forgets a main process once it has been reaped by its owner.
+    pub fn forget(&self, pid: u32) {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).remove(&(pid as i32));
+    }
+
+    /// Registers a pid that is not an attempt but must not be treated as an orphan.
+    pub fn register(&self, pid: u32) {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(pid as i32);
+    }
+
+    /// Finds and kills everything the attempt with process group `pgid` and marker `marker`
+    /// (`FLAKEHUNT_ATTEMPT=<value>`) left alive after its main process was reaped. Returns the
+    /// processes found alive (the roots of what was left, not every descendant).
+    pub fn sweep(&self, pgid: u32, marker: &str) -> Vec<LeakedProcess> {
+        let mut leaked: Vec<LeakedProcess> = Vec::new();
+        // Each round kills what is visible now; the children of what it killed are re-parented
+        // to us and show up in the next round. Bounded so a fork bomb cannot keep us here.
+        for round in 0..64 {
+            if round >= 8 {
+                // Signals are delivered asynchronously; back off instead of spinning.
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let mut ours = Vec::new();
+            let candidates: Vec<i32> = {
+                let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+                direct_children().into_iter().filter(|p| !known.contains(p)).collect()
+            };
+            if !candidates.is_empty() {
+                let _exclusive = self.spawning.write().unwrap_or_else(|e| e.into_inner());
+                let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for pid in candidates.into_iter().filter(|p| !known.contains(p)) {
+                    let Some(stat) = ProcStat::read(pid) else { continue };
+                    if stat.state == 'Z' {
+                        // Dead already: reap it whoever it belonged to; nobody else will.
+                        reap(pid);
+                    } else if stat.pgrp == pgid as i32 || environ_has(pid, marker) {
+                        ours.push(pid);
+                    }
+                }
+            }
+            let group_alive = pgid > 1 && rustix::process::test_kill_process_group(pid(pgid as i32)).is_ok();
+            if ours.is_empty() && !group_alive {
+                break;
+            }
+            for &p in &ours {
+                if !leaked.iter().any(|l| l.pid == p as u32) {
+                    leaked.push(LeakedProcess { pid: p as u32, command: comm(p) });
+                }
+                kill_subtree(p);
+                reap(p);
+            }
+            if group_alive {
+                if leaked.is_empty() {
+                    // Members of the group that are not our children yet (their parent is
+                    // alive and in the group): name one so the record says what leaked.
+                    if let Some(p) = group_members(pgid as i32).into_iter().next() {
+                        leaked.push(LeakedProcess { pid: p as u32, command: comm(p) });
+                    }
+                }
+                let _ = rustix::process::kill_process_group(pid(pgid as i32), Signal::KILL);
+            }
+        }
+        leaked
+    }
+
+    /// Kills and reaps every descendant not registered as known: the last resort when a hunt
+    /// ends, also used after an interrupted run.
+    pub fn kill_all_unknown(&self) {
+        for _round in 0..64 {
+            let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let all: Vec<i32> = all_children().into_iter().filter(|p| !known.contains(p)).collect();
+            if all.is_empty() {
+                return;
+            }
+            for p in all {
+                kill_subtree(p);
+                reap(p);
+            }
+        }
+    }
+}
+
+fn pid(raw: i32) -> Pid {
+    Pid::from_raw(raw).expect("pids from the kernel are positive")
+}
+
+/// Children of this process's main thread. Orphans are re-parented to the first live thread of
+/// the subreaper, its main thread, while attempts are spawned from worker threads and listed
+/// under those: this one small file holds exactly the candidates.
+fn direct_children() -> Vec<i32> {
+    let me = std::process::id();
+    read_children(&format!("/proc/{me}/task/{me}/children"))
+}
+
+/// Children of every thread of this process.
+fn all_children() -> Vec<i32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    if let Ok(tasks) = fs::read_dir(format!("/proc/{me}/task")) {
+        for t in tasks.flatten() {
+            out.extend(read_children(&format!("{}/children", t.path().display())));
+        }
+    }
+    out
+}
+
+fn read_children(path: &str) -> Vec<i32> {
+    fs::read_to_string(path).map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect()).unwrap_or_default()
+}
+
+/// Children of one process, of all its threads.
+fn children_of(p: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = fs::read_dir(format!("/proc/{p}/task")) {
+        for t in tasks.flatten() {
+            out.extend(read_children(&format!("{}/children", t.path().display())));
+        }
+    }
+    out
+}
+
+/// Stops the whole subtree first so nothing forks while we walk it, then kills it.
+fn kill_subtree(root: i32) {
+    let mut seen = vec![root];
+    let mut i = 0;
+    while i < seen.len() && seen.len() < 100_000 {
+        let _ = rustix::process::kill_process(pid(seen[i]), Signal::STOP);
+        for c in children_of(seen[i]) {
+            if !seen.contains(&c) {
+                seen.push(c);
+            }
+        }
+        i += 1;
+    }
+    for &p in &seen {
+        let _ = rustix::process::kill_process(pid(p), Signal::KILL);
+    }
+}
+
+fn reap(p: i32) {
+    // Blocking is fine: the process is dead or was just sent SIGKILL, and it is our child.
+    let _ = rustix::process::waitpid(Some(pid(p)), WaitOptions::empty());
+}
+
+/// Members of a process group, found by scanning `/proc` (only used when a leak is certain).
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| ProcStat::read(p).is_some_and(|s| s.pgrp == pgid && s.state != 'Z'))
+        .collect()
+}
+
+/// The fields of `/proc/PID/stat` this module needs.
+#[derive(Debug)]
+pub(crate) struct ProcStat {
+    pub(crate) state: char,
+    pub(crate) pgrp: i32,
+}
+
+impl ProcStat {
+    pub(crate) fn read(p: i32) -> Option<Self> {
+        let text = fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        // The command name may contain spaces and parentheses: fields start after the last ')'.
+        let rest = &text[text.rfind(')')? + 2..];
+        let mut fields = rest.split(' ');
+        let state = fields.next()?.chars().next()?;
+        let _ppid = fields.next()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        Some(Self { state, pgrp })
+    }
+}
+
+/// Whether `/proc/PID/environ` holds the exact `NAME=VALUE` entry `marker`.
+pub(crate) fn environ_has(p: i32, marker: &str) -> bool {
+    fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == marker.as_bytes()))
+}
+
+/// The command name of a process, or `?` once it is gone.
+pub(crate) fn comm(p: i32) -> String {
+    fs::read_to_string(format!("/proc/{p}/comm")).map(|s| s.trim_end().to_owned()).unwrap_or_else(|_| "?".into())
+}

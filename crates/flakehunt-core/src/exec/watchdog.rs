@@ -1,0 +1,137 @@
+//! A separate process that ends what a hunt started if flakehunt itself dies, even by SIGKILL.
+//! Main type: [`Watchdog`].
+//!
+//! Attempts lead their own process groups, so they do not die with flakehunt. Rather than a
+//! `PR_SET_PDEATHSIG` hook in every spawn (which needs fork+exec and follows the spawning
+//! thread), one watchdog per hunt holds the read end of a pipe whose only writer is flakehunt.
+//! flakehunt tells it which process groups and cgroups are live; end-of-file without a clean
+//! `done` means flakehunt died, and the watchdog kills those groups, every process that carries
+//! the hunt's `FLAKEHUNT_RUN_ID` in its environment, and removes the cgroups.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+
+use rustix::process::{Pid, Signal};
+
+/// The flakehunt side of the watchdog.
+#[derive(Debug)]
+pub struct Watchdog {
+    pipe: Mutex<Option<ChildStdin>>,
+    pid: u32,
+}
+
+impl Watchdog {
+    /// Starts `exe` (flakehunt itself) with `args` (its hidden watchdog subcommand) in a process
+    /// group of its own, so a Ctrl-C in the terminal does not reach it.
+    pub fn spawn(exe: &Path, args: &[&str]) -> std::io::Result<Self> {
+        let mut child = Command::new(exe)
+            .args(args)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let pipe = child.stdin.take();
+        Ok(Self { pipe: Mutex::new(pipe), pid: child.id() })
+    }
+
+    /// The watchdog's pid (a child of flakehunt that is not an attempt).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn send(&self, line: &str) {
+        let mut pipe = self.pipe.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pipe.as_mut() {
+            // One write per message; a dead watchdog (EPIPE) is not the attempt's problem.
+            if p.write_all(line.as_bytes()).is_err() {
+                *pipe = None;
+            }
+        }
+    }
+
+    /// A process group is now live.
+    pub fn track_group(&self, pgid: u32) {
+        self.send(&format!("+g {pgid}\n"));
+    }
+
+    /// A process group has been reaped and swept.
+    pub fn untrack_group(&self, pgid: u32) {
+        self.send(&format!("-g {pgid}\n"));
+    }
+
+    /// A cgroup directory now exists.
+    pub fn track_cgroup(&self, path: &Path) {
+        self.send(&format!("+c {}\n", path.display()));
+    }
+
+    /// A cgroup directory has been removed.
+    pub fn untrack_cgroup(&self, path: &Path) {
+        self.send(&format!("-c {}\n", path.display()));
+    }
+
+    /// Tells the watchdog the hunt ended cleanly, and lets it go.
+    pub fn finish(&self) {
+        self.send("done\n");
+        self.pipe.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// The watchdog's own main loop: reads messages from `input` until end-of-file, then cleans up
+/// unless told `done`. `run_id` is the hunt's `FLAKEHUNT_RUN_ID`.
+pub fn serve(input: impl Read, run_id: &str) {
+    // The terminal's hangup or interrupt must not take the watchdog down before it did its job.
+    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+    let mut groups: Vec<u32> = Vec::new();
+    let mut cgroups: Vec<PathBuf> = Vec::new();
+    for line in BufReader::new(input).lines() {
+        let Ok(line) = line else { break };
+        match line.split_once(' ') {
+            Some(("+g", g)) => groups.extend(g.parse::<u32>().ok()),
+            Some(("-g", g)) => groups.retain(|x| Some(*x) != g.parse().ok()),
+            Some(("+c", c)) => cgroups.push(PathBuf::from(c)),
+            Some(("-c", c)) => cgroups.retain(|x| x != Path::new(c)),
+            _ if line == "done" => return,
+            _ => {}
+        }
+    }
+    cleanup(&groups, &cgroups, run_id);
+}
+
+fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str) {
+    let marker = format!("FLAKEHUNT_RUN_ID={run_id}");
+    for _round in 0..16 {
+        let mut found = false;
+        for &g in groups {
+            if let Some(p) = Pid::from_raw(g as i32) {
+                found |= rustix::process::kill_process_group(p, Signal::KILL).is_ok();
+            }
+        }
+        for cg in cgroups {
+            found |= crate::profile::cgroup::kill_all(cg);
+        }
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for p in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
+                if p as u32 != std::process::id() && super::environ_has(p, &marker) {
+                    if let Some(pid) = Pid::from_raw(p) {
+                        found |= rustix::process::kill_process(pid, Signal::KILL).is_ok();
+                    }
+                }
+            }
+        }
+        if !found {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for cg in cgroups {
+        let _ = std::fs::remove_dir(cg);
+    }
+}

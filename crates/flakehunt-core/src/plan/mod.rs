@@ -1,0 +1,68 @@
+//! Plans: which attempt runs next. Pure: no processes, no files. A plan is pulled one attempt
+//! at a time and sees every result, so adaptive plans (confirmation, minimisation, bandits)
+//! fit the same runner as static ones. Main trait: [`Plan`].
+
+mod cell;
+mod rng;
+mod schedule;
+mod settings;
+mod target;
+
+pub use cell::{CellSpec, Setting};
+pub use rng::Rng;
+pub use schedule::Schedule;
+pub use settings::{Settings, Shard};
+pub use target::Target;
+
+use crate::record::Attempt;
+
+/// One attempt the plan wants run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptSpec {
+    /// Stable position in the plan (the attempt's `id`).
+    pub id: u64,
+    /// Index into the plan's cells.
+    pub cell: usize,
+    /// `FLAKEHUNT_ITERATION`, from 1, unique within the cell.
+    pub iteration: u64,
+    /// Why it runs, when not part of the plan proper (`confirm`, `minimize`).
+    pub phase: Option<String>,
+}
+
+/// What the plan says when asked for work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Run this attempt.
+    Run(AttemptSpec),
+    /// Nothing now, but results still running may lead to more work.
+    Wait,
+    /// The plan is complete.
+    Done,
+}
+
+/// A source of attempts that sees each result.
+pub trait Plan: Send {
+    /// Every cell, in order; the first is the baseline. May grow as the plan adapts.
+    fn cells(&self) -> &[CellSpec];
+    /// The next attempt to run.
+    fn next(&mut self) -> Next;
+    /// A finished attempt (also every attempt of a resumed record, before the run).
+    fn observe(&mut self, attempt: &Attempt);
+    /// Attempts the plan expects to run, for progress display.
+    fn planned(&self) -> u64;
+}
+
+/// The plan a manifest describes, ready to run (or to continue, after observing the attempts
+/// already recorded).
+pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
+    Box::new(
+        Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
+            .until_fails(manifest.plan.until_fails)
+            .shard(manifest.shard),
+    )
+}
+
+/// Attempts the manifest's plan holds (for its shard), before stop rules.
+pub fn planned(manifest: &crate::record::Manifest) -> u64 {
+    Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed).shard(manifest.shard).planned()
+}

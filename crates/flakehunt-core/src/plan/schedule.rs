@@ -1,0 +1,183 @@
+//! The static plan: every cell `runs` times, interleaved in seeded shuffled rounds. Main type:
+//! [`Schedule`].
+
+use std::collections::HashSet;
+
+use super::{AttemptSpec, CellSpec, Next, Plan, Rng, Shard};
+use crate::record::Attempt;
+
+/// Cells x runs, in rounds: each round runs every cell once, in an order shuffled per round from
+/// the seed. Compared with one shuffle of all attempts, rounds keep the cells balanced over time
+/// (blocked randomisation), so a machine that drifts (a neighbour starts a build, the CPU
+/// throttles) hits every cell alike instead of biasing whichever cell happened to cluster late.
+#[derive(Debug)]
+pub struct Schedule {
+    cells: Vec<CellSpec>,
+    runs: u64,
+    seed: u64,
+    until_fails: Option<u64>,
+    shard: Option<Shard>,
+    done: HashSet<u64>,
+    failures: Vec<u64>,
+    round: u64,
+    order: Vec<usize>,
+    pos: usize,
+}
+
+impl Schedule {
+    /// A plan of `runs` attempts of every cell.
+    pub fn new(cells: Vec<CellSpec>, runs: u64, seed: u64) -> Self {
+        let n = cells.len();
+        Self {
+            cells,
+            runs,
+            seed,
+            until_fails: None,
+            shard: None,
+            done: HashSet::new(),
+            failures: vec![0; n],
+            round: 0,
+            order: Vec::new(),
+            pos: 0,
+        }
+    }
+
+    /// Stops issuing a cell's attempts once it failed `k` times.
+    pub fn until_fails(mut self, k: Option<u64>) -> Self {
+        self.until_fails = k;
+        self
+    }
+
+    /// Keeps only this shard's attempts.
+    pub fn shard(mut self, shard: Option<Shard>) -> Self {
+        self.shard = shard;
+        self
+    }
+
+    /// Number of attempts the plan holds for this shard (before stop rules).
+    pub fn planned(&self) -> u64 {
+        let total = self.runs * self.cells.len() as u64;
+        match self.shard {
+            None => total,
+            Some(s) => (0..total).filter(|&id| s.owns(id)).count() as u64,
+        }
+    }
+
+    fn start_round(&mut self) {
+        self.round += 1;
+        self.order = (0..self.cells.len()).collect();
+        Rng::stream(self.seed, self.round).shuffle(&mut self.order);
+        self.pos = 0;
+    }
+}
+
+impl Plan for Schedule {
+    fn cells(&self) -> &[CellSpec] {
+        &self.cells
+    }
+
+    fn next(&mut self) -> Next {
+        loop {
+            if self.pos >= self.order.len() {
+                if self.round >= self.runs || self.cells.is_empty() {
+                    return Next::Done;
+                }
+                self.start_round();
+            }
+            let cell = self.order[self.pos];
+            let id = (self.round - 1) * self.cells.len() as u64 + self.pos as u64;
+            self.pos += 1;
+            if self.shard.is_some_and(|s| !s.owns(id)) || self.done.contains(&id) {
+                continue;
+            }
+            if self.until_fails.is_some_and(|k| self.failures[cell] >= k) {
+                continue;
+            }
+            return Next::Run(AttemptSpec { id, cell, iteration: self.round, phase: None });
+        }
+    }
+
+    fn observe(&mut self, attempt: &Attempt) {
+        if let Some(cell) = self.cells.iter().position(|c| c.name == attempt.cell) {
+            self.done.insert(attempt.id);
+            if attempt.outcome.is_failure() {
+                self.failures[cell] += 1;
+            }
+        }
+    }
+
+    fn planned(&self) -> u64 {
+        Schedule::planned(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    fn cells(n: usize) -> Vec<CellSpec> {
+        (0..n)
+            .map(|i| CellSpec { name: format!("c{i}"), profile: Some(Profile::default_profile()), overlay: vec![] })
+            .collect()
+    }
+
+    fn drain(plan: &mut Schedule) -> Vec<AttemptSpec> {
+        let mut out = Vec::new();
+        while let Next::Run(a) = plan.next() {
+            out.push(a);
+        }
+        out
+    }
+
+    #[test]
+    fn every_cell_once_per_round_with_iterations_in_order() {
+        let mut plan = Schedule::new(cells(3), 4, 9);
+        let all = drain(&mut plan);
+        assert_eq!(all.len(), 12);
+        for (r, round) in all.chunks(3).enumerate() {
+            let mut seen: Vec<usize> = round.iter().map(|a| a.cell).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, vec![0, 1, 2]);
+            assert!(round.iter().all(|a| a.iteration == r as u64 + 1));
+        }
+        let ids: HashSet<u64> = all.iter().map(|a| a.id).collect();
+        assert_eq!(ids.len(), 12);
+    }
+
+    #[test]
+    fn order_depends_on_seed_only() {
+        let a: Vec<usize> = drain(&mut Schedule::new(cells(5), 6, 1)).iter().map(|a| a.cell).collect();
+        let b: Vec<usize> = drain(&mut Schedule::new(cells(5), 6, 1)).iter().map(|a| a.cell).collect();
+        let c: Vec<usize> = drain(&mut Schedule::new(cells(5), 6, 2)).iter().map(|a| a.cell).collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn shards_partition_the_plan() {
+        let whole: Vec<u64> = drain(&mut Schedule::new(cells(3), 7, 5)).iter().map(|a| a.id).collect();
+        let mut joined: Vec<u64> = (1..=3)
+            .flat_map(|i| {
+                let mut p = Schedule::new(cells(3), 7, 5).shard(Some(Shard { index: i, count: 3 }));
+                assert_eq!(
+                    p.planned(),
+                    drain(&mut Schedule::new(cells(3), 7, 5).shard(Some(Shard { index: i, count: 3 }))).len() as u64
+                );
+                drain(&mut p).into_iter().map(|a| a.id).collect::<Vec<_>>()
+            })
+            .collect();
+        joined.sort_unstable();
+        let mut whole_sorted = whole.clone();
+        whole_sorted.sort_unstable();
+        assert_eq!(joined, whole_sorted);
+    }
+
+    #[test]
+    fn shard_syntax_is_checked() {
+        assert_eq!("2/8".parse::<Shard>().unwrap(), Shard { index: 2, count: 8 });
+        assert!("0/8".parse::<Shard>().is_err());
+        assert!("9/8".parse::<Shard>().is_err());
+        assert!("x".parse::<Shard>().is_err());
+    }
+}

@@ -1,0 +1,112 @@
+//! The command under test. Main type: [`Target`].
+
+use std::ffi::OsString;
+
+use serde::{Deserialize, Serialize};
+
+/// An argv run without a shell, or a string run through `sh -c`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    /// The argv (for a shell target, one element: the script).
+    pub argv: Vec<String>,
+    /// Run `argv[0]` through `sh -c`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shell: bool,
+}
+
+impl Target {
+    /// A target run without a shell.
+    pub fn argv(argv: Vec<String>) -> Self {
+        Self { argv, shell: false }
+    }
+
+    /// A target run through `sh -c`.
+    pub fn shell(script: String) -> Self {
+        Self { argv: vec![script], shell: true }
+    }
+
+    /// Program and arguments, with `{name}` placeholders replaced by `subst`.
+    pub fn program_and_args(&self, subst: &[(String, String)]) -> (OsString, Vec<OsString>) {
+        let fill = |s: &String| -> OsString {
+            let mut out = s.clone();
+            for (name, value) in subst {
+                out = out.replace(&format!("{{{name}}}"), value);
+            }
+            out.into()
+        };
+        if self.shell {
+            ("sh".into(), vec!["-c".into(), fill(&self.argv[0])])
+        } else {
+            (fill(&self.argv[0]), self.argv[1..].iter().map(fill).collect())
+        }
+    }
+
+    /// The command as a user would type it.
+    pub fn display(&self) -> String {
+        if self.shell {
+            return format!("sh -c {}", quote(&self.argv[0]));
+        }
+        self.argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+    }
+
+    /// The program that must exist for the target to start.
+    pub fn program(&self) -> &str {
+        if self.shell {
+            "sh"
+        } else {
+            &self.argv[0]
+        }
+    }
+
+    /// Whether the target looks like a Python program (for the `tight-gil` profile).
+    pub fn looks_like_python(&self) -> bool {
+        let first = self.argv.first().map(String::as_str).unwrap_or("");
+        let words: Vec<&str> = if self.shell {
+            first.split_whitespace().collect()
+        } else {
+            self.argv.iter().map(String::as_str).collect()
+        };
+        words.iter().take(3).any(|w| {
+            let base = w.rsplit('/').next().unwrap_or(w);
+            base.starts_with("python") || base == "pytest" || base.ends_with(".py") || base == "uv" || base == "tox"
+        })
+    }
+}
+
+/// Quotes a word for display when it would not survive a shell as is.
+fn quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+{}".contains(c)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_targets_run_through_sh() {
+        let t = Target::shell("echo hi && false".into());
+        let (p, a) = t.program_and_args(&[]);
+        assert_eq!(p, "sh");
+        assert_eq!(a, vec![OsString::from("-c"), OsString::from("echo hi && false")]);
+        assert_eq!(t.display(), "sh -c 'echo hi && false'");
+    }
+
+    #[test]
+    fn placeholders_are_substituted() {
+        let t = Target::argv(vec!["pytest".into(), "-n".into(), "{workers}".into()]);
+        let (_, a) = t.program_and_args(&[("workers".into(), "4".into())]);
+        assert_eq!(a[1], OsString::from("4"));
+    }
+
+    #[test]
+    fn python_is_recognised() {
+        assert!(Target::argv(vec!["python3".into(), "t.py".into()]).looks_like_python());
+        assert!(Target::argv(vec!["/usr/bin/pytest".into()]).looks_like_python());
+        assert!(Target::shell("python3 -m pytest -q".into()).looks_like_python());
+        assert!(!Target::argv(vec!["cargo".into(), "test".into()]).looks_like_python());
+    }
+}

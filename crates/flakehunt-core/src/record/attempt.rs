@@ -1,0 +1,154 @@
+//! One attempt as recorded in `attempts.jsonl`. Main type: [`Attempt`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{LeakedProcess, Termination};
+
+/// How an attempt ended. A failing test is data, never an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Exited 0 and every oracle agreed.
+    Pass,
+    /// Exited non-zero, or an oracle said so.
+    Fail,
+    /// Killed by a signal it did not get from flakehunt.
+    Crash,
+    /// Ran past the timeout and was ended.
+    Timeout,
+    /// Passed, but left processes behind (since killed).
+    Leak,
+    /// Could not be started.
+    SpawnError,
+}
+
+impl Outcome {
+    /// Every outcome, in display order.
+    pub const ALL: [Outcome; 6] =
+        [Outcome::Pass, Outcome::Fail, Outcome::Crash, Outcome::Timeout, Outcome::Leak, Outcome::SpawnError];
+
+    /// Whether this outcome counts as a failure of the target (fail, crash, timeout). Leaks and
+    /// spawn errors are counted on their own.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Outcome::Fail | Outcome::Crash | Outcome::Timeout)
+    }
+
+    /// The name used in the record and the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Crash => "crash",
+            Outcome::Timeout => "timeout",
+            Outcome::Leak => "leak",
+            Outcome::SpawnError => "spawn-error",
+        }
+    }
+}
+
+/// What a profile measured on one attempt. Every field is optional: each mechanism fills its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Effect {
+    /// The CPU list the child really had (`Cpus_allowed_list`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Which mechanism applied (e.g. `cgroup-v2`, `cgroup-v1`, `duty-cycle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<String>,
+    /// Share of one CPU the attempt's processes got (1.0 = one full CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<f64>,
+    /// CPU seconds the competing noise used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_cpu_seconds: Option<f64>,
+    /// Scheduling policy read back (`idle`, `other`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Nice value read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+    /// Pauses delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pauses: Option<u64>,
+    /// Total length of the pauses, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_seconds: Option<f64>,
+    /// The switch interval a Python child reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_interval: Option<f64>,
+    /// Environment variables the profile set (runtime hints and its own `env`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hints: BTreeMap<String, String>,
+    /// Why the profile had no effect on this attempt, if it had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inert: Option<String>,
+}
+
+impl Effect {
+    /// Whether nothing was measured or set.
+    pub fn is_empty(&self) -> bool {
+        *self == Effect::default()
+    }
+}
+
+/// One attempt, one line of `attempts.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// Position in the plan; unique within a hunt and stable across resume, shards and merge.
+    pub id: u64,
+    /// The cell's name.
+    pub cell: String,
+    /// The attempt's number within its cell, from 1 (`FLAKEHUNT_ITERATION`).
+    pub iteration: u64,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// Signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// How flakehunt ended it on timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination: Option<Termination>,
+    /// The last bytes of stdout (lossy UTF-8).
+    pub stdout_tail: String,
+    /// The last bytes of stderr (lossy UTF-8).
+    pub stderr_tail: String,
+    /// Bytes written to stdout in all.
+    #[serde(default)]
+    pub stdout_bytes: u64,
+    /// Bytes written to stderr in all.
+    #[serde(default)]
+    pub stderr_bytes: u64,
+    /// Processes it left behind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaked: Vec<LeakedProcess>,
+    /// What the profile measured.
+    #[serde(default, skip_serializing_if = "Effect::is_empty")]
+    pub effect: Effect,
+    /// The failure's signature, for failures.
+    pub signature: Option<String>,
+    /// Fire: the worker that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u32>,
+    /// Fire: the ladder level (0 is the sequential reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u32>,
+    /// Matrix: why the attempt ran (`confirm`, `minimize`); absent for the plan's own attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Logs kept for this attempt, relative to the record directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// One-minute load average when the attempt ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<f64>,
+    /// Why it could not be started, for spawn errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

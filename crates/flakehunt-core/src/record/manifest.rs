@@ -1,0 +1,63 @@
+//! `manifest.json`: what a hunt is, written before its first attempt. Main type: [`Manifest`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{CellSpec, Settings, Shard, Target};
+
+/// The record format version. Bump it when a field of the record or the summary is renamed or
+/// removed; adding fields does not need a bump.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Which hunt produced a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// `flakehunt sweep`.
+    Sweep,
+    /// `flakehunt matrix`.
+    Matrix,
+    /// `flakehunt fire`.
+    Fire,
+}
+
+impl Kind {
+    /// The name used in paths and documents.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Sweep => "sweep",
+            Kind::Matrix => "matrix",
+            Kind::Fire => "fire",
+        }
+    }
+}
+
+/// The head of a run record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// flakehunt's version.
+    pub tool_version: String,
+    /// Which hunt.
+    pub kind: Kind,
+    /// `FLAKEHUNT_RUN_ID` of the hunt.
+    pub run_id: String,
+    /// The command under test.
+    pub target: Target,
+    /// How many attempts, how, with which stop rules.
+    pub plan: Settings,
+    /// The cells, in plan order; the first is the baseline.
+    pub cells: Vec<CellSpec>,
+    /// Seed of the interleaving and of every seeded mechanism.
+    pub seed: u64,
+    /// The host name.
+    pub host: String,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// Which part of the plan this record holds, when sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// Hunt-specific parameters (matrix dimensions, fire ladder...).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub extra: serde_json::Value,
+}

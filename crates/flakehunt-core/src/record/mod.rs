@@ -1,0 +1,63 @@
+//! The run record: a directory holding everything about one hunt, written as it goes so a
+//! killed flakehunt leaves a readable prefix, and read back by `report`, `merge` and `--resume`.
+
+mod attempt;
+mod manifest;
+mod reader;
+mod writer;
+
+pub use attempt::{Attempt, Effect, Outcome};
+pub use manifest::{Kind, Manifest, FORMAT_VERSION};
+pub use reader::Record;
+pub use writer::Recorder;
+
+use std::path::{Path, PathBuf};
+
+/// Side file listing cells an adaptive plan added while running.
+pub const CELLS: &str = "cells.jsonl";
+/// The summary document written at the end.
+pub const SUMMARY_FILE: &str = "summary.json";
+/// The environment snapshot.
+pub const SNAPSHOT_FILE: &str = "snapshot.json";
+
+/// Errors reading or writing a record.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// A file operation failed.
+    #[error("cannot access {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serialisation failed.
+    #[error("cannot encode record data")]
+    Json(#[source] serde_json::Error),
+    /// The directory has no manifest.
+    #[error("{0} is not a flakehunt record (no manifest.json)")]
+    NotARecord(PathBuf),
+    /// A file does not parse.
+    #[error("{0} is damaged: {1}")]
+    Corrupt(PathBuf, String),
+    /// Written by another format version.
+    #[error("{dir} has record format {found}, this flakehunt reads format {supported}")]
+    Version {
+        /// The record.
+        dir: PathBuf,
+        /// Its version.
+        found: u64,
+        /// Ours.
+        supported: u32,
+    },
+    /// `--record` points at an existing record.
+    #[error("{0} already holds a record: choose another --record directory, or continue it with --resume")]
+    Exists(PathBuf),
+}
+
+impl RecordError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io { path: path.to_owned(), source }
+    }
+}

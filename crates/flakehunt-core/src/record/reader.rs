@@ -1,0 +1,135 @@
+//! Reading a run record back: the manifest, the attempts streamed line by line (a half-written
+//! last line is ignored), and the side documents. Main type: [`Record`].
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use super::writer::{ATTEMPTS, MANIFEST, SNAPSHOT};
+use super::{Attempt, Manifest, RecordError, CELLS, FORMAT_VERSION};
+use crate::plan::CellSpec;
+
+/// A record directory opened for reading.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Where it is.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+}
+
+impl Record {
+    /// Opens `dir`, checking that it is a record of a format this flakehunt reads.
+    pub fn open(dir: &Path) -> Result<Self, RecordError> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                RecordError::NotARecord(dir.to_owned())
+            } else {
+                RecordError::io(&path, e)
+            }
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| RecordError::Corrupt(path.clone(), e.to_string()))?;
+        let version = value.get("format_version").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        if version != u64::from(FORMAT_VERSION) {
+            return Err(RecordError::Version { dir: dir.to_owned(), found: version, supported: FORMAT_VERSION });
+        }
+        let manifest = serde_json::from_value(value).map_err(|e| RecordError::Corrupt(path, e.to_string()))?;
+        Ok(Self { dir: dir.to_owned(), manifest })
+    }
+
+    /// Streams the attempts, in the order they were recorded. Constant memory.
+    pub fn attempts(&self) -> Result<impl Iterator<Item = Result<Attempt, RecordError>>, RecordError> {
+        let path = self.dir.join(ATTEMPTS);
+        let file = match File::open(&path) {
+            Ok(f) => Some(BufReader::new(f)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(RecordError::io(&path, e)),
+        };
+        Ok(Lines { file, path, line: Vec::new(), number: 0 })
+    }
+
+    /// Every cell: the manifest's, then any added while the hunt ran.
+    pub fn cells(&self) -> Result<Vec<CellSpec>, RecordError> {
+        let mut cells = self.manifest.cells.clone();
+        cells.extend(self.side_lines::<CellSpec>(CELLS)?);
+        Ok(cells)
+    }
+
+    /// The lines of a JSONL side file (absent: none).
+    pub fn side_lines<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, RecordError> {
+        let path = self.dir.join(name);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(RecordError::io(&path, e)),
+        };
+        // A last line without its newline was cut by a crash: ignore it.
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        complete
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).map_err(|e| RecordError::Corrupt(path.clone(), e.to_string())))
+            .collect()
+    }
+
+    /// A JSON document of the record, if present.
+    pub fn document<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, RecordError> {
+        let path = self.dir.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| RecordError::Corrupt(path, e.to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RecordError::io(&path, e)),
+        }
+    }
+
+    /// The environment snapshot, if the record has one.
+    pub fn snapshot(&self) -> Result<Option<serde_json::Value>, RecordError> {
+        self.document(SNAPSHOT)
+    }
+}
+
+struct Lines {
+    file: Option<BufReader<File>>,
+    path: PathBuf,
+    line: Vec<u8>,
+    number: u64,
+}
+
+impl Iterator for Lines {
+    type Item = Result<Attempt, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let file = self.file.as_mut()?;
+            self.line.clear();
+            match file.read_until(b'\n', &mut self.line) {
+                Ok(0) => return None,
+                // No newline: a line cut by a crash. Everything before it stands.
+                Ok(_) if self.line.last() != Some(&b'\n') => return None,
+                Ok(_) => {}
+                Err(e) => return Some(Err(RecordError::io(&self.path, e))),
+            }
+            self.number += 1;
+            if self.line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Some(
+                serde_json::from_slice(&self.line)
+                    .map_err(|e| RecordError::Corrupt(self.path.clone(), format!("line {}: {e}", self.number))),
+            );
+        }
+    }
+}
+
+/// Length of the longest prefix of `path` made of complete lines.
+pub(crate) fn valid_prefix_len(path: &Path) -> Result<u64, RecordError> {
+    let mut bytes = Vec::new();
+    match File::open(path) {
+        Ok(mut f) => f.read_to_end(&mut bytes).map_err(|e| RecordError::io(path, e))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(RecordError::io(path, e)),
+    };
+    Ok(bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i as u64 + 1))
+}

@@ -1,0 +1,3 @@
+//! Renderers: pure functions from a summary (and the record it came from) to bytes.
+
+pub mod term;

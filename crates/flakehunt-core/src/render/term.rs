@@ -1,0 +1,143 @@
+//! The terminal rendering: one table row per cell, then inert profiles, signatures, notes and
+//! the verdict. Pure text; colour is added by the caller's stream if it supports it.
+
+use std::fmt::Write as _;
+
+use comfy_table::presets::NOTHING;
+use comfy_table::{CellAlignment, Table};
+
+use crate::analysis::stats::{format_p, format_rate};
+use crate::analysis::{CellSummary, Summary};
+
+/// Renders a summary as the text the live run prints at its end.
+pub fn render(summary: &Summary, cell_header: &str) -> String {
+    let mut out = String::new();
+    let mut table = Table::new();
+    table.load_preset(NOTHING);
+    let baseline = &summary.baseline;
+    table.set_header(vec![
+        cell_header.to_owned(),
+        "attempts".into(),
+        "failed".into(),
+        "rate".into(),
+        "95% interval".into(),
+        format!("vs {baseline}"),
+        "effect".into(),
+    ]);
+    for c in &summary.cells {
+        table.add_row(vec![
+            format!("{}{}", c.name, if c.inert { " (inert)" } else { "" }),
+            c.attempts.to_string(),
+            c.failures.to_string(),
+            format_rate(c.rate),
+            interval(c),
+            versus(c, baseline),
+            effect_text(c),
+        ]);
+    }
+    for i in 1..=5 {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(if i <= 2 { CellAlignment::Right } else { CellAlignment::Left });
+        }
+    }
+    for line in table.to_string().lines() {
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for c in summary.cells.iter().filter(|c| c.inert) {
+        let _ = writeln!(out, "inert: {}: {}", c.name, c.inert_reason.as_deref().unwrap_or("no measurable effect"));
+    }
+    for c in summary.cells.iter().filter(|c| c.leaking > 0) {
+        let _ = writeln!(out, "leaks: {}: {} attempt(s) left processes behind (killed)", c.name, c.leaking);
+    }
+    if !summary.signatures.is_empty() {
+        let _ = writeln!(out, "failure signatures:");
+        for s in summary.signatures.iter().take(5) {
+            let _ = writeln!(out, "  {:>5}x  {}  [{}]", s.count, s.signature, s.cells.join(", "));
+        }
+        if summary.signatures.len() > 5 {
+            let _ = writeln!(out, "  ... and {} more", summary.signatures.len() - 5);
+        }
+    }
+    for c in summary.cells.iter().filter(|c| c.meaning.is_some()) {
+        let _ = writeln!(
+            out,
+            "{} {}: {}",
+            c.name,
+            c.direction.as_deref().unwrap_or(""),
+            c.meaning.as_deref().unwrap_or("")
+        );
+    }
+    for n in &summary.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    if !summary.complete {
+        let _ = writeln!(out, "incomplete: {} of {} planned attempts ran", summary.attempts, summary.planned);
+    }
+    let _ = writeln!(out, "verdict: {}", summary.verdict_text);
+    out
+}
+
+fn interval(c: &CellSummary) -> String {
+    if c.attempts == 0 {
+        "-".into()
+    } else if c.failures == 0 {
+        format!("< {}", format_rate(c.ci95[1]))
+    } else {
+        format!("{} .. {}", format_rate(c.ci95[0]), format_rate(c.ci95[1]))
+    }
+}
+
+fn versus(c: &CellSummary, baseline: &str) -> String {
+    if c.name == baseline {
+        return "-".into();
+    }
+    let Some(p) = c.p_value else { return "-".into() };
+    let mut s = format_p(p);
+    if let Some(x) = c.amplification {
+        let _ = write!(s, ", x{}{}", if c.amplification_at_least { ">=" } else { "" }, trim_ratio(x));
+    }
+    if c.sensitive {
+        s.push_str(if c.direction.as_deref() == Some("suppresses") { " (hides it)" } else { " (brings it out)" });
+    }
+    s
+}
+
+fn trim_ratio(x: f64) -> String {
+    if x >= 10.0 || (x - x.round()).abs() < 0.05 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// A short text of what the profile measured.
+pub fn effect_text(c: &CellSummary) -> String {
+    let e = &c.effect;
+    let mut parts = Vec::new();
+    if let Some(m) = e.get("mechanism").and_then(|v| v.as_str()) {
+        parts.push(m.to_owned());
+    }
+    if let Some(cpus) = e.get("cpus").and_then(|v| v.as_str()) {
+        parts.push(format!("cpus {cpus}"));
+    }
+    if let Some(s) = e.get("cpu_share").and_then(serde_json::Value::as_f64) {
+        parts.push(format!("{:.0}% cpu", s * 100.0));
+    }
+    if let Some(n) = e.get("noise_cpu_seconds").and_then(serde_json::Value::as_f64) {
+        parts.push(format!("noise {n:.1} cpu-s"));
+    }
+    if let Some(p) = e.get("policy").and_then(|v| v.as_str()) {
+        parts.push(format!("policy {p}"));
+    }
+    if let Some(n) = e.get("pauses").and_then(serde_json::Value::as_u64) {
+        let secs = e.get("paused_seconds").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+        parts.push(format!("{n} pauses, {:.0} ms", secs * 1000.0));
+    }
+    if let Some(s) = e.get("switch_interval").and_then(serde_json::Value::as_f64) {
+        parts.push(format!("switch {s:e}s"));
+    }
+    if e.get("hints").is_some() && parts.is_empty() {
+        parts.push("hints set".into());
+    }
+    parts.join(", ")
+}

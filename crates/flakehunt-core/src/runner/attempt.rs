@@ -1,0 +1,218 @@
+//! Running one attempt of a cell: building the launch from target, cell and profile, starting
+//! it, waiting, and turning the result into an [`Attempt`] record. Main type: [`AttemptRunner`].
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use crate::analysis::signature;
+use crate::exec::{Cancel, Execution, Launch, Limit, Limits, ProcessTree, Resource, Running, Status, Watchdog};
+use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
+use crate::profile::{ApplyContext, Profile};
+use crate::record::{Attempt, Effect, Outcome};
+
+/// Everything needed to run attempts of one hunt, shared by its workers.
+#[derive(Debug)]
+pub struct AttemptRunner<'a> {
+    /// `FLAKEHUNT_RUN_ID`.
+    pub run_id: String,
+    /// The command under test.
+    pub target: Target,
+    /// Per-attempt limits.
+    pub limits: Limits,
+    /// Variables every attempt gets besides the `FLAKEHUNT_*` ones (e.g. `FLAKEHUNT_STATE`).
+    pub env: Vec<(String, String)>,
+    /// Start from an empty environment (clean room) before `env`.
+    pub env_clear: bool,
+    /// Working directory of the attempts.
+    pub cwd: Option<PathBuf>,
+    /// The process tree bookkeeping.
+    pub tree: &'a ProcessTree,
+    /// The watchdog, told about every live process group.
+    pub watchdog: Option<&'a Watchdog>,
+    /// Cancellation.
+    pub cancel: &'a Cancel,
+}
+
+/// A finished attempt with its captured output, before it is recorded.
+#[derive(Debug)]
+pub struct Finished {
+    /// The record.
+    pub attempt: Attempt,
+    /// Captured stdout head.
+    pub stdout: Vec<u8>,
+    /// Captured stderr head.
+    pub stderr: Vec<u8>,
+    /// Ended by a cancellation: not a result, not recorded.
+    pub cancelled: bool,
+}
+
+/// Extra identity of an attempt, for fire.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Slot {
+    /// Worker index (`FLAKEHUNT_WORKER`), when the hunt has workers.
+    pub worker: Option<u32>,
+    /// Ladder level.
+    pub level: Option<u32>,
+}
+
+impl AttemptRunner<'_> {
+    /// Runs one attempt. `Err` only when the program cannot be started at all (not found, not
+    /// executable): that stops a hunt instead of filling it with spawn errors.
+    pub fn run(
+        &self,
+        spec: &AttemptSpec,
+        cell: &CellSpec,
+        ctx: &ApplyContext,
+        slot: Slot,
+        extra_env: &[(String, String)],
+    ) -> Result<Finished, std::io::Error> {
+        let placeholders: Vec<(String, String)> = cell
+            .overlay
+            .iter()
+            .filter_map(|s| match s {
+                Setting::Placeholder { name, value } => Some((name.clone(), value.clone())),
+                _ => None,
+            })
+            .collect();
+        let (program, args) = self.target.program_and_args(&placeholders);
+        let attempt_tag = format!("{}.{}", self.run_id, spec.id);
+        let mut env: Vec<(OsString, Option<OsString>)> = Vec::with_capacity(self.env.len() + extra_env.len() + 8);
+        for (k, v) in self.env.iter().chain(extra_env) {
+            env.push((k.into(), Some(v.into())));
+        }
+        env.push(("FLAKEHUNT_RUN_ID".into(), Some(self.run_id.clone().into())));
+        env.push(("FLAKEHUNT_CELL".into(), Some(cell.name.clone().into())));
+        env.push(("FLAKEHUNT_ITERATION".into(), Some(spec.iteration.to_string().into())));
+        env.push(("FLAKEHUNT_ATTEMPT".into(), Some(attempt_tag.clone().into())));
+        if let Some(w) = slot.worker {
+            env.push(("FLAKEHUNT_WORKER".into(), Some(w.to_string().into())));
+        }
+        let mut launch =
+            Launch { program, args, env_clear: self.env_clear, env, cwd: self.cwd.clone(), setup: Default::default() };
+        for setting in &cell.overlay {
+            match setting {
+                Setting::Env { name, value } => launch.env.push((name.into(), value.as_ref().map(Into::into))),
+                Setting::Rlimit { name, value } => {
+                    if let Some(resource) = Resource::from_name(name) {
+                        let hard = resource.current().1;
+                        launch.setup.rlimits.push(Limit { resource, soft: *value, hard: keep_hard(hard, *value) });
+                    }
+                }
+                Setting::Placeholder { .. } => {}
+            }
+        }
+        let profile = cell.profile.clone().unwrap_or_else(Profile::default_profile);
+        let prepared = profile.prepare(&mut launch, ctx);
+
+        let running = match Running::spawn(&launch, self.tree, format!("FLAKEHUNT_ATTEMPT={attempt_tag}")) {
+            Ok(r) => r,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) => {
+                return Err(e)
+            }
+            Err(e) => return Ok(self.spawn_error(spec, cell, slot, &e)),
+        };
+        let pid = running.pid();
+        if let Some(w) = self.watchdog {
+            w.track_group(pid);
+        }
+        let active = prepared.start(pid);
+        let execution = running.wait(&self.limits, self.cancel);
+        let effect = active.finish();
+        if let Some(w) = self.watchdog {
+            w.untrack_group(pid);
+        }
+        Ok(self.finish(spec, cell, slot, execution, effect))
+    }
+
+    fn finish(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, ex: Execution, effect: Effect) -> Finished {
+        let (exit_code, signal) = match ex.status {
+            Status::Exited(c) => (Some(c), None),
+            Status::Signaled(s) => (None, Some(s)),
+        };
+        let outcome = if ex.timed_out.is_some() {
+            Outcome::Timeout
+        } else if signal.is_some() {
+            Outcome::Crash
+        } else if exit_code != Some(0) {
+            Outcome::Fail
+        } else if !ex.leaked.is_empty() {
+            Outcome::Leak
+        } else {
+            Outcome::Pass
+        };
+        let stderr_tail = ex.stderr.tail_text();
+        let signature = outcome.is_failure().then(|| signature::of(outcome, exit_code, signal, &stderr_tail));
+        let keep_logs = outcome != Outcome::Pass;
+        let attempt = Attempt {
+            id: spec.id,
+            cell: cell.name.clone(),
+            iteration: spec.iteration,
+            started_at: rfc3339(ex.started_at),
+            seconds: ex.seconds,
+            outcome,
+            exit_code,
+            signal,
+            termination: ex.timed_out,
+            stdout_tail: ex.stdout.tail_text(),
+            stderr_tail,
+            stdout_bytes: ex.stdout.total(),
+            stderr_bytes: ex.stderr.total(),
+            leaked: ex.leaked,
+            effect,
+            signature,
+            worker: slot.worker,
+            level: slot.level,
+            phase: spec.phase.clone(),
+            log: keep_logs.then(|| format!("logs/{}", spec.id)),
+            load: crate::host::load_average_1m(),
+            error: None,
+        };
+        let (stdout, stderr) =
+            if keep_logs { (ex.stdout.head().to_vec(), ex.stderr.head().to_vec()) } else { (Vec::new(), Vec::new()) };
+        Finished { attempt, stdout, stderr, cancelled: ex.cancelled }
+    }
+
+    fn spawn_error(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, e: &std::io::Error) -> Finished {
+        let attempt = Attempt {
+            id: spec.id,
+            cell: cell.name.clone(),
+            iteration: spec.iteration,
+            started_at: rfc3339(SystemTime::now()),
+            seconds: 0.0,
+            outcome: Outcome::SpawnError,
+            exit_code: None,
+            signal: None,
+            termination: None,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            leaked: Vec::new(),
+            effect: Effect::default(),
+            signature: None,
+            worker: slot.worker,
+            level: slot.level,
+            phase: spec.phase.clone(),
+            log: None,
+            load: None,
+            error: Some(e.to_string()),
+        };
+        Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false }
+    }
+}
+
+/// The hard limit to set with a new soft limit: unchanged unless the soft limit needs more, which
+/// only a privileged user may grant (an unprivileged attempt then fails to start, and the matrix
+/// validates limits before running).
+fn keep_hard(hard: Option<u64>, soft: Option<u64>) -> Option<u64> {
+    match (hard, soft) {
+        (None, _) | (_, None) => None,
+        (Some(h), Some(s)) => Some(h.max(s)),
+    }
+}
+
+/// RFC 3339 with milliseconds, UTC.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}

@@ -1,0 +1,579 @@
+//! A record of the machine a hunt ran on.
+//!
+//! A flaky test is often flaky *somewhere*: on the CI runner with two CPUs,
+//! under a low `nofile` limit, in the `C` locale, inside a memory-limited
+//! cgroup. [`Snapshot::capture`] writes down those facts next to every run
+//! record (`snapshot.json`) so that "it fails on CI but not on my laptop"
+//! can be answered by diffing two files.
+//!
+//! Capture is best effort throughout: whatever cannot be read (a missing
+//! `/proc` file, a non-Linux system, a tool that is not installed) becomes
+//! `None` or an empty collection, never an error or a panic. Environment
+//! variables are redacted with [`redact`] before they are stored, because
+//! run records get attached to bug reports.
+
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read};
+use std::path::Path;
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// How long a tool's version command may run before it is killed.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often running tools are checked on. Version commands take tens of
+/// milliseconds, so a short poll keeps the common case fast.
+const TOOL_POLL: Duration = Duration::from_millis(5);
+
+/// Bytes kept from each of a tool's output streams; more is read and
+/// discarded so that a chatty tool cannot block on a full pipe.
+const TOOL_OUTPUT_CAP: usize = 8 * 1024;
+
+/// Longest tool version line kept, in characters.
+const TOOL_LINE_CAP: usize = 200;
+
+/// What replaces a secret value.
+pub const REDACTED: &str = "<redacted>";
+
+/// Environment variable name fragments (matched case-insensitively) whose
+/// values are never stored.
+const SECRET_NAME_PARTS: &[&str] =
+    &["TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"];
+
+/// cgroup v1 controller names, used to tell controllers apart from mount
+/// options (`rw`, `relatime`, ...) in the options column of `/proc/mounts`.
+const CGROUP_V1_CONTROLLERS: &[&str] = &[
+    "blkio",
+    "cpu",
+    "cpuacct",
+    "cpuset",
+    "devices",
+    "freezer",
+    "hugetlb",
+    "memory",
+    "misc",
+    "net_cls",
+    "net_prio",
+    "perf_event",
+    "pids",
+    "rdma",
+];
+
+/// The machine, process limits and environment a hunt ran in.
+///
+/// Every field is optional in spirit: `None`, an empty map or an empty list
+/// means "could not be determined". Deserialising tolerates missing fields,
+/// so older and newer run records stay readable.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Snapshot {
+    /// The node name from `uname`.
+    pub hostname: Option<String>,
+    /// `PRETTY_NAME` from `/etc/os-release` (or `/usr/lib/os-release`).
+    pub os: Option<String>,
+    /// `uname` sysname, release and version, space separated.
+    pub kernel: Option<String>,
+    /// `uname` machine (e.g. `x86_64`), falling back to the architecture
+    /// flakehunt was compiled for.
+    pub arch: Option<String>,
+    /// Number of CPUs online on the machine (not just those this process may
+    /// use; see `cpus_allowed`).
+    pub cpus_online: Option<usize>,
+    /// This process's CPU affinity as a list, e.g. `0-1` or `0,2-3`
+    /// (`Cpus_allowed_list` in `/proc/self/status`).
+    pub cpus_allowed: Option<String>,
+    /// The first `model name` in `/proc/cpuinfo`.
+    pub cpu_model: Option<String>,
+    /// `MemTotal` from `/proc/meminfo`, in bytes.
+    pub memory_total_bytes: Option<u64>,
+    /// `MemAvailable` from `/proc/meminfo`, in bytes.
+    pub memory_available_bytes: Option<u64>,
+    /// 1, 5 and 15 minute load averages from `/proc/loadavg`.
+    pub load_average: Option<[f64; 3]>,
+    /// Resource limits of this process, by lower-case name (`nofile`,
+    /// `nproc`, `stack`, `as`, `core`, `fsize`, `cpu`, `memlock`).
+    pub rlimits: BTreeMap<String, Limit>,
+    /// Locale variables as seen by this process.
+    pub locale: Locale,
+    /// `TZ`, else `/etc/timezone`, else the zone `/etc/localtime` links to.
+    pub timezone: Option<String>,
+    /// Control group membership and mounted hierarchies.
+    pub cgroup: Cgroup,
+    /// For each tool command, the first line it printed, or `None` when it
+    /// is missing, failed, or did not finish within 2 seconds.
+    pub tools: BTreeMap<String, Option<String>>,
+    /// All environment variables, sorted by name, with secrets redacted
+    /// (see [`redact`]).
+    pub env: BTreeMap<String, String>,
+}
+
+/// A soft/hard resource limit pair; `None` means unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Limit {
+    /// The limit enforced now (`rlim_cur`).
+    pub soft: Option<u64>,
+    /// The ceiling the soft limit may be raised to (`rlim_max`).
+    pub hard: Option<u64>,
+}
+
+/// Locale-related environment variables, unset ones as `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Locale {
+    /// `LANG`.
+    pub lang: Option<String>,
+    /// `LC_ALL`, which overrides every other `LC_*` and `LANG`.
+    pub lc_all: Option<String>,
+    /// `LC_CTYPE`, the category that decides text encoding.
+    pub lc_ctype: Option<String>,
+}
+
+/// Which control groups this process is in and which hierarchies exist.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cgroup {
+    /// The lines of `/proc/self/cgroup`, e.g. `0::/user.slice/...` (v2) or
+    /// `4:memory:/docker/...` (v1).
+    pub membership: Vec<String>,
+    /// cgroup v1 controllers that have a mounted hierarchy according to
+    /// `/proc/mounts`, sorted (named hierarchies appear as `name=systemd`).
+    pub v1_controllers: Vec<String>,
+    /// Where the unified (v2) hierarchy is mounted, if it is.
+    pub v2_mount: Option<String>,
+}
+
+impl Snapshot {
+    /// Captures a snapshot of the current machine and process.
+    ///
+    /// `tools` are commands such as `"python3 --version"`; each is split on
+    /// whitespace and run without a shell, all concurrently, with stdin
+    /// closed and a 2 second limit, after which its whole process group is
+    /// killed. The whole capture therefore takes a little over 2 s at worst.
+    /// See [`default_tools`] for a sensible list.
+    pub fn capture(tools: &[String]) -> Snapshot {
+        let uname = rustix::system::uname();
+        let text = |c: &std::ffi::CStr| non_empty(c.to_string_lossy().trim());
+        let kernel = [uname.sysname(), uname.release(), uname.version()]
+            .iter()
+            .map(|part| part.to_string_lossy().trim().to_owned())
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+
+        let meminfo = read("/proc/meminfo");
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpus_online = read("/sys/devices/system/cpu/online")
+            .and_then(|list| cpu_list_len(&list))
+            .or_else(|| cpuinfo.as_deref().and_then(count_processors));
+
+        Snapshot {
+            hostname: text(uname.nodename()),
+            os: read("/etc/os-release")
+                .or_else(|| read("/usr/lib/os-release"))
+                .and_then(|s| os_release_pretty_name(&s)),
+            kernel: non_empty(&kernel),
+            arch: text(uname.machine()).or_else(|| Some(std::env::consts::ARCH.to_owned())),
+            cpus_online,
+            cpus_allowed: read("/proc/self/status").and_then(|s| colon_field(&s, "Cpus_allowed_list")),
+            cpu_model: cpuinfo.and_then(|s| colon_field(&s, "model name")),
+            memory_total_bytes: meminfo.as_deref().and_then(|s| meminfo_bytes(s, "MemTotal")),
+            memory_available_bytes: meminfo.as_deref().and_then(|s| meminfo_bytes(s, "MemAvailable")),
+            load_average: read("/proc/loadavg").and_then(|s| parse_loadavg(&s)),
+            rlimits: rlimits(),
+            locale: Locale { lang: env_var("LANG"), lc_all: env_var("LC_ALL"), lc_ctype: env_var("LC_CTYPE") },
+            timezone: timezone(),
+            cgroup: Cgroup {
+                membership: read("/proc/self/cgroup")
+                    .map(|s| s.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect())
+                    .unwrap_or_default(),
+                ..read("/proc/mounts").map(|s| cgroup_mounts(&s)).unwrap_or_default()
+            },
+            tools: run_tools(tools, TOOL_TIMEOUT),
+            env: std::env::vars_os()
+                .map(|(name, value)| {
+                    let name = name.to_string_lossy().into_owned();
+                    let value = redact(&name, &value.to_string_lossy());
+                    (name, value)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The tool version commands recorded by default: the usual language
+/// toolchains plus `git`.
+///
+/// `go` has no `--version` flag (it prints an error), so it is asked with
+/// `go version`; Java prints its version to stderr with `-version`.
+pub fn default_tools() -> Vec<String> {
+    [
+        "python3 --version",
+        "cargo --version",
+        "rustc --version",
+        "go version",
+        "node --version",
+        "java -version",
+        "gcc --version",
+        "git --version",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// Returns `value` as it may be stored for the environment variable `name`.
+///
+/// * If `name` contains (case-insensitively) `TOKEN`, `SECRET`, `PASSWORD`,
+///   `PASSWD`, `KEY`, `CREDENTIAL`, `AUTH`, `COOKIE`, `SESSION` or `PRIVATE`,
+///   the whole value becomes `<redacted>`. This over-redacts harmless names
+///   such as `KEYBOARD_LAYOUT` or `SSH_AUTH_SOCK` on purpose: a false
+///   positive costs a debugging detail, a false negative leaks a secret.
+/// * Otherwise, passwords embedded in URLs (`scheme://user:pass@host`, as in
+///   `DATABASE_URL` or `https_proxy`) are replaced, keeping the rest of the
+///   URL: `postgres://app:<redacted>@db:5432/app`. Every URL in the value is
+///   handled, and a password that itself contains `@` is masked up to the
+///   last `@` before the host.
+pub fn redact(name: &str, value: &str) -> String {
+    let upper = name.to_ascii_uppercase();
+    if SECRET_NAME_PARTS.iter().any(|part| upper.contains(part)) {
+        return REDACTED.to_owned();
+    }
+    // scheme ":" "//" user ":" password "@": the user part stops at the
+    // first ':', the password runs (greedily) to the last '@' before a '/'
+    // or whitespace, so `p@ss` in `u:p@ss@host` is masked whole.
+    static URL_PASSWORD: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"(?P<prefix>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/\s]*@").ok());
+    match URL_PASSWORD.as_ref() {
+        Some(re) => {
+            re.replace_all(value, |caps: &regex::Captures<'_>| format!("{}:{REDACTED}@", &caps["prefix"])).into_owned()
+        }
+        // The pattern is a constant and compiles; if it somehow did not,
+        // dropping the value is the safe choice.
+        None => REDACTED.to_owned(),
+    }
+}
+
+/// Reads a small text file, `None` on any error.
+fn read(path: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
+/// A set, non-empty environment variable.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var_os(name).and_then(|v| non_empty(&v.to_string_lossy()))
+}
+
+/// `PRETTY_NAME` from os-release(5) content, unquoted.
+fn os_release_pretty_name(content: &str) -> Option<String> {
+    content.lines().find_map(|line| {
+        let value = line.trim().strip_prefix("PRETTY_NAME=")?;
+        let value = value.trim();
+        let unquoted = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        non_empty(unquoted)
+    })
+}
+
+/// The value of the first `key : value` line with the given key, as in
+/// `/proc/cpuinfo` and `/proc/self/status`.
+fn colon_field(content: &str, key: &str) -> Option<String> {
+    content.lines().find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        (k.trim() == key).then(|| non_empty(v)).flatten()
+    })
+}
+
+/// Number of `processor` entries in `/proc/cpuinfo`.
+fn count_processors(cpuinfo: &str) -> Option<usize> {
+    let n = cpuinfo.lines().filter(|l| l.split_once(':').is_some_and(|(k, _)| k.trim() == "processor")).count();
+    (n > 0).then_some(n)
+}
+
+/// Number of CPUs in a kernel CPU list such as `0-3,8,10-11`.
+fn cpu_list_len(list: &str) -> Option<usize> {
+    let mut total = 0usize;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let count = match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<usize>().ok()?, b.trim().parse::<usize>().ok()?);
+                b.checked_sub(a)?.checked_add(1)?
+            }
+            None => {
+                part.trim().parse::<usize>().ok()?;
+                1
+            }
+        };
+        total = total.checked_add(count)?;
+    }
+    (total > 0).then_some(total)
+}
+
+/// A `/proc/meminfo` entry (`MemTotal:  16318712 kB`) in bytes.
+fn meminfo_bytes(meminfo: &str, key: &str) -> Option<u64> {
+    let value = colon_field(meminfo, key)?;
+    let mut parts = value.split_whitespace();
+    let number: u64 = parts.next()?.parse().ok()?;
+    let multiplier = match parts.next() {
+        None => 1,
+        Some(unit) if unit.eq_ignore_ascii_case("kB") => 1024,
+        Some(unit) if unit.eq_ignore_ascii_case("mB") => 1024 * 1024,
+        Some(_) => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+/// The three load averages from `/proc/loadavg` (`0.52 0.58 0.59 1/467 1234`).
+fn parse_loadavg(content: &str) -> Option<[f64; 3]> {
+    let mut fields = content.split_whitespace().map(|f| f.parse::<f64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
+}
+
+/// Resource limits of this process.
+fn rlimits() -> BTreeMap<String, Limit> {
+    use rustix::process::{getrlimit, Resource};
+    [
+        ("nofile", Resource::Nofile),
+        ("nproc", Resource::Nproc),
+        ("stack", Resource::Stack),
+        ("as", Resource::As),
+        ("core", Resource::Core),
+        ("fsize", Resource::Fsize),
+        ("cpu", Resource::Cpu),
+        ("memlock", Resource::Memlock),
+    ]
+    .into_iter()
+    .map(|(name, resource)| {
+        // rustix reports RLIM_INFINITY as `None` already.
+        let limit = getrlimit(resource);
+        (name.to_owned(), Limit { soft: limit.current, hard: limit.maximum })
+    })
+    .collect()
+}
+
+/// `TZ`, else `/etc/timezone`, else the zone name `/etc/localtime` links to.
+fn timezone() -> Option<String> {
+    env_var("TZ").or_else(|| read("/etc/timezone").and_then(|s| non_empty(&s))).or_else(|| {
+        let target = std::fs::read_link("/etc/localtime").ok()?;
+        let target = target.to_string_lossy();
+        // `/usr/share/zoneinfo/Europe/Paris` -> `Europe/Paris`.
+        match target.split_once("zoneinfo/") {
+            Some((_, zone)) => non_empty(zone),
+            None => non_empty(&target),
+        }
+    })
+}
+
+/// The cgroup hierarchies mounted according to `/proc/mounts` content
+/// (membership is filled in by the caller).
+fn cgroup_mounts(mounts: &str) -> Cgroup {
+    let mut cgroup = Cgroup::default();
+    for line in mounts.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [_, mount_point, fstype, options, ..] = fields[..] else {
+            continue;
+        };
+        match fstype {
+            // The first unified mount is the one systemd and runtimes use.
+            "cgroup2" if cgroup.v2_mount.is_none() => {
+                cgroup.v2_mount = Some(unescape_mount_path(mount_point));
+            }
+            "cgroup" => {
+                for option in options.split(',') {
+                    if CGROUP_V1_CONTROLLERS.contains(&option) || option.starts_with("name=") {
+                        cgroup.v1_controllers.push(option.to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    cgroup.v1_controllers.sort();
+    cgroup.v1_controllers.dedup();
+    cgroup
+}
+
+/// Undoes the octal escapes (`\040` for space) of paths in `/proc/mounts`.
+fn unescape_mount_path(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
+            let digits = &bytes[i + 1..i + 4];
+            if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
+                let value = digits.iter().fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
+                if let Ok(byte) = u8::try_from(value) {
+                    out.push(byte);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One tool version command in flight.
+struct ToolRun {
+    child: Child,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    out: Vec<u8>,
+    err: Vec<u8>,
+    status: Option<ExitStatus>,
+}
+
+/// Runs every tool command concurrently and returns the first line each one
+/// printed, `None` for tools that could not be started, exited
+/// unsuccessfully, or were still running after `timeout`.
+///
+/// Output is read through non-blocking pipes in a polling loop, so neither
+/// a silent hung tool nor one that floods its output can stall the capture,
+/// and no thread is left behind. Each tool runs in its own process group so
+/// that a timeout also kills anything it spawned.
+fn run_tools(tools: &[String], timeout: Duration) -> BTreeMap<String, Option<String>> {
+    let deadline = Instant::now() + timeout;
+    let mut results: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut running: Vec<(String, ToolRun)> = Vec::new();
+    for command in tools {
+        match spawn_tool(command) {
+            Some(run) => running.push((command.clone(), run)),
+            None => {
+                results.insert(command.clone(), None);
+            }
+        }
+    }
+
+    while !running.is_empty() {
+        for (_, run) in &mut running {
+            drain(run);
+            if run.status.is_none() {
+                run.status = run.child.try_wait().ok().flatten();
+            }
+        }
+        // A tool is done once it has exited and its pipes are closed or
+        // empty (a lingering grandchild could hold them open forever).
+        let mut still_running = Vec::with_capacity(running.len());
+        for (command, mut run) in running {
+            if run.status.is_some() {
+                drain(&mut run);
+                results.insert(command, tool_line(&run));
+            } else {
+                still_running.push((command, run));
+            }
+        }
+        running = still_running;
+        if running.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            for (command, mut run) in running.drain(..) {
+                kill_tool(&mut run.child);
+                results.insert(command, None);
+            }
+            break;
+        }
+        std::thread::sleep(TOOL_POLL);
+    }
+    results
+}
+
+/// Starts one tool command (split on whitespace, no shell) with
+/// non-blocking output pipes.
+fn spawn_tool(command: &str) -> Option<ToolRun> {
+    use std::os::unix::process::CommandExt;
+    let mut words = command.split_whitespace();
+    let program = words.next()?;
+    let mut child = Command::new(program)
+        .args(words)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Own process group, so a timeout can kill the tool's children too.
+        .process_group(0)
+        .spawn()
+        .ok()?;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let nonblocking = stdout.as_ref().is_some_and(|s| rustix::io::ioctl_fionbio(s, true).is_ok())
+        && stderr.as_ref().is_some_and(|s| rustix::io::ioctl_fionbio(s, true).is_ok());
+    if !nonblocking {
+        // Reading would risk blocking past the deadline; give up on it.
+        kill_tool(&mut child);
+        return None;
+    }
+    Some(ToolRun { child, stdout, stderr, out: Vec::new(), err: Vec::new(), status: None })
+}
+
+/// Reads whatever is available on both pipes without blocking; a pipe at
+/// end of file or in error is closed.
+fn drain(run: &mut ToolRun) {
+    fn drain_one(pipe: &mut Option<impl Read>, buf: &mut Vec<u8>) {
+        let Some(reader) = pipe else { return };
+        let mut chunk = [0u8; 4096];
+        loop {
+            match reader.read(&mut chunk) {
+                Ok(0) => {
+                    *pipe = None;
+                    return;
+                }
+                Ok(n) => {
+                    let room = TOOL_OUTPUT_CAP.saturating_sub(buf.len());
+                    buf.extend_from_slice(&chunk[..n.min(room)]);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    *pipe = None;
+                    return;
+                }
+            }
+        }
+    }
+    drain_one(&mut run.stdout, &mut run.out);
+    drain_one(&mut run.stderr, &mut run.err);
+}
+
+/// Kills a tool's process group (falling back to the tool alone) and reaps
+/// it.
+fn kill_tool(child: &mut Child) {
+    let group = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw);
+    let killed_group =
+        group.is_some_and(|pid| rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok());
+    if !killed_group {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+}
+
+/// The first non-empty line of stdout, else of stderr (Java prints its
+/// version there), for a tool that exited successfully.
+fn tool_line(run: &ToolRun) -> Option<String> {
+    if !run.status.is_some_and(|s| s.success()) {
+        return None;
+    }
+    first_line(&run.out).or_else(|| first_line(&run.err))
+}
+
+fn first_line(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.chars().take(TOOL_LINE_CAP).collect())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,546 @@
+//! Sandboxes: disposable copies of the user's state directory that runs can
+//! mutate without ever touching the original.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+/// A fresh copy of a state directory, removed on drop unless
+/// [`keep`](Sandbox::keep) was called.
+#[derive(Debug)]
+pub struct Sandbox {
+    path: PathBuf,
+    keep: bool,
+}
+
+/// Why a sandbox could not be created, or a state directory is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The state directory does not exist.
+    #[error("state directory {} does not exist", .path.display())]
+    Missing {
+        /// The state directory.
+        path: PathBuf,
+    },
+    /// The state path exists but is not a directory.
+    #[error("state path {} is not a directory", .path.display())]
+    NotADirectory {
+        /// The state path.
+        path: PathBuf,
+    },
+    /// The state directory cannot be listed.
+    #[error("cannot read state directory {}", .path.display())]
+    Unreadable {
+        /// The state directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The sandbox name is not a single plain path component.
+    #[error("invalid sandbox name {name:?}")]
+    InvalidName {
+        /// The name as given.
+        name: String,
+    },
+    /// The sandbox would be created inside the directory it copies.
+    #[error("sandbox parent {} is inside the state directory {}", .parent.display(), .state.display())]
+    ParentInsideSource {
+        /// The sandbox parent.
+        parent: PathBuf,
+        /// The state directory.
+        state: PathBuf,
+    },
+    /// The state is larger than the free space where sandboxes go.
+    #[error(
+        "state {} needs {} but only {} are free in {}",
+        .path.display(), human_bytes(*.needed), human_bytes(*.available), .parent.display()
+    )]
+    TooLarge {
+        /// The state directory.
+        path: PathBuf,
+        /// Bytes of regular files in the state directory.
+        needed: u64,
+        /// Bytes available to unprivileged users in the parent's file system.
+        available: u64,
+        /// The sandbox parent.
+        parent: PathBuf,
+    },
+    /// The parent's file system cannot be queried.
+    #[error("cannot check free space in {}", .path.display())]
+    FreeSpace {
+        /// The sandbox parent.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The sandbox directory cannot be created or removed.
+    #[error("cannot create sandbox {}", .path.display())]
+    Create {
+        /// The sandbox directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A file, directory or symlink cannot be copied.
+    #[error("cannot copy state {}", .path.display())]
+    Copy {
+        /// The source path that failed.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Checks that `path` is an existing, readable directory, so that a bad
+/// `--state` argument fails before any run starts.
+pub fn validate_source(path: &Path) -> Result<(), SandboxError> {
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Err(SandboxError::Missing { path: path.to_owned() })
+        }
+        Err(source) => return Err(SandboxError::Unreadable { path: path.to_owned(), source }),
+    };
+    if !meta.is_dir() {
+        return Err(SandboxError::NotADirectory { path: path.to_owned() });
+    }
+    fs::read_dir(path).map(drop).map_err(|source| SandboxError::Unreadable { path: path.to_owned(), source })
+}
+
+impl Sandbox {
+    /// Creates `parent/name` as a copy of `source`, or as an empty directory
+    /// when there is no source.
+    ///
+    /// Regular files are reflinked when the file system supports it and
+    /// copied otherwise; permissions, nested directories and symlinks are
+    /// preserved; absolute symlinks into the source are rebased into the
+    /// sandbox. Sockets, FIFOs and devices are left out. The source is only
+    /// ever read. `parent` must exist, and `parent/name` must not.
+    ///
+    /// Creation is refused when the source's regular files add up to more
+    /// than the free space of `parent`'s file system (even though reflinks
+    /// would need less), or when `parent` lies inside the source. A partial
+    /// copy is removed on error.
+    pub fn create(source: Option<&Path>, parent: &Path, name: &str) -> Result<Sandbox, SandboxError> {
+        Self::create_with(source, parent, name, &free_space)
+    }
+
+    /// [`create`](Sandbox::create) with the free-space query injected, so
+    /// that tests can exercise the size check without filling a disk.
+    fn create_with(
+        source: Option<&Path>,
+        parent: &Path,
+        name: &str,
+        free_space: &dyn Fn(&Path) -> io::Result<u64>,
+    ) -> Result<Sandbox, SandboxError> {
+        let mut components = Path::new(name).components();
+        if !matches!((components.next(), components.next()), (Some(Component::Normal(_)), None)) {
+            return Err(SandboxError::InvalidName { name: name.to_owned() });
+        }
+        if let Some(source) = source {
+            validate_source(source)?;
+            check_not_inside(source, parent)?;
+            let needed = tree_size(source)?;
+            let available =
+                free_space(parent).map_err(|err| SandboxError::FreeSpace { path: parent.to_owned(), source: err })?;
+            if needed > available {
+                return Err(SandboxError::TooLarge {
+                    path: source.to_owned(),
+                    needed,
+                    available,
+                    parent: parent.to_owned(),
+                });
+            }
+        }
+
+        let path = parent.join(name);
+        // `create_dir` rather than `create_dir_all`: an existing directory
+        // belongs to someone else and must not be reused, let alone removed.
+        fs::create_dir(&path).map_err(|source| SandboxError::Create { path: path.clone(), source })?;
+        // From here on, dropping the sandbox cleans up a partial copy.
+        let sandbox = Sandbox { path, keep: false };
+        if let Some(source) = source {
+            let copier = Copier { source_roots: absolute_forms(source), sandbox_root: &sandbox.path };
+            copier.copy_dir_contents(source, &sandbox.path)?;
+            copy_permissions(source, &sandbox.path)?;
+        }
+        Ok(sandbox)
+    }
+
+    /// The sandbox directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keeps the sandbox on disk when dropped, typically to let the user
+    /// inspect the state of a failing run.
+    pub fn keep(&mut self) {
+        self.keep = true;
+    }
+
+    /// Removes the sandbox now, reporting errors that drop would swallow.
+    pub fn remove(mut self) -> Result<(), SandboxError> {
+        self.keep = true;
+        remove_tree(&self.path).map_err(|source| SandboxError::Create { path: self.path.clone(), source })
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if !self.keep {
+            // Drop cannot report errors; `remove` exists for callers that care.
+            let _ = remove_tree(&self.path);
+        }
+    }
+}
+
+/// Refuses a parent inside the source: copying would recurse into the copy.
+fn check_not_inside(source: &Path, parent: &Path) -> Result<(), SandboxError> {
+    let source_abs =
+        fs::canonicalize(source).map_err(|err| SandboxError::Unreadable { path: source.to_owned(), source: err })?;
+    // The parent must already exist: creating it could write into the source.
+    let parent_abs =
+        fs::canonicalize(parent).map_err(|err| SandboxError::Create { path: parent.to_owned(), source: err })?;
+    if parent_abs.starts_with(&source_abs) {
+        return Err(SandboxError::ParentInsideSource { parent: parent.to_owned(), state: source.to_owned() });
+    }
+    Ok(())
+}
+
+/// Space available to unprivileged users on the file system holding `path`.
+fn free_space(path: &Path) -> io::Result<u64> {
+    let stat = rustix::fs::statvfs(path)?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+/// Total size of the regular files under `dir`, without following symlinks.
+fn tree_size(dir: &Path) -> Result<u64, SandboxError> {
+    let mut total = 0u64;
+    for entry in read_dir(dir)? {
+        let meta = entry.symlink_metadata().map_err(|source| copy_error(&entry, source))?;
+        if meta.is_dir() {
+            total = total.saturating_add(tree_size(&entry)?);
+        } else if meta.is_file() {
+            total = total.saturating_add(meta.len());
+        }
+    }
+    Ok(total)
+}
+
+/// The entries of `dir`, as full paths.
+fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, SandboxError> {
+    fs::read_dir(dir)
+        .and_then(|entries| entries.map(|e| e.map(|e| e.path())).collect())
+        .map_err(|source| copy_error(dir, source))
+}
+
+fn copy_error(path: &Path, source: io::Error) -> SandboxError {
+    SandboxError::Copy { path: path.to_owned(), source }
+}
+
+/// The forms under which absolute symlinks may name the source: as given
+/// (made absolute) and canonical.
+fn absolute_forms(source: &Path) -> Vec<PathBuf> {
+    let mut forms = Vec::new();
+    if let Ok(path) = std::path::absolute(source) {
+        forms.push(path);
+    }
+    if let Ok(path) = fs::canonicalize(source) {
+        if !forms.contains(&path) {
+            forms.push(path);
+        }
+    }
+    forms
+}
+
+/// Copies a source tree into a sandbox.
+struct Copier<'a> {
+    /// The source directory, as absolute symlinks may name it.
+    source_roots: Vec<PathBuf>,
+    /// The sandbox directory.
+    sandbox_root: &'a Path,
+}
+
+impl Copier<'_> {
+    /// Copies the entries of `from` into the existing directory `to`.
+    fn copy_dir_contents(&self, from: &Path, to: &Path) -> Result<(), SandboxError> {
+        for entry in read_dir(from)? {
+            let Some(name) = entry.file_name() else {
+                continue;
+            };
+            let dest = to.join(name);
+            let meta = entry.symlink_metadata().map_err(|source| copy_error(&entry, source))?;
+            let file_type = meta.file_type();
+            if file_type.is_dir() {
+                fs::create_dir(&dest).map_err(|source| copy_error(&entry, source))?;
+                self.copy_dir_contents(&entry, &dest)?;
+                // Permissions come last: a read-only directory must still
+                // receive its contents.
+                copy_permissions(&entry, &dest)?;
+            } else if file_type.is_symlink() {
+                self.copy_symlink(&entry, &dest)?;
+            } else if file_type.is_file() {
+                copy_file(&entry, &dest)?;
+            }
+            // Sockets, FIFOs and devices hold no state of their own and
+            // cannot be meaningfully copied, so they are left out.
+        }
+        Ok(())
+    }
+
+    /// Copies a symlink as a link, never following it. An absolute link
+    /// into the source is rebased into the sandbox, so that a run cannot
+    /// reach the real state through it; other links are copied verbatim.
+    fn copy_symlink(&self, from: &Path, to: &Path) -> Result<(), SandboxError> {
+        let target = fs::read_link(from).map_err(|source| copy_error(from, source))?;
+        let inside = self.source_roots.iter().find_map(|root| target.strip_prefix(root).ok());
+        let target = match inside {
+            Some(inside) if target.is_absolute() => self.sandbox_root.join(inside),
+            _ => target,
+        };
+        symlink(&target, to).map_err(|source| copy_error(from, source))
+    }
+}
+
+/// Copies one regular file: a reflink when the file system can share the
+/// blocks, a kernel-side `copy_file_range` copy otherwise.
+fn copy_file(from: &Path, to: &Path) -> Result<(), SandboxError> {
+    let mut src = File::open(from).map_err(|source| copy_error(from, source))?;
+    let mut dst = File::options().write(true).create_new(true).open(to).map_err(|source| copy_error(from, source))?;
+    if rustix::fs::ioctl_ficlone(&dst, &src).is_err() {
+        // `io::copy` between two files uses `copy_file_range` on Linux and
+        // falls back to read/write by itself where that is unsupported.
+        io::copy(&mut src, &mut dst).map_err(|source| copy_error(from, source))?;
+    }
+    let perms = src.metadata().map_err(|source| copy_error(from, source))?.permissions();
+    dst.set_permissions(perms).map_err(|source| copy_error(from, source))
+}
+
+fn copy_permissions(from: &Path, to: &Path) -> Result<(), SandboxError> {
+    let perms = fs::metadata(from).map_err(|source| copy_error(from, source))?.permissions();
+    fs::set_permissions(to, perms).map_err(|source| copy_error(from, source))
+}
+
+/// Removes a directory tree, first making its directories writable when a
+/// run (or a read-only source) left some that forbid unlinking.
+fn remove_tree(path: &Path) -> io::Result<()> {
+    match fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(_) => {
+            make_dirs_writable(path);
+            fs::remove_dir_all(path)
+        }
+    }
+}
+
+fn make_dirs_writable(dir: &Path) {
+    // Errors are ignored: the retried removal reports what still fails.
+    let Ok(meta) = fs::symlink_metadata(dir) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let mut perms = meta.permissions();
+    perms.set_mode(perms.mode() | 0o700);
+    let _ = fs::set_permissions(dir, perms);
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            make_dirs_writable(&entry.path());
+        }
+    }
+}
+
+/// Formats a byte count for error messages.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::MetadataExt;
+
+    /// Every entry under `dir` with its mode and content or link target, to
+    /// compare whole trees.
+    fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(current) = stack.pop() {
+            for entry in fs::read_dir(&current).unwrap() {
+                let path = entry.unwrap().path();
+                let meta = fs::symlink_metadata(&path).unwrap();
+                let rel = path.strip_prefix(dir).unwrap().to_owned();
+                let content = if meta.file_type().is_symlink() {
+                    fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()
+                } else if meta.is_dir() {
+                    stack.push(path.clone());
+                    Vec::new()
+                } else {
+                    fs::read(&path).unwrap()
+                };
+                out.insert(rel, (meta.mode(), content));
+            }
+        }
+        out
+    }
+
+    fn sample_source(root: &Path) -> PathBuf {
+        let src = root.join("state");
+        fs::create_dir_all(src.join("nested/deeper")).unwrap();
+        fs::write(src.join("counter"), "41").unwrap();
+        fs::write(src.join("nested/log.txt"), "a\nb\n").unwrap();
+        fs::write(src.join("nested/deeper/blob.bin"), [0u8, 1, 2, 255]).unwrap();
+        fs::write(src.join("run.sh"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(src.join("counter"), fs::Permissions::from_mode(0o444)).unwrap();
+        symlink("nested/log.txt", src.join("relative-link")).unwrap();
+        symlink("/etc/hostname", src.join("outside-link")).unwrap();
+        symlink("missing", src.join("dangling-link")).unwrap();
+        src
+    }
+
+    #[test]
+    fn copy_preserves_tree_and_leaves_source_intact() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = sample_source(tmp.path());
+        let before = snapshot(&src);
+
+        let sandbox = Sandbox::create(Some(&src), tmp.path(), "run-0").unwrap();
+        assert_eq!(sandbox.path(), tmp.path().join("run-0"));
+        assert_eq!(snapshot(sandbox.path()), before);
+        assert_eq!(snapshot(&src), before);
+
+        // Writing through the copy leaves the source alone.
+        fs::write(sandbox.path().join("nested/log.txt"), "changed").unwrap();
+        assert_eq!(snapshot(&src), before);
+    }
+
+    #[test]
+    fn absolute_links_into_the_source_are_rebased() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("state");
+        fs::create_dir_all(src.join("sub")).unwrap();
+        fs::write(src.join("data"), "x").unwrap();
+        symlink(src.join("data"), src.join("sub/abs-link")).unwrap();
+
+        let sandbox = Sandbox::create(Some(&src), tmp.path(), "box").unwrap();
+        assert_eq!(fs::read_link(sandbox.path().join("sub/abs-link")).unwrap(), sandbox.path().join("data"));
+    }
+
+    #[test]
+    fn read_only_directories_are_copied_and_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("state");
+        fs::create_dir_all(src.join("ro")).unwrap();
+        fs::write(src.join("ro/file"), "x").unwrap();
+        fs::set_permissions(src.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+
+        let sandbox = Sandbox::create(Some(&src), tmp.path(), "box").unwrap();
+        let path = sandbox.path().to_owned();
+        assert_eq!(fs::read(path.join("ro/file")).unwrap(), b"x");
+        assert_eq!(fs::metadata(path.join("ro")).unwrap().mode() & 0o777, 0o555);
+        sandbox.remove().unwrap();
+        assert!(!path.exists());
+        fs::set_permissions(src.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn empty_sandbox_without_source() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::create(None, tmp.path(), "empty").unwrap();
+        assert!(fs::read_dir(sandbox.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn removed_on_drop_unless_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = sample_source(tmp.path());
+        let dropped = Sandbox::create(Some(&src), tmp.path(), "dropped").unwrap();
+        let dropped_path = dropped.path().to_owned();
+        drop(dropped);
+        assert!(!dropped_path.exists());
+
+        let mut kept = Sandbox::create(Some(&src), tmp.path(), "kept").unwrap();
+        kept.keep();
+        let kept_path = kept.path().to_owned();
+        drop(kept);
+        assert!(kept_path.join("nested/log.txt").exists());
+    }
+
+    #[test]
+    fn refuses_state_larger_than_free_space() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("state");
+        fs::create_dir(&src).unwrap();
+        fs::write(src.join("big"), vec![0u8; 2048]).unwrap();
+
+        let err = Sandbox::create_with(Some(&src), tmp.path(), "box", &|_| Ok(1000)).unwrap_err();
+        assert!(matches!(err, SandboxError::TooLarge { needed: 2048, available: 1000, .. }));
+        assert!(err.to_string().contains("needs 2.0 KiB but only 1000 B are free"));
+        assert!(!tmp.path().join("box").exists());
+
+        Sandbox::create_with(Some(&src), tmp.path(), "box", &|_| Ok(2048)).unwrap();
+    }
+
+    #[test]
+    fn refuses_parent_inside_source_and_bad_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = sample_source(tmp.path());
+        fs::create_dir(src.join("boxes")).unwrap();
+        let err = Sandbox::create(Some(&src), &src.join("boxes"), "box").unwrap_err();
+        assert!(matches!(err, SandboxError::ParentInsideSource { .. }));
+        assert!(!src.join("boxes/box").exists());
+        for name in ["", "..", "a/b", "/abs"] {
+            let err = Sandbox::create(None, tmp.path(), name).unwrap_err();
+            assert!(matches!(err, SandboxError::InvalidName { .. }), "{name}");
+        }
+    }
+
+    #[test]
+    fn existing_sandbox_is_not_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir(tmp.path().join("box")).unwrap();
+        fs::write(tmp.path().join("box/precious"), "x").unwrap();
+        let err = Sandbox::create(None, tmp.path(), "box").unwrap_err();
+        assert!(matches!(err, SandboxError::Create { .. }));
+        assert!(tmp.path().join("box/precious").exists());
+    }
+
+    #[test]
+    fn validate_source_errors_name_the_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("nope");
+        let err = validate_source(&missing).unwrap_err();
+        assert_eq!(err.to_string(), format!("state directory {} does not exist", missing.display()));
+        let file = tmp.path().join("file");
+        fs::write(&file, "x").unwrap();
+        assert!(matches!(validate_source(&file).unwrap_err(), SandboxError::NotADirectory { .. }));
+        validate_source(tmp.path()).unwrap();
+    }
+
+    #[test]
+    fn human_bytes_units() {
+        assert_eq!(human_bytes(12), "12 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+}

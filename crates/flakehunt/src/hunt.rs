@@ -1,0 +1,243 @@
+//! The driver every hunt shares: create or resume a record, set up the process tree, the
+//! watchdog and signal handling, run the plan with the recorder and the display attached, then
+//! summarise the record and print the result.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use flakehunt_core::analysis::Summary;
+use flakehunt_core::events::{Event, EventSink, Fanout};
+use flakehunt_core::exec::{Cancel, Limits, ProcessTree, Watchdog};
+use flakehunt_core::plan::{self, CellSpec, Rng, Settings, Target};
+use flakehunt_core::record::{Kind, Manifest, Record, Recorder, FORMAT_VERSION, SUMMARY_FILE};
+use flakehunt_core::runner::{rfc3339, AttemptRunner, Runner};
+
+use crate::cli::HuntArgs;
+use crate::display::Display;
+use crate::exit;
+
+/// A new hunt's plan, as a subcommand built it from its arguments.
+pub struct NewHunt {
+    /// The cells; the first is the baseline.
+    pub cells: Vec<CellSpec>,
+    /// Hunt-specific manifest data.
+    pub extra: serde_json::Value,
+}
+
+/// The target from `--shell` or the argv after `--`, checked to exist.
+pub fn target_of(args: &HuntArgs, kind: Kind) -> anyhow::Result<Target> {
+    let target = match (&args.shell, args.command.is_empty()) {
+        (Some(script), _) => Target::shell(script.clone()),
+        (None, false) => Target::argv(args.command.clone()),
+        (None, true) => {
+            return Err(exit::usage(format!(
+            "no command to run: give it after --, e.g. `flakehunt {} -- cargo test -q ledger`, or use --shell 'STRING'",
+            kind.name()
+        )))
+        }
+    };
+    check_program(target.program())?;
+    Ok(target)
+}
+
+/// Fails with one clear line when `program` cannot be started.
+fn check_program(program: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = Path::new(program);
+        if !p.exists() {
+            return Err(exit::usage(format!("cannot start '{program}': no such file")));
+        }
+        if !executable(p) {
+            return Err(exit::usage(format!(
+                "cannot start '{program}': not executable (chmod +x it, or run it through its interpreter)"
+            )));
+        }
+        return Ok(());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+        return Ok(());
+    }
+    Err(exit::usage(format!("cannot start '{program}': not found in PATH (install it, or give its path)")))
+}
+
+/// Settings from the shared options.
+pub fn settings_of(args: &HuntArgs) -> anyhow::Result<Settings> {
+    if args.runs == 0 {
+        return Err(exit::usage("--runs must be at least 1"));
+    }
+    if args.jobs == 0 {
+        return Err(exit::usage("--jobs must be at least 1"));
+    }
+    if args.until_fails == Some(0) {
+        return Err(exit::usage("--until-fails must be at least 1"));
+    }
+    if args.timeout.is_zero() {
+        return Err(exit::usage("--timeout must be longer than 0s"));
+    }
+    Ok(Settings {
+        runs: args.runs,
+        jobs: args.jobs,
+        until_fails: args.until_fails,
+        budget_seconds: args.budget.map(|d| d.as_secs_f64()),
+        timeout_seconds: args.timeout.as_secs_f64(),
+        grace_seconds: args.grace.as_secs_f64(),
+        capture_bytes: args.capture,
+    })
+}
+
+/// Runs a hunt: a new one built by `new`, or the one `--resume` names. Returns the exit code.
+pub fn run(
+    args: &HuntArgs,
+    kind: Kind,
+    cell_header: &str,
+    new: impl FnOnce() -> anyhow::Result<NewHunt>,
+) -> anyhow::Result<i32> {
+    let (dir, manifest, mut recorder) = match &args.resume {
+        Some(dir) => {
+            let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
+            if record.manifest.kind != kind {
+                return Err(exit::usage(format!(
+                    "{} holds a {} record: resume it with `flakehunt {}`",
+                    dir.display(),
+                    record.manifest.kind.name(),
+                    record.manifest.kind.name()
+                )));
+            }
+            let recorder = Recorder::resume(dir)?;
+            (dir.clone(), record.manifest, recorder)
+        }
+        None => {
+            let target = target_of(args, kind)?;
+            let settings = settings_of(args)?;
+            let hunt = new()?;
+            let seed = args.seed.unwrap_or_else(random_seed);
+            let now = std::time::SystemTime::now();
+            let stamp = humantime::format_rfc3339_seconds(now)
+                .to_string()
+                .replace([':', '-'], "")
+                .trim_end_matches('Z')
+                .to_owned();
+            let run_id = format!("{stamp}-{:04x}", Rng::new(random_seed()).next_u64() & 0xffff);
+            let manifest = Manifest {
+                format_version: FORMAT_VERSION,
+                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+                kind,
+                run_id: run_id.clone(),
+                target,
+                plan: settings,
+                cells: hunt.cells,
+                seed,
+                host: flakehunt_core::host::hostname(),
+                started_at: rfc3339(now),
+                shard: args.shard,
+                extra: hunt.extra,
+            };
+            let dir = args
+                .record
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(".flakehunt/runs").join(format!("{}-{stamp}", kind.name())));
+            let recorder = Recorder::create(&dir, &manifest).map_err(|e| exit::usage(e.to_string()))?;
+            (dir, manifest, recorder)
+        }
+    };
+    let outcome = execute(&manifest, &dir, &mut recorder, args.quiet)?;
+    let record = Record::open(&dir)?;
+    let summary = flakehunt_core::analysis::summarize(&record)?;
+    recorder.write_document(SUMMARY_FILE, &summary)?;
+    print_summary(&summary, &dir, args.json, cell_header)?;
+    Ok(if outcome.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
+}
+
+/// Runs the plan of `manifest` into `recorder`.
+fn execute(
+    manifest: &Manifest,
+    dir: &Path,
+    recorder: &mut Recorder,
+    quiet: bool,
+) -> anyhow::Result<flakehunt_core::runner::RunEnd> {
+    let mut plan = plan::from_manifest(manifest);
+    let mut done = 0u64;
+    let record = Record::open(dir)?;
+    for attempt in record.attempts()? {
+        plan.observe(&attempt?);
+        done += 1;
+    }
+    let tree = ProcessTree::default();
+    ProcessTree::become_subreaper();
+    let exe = std::env::current_exe().context("cannot find flakehunt's own executable for its watchdog")?;
+    let watchdog = Watchdog::spawn(&exe, &["__watchdog", &manifest.run_id]).ok();
+    if let Some(w) = &watchdog {
+        tree.register(w.pid());
+    }
+    let cancel = Arc::new(Cancel::new().context("cannot create the cancellation pipe")?);
+    crate::signals::install(&cancel)?;
+    let p = &manifest.plan;
+    let limits = Limits {
+        timeout: Duration::from_secs_f64(p.timeout_seconds),
+        grace: Duration::from_secs_f64(p.grace_seconds),
+        capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
+        ..Limits::default()
+    };
+    let runner = Runner {
+        attempts: AttemptRunner {
+            run_id: manifest.run_id.clone(),
+            target: manifest.target.clone(),
+            limits,
+            env: Vec::new(),
+            env_clear: false,
+            cwd: None,
+            tree: &tree,
+            watchdog: watchdog.as_ref(),
+            cancel: &cancel,
+        },
+        jobs: p.jobs as usize,
+        budget: p.budget_seconds.map(Duration::from_secs_f64),
+    };
+    let mut display = Display::new(quiet);
+    let result = {
+        let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, &mut display]);
+        sinks.event(&Event::Started { planned: plan.planned(), done })?;
+        runner.run(plan.as_mut(), &mut sinks)
+    };
+    display.finish();
+    tree.kill_all_unknown();
+    if let Some(w) = &watchdog {
+        w.finish();
+    }
+    match result {
+        Ok(end) => Ok(end),
+        Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
+            Err(exit::usage(format!("cannot start '{program}': {source}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Prints the summary: the table on stdout, or JSON on stdout and the table on stderr.
+pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &str) -> anyhow::Result<()> {
+    let table = flakehunt_core::render::term::render(summary, cell_header);
+    let footer = format!("record: {}", dir.display());
+    if json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, summary)?;
+        writeln!(out)?;
+        eprint!("{table}");
+        eprintln!("{footer}");
+    } else {
+        let mut out = anstream::stdout().lock();
+        write!(out, "{}", crate::style::colour_table(&table))?;
+        writeln!(out, "{footer}")?;
+    }
+    Ok(())
+}
+
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
+}
