@@ -14,6 +14,9 @@ use clap::{Args, Parser, Subcommand};
 2 usage or configuration error, 3 the environment refused what was asked, 130 interrupted."
 )]
 pub struct Cli {
+    /// Configuration file (default: flakehunt.toml in the current directory, when present).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -24,6 +27,25 @@ pub struct Cli {
 pub enum Command {
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
+    /// Run a small workload under each profile and show what each really does on this machine.
+    Probe {
+        /// Profiles to probe, comma-separated (default: all).
+        #[arg(long, value_delimiter = ',', value_name = "LIST")]
+        profiles: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List built-in and configured profiles.
+    Profiles,
+    /// Print the environment snapshot (secrets redacted) that every record holds.
+    Snapshot,
+    /// Internal: the workload `probe` runs.
+    #[command(name = "__probe-workload", hide = true)]
+    ProbeWorkload {
+        /// Wall-clock milliseconds to spin.
+        millis: u64,
+    },
     /// Internal: the watchdog that ends a hunt's processes if flakehunt dies.
     #[command(name = "__watchdog", hide = true)]
     Watchdog {
@@ -91,6 +113,9 @@ pub struct SweepArgs {
     /// Profiles to compare, comma-separated; the first is the baseline (default: every built-in that applies here).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub profiles: Vec<String>,
+    /// Refuse (exit 3) before any attempt when a profile has no effect on this machine.
+    #[arg(long)]
+    pub strict: bool,
     /// Shared hunt options.
     #[command(flatten)]
     pub hunt: HuntArgs,

@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use flakehunt_core::analysis::Summary;
+use flakehunt_core::config::Config;
 use flakehunt_core::events::{Event, EventSink, Fanout};
 use flakehunt_core::exec::{Cancel, Limits, ProcessTree, Watchdog};
 use flakehunt_core::plan::{self, CellSpec, Rng, Settings, Target};
+use flakehunt_core::profile::ProfileEnv;
 use flakehunt_core::record::{Kind, Manifest, Record, Recorder, FORMAT_VERSION, SUMMARY_FILE};
 use flakehunt_core::runner::{rfc3339, AttemptRunner, Runner};
 
@@ -94,9 +96,10 @@ pub fn settings_of(args: &HuntArgs) -> anyhow::Result<Settings> {
 /// Runs a hunt: a new one built by `new`, or the one `--resume` names. Returns the exit code.
 pub fn run(
     args: &HuntArgs,
+    config: &Config,
     kind: Kind,
     cell_header: &str,
-    new: impl FnOnce() -> anyhow::Result<NewHunt>,
+    new: impl FnOnce(&Target) -> anyhow::Result<NewHunt>,
 ) -> anyhow::Result<i32> {
     let (dir, manifest, mut recorder) = match &args.resume {
         Some(dir) => {
@@ -115,7 +118,7 @@ pub fn run(
         None => {
             let target = target_of(args, kind)?;
             let settings = settings_of(args)?;
-            let hunt = new()?;
+            let hunt = new(&target)?;
             let seed = args.seed.unwrap_or_else(random_seed);
             let now = std::time::SystemTime::now();
             let stamp = humantime::format_rfc3339_seconds(now)
@@ -146,7 +149,19 @@ pub fn run(
             (dir, manifest, recorder)
         }
     };
-    let outcome = execute(&manifest, &dir, &mut recorder, args.quiet)?;
+    // The snapshot's tool versions take a moment: capture them while the hunt runs.
+    let tools = if config.snapshot.tools.is_empty() {
+        flakehunt_core::snapshot::default_tools()
+    } else {
+        config.snapshot.tools.clone()
+    };
+    let fresh_snapshot = !dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists();
+    let snapshot = std::thread::spawn(move || flakehunt_core::snapshot::Snapshot::capture(&tools));
+    let outcome = execute(&manifest, &dir, &mut recorder, args.quiet);
+    if let (true, Ok(snapshot)) = (fresh_snapshot, snapshot.join()) {
+        recorder.write_document(flakehunt_core::record::SNAPSHOT_FILE, &snapshot)?;
+    }
+    let outcome = outcome?;
     let record = Record::open(&dir)?;
     let summary = flakehunt_core::analysis::summarize(&record)?;
     recorder.write_document(SUMMARY_FILE, &summary)?;
@@ -184,6 +199,7 @@ fn execute(
         capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
         ..Limits::default()
     };
+    let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
     let runner = Runner {
         attempts: AttemptRunner {
             run_id: manifest.run_id.clone(),
@@ -195,6 +211,7 @@ fn execute(
             tree: &tree,
             watchdog: watchdog.as_ref(),
             cancel: &cancel,
+            profiles: &profiles,
         },
         jobs: p.jobs as usize,
         budget: p.budget_seconds.map(Duration::from_secs_f64),

@@ -4,21 +4,17 @@ mod cli;
 mod display;
 mod exit;
 mod hunt;
+mod probe;
 mod signals;
 mod style;
 mod sweep;
 
 use clap::Parser;
+use flakehunt_core::config::Config;
 
 fn main() {
     let cli = cli::Cli::parse();
-    let result = match &cli.command {
-        cli::Command::Sweep(args) => sweep::run(args),
-        cli::Command::Watchdog { run_id } => {
-            flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id);
-            Ok(exit::OK)
-        }
-    };
+    let result = dispatch(&cli);
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
@@ -26,6 +22,34 @@ fn main() {
             let chain: Vec<String> = err.chain().map(ToString::to_string).collect();
             eprintln!("flakehunt: error: {}", chain.join(": "));
             std::process::exit(exit::code_of(&err));
+        }
+    }
+}
+
+fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
+    let config = || -> anyhow::Result<Config> {
+        let cwd = std::env::current_dir()?;
+        let (config, _) = Config::load(cli.config.as_deref(), &cwd).map_err(|e| exit::usage(e.to_string()))?;
+        Ok(config)
+    };
+    match &cli.command {
+        cli::Command::Sweep(args) => sweep::run(args, &config()?),
+        cli::Command::Probe { profiles, json } => probe::run(profiles, *json, &config()?),
+        cli::Command::Profiles => probe::list(&config()?),
+        cli::Command::Snapshot => {
+            let config = config()?;
+            let tools = if config.snapshot.tools.is_empty() {
+                flakehunt_core::snapshot::default_tools()
+            } else {
+                config.snapshot.tools.clone()
+            };
+            println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
+            Ok(exit::OK)
+        }
+        cli::Command::ProbeWorkload { millis } => probe::workload(*millis),
+        cli::Command::Watchdog { run_id } => {
+            flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id);
+            Ok(exit::OK)
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `flakehunt sweep`: the same target under several scheduling profiles.
 
-use flakehunt_core::plan::CellSpec;
-use flakehunt_core::profile::Profile;
+use flakehunt_core::config::Config;
+use flakehunt_core::plan::{CellSpec, Target};
+use flakehunt_core::profile::{Profile, ProfileEnv};
 use flakehunt_core::record::Kind;
 
 use crate::cli::SweepArgs;
@@ -9,26 +10,47 @@ use crate::exit;
 use crate::hunt::{self, NewHunt};
 
 /// Runs a sweep; returns the exit code.
-pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
-    hunt::run(&args.hunt, Kind::Sweep, "profile", || {
-        let builtins = Profile::builtins();
-        let names: Vec<String> =
-            if args.profiles.is_empty() { vec!["default".into(), "one-core".into()] } else { args.profiles.clone() };
-        let mut cells = Vec::new();
-        for name in &names {
-            let name = name.trim();
-            let profile = builtins.iter().find(|p| p.name == name).cloned().ok_or_else(|| {
-                let known: Vec<&str> = builtins.iter().map(|p| p.name.as_str()).collect();
+pub fn run(args: &SweepArgs, config: &Config) -> anyhow::Result<i32> {
+    hunt::run(&args.hunt, config, Kind::Sweep, "profile", |target| {
+        let profiles = select(&args.profiles, config, target)?;
+        if args.strict {
+            crate::probe::refuse_inert(&profiles, target)?;
+        }
+        let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
+        Ok(NewHunt { cells, extra: serde_json::Value::Null })
+    })
+}
+
+/// The profiles named by `--profiles` (built-in, `cpu-starved=PCT`, or from the configuration),
+/// or every built-in that applies on this machine. The baseline `default` comes first unless
+/// the list names its own first profile.
+pub fn select(names: &[String], config: &Config, target: &Target) -> anyhow::Result<Vec<Profile>> {
+    let user = config.user_profiles();
+    if names.is_empty() {
+        let env = ProfileEnv::new("select", 0, target.looks_like_python());
+        let defaults = Profile::builtins()
+            .into_iter()
+            .filter(|p| p.name != "one-core-native")
+            .filter(|p| !p.is_python_only() || target.looks_like_python())
+            .filter(|p| p.unapplicable(&env).is_none())
+            .collect();
+        return Ok(defaults);
+    }
+    let mut out: Vec<Profile> = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let profile =
+            Profile::builtin(name).or_else(|| user.iter().find(|p| p.name == name).cloned()).ok_or_else(|| {
+                let mut known: Vec<String> = Profile::builtins().into_iter().map(|p| p.name).collect();
+                known.extend(user.iter().map(|p| p.name.clone()));
                 exit::usage(format!(
-                    "unknown profile '{name}': choose from {} (see `flakehunt profiles`)",
+                    "unknown profile '{name}': choose from {}, or cpu-starved=PCT (see `flakehunt profiles`)",
                     known.join(", ")
                 ))
             })?;
-            if cells.iter().any(|c: &CellSpec| c.name == profile.name) {
-                return Err(exit::usage(format!("profile '{name}' is listed twice in --profiles")));
-            }
-            cells.push(CellSpec::for_profile(profile));
+        if out.iter().any(|c| c.name == profile.name) {
+            return Err(exit::usage(format!("profile '{name}' is listed twice in --profiles")));
         }
-        Ok(NewHunt { cells, extra: serde_json::Value::Null })
-    })
+        out.push(profile);
+    }
+    Ok(out)
 }

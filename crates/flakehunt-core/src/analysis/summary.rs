@@ -235,19 +235,54 @@ fn cell_summary(spec: &CellSpec, t: &CellTally, base: Option<&CellTally>, python
 fn inert_reason(spec: &CellSpec, t: &CellTally, python: bool) -> Option<String> {
     let profile = spec.profile.as_ref()?;
     let e = &t.effect;
-    if let Some((reason, _)) = e.inert.iter().max_by_key(|(_, n)| **n) {
-        return Some(reason.clone());
-    }
-    if t.attempts == 0 || e.measured == 0 && !profile.is_default() && profile.knobs.cpus.is_some() {
+    let k = &profile.knobs;
+    if t.attempts == 0 || profile.is_default() {
         return None;
     }
-    if let Some(n) = profile.knobs.cpus {
-        let wider = e.cpus.keys().find(|list| cpu_count(list) > n as usize);
-        if let Some(list) = wider {
+    // Reasons attempts gave themselves (not applicable here, nothing reported back) decide
+    // when they concern most attempts; a few short attempts missing a pause do not.
+    if let Some((reason, n)) = e.inert.iter().max_by_key(|(_, n)| **n) {
+        if *n * 2 > e.measured.max(1) {
+            return Some(reason.clone());
+        }
+    }
+    if let Some(n) = k.cpus {
+        if let Some(list) = e.cpus.keys().find(|list| cpu_count(list) > n as usize) {
             return Some(format!("affinity not applied: the child ran on CPUs {list}"));
         }
     }
-    let _ = python;
+    if let Some(q) = k.cpu_quota {
+        if e.throttled_n > 0 && e.throttled == 0 {
+            return Some(format!(
+                "the quota of {q} % never throttled an attempt: the test does not use enough CPU for cpu-starved to change anything"
+            ));
+        }
+        if let Some(share) = e.cpu_share() {
+            if share > 0.9 && q < 90.0 {
+                return Some(format!("the attempts got {:.0} % of a CPU under a {q} % quota", share * 100.0));
+            }
+        }
+    }
+    if k.pause.is_some() && e.pauses_n > 0 && e.pauses == 0 {
+        let mean_ms = t.seconds / t.attempts as f64 * 1000.0;
+        return Some(format!(
+            "no pause was delivered: the attempts (mean {mean_ms:.0} ms) ended before the first pause (gaps of up to {} ms)",
+            k.pause.map_or(0, |p| p.every_max_ms)
+        ));
+    }
+    if k.noise_threads.is_some() && e.noise_n > 0 && e.noise_cpu_seconds < 1e-3 {
+        return Some("the noise threads got no CPU time during the attempts".into());
+    }
+    if k.policy == Some(crate::profile::Policy::Idle)
+        && !e.policies.contains_key("idle")
+        && !e.nice.contains_key(&19)
+        && !e.policies.is_empty()
+    {
+        return Some("neither SCHED_IDLE nor nice 19 applied".into());
+    }
+    if k.python_switch_interval.is_some() && python && e.switch_reported == 0 {
+        return Some("no Python process reported its switch interval".into());
+    }
     None
 }
 

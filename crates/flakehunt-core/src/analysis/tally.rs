@@ -83,6 +83,14 @@ pub struct EffectTally {
     pub policies: BTreeMap<String, u64>,
     /// Nice values read back, with counts.
     pub nice: BTreeMap<i32, u64>,
+    /// Periods throttled by a cgroup quota, in all.
+    pub throttled: u64,
+    /// Attempts with a throttling reading.
+    pub throttled_n: u64,
+    /// Attempts with a noise reading.
+    pub noise_n: u64,
+    /// Attempts with a pause reading.
+    pub pauses_n: u64,
     /// Pauses delivered in all.
     pub pauses: u64,
     /// Total paused seconds.
@@ -198,6 +206,14 @@ impl EffectTally {
         }
         if let Some(n) = e.noise_cpu_seconds {
             self.noise_cpu_seconds += n;
+            self.noise_n += 1;
+        }
+        if let Some(t) = e.throttled {
+            self.throttled += t;
+            self.throttled_n += 1;
+        }
+        if e.pauses.is_some() {
+            self.pauses_n += 1;
         }
         if let Some(p) = &e.policy {
             *self.policies.entry(p.clone()).or_default() += 1;

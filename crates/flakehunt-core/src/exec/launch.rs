@@ -126,8 +126,8 @@ pub struct ChildSetup {
     pub nice: Option<i32>,
     /// Run under `SCHED_IDLE`.
     pub sched_idle: bool,
-    /// An open `cgroup.procs` (or v1 `tasks`) file the child writes its own pid into.
-    pub cgroup_procs: Option<Arc<OwnedFd>>,
+    /// Open `cgroup.procs` files the child writes its own pid into (one per hierarchy).
+    pub cgroup_procs: Vec<Arc<OwnedFd>>,
 }
 
 impl ChildSetup {
@@ -137,7 +137,7 @@ impl ChildSetup {
             && self.rlimits.is_empty()
             && self.nice.is_none()
             && !self.sched_idle
-            && self.cgroup_procs.is_none()
+            && self.cgroup_procs.is_empty()
     }
 }
 
@@ -165,12 +165,12 @@ impl Launch {
             for &cpu in setup.cpus.iter().flatten() {
                 cpuset.set(cpu);
             }
-            let cgroup_fd = setup.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+            let cgroup_fds: Vec<i32> = setup.cgroup_procs.iter().map(|fd| fd.as_raw_fd()).collect();
             // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
             // system calls on data prepared before the fork; it allocates nothing.
             unsafe {
                 cmd.pre_exec(move || {
-                    if let Some(fd) = cgroup_fd {
+                    for &fd in &cgroup_fds {
                         write_own_pid(fd)?;
                     }
                     if setup.cpus.is_some() {

@@ -79,6 +79,8 @@ pub struct Execution {
     pub stderr: Capture,
     /// Processes found alive after the main process exited (since killed).
     pub leaked: Vec<LeakedProcess>,
+    /// CPU seconds of the main process and the children it reaped (from `wait4`).
+    pub cpu_seconds: Option<f64>,
 }
 
 /// A started attempt.
@@ -197,11 +199,7 @@ impl<'t> Running<'t> {
             exited = exit_ready;
         }
         let seconds = self.started.elapsed().as_secs_f64();
-        let status = match self.child.wait() {
-            Ok(s) => exit_status(s),
-            // Only possible if someone else reaped it; report it as killed.
-            Err(_) => Status::Signaled(libc::SIGKILL),
-        };
+        let (status, cpu_seconds) = wait4(self.child.id());
         self.tree.forget(pgid);
 
         // Descendants may still hold the pipes; read for a short while, then look for them.
@@ -220,6 +218,7 @@ impl<'t> Running<'t> {
             stdout: out,
             stderr: err,
             leaked,
+            cpu_seconds,
         }
     }
 }
@@ -236,13 +235,33 @@ fn timespec(d: Duration) -> Timespec {
     Timespec { tv_sec: d.as_secs().min(i64::MAX as u64) as i64, tv_nsec: d.subsec_nanos() as _ }
 }
 
-fn exit_status(s: std::process::ExitStatus) -> Status {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(code), _) => Status::Exited(code),
-        (None, Some(sig)) => Status::Signaled(sig),
-        (None, None) => Status::Exited(-1),
+/// Reaps the main process with `wait4`, which also reports its CPU time (std's `wait` does not).
+fn wait4(pid: u32) -> (Status, Option<f64>) {
+    let mut status = 0;
+    // SAFETY: rusage is plain data that wait4 fills; zeroed is a valid initial value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: pointers to live locals; pid is our unreaped child.
+        let r = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut usage) };
+        if r == -1 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if r == -1 {
+            // Only possible if someone else reaped it; report it as killed.
+            return (Status::Signaled(libc::SIGKILL), None);
+        }
+        break;
     }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
+    let st = if libc::WIFEXITED(status) {
+        Status::Exited(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        Status::Signaled(libc::WTERMSIG(status))
+    } else {
+        Status::Exited(-1)
+    };
+    (st, Some(cpu))
 }
 
 /// Reads what is available; closes the stream at end-of-file or error.

@@ -9,19 +9,120 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Knobs {
+    /// What the profile is for, shown by `flakehunt profiles` (not a mechanism).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Pin the process tree to this many CPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u32>,
     /// With `cpus`: tell runtimes (Go, OpenMP, rayon, tokio, JVM) the unpinned CPU count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_hints: Option<bool>,
+    /// CPU quota in percent of one CPU (cgroup, else a SIGSTOP/SIGCONT duty cycle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<f64>,
     /// Nice value for the process tree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nice: Option<i32>,
+    /// Scheduling policy for the process tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    /// Busy competitor threads on the attempt's CPUs for its lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_threads: Option<u32>,
+    /// Random SIGSTOP/SIGCONT pauses of the process group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Pause>,
     /// Environment variables to set.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Resource limits by name (`nofile = 256`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub rlimits: BTreeMap<String, u64>,
+    /// Python: `sys.setswitchinterval` value in seconds, through a generated `sitecustomize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_switch_interval: Option<f64>,
+}
+
+/// Scheduling policies a profile can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// `SCHED_IDLE`: runs only when nothing else wants the CPU (falls back to nice 19).
+    Idle,
+    /// `SCHED_OTHER`, the default.
+    Other,
+}
+
+/// Chaos pauses: after a random gap of 0..`every_max_ms`, stop the group for
+/// `min_ms..=max_ms`, repeat until the attempt ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Pause {
+    /// Shortest pause.
+    #[serde(default = "Pause::default_min")]
+    pub min_ms: u64,
+    /// Longest pause.
+    #[serde(default = "Pause::default_max")]
+    pub max_ms: u64,
+    /// Longest gap between pauses.
+    #[serde(default = "Pause::default_every")]
+    pub every_max_ms: u64,
+}
+
+impl Pause {
+    fn default_min() -> u64 {
+        1
+    }
+    fn default_max() -> u64 {
+        50
+    }
+    fn default_every() -> u64 {
+        100
+    }
+}
+
+impl Default for Pause {
+    fn default() -> Self {
+        Self { min_ms: 1, max_ms: 50, every_max_ms: 100 }
+    }
+}
+
+impl Knobs {
+    /// Checks values that parse but make no sense; the message names the key and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cpus == Some(0) {
+            return Err("cpus must be at least 1".into());
+        }
+        if let Some(q) = self.cpu_quota {
+            if !(q > 0.0 && q <= 100.0 * 1024.0) {
+                return Err(format!("cpu-quota = {q}: give a percentage of one CPU above 0, e.g. 15"));
+            }
+        }
+        if let Some(n) = self.nice {
+            if !(-20..=19).contains(&n) {
+                return Err(format!("nice = {n}: allowed -20 to 19"));
+            }
+        }
+        if let Some(p) = self.pause {
+            if p.min_ms == 0 || p.min_ms > p.max_ms {
+                return Err(format!(
+                    "pause: min-ms ({}) must be at least 1 and at most max-ms ({})",
+                    p.min_ms, p.max_ms
+                ));
+            }
+        }
+        if let Some(s) = self.python_switch_interval {
+            if !(s > 0.0 && s <= 1.0) {
+                return Err(format!("python-switch-interval = {s}: give seconds above 0, e.g. 1e-6"));
+            }
+        }
+        for name in self.rlimits.keys() {
+            if crate::exec::Resource::from_name(name).is_none() {
+                let known: Vec<&str> = crate::exec::Resource::ALL.iter().map(|r| r.name()).collect();
+                return Err(format!("unknown rlimit '{name}': allowed {}", known.join(", ")));
+            }
+        }
+        Ok(())
+    }
 }

@@ -1,13 +1,25 @@
 //! Scheduling profiles: named compositions of mechanisms (CPU affinity, runtime thread-count
-//! hints, environment, resource limits, niceness...) applied to an attempt's whole process tree,
-//! each measuring its own effect. Main type: [`Profile`].
+//! hints, CPU quota, noise, idle policy, chaos pauses, Python switch interval, environment,
+//! resource limits) applied to an attempt's whole process tree, each measuring its own effect so
+//! a profile that does nothing is reported inert instead of silently counted. Main type:
+//! [`Profile`].
 
 pub mod cgroup;
+mod gil;
 mod knobs;
+mod noise;
+mod quota;
+mod stopper;
 
-pub use knobs::Knobs;
+pub use gil::GilHook;
+pub use knobs::{Knobs, Pause, Policy};
+pub use noise::Noise;
+pub use quota::{QuotaBackend, QuotaGroup};
+pub use stopper::{Schedule, Stopper, Stops};
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,34 +37,8 @@ pub struct Profile {
     pub knobs: Knobs,
 }
 
-/// What the runner knows when it applies a profile to one attempt.
-#[derive(Debug, Clone)]
-pub struct ApplyContext {
-    /// CPUs this process may run on (the machine as the hunt sees it).
-    pub cpus: Vec<usize>,
-    /// Index of the worker running the attempt, so pinned attempts of parallel workers spread
-    /// over the CPUs instead of piling onto one.
-    pub worker: usize,
-}
-
-impl ApplyContext {
-    /// The context of this process as it runs now.
-    pub fn current(worker: usize) -> Self {
-        Self { cpus: allowed_cpus(), worker }
-    }
-}
-
-/// A profile prepared for one attempt: the launch is set up, and after spawn `effect` reads
-/// back what really applied.
-#[derive(Debug, Default)]
-pub struct Prepared {
-    /// Runtime hints and variables that were set, for the record.
-    pub hints: BTreeMap<String, String>,
-    /// Whether to read the child's CPU list back after spawn.
-    pub read_cpus: bool,
-    /// Why this profile cannot act here, if it cannot.
-    pub inert: Option<String>,
-}
+/// Default CPU share of `cpu-starved`, in percent of one CPU.
+pub const STARVED_PERCENT: f64 = 15.0;
 
 impl Profile {
     /// The profile that changes nothing.
@@ -62,46 +48,112 @@ impl Profile {
 
     /// Built-in profiles, in the order they are listed and run.
     pub fn builtins() -> Vec<Profile> {
+        let p = |name: &str, summary: &str, knobs: Knobs| Profile { name: name.into(), summary: summary.into(), knobs };
         vec![
             Self::default_profile(),
-            Self {
-                name: "one-core".into(),
-                summary: "pinned to one CPU; runtimes are told the unpinned CPU count, so a multi-threaded program stays multi-threaded".into(),
-                knobs: Knobs { cpus: Some(1), runtime_hints: Some(true), ..Knobs::default() },
-            },
-            Self {
-                name: "one-core-native".into(),
-                summary: "pinned to one CPU; runtimes size their thread pools from it (Go, OpenMP, tokio, rayon run single-threaded)".into(),
-                knobs: Knobs { cpus: Some(1), runtime_hints: Some(false), ..Knobs::default() },
-            },
+            p(
+                "one-core",
+                "pinned to one CPU; runtimes (Go, OpenMP, rayon, tokio, JVM) are told the unpinned CPU count, so a multi-threaded program stays multi-threaded and is preempted instead",
+                Knobs { cpus: Some(1), runtime_hints: Some(true), ..Knobs::default() },
+            ),
+            p(
+                "one-core-native",
+                "pinned to one CPU; runtimes size their thread pools from it (Go, OpenMP, tokio, rayon run single-threaded)",
+                Knobs { cpus: Some(1), runtime_hints: Some(false), ..Knobs::default() },
+            ),
+            Self::starved(STARVED_PERCENT),
+            p(
+                "noisy",
+                "busy competitor threads on every CPU the attempt may use, for its lifetime",
+                Knobs { noise_threads: Some(0), ..Knobs::default() },
+            ),
+            p(
+                "idle",
+                "SCHED_IDLE (nice 19 where refused) for the process tree, with one busy competitor per two CPUs",
+                Knobs { policy: Some(Policy::Idle), noise_threads: Some(u32::MAX), ..Knobs::default() },
+            ),
+            p(
+                "pause",
+                "chaos: seeded random SIGSTOP/SIGCONT pauses of 1-50 ms every 0-100 ms",
+                Knobs { pause: Some(Pause::default()), ..Knobs::default() },
+            ),
+            p(
+                "tight-gil",
+                "Python: sys.setswitchinterval(1e-6) through a generated sitecustomize, no test edits",
+                Knobs { python_switch_interval: Some(1e-6), ..Knobs::default() },
+            ),
         ]
+    }
+
+    /// `cpu-starved` at `percent` of one CPU (`cpu-starved=PCT` on the command line).
+    pub fn starved(percent: f64) -> Self {
+        let name = if percent == STARVED_PERCENT { "cpu-starved".to_owned() } else { format!("cpu-starved={percent}") };
+        Profile {
+            name,
+            summary: format!(
+                "CPU quota of {percent} % of one CPU (cgroup v2 or v1; else a SIGSTOP/SIGCONT duty cycle)"
+            ),
+            knobs: Knobs { cpu_quota: Some(percent), ..Knobs::default() },
+        }
+    }
+
+    /// Looks up a built-in by name, including `cpu-starved=PCT`.
+    pub fn builtin(name: &str) -> Option<Profile> {
+        if let Some(pct) = name.strip_prefix("cpu-starved=") {
+            let pct: f64 = pct.trim_end_matches('%').parse().ok()?;
+            return (pct > 0.0 && pct <= 100.0).then(|| Self::starved(pct));
+        }
+        Self::builtins().into_iter().find(|p| p.name == name)
     }
 
     /// Whether this profile is the baseline (changes nothing).
     pub fn is_default(&self) -> bool {
-        self.knobs == Knobs::default()
+        Knobs { description: None, ..self.knobs.clone() } == Knobs::default()
     }
 
-    /// Applies the profile's before-exec parts to `launch`.
-    pub fn prepare(&self, launch: &mut Launch, ctx: &ApplyContext) -> Prepared {
-        let mut prepared = Prepared::default();
+    /// Whether the profile only makes sense for Python targets.
+    pub fn is_python_only(&self) -> bool {
+        let k = &self.knobs;
+        k.python_switch_interval.is_some()
+            && Knobs { python_switch_interval: None, description: None, ..k.clone() } == Knobs::default()
+    }
+
+    /// Why this profile cannot act on this machine at all, if it cannot (checked before a hunt).
+    pub fn unapplicable(&self, env: &ProfileEnv) -> Option<String> {
         let k = &self.knobs;
         if let Some(n) = k.cpus {
-            let n = n.max(1) as usize;
-            if ctx.cpus.len() <= n {
-                prepared.inert =
-                    Some(format!("only {} CPU(s) available, pinning to {n} changes nothing", ctx.cpus.len()));
-            } else {
-                // Spread parallel workers over different CPUs.
-                let start = (ctx.worker * n) % ctx.cpus.len();
-                let chosen: Vec<usize> = (0..n).map(|i| ctx.cpus[(start + i) % ctx.cpus.len()]).collect();
-                launch.setup.cpus = Some(chosen);
-                prepared.read_cpus = true;
-                if k.runtime_hints == Some(true) {
-                    for (name, value) in runtime_hints(ctx.cpus.len(), launch) {
-                        prepared.hints.insert(name.clone(), value.clone());
-                        launch.env.push((name.into(), Some(value.into())));
-                    }
+            if env.cpus.len() <= n as usize {
+                return Some(format!(
+                    "only {} CPU(s) available to flakehunt: pinning to {n} changes nothing",
+                    env.cpus.len()
+                ));
+            }
+        }
+        if k.python_switch_interval.is_some() && env.gil().is_none() {
+            return Some("cannot create the sitecustomize directory".into());
+        }
+        None
+    }
+
+    /// Applies the profile's before-exec parts to `launch` for attempt `attempt` of `worker`.
+    pub fn prepare(&self, launch: &mut Launch, env: &ProfileEnv, worker: usize, attempt: u64) -> Prepared {
+        let mut prepared = Prepared { attempt, ..Prepared::default() };
+        let k = &self.knobs;
+        if let Some(reason) = self.unapplicable(env) {
+            prepared.inert = Some(reason);
+        }
+        if let Some(n) = k.cpus.filter(|_| prepared.inert.is_none()) {
+            let n = n as usize;
+            // Spread parallel workers over different CPUs.
+            let start = (worker * n) % env.cpus.len();
+            let chosen: Vec<usize> = (0..n).map(|i| env.cpus[(start + i) % env.cpus.len()]).collect();
+            launch.setup.cpus = Some(chosen.clone());
+            prepared.pinned = chosen;
+            prepared.read_cpus = true;
+            if k.runtime_hints == Some(true) {
+                for (name, value) in runtime_hints(env.cpus.len(), launch) {
+                    prepared.hints.insert(name.clone(), value.clone());
+                    launch.env.push((name.into(), Some(value.into())));
                 }
             }
         }
@@ -111,42 +163,214 @@ impl Profile {
         }
         for (name, value) in &k.rlimits {
             if let Some(resource) = crate::exec::Resource::from_name(name) {
-                launch.setup.rlimits.push(Limit {
-                    resource,
-                    soft: Some(*value),
-                    hard: resource.current().1.map(|h| h.max(*value)),
-                });
+                let hard = resource.current().1.map(|h| h.max(*value));
+                launch.setup.rlimits.push(Limit { resource, soft: Some(*value), hard });
             }
         }
         if let Some(nice) = k.nice {
             launch.setup.nice = Some(nice);
+            prepared.read_policy = true;
+        }
+        if k.policy == Some(Policy::Idle) {
+            launch.setup.sched_idle = true;
+            prepared.read_policy = true;
+        }
+        if let Some(pct) = k.cpu_quota {
+            match env.quota() {
+                QuotaBackend::Unavailable(_) => prepared.duty_cycle = Some(pct / 100.0),
+                backend => match QuotaGroup::create(backend, &format!("flakehunt-{}-{attempt}", env.run_id), pct) {
+                    Ok(group) => {
+                        launch.setup.cgroup_procs.extend(group.procs().iter().cloned());
+                        prepared.quota = Some(group);
+                    }
+                    Err(_) => prepared.duty_cycle = Some(pct / 100.0),
+                },
+            }
+            prepared.mechanism = Some(match (&prepared.quota, env.quota()) {
+                (Some(_), backend) => backend.mechanism().to_owned(),
+                (None, _) => "duty-cycle".to_owned(),
+            });
+        }
+        if let Some(n) = k.noise_threads {
+            // 0 means one per CPU the attempt may use; u32::MAX one per two CPUs.
+            let cpus = if prepared.pinned.is_empty() { env.cpus.clone() } else { prepared.pinned.clone() };
+            prepared.noise = Some((
+                match n {
+                    0 => cpus.len() as u32,
+                    u32::MAX => (cpus.len() as u32 / 2).max(1),
+                    n => n,
+                },
+                cpus,
+            ));
+        }
+        if let Some(p) = k.pause {
+            prepared.pause = Some(Schedule::Chaos(p, crate::plan::Rng::stream(env.seed, attempt).next_u64()));
+        }
+        if let Some(interval) = k.python_switch_interval {
+            if let Some(hook) = env.gil() {
+                launch.env.push(("PYTHONPATH".into(), Some(hook.pythonpath().into())));
+                launch.env.push(("FLAKEHUNT_SWITCH_INTERVAL".into(), Some(interval.to_string().into())));
+                launch.env.push(("FLAKEHUNT_SWITCH_REPORT".into(), Some(hook.report_prefix(attempt).into_os_string())));
+                prepared.gil = true;
+                prepared.python = env.python_target;
+            }
         }
         prepared
     }
 }
 
-impl Prepared {
-    /// Called right after the child `pid` started: reads back what applied before exec and
-    /// starts the mechanisms that act while the attempt runs.
-    pub fn start(self, pid: u32) -> Active {
-        let mut effect = Effect { hints: self.hints, inert: self.inert, ..Effect::default() };
-        if self.read_cpus {
-            effect.cpus = read_status_field(pid, "Cpus_allowed_list:");
+/// What a hunt's profiles share: detected once, cleaned up with the hunt.
+#[derive(Debug)]
+pub struct ProfileEnv {
+    /// CPUs flakehunt may run on.
+    pub cpus: Vec<usize>,
+    /// Seed of seeded mechanisms.
+    pub seed: u64,
+    /// The hunt's run id (names cgroups).
+    pub run_id: String,
+    /// Whether the target looks like Python (a silent switch interval is then inert).
+    pub python_target: bool,
+    quota: OnceLock<QuotaBackend>,
+    gil: OnceLock<Option<GilHook>>,
+}
+
+impl ProfileEnv {
+    /// The environment of a hunt.
+    pub fn new(run_id: &str, seed: u64, python_target: bool) -> Self {
+        Self {
+            cpus: allowed_cpus(),
+            seed,
+            run_id: run_id.to_owned(),
+            python_target,
+            quota: OnceLock::new(),
+            gil: OnceLock::new(),
         }
-        Active { effect }
+    }
+
+    /// The quota backend, detected on first use.
+    pub fn quota(&self) -> &QuotaBackend {
+        self.quota.get_or_init(QuotaBackend::detect)
+    }
+
+    /// The Python hook, created on first use.
+    pub fn gil(&self) -> Option<&GilHook> {
+        self.gil.get_or_init(|| GilHook::create().ok()).as_ref()
     }
 }
 
-/// A profile acting on a running attempt.
+/// A profile prepared for one attempt: the launch is set up; after spawn, [`Prepared::start`]
+/// reads back what applied and starts what acts while the attempt runs.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    attempt: u64,
+    hints: BTreeMap<String, String>,
+    pinned: Vec<usize>,
+    read_cpus: bool,
+    read_policy: bool,
+    inert: Option<String>,
+    mechanism: Option<String>,
+    quota: Option<QuotaGroup>,
+    duty_cycle: Option<f64>,
+    noise: Option<(u32, Vec<usize>)>,
+    pause: Option<Schedule>,
+    gil: bool,
+    python: bool,
+}
+
+impl Prepared {
+    /// Called right after the child `pid` started.
+    pub fn start(self, pid: u32) -> Active {
+        let mut effect =
+            Effect { hints: self.hints, inert: self.inert, mechanism: self.mechanism, ..Effect::default() };
+        if self.read_cpus {
+            effect.cpus = read_status_field(pid, "Cpus_allowed_list:");
+        }
+        if self.read_policy {
+            let (policy, nice) = read_policy(pid);
+            effect.policy = policy;
+            effect.nice = nice;
+        }
+        let cpu_before = self.quota.as_ref().and_then(QuotaGroup::cpu_seconds);
+        let stopper = match (self.duty_cycle, self.pause) {
+            (Some(share), _) => Some(Stopper::start(pid, Schedule::DutyCycle(share))),
+            (None, Some(schedule)) => Some(Stopper::start(pid, schedule)),
+            (None, None) => None,
+        };
+        let noise = self.noise.map(|(n, cpus)| Noise::start(n, &cpus));
+        Active {
+            effect,
+            quota: self.quota,
+            cpu_before,
+            stopper,
+            duty_cycle: self.duty_cycle.is_some(),
+            noise,
+            gil: self.gil,
+            python: self.python,
+            attempt: self.attempt,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Directories created for this attempt (cgroups), for the watchdog.
+    pub fn cgroups(&self) -> Vec<PathBuf> {
+        self.quota.as_ref().map(|q| q.dirs().to_vec()).unwrap_or_default()
+    }
+}
+
+/// A profile acting on a running attempt. Dropping it (also in a panic) stops the noise,
+/// continues stopped processes and removes cgroups.
 #[derive(Debug)]
 pub struct Active {
     effect: Effect,
+    quota: Option<QuotaGroup>,
+    cpu_before: Option<f64>,
+    stopper: Option<Stopper>,
+    duty_cycle: bool,
+    noise: Option<Noise>,
+    gil: bool,
+    python: bool,
+    attempt: u64,
+    started: std::time::Instant,
 }
 
 impl Active {
     /// Stops the running mechanisms once the attempt ended and returns what was measured.
-    pub fn finish(self) -> Effect {
-        self.effect
+    /// `cpu_seconds` is the CPU time of the main process and its reaped children (from wait4),
+    /// used when no cgroup accounts for the whole tree.
+    pub fn finish(mut self, env: &ProfileEnv, wall_seconds: f64, cpu_seconds: Option<f64>) -> Effect {
+        let mut effect = std::mem::take(&mut self.effect);
+        if let Some(stopper) = self.stopper.take() {
+            let stops = stopper.finish();
+            if self.duty_cycle {
+                effect.cpu_share = cpu_seconds.map(|c| c / wall_seconds.max(1e-6));
+                if stops.count == 0 && effect.inert.is_none() {
+                    effect.inert = Some("the attempt ended before the duty cycle stopped it once".into());
+                }
+            } else {
+                effect.pauses = Some(stops.count);
+                effect.paused_seconds = Some(stops.seconds);
+            }
+        }
+        if let Some(q) = self.quota.take() {
+            let used = q.cpu_seconds().zip(self.cpu_before).map(|(after, before)| after - before).or(cpu_seconds);
+            effect.cpu_share = used.map(|c| c / wall_seconds.max(1e-6));
+            effect.throttled = q.throttled();
+            drop(q);
+        }
+        if let Some(noise) = self.noise.take() {
+            effect.noise_cpu_seconds = Some(noise.finish());
+        }
+        if self.gil {
+            match env.gil().and_then(|h| h.take_report(self.attempt)) {
+                Some(interval) => effect.switch_interval = Some(interval),
+                None if self.python && effect.inert.is_none() => {
+                    effect.inert = Some("no Python process reported its switch interval (is PYTHONPATH reset, python run with -S/-I, or not CPython?)".into());
+                }
+                None => {}
+            }
+        }
+        let _ = self.started;
+        effect
     }
 }
 
@@ -181,4 +405,23 @@ pub fn allowed_cpus() -> Vec<usize> {
 pub(crate) fn read_status_field(pid: u32, field: &str) -> Option<String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find_map(|l| l.strip_prefix(field)).map(|v| v.trim().to_owned())
+}
+
+/// Scheduling policy name and nice value of a process.
+fn read_policy(pid: u32) -> (Option<String>, Option<i32>) {
+    // SAFETY: sched_getscheduler has no memory preconditions; a gone pid returns -1.
+    let policy = unsafe { libc::sched_getscheduler(pid as i32) };
+    let name = match policy {
+        libc::SCHED_OTHER => Some("other"),
+        libc::SCHED_IDLE => Some("idle"),
+        libc::SCHED_BATCH => Some("batch"),
+        libc::SCHED_FIFO => Some("fifo"),
+        libc::SCHED_RR => Some("rr"),
+        _ => None,
+    };
+    // Field 19 of /proc/PID/stat, counted after the parenthesised command name.
+    let nice = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s[s.rfind(')')? + 2..].split(' ').nth(16).and_then(|n| n.parse().ok()));
+    (name.map(str::to_owned), nice)
 }

@@ -63,6 +63,9 @@ pub struct Effect {
     /// CPU seconds the competing noise used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_cpu_seconds: Option<f64>,
+    /// Periods in which a cgroup quota throttled the attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<u64>,
     /// Scheduling policy read back (`idle`, `other`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use crate::analysis::signature;
 use crate::exec::{Cancel, Execution, Launch, Limit, Limits, ProcessTree, Resource, Running, Status, Watchdog};
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
-use crate::profile::{ApplyContext, Profile};
+use crate::profile::{Profile, ProfileEnv};
 use crate::record::{Attempt, Effect, Outcome};
 
 /// Everything needed to run attempts of one hunt, shared by its workers.
@@ -32,6 +32,8 @@ pub struct AttemptRunner<'a> {
     pub watchdog: Option<&'a Watchdog>,
     /// Cancellation.
     pub cancel: &'a Cancel,
+    /// What the hunt's profiles share.
+    pub profiles: &'a ProfileEnv,
 }
 
 /// A finished attempt with its captured output, before it is recorded.
@@ -63,7 +65,7 @@ impl AttemptRunner<'_> {
         &self,
         spec: &AttemptSpec,
         cell: &CellSpec,
-        ctx: &ApplyContext,
+        worker: usize,
         slot: Slot,
         extra_env: &[(String, String)],
     ) -> Result<Finished, std::io::Error> {
@@ -103,7 +105,8 @@ impl AttemptRunner<'_> {
             }
         }
         let profile = cell.profile.clone().unwrap_or_else(Profile::default_profile);
-        let prepared = profile.prepare(&mut launch, ctx);
+        let prepared = profile.prepare(&mut launch, self.profiles, worker, spec.id);
+        let cgroups = prepared.cgroups();
 
         let running = match Running::spawn(&launch, self.tree, format!("FLAKEHUNT_ATTEMPT={attempt_tag}")) {
             Ok(r) => r,
@@ -115,12 +118,14 @@ impl AttemptRunner<'_> {
         let pid = running.pid();
         if let Some(w) = self.watchdog {
             w.track_group(pid);
+            cgroups.iter().for_each(|c| w.track_cgroup(c));
         }
         let active = prepared.start(pid);
         let execution = running.wait(&self.limits, self.cancel);
-        let effect = active.finish();
+        let effect = active.finish(self.profiles, execution.seconds, execution.cpu_seconds);
         if let Some(w) = self.watchdog {
             w.untrack_group(pid);
+            cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
         Ok(self.finish(spec, cell, slot, execution, effect))
     }

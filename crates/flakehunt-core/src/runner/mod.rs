@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use crate::events::{Event, EventSink};
 use crate::plan::{AttemptSpec, CellSpec, Next, Plan};
-use crate::profile::ApplyContext;
 use crate::record::RecordError;
 
 /// How a run ended.
@@ -74,18 +73,15 @@ impl Runner<'_> {
             for worker in 0..jobs {
                 let (job_rx, done_tx) = (&job_rx, done_tx.clone());
                 let attempts = &self.attempts;
-                scope.spawn(move || {
-                    let ctx = ApplyContext::current(worker);
-                    loop {
-                        let job = job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                        let Ok((spec, cell)) = job else { return };
-                        let done = match attempts.run(&spec, &cell, &ctx, Slot::default(), &[]) {
-                            Ok(f) => Done::Attempt(Box::new(f)),
-                            Err(e) => Done::Fatal(e),
-                        };
-                        if done_tx.send(done).is_err() {
-                            return;
-                        }
+                scope.spawn(move || loop {
+                    let job = job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((spec, cell)) = job else { return };
+                    let done = match attempts.run(&spec, &cell, worker, Slot::default(), &[]) {
+                        Ok(f) => Done::Attempt(Box::new(f)),
+                        Err(e) => Done::Fatal(e),
+                    };
+                    if done_tx.send(done).is_err() {
+                        return;
                     }
                 });
             }
