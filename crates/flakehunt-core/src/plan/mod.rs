@@ -3,6 +3,7 @@
 //! fit the same runner as static ones. Main trait: [`Plan`].
 
 mod cell;
+pub mod matrix;
 mod rng;
 mod schedule;
 mod settings;
@@ -55,6 +56,16 @@ pub trait Plan: Send {
 /// The plan a manifest describes, ready to run (or to continue, after observing the attempts
 /// already recorded).
 pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
+    if manifest.kind == crate::record::Kind::Matrix {
+        let confirm = manifest.extra.get("confirm").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        return Box::new(matrix::MatrixPlan::new(
+            manifest.cells.clone(),
+            manifest.plan.runs,
+            manifest.seed,
+            confirm,
+            manifest.shard,
+        ));
+    }
     Box::new(
         Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
             .until_fails(manifest.plan.until_fails)
