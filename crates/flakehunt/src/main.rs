@@ -4,6 +4,9 @@ mod cli;
 mod display;
 mod exit;
 mod hunt;
+mod merge;
+mod report;
+mod shell;
 mod signals;
 mod style;
 mod sweep;
@@ -14,6 +17,10 @@ fn main() {
     let cli = cli::Cli::parse();
     let result = match &cli.command {
         cli::Command::Sweep(args) => sweep::run(args),
+        cli::Command::Report(args) => report::run(args),
+        cli::Command::Merge(args) => merge::run(args),
+        cli::Command::Completions { shell } => shell::completions(*shell),
+        cli::Command::Man => shell::man(),
         cli::Command::Watchdog { run_id } => {
             flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id);
             Ok(exit::OK)

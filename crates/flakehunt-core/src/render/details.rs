@@ -95,6 +95,11 @@ impl Level {
         }
     }
 
+    /// Whether the level ran (the ladder stops at the first rejected level).
+    pub fn ran(&self) -> bool {
+        !self.verdict.eq_ignore_ascii_case("not run")
+    }
+
     /// Whether the verdict accepts the level.
     pub fn accepted(&self) -> bool {
         self.verdict.eq_ignore_ascii_case("accept")
@@ -148,7 +153,10 @@ impl MatrixView {
                 Value::String(s) => (s.clone(), Vec::new()),
                 _ => (
                     str_field(dim, "name").unwrap_or_default(),
-                    dim.get("values").and_then(Value::as_array).map(|a| a.iter().map(value_text).collect()).unwrap_or_default(),
+                    dim.get("values")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().map(value_text).collect())
+                        .unwrap_or_default(),
                 ),
             };
             // Values the dimension did not list but cells used still belong on the axis.

@@ -26,8 +26,11 @@ const OUTCOME_COLOURS: [(&str, &str); 6] = [
     ("spawn-error", "#6e7781"),
 ];
 
-/// Width of every chart's coordinate system; the SVG scales to its card.
-const W: f64 = 640.0;
+/// Width of the coordinate system of a chart in a half-width card; the SVG scales to its card,
+/// and these widths keep that scale near 1 so text stays the size of the page's text.
+const W: f64 = 480.0;
+/// The same for a full-width card.
+const FW: f64 = 1000.0;
 /// Height of one row of a per-cell chart.
 const ROW: f64 = 30.0;
 /// Rows drawn in per-cell charts; a hunt with more cells shows the first ones.
@@ -50,7 +53,9 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     banner(&mut out, summary, ctx);
     cells_table(&mut out, summary, ctx);
     let _ = write!(out, "<div class=\"grid\">\n");
-    card(&mut out, "rate", "Failure rate", "each cell's rate with its 95 % Wilson interval", |o| rate_chart(o, summary));
+    card(&mut out, "rate", "Failure rate", "each cell's rate with its 95 % Wilson interval", |o| {
+        rate_chart(o, summary)
+    });
     card(&mut out, "outcomes", "Outcomes", "share of each cell's attempts by how they ended", |o| {
         outcomes_chart(o, summary)
     });
@@ -136,9 +141,8 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
     card(out, "cells", "Cells", "", |out| {
         let _ = write!(
             out,
-            "<div class=\"scroll\"><table id=\"cells-table\" class=\"data\">\n<thead><tr><th>{}</th><th class=\"num\">attempts</th><th class=\"num\">failed</th><th class=\"num\">rate</th><th>95 % interval</th><th>vs {}</th><th class=\"num\">mean time</th><th>effect</th></tr></thead>\n<tbody>\n",
-            esc(&ctx.cell_header),
-            esc(&summary.baseline)
+            "<div class=\"scroll\"><table id=\"cells-table\" class=\"data\">\n<thead><tr><th>{}</th><th class=\"num\">attempts</th><th class=\"num\">failed</th><th class=\"num\">rate</th><th>95 % interval</th><th>vs baseline</th><th class=\"num\">mean time</th><th>effect</th></tr></thead>\n<tbody>\n",
+            esc(&ctx.cell_header)
         );
         for c in &summary.cells {
             let mut classes = Vec::new();
@@ -147,6 +151,9 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
             }
             if c.name == summary.baseline {
                 classes.push("baseline");
+            }
+            if c.meaning.is_some() {
+                classes.push("has-meaning");
             }
             let mut badges = String::new();
             if c.name == summary.baseline {
@@ -160,7 +167,12 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
                 );
             }
             if let Some(d) = &c.direction {
-                let _ = write!(badges, " <span class=\"badge {}\">{}</span>", if d == "amplifies" { "bad" } else { "ok" }, esc(d));
+                let _ = write!(
+                    badges,
+                    " <span class=\"badge {}\">{}</span>",
+                    if d == "amplifies" { "bad" } else { "ok" },
+                    esc(d)
+                );
             }
             let _ = write!(
                 out,
@@ -176,7 +188,7 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
                 esc(&super::term::effect_text(c))
             );
             if let Some(meaning) = &c.meaning {
-                let _ = write!(out, "<tr class=\"meaning\"><td></td><td colspan=\"7\">{}</td></tr>\n", esc(meaning));
+                let _ = write!(out, "<tr class=\"meaning\"><td colspan=\"8\">↳ {}</td></tr>\n", esc(meaning));
             }
         }
         out.push_str("</tbody>\n</table></div>\n");
@@ -185,12 +197,12 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
 
 /// Width of the label column of per-cell charts, from the longest name (about 7 px a letter).
 fn label_width(names: impl Iterator<Item = usize>) -> f64 {
-    (names.max().unwrap_or(4) as f64 * 7.2 + 16.0).clamp(70.0, 220.0)
+    (names.max().unwrap_or(4) as f64 * 7.8 + 16.0).clamp(70.0, 230.0)
 }
 
 /// A cell name cut to fit its column, with the full name as a tooltip.
 fn label(out: &mut String, x: f64, y: f64, name: &str, width: f64, bold: bool) {
-    let max = ((width - 12.0) / 7.2) as usize;
+    let max = ((width - 12.0) / 7.8) as usize;
     let shown: String = if name.chars().count() > max {
         name.chars().take(max.saturating_sub(1)).chain(std::iter::once('…')).collect()
     } else {
@@ -241,7 +253,8 @@ fn rate_chart(out: &mut String, summary: &Summary) {
         let cy = top + ROW * i as f64 + ROW / 2.0;
         label(out, left - 10.0, cy + 4.0, &c.name, lw, c.name == summary.baseline);
         if c.attempts == 0 {
-            let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">no attempts</text>", left + 4.0, cy + 4.0);
+            let _ =
+                write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">no attempts</text>", left + 4.0, cy + 4.0);
             continue;
         }
         let colour = if c.failures > 0 { "#cf222e" } else { "#2da44e" };
@@ -322,7 +335,8 @@ fn outcomes_chart(out: &mut String, summary: &Summary) {
             }
             x += w;
         }
-        let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" class=\"value\">{}</text>", right + 8.0, cy + 4.0, c.attempts);
+        let _ =
+            write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" class=\"value\">{}</text>", right + 8.0, cy + 4.0, c.attempts);
     }
     out.push_str("</svg>\n<div class=\"legend\">");
     for (name, colour) in OUTCOME_COLOURS {
@@ -336,12 +350,23 @@ fn outcomes_chart(out: &mut String, summary: &Summary) {
 /// A duration band's lower edge as a short tick label (`1 ms`, `10 s`).
 fn edge_label(bucket: usize) -> String {
     let s = Durations::lower_edge(bucket);
+    // Two significant digits: 1.8 ms, 18 ms, 180 ms.
+    let two = |x: f64| {
+        let digits = if x < 10.0 { 1 } else { 0 };
+        let rounded = if x < 10.0 {
+            x
+        } else {
+            (x / 10f64.powf(x.log10().floor() - 1.0)).round() * 10f64.powf(x.log10().floor() - 1.0)
+        };
+        let text = format!("{rounded:.digits$}");
+        text.strip_suffix(".0").map(str::to_owned).unwrap_or(text)
+    };
     if s < 1.0 {
-        format!("{} ms", (s * 1000.0).round())
+        format!("{} ms", two(s * 1000.0))
     } else if s < 60.0 {
-        format!("{} s", s.round())
+        format!("{} s", two(s))
     } else {
-        format!("{} min", (s / 60.0).round())
+        format!("{} min", two(s / 60.0))
     }
 }
 
@@ -367,14 +392,14 @@ fn durations_chart(out: &mut String, summary: &Summary) {
     let lo = first.saturating_sub(1);
     let hi = (last + 1).max(lo + Durations::PER_DECADE).min(n - 1);
     let bands = hi - lo + 1;
-    let (left, right, top, mid, half) = (48.0, W - 12.0, 14.0, 104.0, 86.0);
+    let (left, right, top, mid, half) = (48.0, FW - 12.0, 16.0, 86.0, 66.0);
     let h = mid + half + 34.0;
     let bw = (right - left) / bands as f64;
     let share = |v: u64, t: u64| if t == 0 { 0.0 } else { v as f64 / t as f64 };
     let max = (lo..=hi).map(|i| share(pass[i], tp).max(share(fail[i], tf))).fold(0.0, f64::max).max(1e-9);
     let _ = write!(
         out,
-        "<svg id=\"chart-durations\" class=\"chart\" viewBox=\"0 0 {W} {h:.0}\" role=\"img\" aria-label=\"duration distribution of passing and failing attempts\">\
+        "<svg id=\"chart-durations\" class=\"chart\" viewBox=\"0 0 {FW} {h:.0}\" role=\"img\" aria-label=\"duration distribution of passing and failing attempts\">\
          <text x=\"{left}\" y=\"{:.1}\" class=\"tick\">passing ({tp})</text><text x=\"{left}\" y=\"{:.1}\" class=\"tick\">failing ({tf})</text>",
         top - 2.0,
         mid + half + 12.0
@@ -406,7 +431,8 @@ fn durations_chart(out: &mut String, summary: &Summary) {
                 sf * 100.0
             );
         }
-        if i % Durations::PER_DECADE == 0 {
+        // Every band is labelled when there are few, else only the decades.
+        if bands <= 14 || i % Durations::PER_DECADE == 0 {
             let _ = write!(
                 out,
                 "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"grid\"/><text x=\"{x:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
@@ -452,17 +478,21 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
             );
             let lw = label_width(yd.values.iter().map(|v| v.chars().count()).chain([yd.name.chars().count()]));
             let cols = xd.values.len().max(1) as f64;
-            let cw = ((W - lw - 8.0) / cols).min(120.0);
+            let cw = ((FW - lw - 8.0) / cols).min(110.0);
+            // Drawn at its natural size: a small matrix should not be blown up to the card's width.
+            let vw = lw + cw * cols + 8.0;
             let ch = 44.0;
             let top = 34.0;
             let h = top + ch * yd.values.len() as f64 + 8.0;
             let _ = write!(
                 out,
-                "<svg id=\"chart-heatmap\" class=\"chart\" viewBox=\"0 0 {W} {h:.0}\" role=\"img\" aria-label=\"failure rate heat map\">\
-                 <text x=\"{:.1}\" y=\"12\" class=\"tick strong\" text-anchor=\"end\">{} ↓ / {} →</text>",
+                "<svg id=\"chart-heatmap\" class=\"chart\" viewBox=\"0 0 {vw:.0} {h:.0}\" style=\"max-width:{vw:.0}px\" role=\"img\" aria-label=\"failure rate heat map\">\
+                 <text x=\"{:.1}\" y=\"11\" class=\"tick strong\" text-anchor=\"middle\">{}</text>\
+                 <text x=\"{:.1}\" y=\"28\" class=\"tick strong\" text-anchor=\"end\">{}</text>",
+                lw + cw * cols / 2.0,
+                esc(&xd.name),
                 lw - 10.0,
-                esc(&yd.name),
-                esc(&xd.name)
+                esc(&yd.name)
             );
             for (i, xv) in xd.values.iter().enumerate() {
                 let _ = write!(
@@ -536,17 +566,18 @@ fn fire_card(out: &mut String, f: &FireView) {
         if !f.levels.is_empty() {
             let n = f.levels.len() as f64;
             let (left, top, base) = (16.0, 24.0, 150.0);
-            let sw = ((W - 2.0 * left) / n).min(150.0);
+            let sw = ((FW - 2.0 * left) / n).min(140.0);
+            let vw = 2.0 * left + sw * n;
             let maxw = f.levels.iter().filter_map(|l| l.workers).max().unwrap_or(1).max(1) as f64;
             let h = base + 52.0;
-            let _ = write!(out, "<svg id=\"chart-ladder\" class=\"chart\" viewBox=\"0 0 {W} {h:.0}\" role=\"img\" aria-label=\"fire ladder\">");
+            let _ = write!(out, "<svg id=\"chart-ladder\" class=\"chart\" viewBox=\"0 0 {vw:.0} {h:.0}\" style=\"max-width:{vw:.0}px\" role=\"img\" aria-label=\"fire ladder\">");
             for (i, l) in f.levels.iter().enumerate() {
                 let x = left + sw * i as f64;
                 // Height grows with the number of workers (log scale), so the ladder climbs.
                 let frac = l.workers.map_or(0.3, |w| ((w as f64).ln() + 1.0) / (maxw.ln() + 1.0));
                 let bh = ((base - top) * frac).max(14.0);
-                let (fill, word) = if l.verdict == "not run" {
-                    ("#d0d7de", "not run")
+                let (fill, word) = if !l.ran() {
+                    ("#eaeef2", "not run")
                 } else if l.accepted() {
                     ("#2da44e", "accept")
                 } else {
@@ -556,9 +587,9 @@ fn fire_card(out: &mut String, f: &FireView) {
                 let _ = write!(
                     out,
                     "<g class=\"level\"><title>{}: {}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" rx=\"4\" fill=\"{fill}\"/>\
-                     <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"seg-label\">{word}</text>\
+                     <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"seg-label{}\">{word}</text>\
                      <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"label strong\">{}</text>\
-                     <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"tick\">{} failed · {} finding{}</text></g>",
+                     <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"tick\">{}</text></g>",
                     esc(&l.name()),
                     esc(&l.verdict),
                     x + 4.0,
@@ -566,14 +597,21 @@ fn fire_card(out: &mut String, f: &FireView) {
                     sw - 8.0,
                     x + sw / 2.0,
                     base - bh + 16.0,
+                    if l.ran() { "" } else { " dark" },
                     x + sw / 2.0,
                     base + 18.0,
                     esc(&l.name()),
                     x + sw / 2.0,
                     base + 36.0,
-                    l.failures.map_or("-".into(), |n| n.to_string()),
-                    findings,
-                    if findings == 1 { "" } else { "s" }
+                    if l.ran() {
+                        format!(
+                            "{} failed · {findings} finding{}",
+                            l.failures.map_or("-".into(), |n| n.to_string()),
+                            if findings == 1 { "" } else { "s" }
+                        )
+                    } else {
+                        "not run".into()
+                    }
                 );
             }
             out.push_str("</svg>\n");
@@ -603,7 +641,7 @@ fn fire_card(out: &mut String, f: &FireView) {
                     Some(false) => "no",
                     None => "-",
                 },
-                if l.accepted() { "ok" } else { "bad" },
+                if l.accepted() { "ok" } else if l.ran() { "bad" } else { "" },
                 esc(&l.verdict)
             );
         }
@@ -615,9 +653,14 @@ fn signatures_card(out: &mut String, summary: &Summary) {
     if summary.signatures.is_empty() {
         return;
     }
-    card(out, "signatures", "Failure signatures", "failures grouped by exit status and the normalised end of stderr; the stderr shown is the first attempt's", |out| {
-        for (i, s) in summary.signatures.iter().take(SIGNATURES_SHOWN).enumerate() {
-            let _ = write!(
+    card(
+        out,
+        "signatures",
+        "Failure signatures",
+        "failures grouped by exit status and the normalised end of stderr; the stderr shown is the first attempt's",
+        |out| {
+            for (i, s) in summary.signatures.iter().take(SIGNATURES_SHOWN).enumerate() {
+                let _ = write!(
                 out,
                 "<details class=\"signature\"{}><summary><span class=\"count\">{}×</span> <code>{}</code> <span class=\"muted\">in {} · first: attempt {}</span></summary>\n<pre>{}</pre>\n</details>\n",
                 if i == 0 { " open" } else { "" },
@@ -627,11 +670,16 @@ fn signatures_card(out: &mut String, summary: &Summary) {
                 s.first_attempt,
                 esc(&tail(&s.example, 40))
             );
-        }
-        if summary.signatures.len() > SIGNATURES_SHOWN {
-            let _ = write!(out, "<p class=\"muted\">… and {} more signatures.</p>\n", summary.signatures.len() - SIGNATURES_SHOWN);
-        }
-    });
+            }
+            if summary.signatures.len() > SIGNATURES_SHOWN {
+                let _ = write!(
+                    out,
+                    "<p class=\"muted\">… and {} more signatures.</p>\n",
+                    summary.signatures.len() - SIGNATURES_SHOWN
+                );
+            }
+        },
+    );
 }
 
 fn notes_card(out: &mut String, summary: &Summary) {
@@ -651,7 +699,8 @@ fn notes_card(out: &mut String, summary: &Summary) {
                 );
             }
             if c.leaking > 0 {
-                let _ = write!(out, "<li><b>{}</b>: {} attempt(s) left processes behind</li>\n", esc(&c.name), c.leaking);
+                let _ =
+                    write!(out, "<li><b>{}</b>: {} attempt(s) left processes behind</li>\n", esc(&c.name), c.leaking);
             }
         }
         for n in &summary.notes {
@@ -669,7 +718,7 @@ fn snapshot_value(key: &str, v: &Value) -> String {
         }
         Value::Object(m) => m
             .iter()
-            .filter(|(_, v)| !v.is_null())
+            .filter(|(_, v)| !v.is_null() && !v.as_array().is_some_and(Vec::is_empty))
             .map(|(k, v)| match v {
                 Value::Object(_) => format!("{k}: {}", esc(&value_text(v)).replace(", ", " · ")),
                 _ => format!("{k}: {}", esc(&value_text(v))),
@@ -717,7 +766,9 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
                     env = Some(v);
                     continue;
                 }
-                let empty = v.is_null() || v.as_object().is_some_and(|o| o.values().all(Value::is_null)) || v.as_array().is_some_and(Vec::is_empty);
+                let empty = v.is_null()
+                    || v.as_object().is_some_and(|o| o.values().all(Value::is_null))
+                    || v.as_array().is_some_and(Vec::is_empty);
                 if !empty {
                     row(&k.replace('_', " "), snapshot_value(k, v));
                 }
@@ -730,7 +781,12 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
         if let Some(Value::Object(vars)) = env {
             let _ = write!(out, "<details><summary>{} environment variables (secrets redacted)</summary><table class=\"data kvtable\"><tbody>\n", vars.len());
             for (k, v) in vars {
-                let _ = write!(out, "<tr><th><code>{}</code></th><td><code>{}</code></td></tr>\n", esc(k), esc(&value_text(v)));
+                let _ = write!(
+                    out,
+                    "<tr><th><code>{}</code></th><td><code>{}</code></td></tr>\n",
+                    esc(k),
+                    esc(&value_text(v))
+                );
             }
             out.push_str("</tbody></table></details>\n");
         }
@@ -771,7 +827,8 @@ table.data tbody tr:hover{background:#f6f8fa}
 table.data .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.data td.name{font-weight:600;white-space:nowrap}
 tr.sensitive td.name{color:var(--bad)}
-tr.meaning td{color:var(--muted);font-size:.85rem;border-bottom:1px solid #eef1f4;padding-top:0}
+tr.meaning td{color:var(--muted);font-size:.85rem;padding:0 10px 8px 22px}
+tr.has-meaning td{border-bottom:none}
 table.kvtable th{width:190px;text-transform:none;letter-spacing:0;font-size:.85rem;white-space:normal;vertical-align:top;border-bottom:1px solid #eef1f4}
 table.kvtable td{word-break:break-word}
 .badge{display:inline-block;font-size:.72rem;font-weight:600;padding:1px 8px;border-radius:999px;background:#eef1f4;color:var(--muted);vertical-align:1px}
@@ -780,7 +837,7 @@ svg.chart{width:100%;height:auto;display:block;font-family:inherit}
 svg .label{font-size:12.5px;fill:var(--fg)}svg .strong{font-weight:650}
 svg .tick{font-size:11px;fill:var(--muted)}
 svg .value{font-size:12px;fill:var(--fg);font-variant-numeric:tabular-nums}
-svg .seg-label{font-size:11px;fill:#fff;font-weight:600}
+svg .seg-label{font-size:11px;fill:#fff;font-weight:600}svg .seg-label.dark{fill:var(--muted)}
 svg .heat-text{font-size:12.5px;font-weight:600}
 svg .grid{stroke:#eaeef2;stroke-width:1}svg .axis{stroke:#8c959f;stroke-width:1}
 svg .track{fill:#eef1f4}

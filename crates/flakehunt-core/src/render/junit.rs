@@ -39,6 +39,10 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         for level in &fire.levels {
             let status = if level.accepted() {
                 TestCaseStatus::success()
+            } else if !level.ran() {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("not run: the ladder stopped at an earlier rejected level");
+                s
             } else {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 s.set_message(level.verdict.as_str());

@@ -18,11 +18,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## flakehunt {}: {}\n", summary.kind.name(), md_code(&summary.target));
     let _ = writeln!(out, "{} **{}**\n", marker(&summary.verdict), md_cell(&summary.verdict_text));
-    let _ = write!(
-        out,
-        "{} of {} planned attempts, {} failed",
-        summary.attempts, summary.planned, summary.failures
-    );
+    let _ = write!(out, "{} of {} planned attempts, {} failed", summary.attempts, summary.planned, summary.failures);
     if !summary.complete {
         out.push_str(" (incomplete)");
     }
@@ -132,8 +128,10 @@ fn matrix(out: &mut String, m: &MatrixView) {
     if !m.attribution.is_empty() {
         out.push_str("\n**Attribution:**\n\n");
         for row in &m.attribution {
-            let parts: Vec<String> =
-                row.iter().map(|(k, v)| if k.is_empty() { md_cell(v) } else { format!("{k}: {}", md_cell(v)) }).collect();
+            let parts: Vec<String> = row
+                .iter()
+                .map(|(k, v)| if k.is_empty() { md_cell(v) } else { format!("{k}: {}", md_cell(v)) })
+                .collect();
             let _ = writeln!(out, "- {}", parts.join(", "));
         }
     }
@@ -167,7 +165,13 @@ fn fire(out: &mut String, f: &FireView) {
                 Some(false) => "no",
                 None => "-",
             },
-            if l.accepted() { ":white_check_mark:" } else { ":x:" },
+            if l.accepted() {
+                ":white_check_mark:"
+            } else if l.ran() {
+                ":x:"
+            } else {
+                ":heavy_minus_sign:"
+            },
             md_cell(&l.verdict),
             findings.join("; ")
         );

@@ -4,12 +4,12 @@
 //! [`RenderContext::from_record`], which reads the record once so the renderers need not.
 
 mod context;
+mod details;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod term;
-mod details;
 mod text;
 
 pub use context::{RenderContext, FAILING_PER_CELL};

@@ -21,10 +21,10 @@ pub fn clean(text: &str) -> String {
         .collect()
 }
 
-/// Escapes text for HTML element content and attribute values.
+/// Escapes text for HTML element content and attribute values, cleaned as by [`clean`].
 pub fn html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for c in clean(text).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -39,11 +39,12 @@ pub fn html(text: &str) -> String {
 
 /// Escapes text for a Markdown table cell: pipes end a cell and newlines end the row.
 pub fn md_cell(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('|', "\\|").replace(['\n', '\r'], " ")
+    clean(text).replace('\\', "\\\\").replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 /// Inline code in Markdown that survives backticks in the text (a longer fence around it).
 pub fn md_code(text: &str) -> String {
+    let text = &clean(text);
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
@@ -68,7 +69,12 @@ pub fn seconds(s: f64) -> String {
     } else if s < 60.0 {
         format!("{s:.1} s")
     } else {
-        format!("{} min {} s", (s / 60.0).floor(), (s % 60.0).round())
+        let (min, sec) = ((s / 60.0).floor(), (s % 60.0).round());
+        if sec == 0.0 {
+            format!("{min} min")
+        } else {
+            format!("{min} min {sec} s")
+        }
     }
 }
 
@@ -102,5 +108,6 @@ mod tests {
         assert_eq!(seconds(0.012), "12 ms");
         assert_eq!(seconds(1.44), "1.4 s");
         assert_eq!(seconds(185.0), "3 min 5 s");
+        assert_eq!(seconds(600.0), "10 min");
     }
 }
