@@ -52,7 +52,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     );
     banner(&mut out, summary, ctx);
     cells_table(&mut out, summary, ctx);
-    let _ = write!(out, "<div class=\"grid\">\n");
+    let _ = writeln!(out, "<div class=\"grid\">");
     card(&mut out, "rate", "Failure rate", "each cell's rate with its 95 % Wilson interval", |o| {
         rate_chart(o, summary)
     });
@@ -119,9 +119,9 @@ fn banner(out: &mut String, summary: &Summary, ctx: &RenderContext) {
     }
     out.push_str("</dl>\n");
     if !summary.complete {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<p class=\"incomplete\">Incomplete: {} of {} planned attempts ran.</p>\n",
+            "<p class=\"incomplete\">Incomplete: {} of {} planned attempts ran.</p>",
             summary.attempts, summary.planned
         );
     }
@@ -131,7 +131,7 @@ fn banner(out: &mut String, summary: &Summary, ctx: &RenderContext) {
 fn card(out: &mut String, id: &str, title: &str, hint: &str, body: impl FnOnce(&mut String)) {
     let _ = write!(out, "<section class=\"card\" id=\"{id}\">\n<h2>{}</h2>\n", esc(title));
     if !hint.is_empty() {
-        let _ = write!(out, "<p class=\"hint\">{}</p>\n", esc(hint));
+        let _ = writeln!(out, "<p class=\"hint\">{}</p>", esc(hint));
     }
     body(out);
     out.push_str("</section>\n");
@@ -174,9 +174,9 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
                     esc(d)
                 );
             }
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<tr class=\"{}\"><td class=\"name\">{}{badges}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"muted\">{}</td></tr>\n",
+                "<tr class=\"{}\"><td class=\"name\">{}{badges}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"muted\">{}</td></tr>",
                 classes.join(" "),
                 esc(&c.name),
                 c.attempts,
@@ -188,7 +188,7 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
                 esc(&super::term::effect_text(c))
             );
             if let Some(meaning) = &c.meaning {
-                let _ = write!(out, "<tr class=\"meaning\"><td colspan=\"8\">↳ {}</td></tr>\n", esc(meaning));
+                let _ = writeln!(out, "<tr class=\"meaning\"><td colspan=\"8\">↳ {}</td></tr>", esc(meaning));
             }
         }
         out.push_str("</tbody>\n</table></div>\n");
@@ -443,7 +443,7 @@ fn durations_chart(out: &mut String, summary: &Summary) {
             );
         }
     }
-    let _ = write!(out, "<line x1=\"{left}\" x2=\"{right}\" y1=\"{mid}\" y2=\"{mid}\" class=\"axis\"/></svg>\n");
+    let _ = writeln!(out, "<line x1=\"{left}\" x2=\"{right}\" y1=\"{mid}\" y2=\"{mid}\" class=\"axis\"/></svg>");
 }
 
 /// A heat colour for a failure rate: pale green for none, then from pale to deep red.
@@ -470,9 +470,9 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
             out.push_str("</dl>\n");
         }
         if let Some((xd, yd)) = m.heat_axes() {
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<p class=\"hint\">Failures by <code>{}</code> (across) and <code>{}</code> (down), summed over any other dimension.</p>\n",
+                "<p class=\"hint\">Failures by <code>{}</code> (across) and <code>{}</code> (down), summed over any other dimension.</p>",
                 esc(&xd.name),
                 esc(&yd.name)
             );
@@ -561,7 +561,7 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
 fn fire_card(out: &mut String, f: &FireView) {
     card(out, "ladder", "Concurrency ladder", "each level runs its workers together against a sandbox copy of the state and compares the result with the sequential reference", |out| {
         if let Some((runs, failures)) = f.reference {
-            let _ = write!(out, "<p>Sequential reference: <b>{runs}</b> runs, <b>{failures}</b> failed.</p>\n");
+            let _ = writeln!(out, "<p>Sequential reference: <b>{runs}</b> runs, <b>{failures}</b> failed.</p>");
         }
         if !f.levels.is_empty() {
             let n = f.levels.len() as f64;
@@ -630,9 +630,9 @@ fn fire_card(out: &mut String, f: &FireView) {
                     esc(&x.detail)
                 );
             }
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<tr><td class=\"name\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"badge {}\">{}</span></td><td>{findings}</td></tr>\n",
+                "<tr><td class=\"name\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"badge {}\">{}</span></td><td>{findings}</td></tr>",
                 esc(&l.name()),
                 opt(l.runs),
                 opt(l.failures),
@@ -672,9 +672,9 @@ fn signatures_card(out: &mut String, summary: &Summary) {
             );
             }
             if summary.signatures.len() > SIGNATURES_SHOWN {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "<p class=\"muted\">… and {} more signatures.</p>\n",
+                    "<p class=\"muted\">… and {} more signatures.</p>",
                     summary.signatures.len() - SIGNATURES_SHOWN
                 );
             }
@@ -691,20 +691,20 @@ fn notes_card(out: &mut String, summary: &Summary) {
         out.push_str("<ul>\n");
         for c in inert {
             if c.inert {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "<li><b>{}</b> is inert: {}</li>\n",
+                    "<li><b>{}</b> is inert: {}</li>",
                     esc(&c.name),
                     esc(c.inert_reason.as_deref().unwrap_or("no measurable effect"))
                 );
             }
             if c.leaking > 0 {
                 let _ =
-                    write!(out, "<li><b>{}</b>: {} attempt(s) left processes behind</li>\n", esc(&c.name), c.leaking);
+                    writeln!(out, "<li><b>{}</b>: {} attempt(s) left processes behind</li>", esc(&c.name), c.leaking);
             }
         }
         for n in &summary.notes {
-            let _ = write!(out, "<li>{}</li>\n", esc(n));
+            let _ = writeln!(out, "<li>{}</li>", esc(n));
         }
         out.push_str("</ul>\n");
     });
@@ -735,7 +735,7 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
     card(out, "environment", "Plan and environment", "", |out| {
         out.push_str("<div class=\"scroll\"><table id=\"environment-table\" class=\"data kvtable\"><tbody>\n");
         let mut row = |k: &str, v: String| {
-            let _ = write!(out, "<tr><th>{}</th><td>{v}</td></tr>\n", esc(k));
+            let _ = writeln!(out, "<tr><th>{}</th><td>{v}</td></tr>", esc(k));
         };
         row("target", format!("<code>{}</code>", esc(&m.target.display())));
         let p = &m.plan;
@@ -779,11 +779,11 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
             out.push_str("<p class=\"muted\">This record has no environment snapshot.</p>\n");
         }
         if let Some(Value::Object(vars)) = env {
-            let _ = write!(out, "<details><summary>{} environment variables (secrets redacted)</summary><table class=\"data kvtable\"><tbody>\n", vars.len());
+            let _ = writeln!(out, "<details><summary>{} environment variables (secrets redacted)</summary><table class=\"data kvtable\"><tbody>", vars.len());
             for (k, v) in vars {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "<tr><th><code>{}</code></th><td><code>{}</code></td></tr>\n",
+                    "<tr><th><code>{}</code></th><td><code>{}</code></td></tr>",
                     esc(k),
                     esc(&value_text(v))
                 );
