@@ -27,6 +27,17 @@ pub struct Cli {
 pub enum Command {
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
+    /// Render a recorded hunt (finished, interrupted or merged) as text, Markdown, JSON, JUnit or HTML.
+    Report(ReportArgs),
+    /// Join the records of one plan's shards (`--shard I/N`) into one record.
+    Merge(MergeArgs),
+    /// Print a shell completion script (e.g. `flakehunt completions bash > /etc/bash_completion.d/flakehunt`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout (e.g. `flakehunt man > flakehunt.1`).
+    Man,
     /// Run a small workload under each profile and show what each really does on this machine.
     Probe {
         /// Profiles to probe, comma-separated (default: all).
@@ -119,6 +130,46 @@ pub struct SweepArgs {
     /// Shared hunt options.
     #[command(flatten)]
     pub hunt: HuntArgs,
+}
+
+/// `flakehunt report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run record directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = ReportFormat::Term)]
+    pub format: ReportFormat,
+    /// Write to this file instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// The formats of `flakehunt report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// The tables the live run prints.
+    Term,
+    /// GitHub-flavoured Markdown (pull requests, job summaries).
+    Md,
+    /// The summary document.
+    Json,
+    /// JUnit XML for CI test reports.
+    Junit,
+    /// One self-contained HTML page with charts.
+    Html,
+}
+
+/// `flakehunt merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard records to join.
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The new record to write.
+    #[arg(long, value_name = "OUT")]
+    pub into: PathBuf,
 }
 
 /// Parses `10m`, `2s`, `1h30m`, `500ms`.

@@ -165,6 +165,7 @@ pub fn run(
     let record = Record::open(&dir)?;
     let summary = flakehunt_core::analysis::summarize(&record)?;
     recorder.write_document(SUMMARY_FILE, &summary)?;
+    crate::report::append_step_summary(&summary, &dir);
     print_summary(&summary, &dir, args.json, cell_header)?;
     Ok(if outcome.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
 }

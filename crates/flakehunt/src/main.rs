@@ -4,7 +4,10 @@ mod cli;
 mod display;
 mod exit;
 mod hunt;
+mod merge;
 mod probe;
+mod report;
+mod shell;
 mod signals;
 mod style;
 mod sweep;
@@ -34,6 +37,10 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
     };
     match &cli.command {
         cli::Command::Sweep(args) => sweep::run(args, &config()?),
+        cli::Command::Report(args) => report::run(args),
+        cli::Command::Merge(args) => merge::run(args),
+        cli::Command::Completions { shell } => shell::completions(*shell),
+        cli::Command::Man => shell::man(),
         cli::Command::Probe { profiles, json } => probe::run(profiles, *json, &config()?),
         cli::Command::Profiles => probe::list(&config()?),
         cli::Command::Snapshot => {

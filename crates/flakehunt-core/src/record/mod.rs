@@ -3,11 +3,13 @@
 
 mod attempt;
 mod manifest;
+mod merge;
 mod reader;
 mod writer;
 
 pub use attempt::{Attempt, Effect, Outcome};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
+pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
 pub use reader::Record;
 pub use writer::Recorder;
 

@@ -77,7 +77,7 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     out
 }
 
-fn interval(c: &CellSummary) -> String {
+pub(crate) fn interval(c: &CellSummary) -> String {
     if c.attempts == 0 {
         "-".into()
     } else if c.failures == 0 {
@@ -87,7 +87,7 @@ fn interval(c: &CellSummary) -> String {
     }
 }
 
-fn versus(c: &CellSummary, baseline: &str) -> String {
+pub(crate) fn versus(c: &CellSummary, baseline: &str) -> String {
     if c.name == baseline {
         return "-".into();
     }

@@ -1,0 +1,247 @@
+//! Joining the records of one plan's shards, run on several machines, into one record that
+//! `report` reads like any other. Main type: [`Merge`].
+//!
+//! Shards of a plan share everything but their index: format version, kind, target, plan
+//! settings, cells, seed and hunt parameters. A record that differs in any of these belongs to
+//! another plan, and mixing it in would produce numbers about no hunt at all, so it is refused.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::writer::{write_json, ATTEMPTS, SNAPSHOT};
+use super::{Attempt, Manifest, Record, RecordError, Recorder, CELLS, SUMMARY_FILE};
+use crate::plan::Shard;
+
+/// Side document of a merged record naming the shards it was made from.
+pub const MERGE_FILE: &str = "merge.json";
+
+/// Why shards cannot be merged. Each message is one line naming what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// A record could not be read or the output written.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The output already holds a record.
+    #[error("{0} already holds a record: choose a new directory for --into")]
+    OutExists(PathBuf),
+    /// Nothing to merge.
+    #[error("no records to merge: give the shard record directories")]
+    Empty,
+    /// A record was not run with `--shard`.
+    #[error("{0} is not a shard record (it was run without --shard): only shards of one plan can be merged")]
+    NotAShard(PathBuf),
+    /// Two records are of different plans.
+    #[error("{dir} is not a shard of the same plan as {first}: its {what} differs")]
+    Mismatch {
+        /// The odd record.
+        dir: PathBuf,
+        /// The record it was compared with.
+        first: PathBuf,
+        /// Which part differs.
+        what: &'static str,
+    },
+    /// Two records hold the same shard.
+    #[error("shard {shard} is given twice ({a} and {b}): give each shard once")]
+    Duplicate {
+        /// The shard.
+        shard: Shard,
+        /// One record.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
+    },
+}
+
+/// One shard as recorded in `merge.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergedShard {
+    /// Where it was read from.
+    pub dir: PathBuf,
+    /// Its place in the plan.
+    pub shard: Shard,
+    /// Its run id.
+    pub run_id: String,
+    /// The machine it ran on.
+    pub host: String,
+    /// Attempts it held.
+    pub attempts: u64,
+}
+
+/// The result of a merge.
+#[derive(Debug, Clone, Serialize)]
+pub struct Merge {
+    /// The shards joined, by index.
+    pub merged_from: Vec<MergedShard>,
+    /// Shards of the plan that were not given (the merged record is then incomplete).
+    pub missing: Vec<u32>,
+    /// Attempt ids held by more than one shard (kept, but a sign of overlapping shards).
+    pub duplicate_ids: u64,
+}
+
+impl Merge {
+    /// Merges the shard records in `dirs` into a new record at `out`.
+    pub fn run(dirs: &[PathBuf], out: &Path) -> Result<Self, MergeError> {
+        if out.join(super::writer::MANIFEST).exists() || out.join(ATTEMPTS).exists() {
+            return Err(MergeError::OutExists(out.to_owned()));
+        }
+        let mut records = Vec::new();
+        for dir in dirs {
+            let record = Record::open(dir)?;
+            let shard = record.manifest.shard.ok_or_else(|| MergeError::NotAShard(dir.clone()))?;
+            records.push((shard, record));
+        }
+        let Some((_, first)) = records.first() else { return Err(MergeError::Empty) };
+        let first = first.clone();
+        for (_, r) in &records[1..] {
+            if let Some(what) = difference(&first.manifest, &r.manifest) {
+                return Err(MergeError::Mismatch { dir: r.dir.clone(), first: first.dir.clone(), what });
+            }
+        }
+        records.sort_by_key(|(s, _)| s.index);
+        for pair in records.windows(2) {
+            if pair[0].0.index == pair[1].0.index {
+                return Err(MergeError::Duplicate {
+                    shard: pair[0].0,
+                    a: pair[0].1.dir.clone(),
+                    b: pair[1].1.dir.clone(),
+                });
+            }
+        }
+        let count = records[0].0.count;
+        let present: BTreeSet<u32> = records.iter().map(|(s, _)| s.index).collect();
+        let missing = (1..=count).filter(|i| !present.contains(i)).collect();
+
+        let base = &records[0].1.manifest;
+        let mut manifest = base.clone();
+        manifest.shard = None;
+        manifest.run_id = format!("merged-{}", base.run_id);
+        manifest.started_at = records.iter().map(|(_, r)| r.manifest.started_at.clone()).min().unwrap_or_default();
+        let mut hosts: Vec<String> = Vec::new();
+        for (_, r) in &records {
+            if !hosts.contains(&r.manifest.host) {
+                hosts.push(r.manifest.host.clone());
+            }
+        }
+        manifest.host = hosts.join(",");
+
+        // Attempts in plan order (id, then shard), so the merged record reads as the unsharded
+        // run would have written it with one job, and signatures' first attempts agree.
+        let mut attempts: Vec<(u64, u32, Attempt, PathBuf)> = Vec::new();
+        let mut merged_from = Vec::new();
+        for (shard, r) in &records {
+            let mut n = 0;
+            for a in r.attempts()? {
+                let a = a?;
+                n += 1;
+                attempts.push((a.id, shard.index, a, r.dir.clone()));
+            }
+            merged_from.push(MergedShard {
+                dir: r.dir.clone(),
+                shard: *shard,
+                run_id: r.manifest.run_id.clone(),
+                host: r.manifest.host.clone(),
+                attempts: n,
+            });
+        }
+        attempts.sort_by_key(|(id, shard, _, _)| (*id, *shard));
+        let duplicate_ids = attempts.windows(2).filter(|w| w[0].0 == w[1].0).count() as u64;
+
+        let mut recorder = Recorder::create(out, &manifest)?;
+        for (_, _, attempt, dir) in &attempts {
+            let (stdout, stderr) = match &attempt.log {
+                Some(log) => (
+                    read_or_empty(&dir.join(log).with_extension("stdout")),
+                    read_or_empty(&dir.join(log).with_extension("stderr")),
+                ),
+                None => (Vec::new(), Vec::new()),
+            };
+            recorder.append(attempt, &stdout, &stderr)?;
+        }
+        if let Some(snapshot) = records[0].1.snapshot()? {
+            write_json(&out.join(SNAPSHOT), &snapshot)?;
+        }
+        merge_side_files(&records.iter().map(|(_, r)| r.dir.as_path()).collect::<Vec<_>>(), out)?;
+        let merge = Merge { merged_from, missing, duplicate_ids };
+        recorder.write_document(MERGE_FILE, &merge)?;
+        let record = Record::open(out)?;
+        let summary = crate::analysis::summarize(&record)?;
+        recorder.write_document(SUMMARY_FILE, &summary)?;
+        Ok(merge)
+    }
+}
+
+/// The first part of the plan in which two shard manifests differ. The number of jobs and the
+/// time budget are each machine's own business and do not change which attempts a shard holds.
+fn difference(a: &Manifest, b: &Manifest) -> Option<&'static str> {
+    let (sa, sb) = (a.shard?, b.shard?);
+    let plan_eq = {
+        let (mut pa, mut pb) = (a.plan.clone(), b.plan.clone());
+        pa.jobs = 0;
+        pb.jobs = 0;
+        pa.budget_seconds = None;
+        pb.budget_seconds = None;
+        pa == pb
+    };
+    [
+        (a.format_version == b.format_version, "record format version"),
+        (a.kind == b.kind, "kind of hunt"),
+        (a.target == b.target, "target command"),
+        (plan_eq, "plan settings (runs, stop rules, timeouts)"),
+        (a.cells == b.cells, "list of cells"),
+        (a.seed == b.seed, "seed"),
+        (a.extra == b.extra, "hunt parameters"),
+        (sa.count == sb.count, "shard count"),
+    ]
+    .into_iter()
+    .find(|(same, _)| !same)
+    .map(|(_, what)| what)
+}
+
+fn read_or_empty(path: &Path) -> Vec<u8> {
+    fs::read(path).unwrap_or_default()
+}
+
+/// Carries the JSONL side files (cells an adaptive plan added, fire levels...) over: every line
+/// of every shard once. Cells are keyed by name, since each shard may add the same cell.
+fn merge_side_files(dirs: &[&Path], out: &Path) -> Result<(), RecordError> {
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    for dir in dirs {
+        let entries = fs::read_dir(dir).map_err(|e| RecordError::io(dir, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".jsonl") && name != ATTEMPTS {
+                names.insert(name);
+            }
+        }
+    }
+    for name in names {
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut text = String::new();
+        for dir in dirs {
+            let path = dir.join(&name);
+            let Ok(content) = fs::read_to_string(&path) else { continue };
+            // A last line without its newline was cut by a crash, as in attempts.jsonl.
+            let complete = content.rfind('\n').map_or("", |end| &content[..end]);
+            for line in complete.lines().filter(|l| !l.trim().is_empty()) {
+                let key = if name == CELLS {
+                    serde_json::from_str::<serde_json::Value>(line)
+                        .ok()
+                        .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_owned))
+                        .unwrap_or_else(|| line.to_owned())
+                } else {
+                    line.to_owned()
+                };
+                if seen.insert(key) {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+        let path = out.join(&name);
+        fs::write(&path, text).map_err(|e| RecordError::io(&path, e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! The JUnit XML rendering, for CI systems that display test reports. One test suite per hunt,
+//! one test case per cell (and per fire level). A cell that failed some of the time is *flaky*:
+//! a passing test case with one `flakyFailure` per failing attempt, as nextest and Surefire
+//! write them; a cell that failed every time is a `failure`, its other failing attempts listed as
+//! `rerunFailure`s. Text goes through `quick-junit`'s `XmlString`, which removes ANSI escapes and
+//! characters XML cannot hold.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
+
+use super::details::FireView;
+use super::text::tail;
+use super::RenderContext;
+use crate::analysis::stats::format_rate;
+use crate::analysis::{CellSummary, Summary};
+use crate::record::Attempt;
+
+/// Lines of stderr kept per listed attempt.
+const STDERR_LINES: usize = 40;
+
+/// Renders a summary as JUnit XML.
+pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
+    let kind = summary.kind.name();
+    let mut suite = TestSuite::new(format!("flakehunt {kind}: {}", summary.target));
+    suite.add_property(("run_id", summary.run_id.as_str()));
+    suite.add_property(("seed", ctx.manifest.seed.to_string().as_str()));
+    suite.add_property(("verdict", summary.verdict_text.as_str()));
+    if let Some(shard) = ctx.manifest.shard {
+        suite.add_property(("shard", shard.to_string().as_str()));
+    }
+    let mut total = 0.0;
+    for c in &summary.cells {
+        let case = cell_case(c, ctx.failing_of(&c.name), &format!("flakehunt.{kind}"));
+        total += c.mean_seconds * c.attempts as f64;
+        suite.add_test_case(case);
+    }
+    if let Some(fire) = FireView::of(summary) {
+        for level in &fire.levels {
+            let status = if level.accepted() {
+                TestCaseStatus::success()
+            } else if !level.ran() {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("not run: the ladder stopped at an earlier rejected level");
+                s
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(level.verdict.as_str());
+                let lines: Vec<String> = level
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        let count = f.count.map(|n| format!("{n} ")).unwrap_or_default();
+                        format!("{count}{} {}: {}", f.kind, f.path, f.detail).trim().to_owned()
+                    })
+                    .collect();
+                s.set_description(lines.join("\n"));
+                s
+            };
+            let mut case = TestCase::new(format!("level {}", level.name()), status);
+            case.set_classname(format!("flakehunt.{kind}.ladder"));
+            suite.add_test_case(case);
+        }
+    }
+    suite.set_time(secs(total));
+    let mut report = Report::new("flakehunt");
+    report.add_test_suite(suite);
+    report.to_string().unwrap_or_else(|e| format!("<!-- cannot serialise the JUnit report: {e} -->\n"))
+}
+
+fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase {
+    let passes = c.outcomes.get("pass").copied().unwrap_or(0);
+    let spawn_errors = c.outcomes.get("spawn-error").copied().unwrap_or(0);
+    let message = format!("{} of {} attempts failed ({})", c.failures, c.attempts, format_rate(c.rate));
+    let status = if c.attempts == 0 {
+        let mut s = TestCaseStatus::skipped();
+        s.set_message("no attempt ran");
+        s
+    } else if c.failures == 0 && passes == 0 && spawn_errors > 0 {
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+        s.set_message(format!("the target could not be started ({spawn_errors} attempts)"));
+        s
+    } else if c.failures == 0 {
+        TestCaseStatus::success()
+    } else if c.failures < c.attempts {
+        TestCaseStatus::Success { flaky_runs: failing.iter().map(rerun).collect() }
+    } else {
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(message.as_str());
+        if let Some(first) = failing.first() {
+            s.set_type(first.outcome.name());
+            s.set_description(tail(&first.stderr_tail, STDERR_LINES));
+        }
+        for a in failing.iter().skip(1) {
+            s.add_rerun(rerun(a));
+        }
+        s
+    };
+    let mut case = TestCase::new(c.name.as_str(), status);
+    case.set_classname(classname);
+    case.set_time(secs(c.mean_seconds * c.attempts as f64));
+    if c.failures > 0 && c.failures < c.attempts {
+        // Flaky cases pass, so CI shows no message: put the rate where a reader finds it.
+        case.set_system_out(message);
+    }
+    case
+}
+
+/// One failing attempt as a `flakyFailure` or `rerunFailure`.
+fn rerun(a: &Attempt) -> TestRerun {
+    let mut r = TestRerun::new(NonSuccessKind::Failure);
+    let what = a.signature.clone().unwrap_or_else(|| a.outcome.name().to_owned());
+    r.set_message(format!("attempt {} (iteration {}): {what}", a.id, a.iteration));
+    r.set_type(a.outcome.name());
+    r.set_time(secs(a.seconds));
+    r.set_system_err(tail(&a.stderr_tail, STDERR_LINES));
+    r
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
+}

@@ -1,0 +1,202 @@
+//! The Markdown rendering: GitHub-flavoured, for a pull request comment or the job summary
+//! (`$GITHUB_STEP_SUMMARY`). Tables of cells, the verdict first, long text folded in
+//! `<details>` so the page stays short.
+
+use std::fmt::Write as _;
+
+use super::details::{FireView, MatrixView};
+use super::text::{md_block, md_cell, md_code, seconds, tail};
+use super::RenderContext;
+use crate::analysis::stats::format_rate;
+use crate::analysis::Summary;
+
+/// Signatures listed; the rest are counted.
+const SIGNATURES_SHOWN: usize = 10;
+
+/// Renders a summary as GitHub-flavoured Markdown.
+pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## flakehunt {}: {}\n", summary.kind.name(), md_code(&summary.target));
+    let _ = writeln!(out, "{} **{}**\n", marker(&summary.verdict), md_cell(&summary.verdict_text));
+    let _ = write!(out, "{} of {} planned attempts, {} failed", summary.attempts, summary.planned, summary.failures);
+    if !summary.complete {
+        out.push_str(" (incomplete)");
+    }
+    let _ = writeln!(out, " · seed `{}` · run `{}`", ctx.manifest.seed, summary.run_id);
+    if let Some(shard) = ctx.manifest.shard {
+        let _ = writeln!(out, "\nThis record holds shard {shard} of the plan: join the shards with `flakehunt merge`.");
+    }
+    out.push('\n');
+    cells(&mut out, summary, ctx);
+    if let Some(m) = MatrixView::of(summary) {
+        matrix(&mut out, &m);
+    }
+    if let Some(f) = FireView::of(summary) {
+        fire(&mut out, &f);
+    }
+    for c in summary.cells.iter().filter(|c| c.meaning.is_some()) {
+        let _ = writeln!(
+            out,
+            "- **{}** {}: {}",
+            md_cell(&c.name),
+            c.direction.as_deref().unwrap_or(""),
+            md_cell(c.meaning.as_deref().unwrap_or(""))
+        );
+    }
+    for c in summary.cells.iter().filter(|c| c.inert) {
+        let reason = c.inert_reason.as_deref().unwrap_or("no measurable effect");
+        let _ = writeln!(out, "- :warning: **{}** is inert: {}", md_cell(&c.name), md_cell(reason));
+    }
+    for c in summary.cells.iter().filter(|c| c.leaking > 0) {
+        let _ = writeln!(out, "- :warning: **{}**: {} attempt(s) left processes behind", md_cell(&c.name), c.leaking);
+    }
+    signatures(&mut out, summary);
+    if !summary.notes.is_empty() {
+        out.push_str("\n<details><summary>Notes</summary>\n\n");
+        for n in &summary.notes {
+            let _ = writeln!(out, "- {}", md_cell(n));
+        }
+        out.push_str("\n</details>\n");
+    }
+    out
+}
+
+/// A status marker GitHub renders as an emoji.
+fn marker(verdict: &str) -> &'static str {
+    match verdict {
+        "not-reproduced" | "accept" => ":white_check_mark:",
+        "rumour" | "flaky-insensitive" => ":warning:",
+        _ => ":x:",
+    }
+}
+
+fn cells(out: &mut String, summary: &Summary, ctx: &RenderContext) {
+    let _ = writeln!(
+        out,
+        "| {} | attempts | failed | rate | 95% interval | vs {} | mean time |",
+        ctx.cell_header,
+        md_cell(&summary.baseline)
+    );
+    out.push_str("|---|--:|--:|--:|---|---|--:|\n");
+    for c in &summary.cells {
+        let name = if c.sensitive { format!("**{}**", md_cell(&c.name)) } else { md_cell(&c.name) };
+        let _ = writeln!(
+            out,
+            "| {name}{} | {} | {} | {} | {} | {} | {} |",
+            if c.inert { " (inert)" } else { "" },
+            c.attempts,
+            c.failures,
+            format_rate(c.rate),
+            super::term::interval(c),
+            md_cell(&super::term::versus(c, &summary.baseline)),
+            if c.attempts == 0 { "-".into() } else { seconds(c.mean_seconds) }
+        );
+    }
+    out.push('\n');
+}
+
+fn matrix(out: &mut String, m: &MatrixView) {
+    if let Some(r) = &m.reproduced {
+        let _ = writeln!(out, "**Reproduced:** {}  ", md_cell(r));
+    }
+    if !m.minimal_overlay.is_empty() {
+        let items: Vec<String> = m.minimal_overlay.iter().map(|s| md_code(s)).collect();
+        let _ = writeln!(out, "**Smallest overlay that reproduces:** {}  ", items.join(" "));
+    }
+    if let Some((x, y)) = m.heat_axes() {
+        let _ = writeln!(out, "\nFailures by {} (columns) and {} (rows):\n", md_code(&x.name), md_code(&y.name));
+        let _ = write!(out, "| {} \\ {} |", md_cell(&y.name), md_cell(&x.name));
+        for v in &x.values {
+            let _ = write!(out, " {} |", md_cell(v));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"--:|".repeat(x.values.len()));
+        out.push('\n');
+        for yv in &y.values {
+            let _ = write!(out, "| {} |", md_cell(yv));
+            for xv in &x.values {
+                let (f, n) = m.heat(&x.name, xv, &y.name, yv);
+                if n == 0 {
+                    out.push_str(" - |");
+                } else {
+                    let _ = write!(out, " {f}/{n} |");
+                }
+            }
+            out.push('\n');
+        }
+    }
+    if !m.attribution.is_empty() {
+        out.push_str("\n**Attribution:**\n\n");
+        for row in &m.attribution {
+            let parts: Vec<String> = row
+                .iter()
+                .map(|(k, v)| if k.is_empty() { md_cell(v) } else { format!("{k}: {}", md_cell(v)) })
+                .collect();
+            let _ = writeln!(out, "- {}", parts.join(", "));
+        }
+    }
+    out.push('\n');
+}
+
+fn fire(out: &mut String, f: &FireView) {
+    if let Some((runs, failures)) = f.reference {
+        let _ = writeln!(out, "Sequential reference: {runs} runs, {failures} failed.\n");
+    }
+    out.push_str("| level | runs | failed | state differs | verdict | findings |\n|---|--:|--:|---|---|---|\n");
+    for l in &f.levels {
+        let findings: Vec<String> = l
+            .findings
+            .iter()
+            .map(|x| {
+                let count = x.count.map(|n| format!("{n} ")).unwrap_or_default();
+                let path = if x.path.is_empty() { String::new() } else { format!(" in {}", md_code(&x.path)) };
+                format!("{count}{}{path}", md_cell(&x.kind))
+            })
+            .collect();
+        let opt = |v: Option<u64>| v.map_or("-".to_owned(), |n| n.to_string());
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} {} | {} |",
+            l.name(),
+            opt(l.runs),
+            opt(l.failures),
+            match l.state_differs {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            },
+            if l.accepted() {
+                ":white_check_mark:"
+            } else if l.ran() {
+                ":x:"
+            } else {
+                ":heavy_minus_sign:"
+            },
+            md_cell(&l.verdict),
+            findings.join("; ")
+        );
+    }
+    out.push('\n');
+}
+
+fn signatures(out: &mut String, summary: &Summary) {
+    if summary.signatures.is_empty() {
+        return;
+    }
+    out.push_str("\n### Failure signatures\n\n| count | signature | cells |\n|--:|---|---|\n");
+    for s in summary.signatures.iter().take(SIGNATURES_SHOWN) {
+        let _ = writeln!(out, "| {} | {} | {} |", s.count, md_code(&s.signature), md_cell(&s.cells.join(", ")));
+    }
+    if summary.signatures.len() > SIGNATURES_SHOWN {
+        let _ = writeln!(out, "\n… and {} more signatures.", summary.signatures.len() - SIGNATURES_SHOWN);
+    }
+    for s in summary.signatures.iter().take(SIGNATURES_SHOWN).filter(|s| !s.example.trim().is_empty()) {
+        let _ = write!(
+            out,
+            "\n<details><summary>stderr of attempt {} ({})</summary>\n\n{}\n</details>\n",
+            s.first_attempt,
+            super::text::html(&s.signature),
+            md_block(&tail(&s.example, 30))
+        );
+    }
+}

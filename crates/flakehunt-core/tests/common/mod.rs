@@ -1,0 +1,268 @@
+//! A builder of small, fixed run records for renderer tests: a manifest and attempts with fixed
+//! ids, times and durations, written to a temporary directory and read back through the same
+//! `Record` and `summarize` as `flakehunt report`.
+
+#![allow(dead_code)]
+
+use flakehunt_core::analysis::{self, signature, Summary};
+use flakehunt_core::exec::LeakedProcess;
+use flakehunt_core::plan::{CellSpec, Setting, Settings, Target};
+use flakehunt_core::profile::Profile;
+use flakehunt_core::record::{Attempt, Effect, Kind, Manifest, Outcome, Record, Recorder, FORMAT_VERSION};
+use flakehunt_core::render::{RenderContext, FAILING_PER_CELL};
+
+/// A record under construction.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub manifest: Manifest,
+    pub attempts: Vec<Attempt>,
+    pub snapshot: Option<serde_json::Value>,
+    pub details: serde_json::Value,
+    /// The verdict the matrix and fire analyses will give (the foundation's analysis only knows
+    /// sweeps), as machine name and words.
+    pub verdict: Option<(&'static str, &'static str)>,
+}
+
+impl Fixture {
+    pub fn new(kind: Kind, cells: Vec<CellSpec>, runs: u64) -> Self {
+        let manifest = Manifest {
+            format_version: FORMAT_VERSION,
+            tool_version: "0.0.0-test".into(),
+            kind,
+            run_id: "20240501T120000-beef".into(),
+            target: Target::argv(vec!["./ledger-test".into(), "--case".into(), "transfer".into()]),
+            plan: Settings { runs, jobs: 2, ..Settings::default() },
+            cells,
+            seed: 42,
+            host: "build-host".into(),
+            started_at: "2024-05-01T12:00:00.000Z".into(),
+            shard: None,
+            extra: serde_json::Value::Null,
+        };
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            manifest,
+            attempts: Vec::new(),
+            snapshot: None,
+            details: serde_json::Value::Null,
+            verdict: None,
+        }
+    }
+
+    /// A sweep over built-in profiles.
+    pub fn sweep(profiles: &[&str], runs: u64) -> Self {
+        let builtins = Profile::builtins();
+        let cells = profiles
+            .iter()
+            .map(|name| {
+                // Profiles other issues add (pause, noisy...) may not be built in yet: a plain
+                // profile of that name renders the same.
+                let profile = builtins.iter().find(|p| p.name == *name).cloned().unwrap_or_else(|| Profile {
+                    name: (*name).into(),
+                    summary: "test profile".into(),
+                    knobs: flakehunt_core::profile::Knobs::default(),
+                });
+                CellSpec::for_profile(profile)
+            })
+            .collect();
+        Self::new(Kind::Sweep, cells, runs)
+    }
+
+    /// Adds an attempt of `cell` with the next id and the cell's next iteration.
+    pub fn attempt(&mut self, cell: &str, outcome: Outcome, seconds: f64, stderr: &str) -> &mut Attempt {
+        let id = self.attempts.len() as u64;
+        let iteration = self.attempts.iter().filter(|a| a.cell == cell).count() as u64 + 1;
+        let (exit_code, signal) = match outcome {
+            Outcome::Pass | Outcome::Leak => (Some(0), None),
+            Outcome::Fail => (Some(1), None),
+            Outcome::Crash => (None, Some(11)),
+            Outcome::Timeout => (None, Some(15)),
+            Outcome::SpawnError => (None, None),
+        };
+        let signature = outcome.is_failure().then(|| signature::of(outcome, exit_code, signal, stderr));
+        self.attempts.push(Attempt {
+            id,
+            cell: cell.into(),
+            iteration,
+            started_at: format!("2024-05-01T12:{:02}:{:02}.000Z", id / 60, id % 60),
+            seconds,
+            outcome,
+            exit_code,
+            signal,
+            termination: None,
+            stdout_tail: format!("running case transfer #{iteration}\n"),
+            stderr_tail: stderr.into(),
+            stdout_bytes: 24,
+            stderr_bytes: stderr.len() as u64,
+            leaked: if outcome == Outcome::Leak {
+                vec![LeakedProcess { pid: 4242, command: "sleep".into() }]
+            } else {
+                Vec::new()
+            },
+            effect: Effect::default(),
+            signature,
+            worker: None,
+            level: None,
+            phase: None,
+            log: (outcome != Outcome::Pass).then(|| format!("logs/{id}")),
+            load: Some(0.5),
+            error: None,
+        });
+        self.attempts.last_mut().unwrap()
+    }
+
+    /// Writes the record and reads it back: summary (with any hunt details) and context.
+    pub fn build(&self) -> (Summary, RenderContext, Record) {
+        let dir = self.dir.path().join("record");
+        if !dir.exists() {
+            let mut rec = Recorder::create(&dir, &self.manifest).unwrap();
+            for a in &self.attempts {
+                rec.append(a, a.stdout_tail.as_bytes(), a.stderr_tail.as_bytes()).unwrap();
+            }
+            if let Some(s) = &self.snapshot {
+                rec.write_document("snapshot.json", s).unwrap();
+            }
+        }
+        let record = Record::open(&dir).unwrap();
+        let mut summary = analysis::summarize(&record).unwrap();
+        if summary.details.is_null() {
+            summary.details = self.details.clone();
+        }
+        if let Some((verdict, text)) = self.verdict {
+            summary.verdict = verdict.into();
+            summary.verdict_text = text.into();
+        }
+        let ctx = RenderContext::from_record(&record, FAILING_PER_CELL).unwrap();
+        (summary, ctx, record)
+    }
+}
+
+pub const ASSERT_TAIL: &str = "thread 'transfer' panicked at src/ledger.rs:88:9:\n\x1b[31massertion `left == right` failed\x1b[0m\x01\n  left: 90\n right: 100\nnote: run with `RUST_BACKTRACE=1` for a backtrace\n";
+
+pub fn snapshot_json() -> serde_json::Value {
+    serde_json::json!({
+        "hostname": "build-host",
+        "os": "Debian GNU/Linux 12 (bookworm)",
+        "kernel": "Linux 6.1.0 #1 SMP",
+        "arch": "x86_64",
+        "cpus_online": 8,
+        "cpus_allowed": "0-7",
+        "cpu_model": "Test CPU @ 3.00GHz",
+        "memory_total_bytes": 17179869184u64,
+        "memory_available_bytes": 8589934592u64,
+        "load_average": [0.5, 0.4, 0.3],
+        "rlimits": {"nofile": {"soft": 1024, "hard": 524288}, "nproc": {"soft": null, "hard": null}},
+        "locale": {"lang": "C.UTF-8", "lc_all": null, "lc_ctype": null},
+        "timezone": "Etc/UTC",
+        "cgroup": {"membership": ["0::/user.slice"], "v1_controllers": [], "v2_mount": "/sys/fs/cgroup"},
+        "tools": {"cargo --version": "cargo 1.85.0", "python3 --version": null},
+        "env": {"HOME": "/home/ci", "GITHUB_TOKEN": "<redacted>", "PATH": "/usr/bin:/bin"}
+    })
+}
+
+/// A sweep of three profiles: one-core brings the failure out and is slower when it fails,
+/// pause adds a crash and a timeout, default has a leak.
+pub fn sweep() -> Fixture {
+    let mut f = Fixture::sweep(&["default", "one-core", "pause"], 40);
+    for i in 1..=40u64 {
+        let base = 0.040 + (i % 7) as f64 * 0.004;
+        if i == 29 {
+            f.attempt("default", Outcome::Fail, base, ASSERT_TAIL);
+        } else if i == 7 {
+            f.attempt("default", Outcome::Leak, base, "");
+        } else {
+            f.attempt("default", Outcome::Pass, base, "");
+        }
+        if i % 3 == 0 {
+            f.attempt("one-core", Outcome::Fail, 0.300 + (i % 3) as f64 * 0.05, ASSERT_TAIL).effect.cpus =
+                Some("0".into());
+        } else {
+            f.attempt("one-core", Outcome::Pass, base * 1.5, "").effect.cpus = Some("0".into());
+        }
+        match i {
+            5 => f.attempt("pause", Outcome::Crash, 0.120, "Segmentation fault (core dumped)\n"),
+            17 => f.attempt("pause", Outcome::Timeout, 10.0, "waiting for lock <ledger>...\n"),
+            _ => f.attempt("pause", Outcome::Pass, base * 2.0, ""),
+        };
+    }
+    f.snapshot = Some(snapshot_json());
+    f
+}
+
+fn overlay_cell(lc: &str, workers: &str) -> CellSpec {
+    CellSpec {
+        name: format!("LC_ALL={lc},workers={workers}"),
+        profile: None,
+        overlay: vec![
+            Setting::Env { name: "LC_ALL".into(), value: Some(lc.into()) },
+            Setting::Placeholder { name: "workers".into(), value: workers.into() },
+        ],
+    }
+}
+
+/// A 3 x 2 matrix where the failure follows LC_ALL=C with 4 workers.
+pub fn matrix() -> Fixture {
+    let combos = [("C.UTF-8", "1"), ("C", "1"), ("POSIX", "1"), ("C.UTF-8", "4"), ("C", "4"), ("POSIX", "4")];
+    let cells: Vec<CellSpec> = combos.iter().map(|(l, w)| overlay_cell(l, w)).collect();
+    let mut f = Fixture::new(Kind::Matrix, cells.clone(), 12);
+    for i in 1..=12u64 {
+        for (c, (lc, w)) in cells.iter().zip(combos) {
+            let fails = (lc == "C" && w == "4" && i % 2 == 0) || (lc == "POSIX" && w == "4" && i == 6);
+            if fails {
+                f.attempt(&c.name, Outcome::Fail, 0.8, "Error: invalid byte sequence in amount '1\u{a0}000'\n");
+            } else {
+                f.attempt(&c.name, Outcome::Pass, 0.5 + (i % 5) as f64 * 0.05, "");
+            }
+        }
+    }
+    f.verdict =
+        Some(("reproduced", "reproduced under LC_ALL=C with workers=4 (6/12); smallest overlay: LC_ALL=C workers=4"));
+    f.details = serde_json::json!({
+        "dimensions": [
+            {"name": "LC_ALL", "kind": "env", "values": ["C.UTF-8", "C", "POSIX"]},
+            {"name": "workers", "kind": "placeholder", "values": ["1", "4"]}
+        ],
+        "cells": cells.iter().zip(combos).map(|(c, (l, w))| serde_json::json!({
+            "name": c.name, "overlay": {"LC_ALL": l, "workers": w}
+        })).collect::<Vec<_>>(),
+        "reproduced": ["LC_ALL=C,workers=4"],
+        "minimal_overlay": {"LC_ALL": "C", "workers": "4"},
+        "attribution": [
+            {"dimension": "LC_ALL", "value": "C", "effect": "needed: reverting it to C.UTF-8 stops the failure"},
+            {"dimension": "workers", "value": "4", "effect": "needed: reverting it to 1 stops the failure"}
+        ]
+    });
+    f.snapshot = Some(snapshot_json());
+    f
+}
+
+/// A fire ladder: 2x10 accepted, 8x40 rejected for silent state corruption, 20x100 not run.
+pub fn fire() -> Fixture {
+    let cells = ["reference", "2x10", "8x40"]
+        .iter()
+        .map(|n| CellSpec { name: (*n).into(), profile: None, overlay: vec![] })
+        .collect();
+    let mut f = Fixture::new(Kind::Fire, cells, 10);
+    for (level, (cell, runs)) in [("reference", 10u32), ("2x10", 10), ("8x40", 40)].into_iter().enumerate() {
+        for i in 0..runs {
+            let a = f.attempt(cell, Outcome::Pass, 0.2 + f64::from(i % 4) * 0.02, "");
+            a.level = Some(level as u32);
+            a.worker = Some(i % 8);
+        }
+    }
+    f.verdict = Some(("reject", "rejected at 8x40: state corruption without errors (3 lost records, 1 torn line)"));
+    f.details = serde_json::json!({
+        "reference": {"runs": 10, "failures": 0},
+        "levels": [
+            {"workers": 2, "runs": 10, "failures": 0, "state_differs": false, "verdict": "accept", "findings": []},
+            {"workers": 8, "runs": 40, "failures": 0, "state_differs": true,
+             "verdict": "reject: state corruption without errors",
+             "findings": [
+                {"kind": "lost-records", "path": "ledger.db:entries", "count": 3, "detail": "3 rows of the reference are missing"},
+                {"kind": "torn-lines", "path": "audit.log", "count": 1, "detail": "a line holds parts of two writes"}
+             ]},
+            {"workers": 20, "runs": 100, "verdict": "not run"}
+        ]
+    });
+    f
+}

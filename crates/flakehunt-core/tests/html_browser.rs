@@ -1,0 +1,106 @@
+//! The HTML report rendered in a real headless Chromium: the DOM the browser builds must hold
+//! the banner, the tables and every SVG chart. Chromium is a test requirement (CI installs
+//! Debian's `chromium`); when it is missing this test fails with a message saying so, rather than
+//! passing without having looked.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flakehunt_core::render::html;
+
+/// The browser: `$FLAKEHUNT_CHROMIUM`, else `chromium` or `chromium-browser` on the PATH.
+fn chromium() -> PathBuf {
+    if let Some(p) = std::env::var_os("FLAKEHUNT_CHROMIUM") {
+        return p.into();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Some(found) = std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()) {
+            return found;
+        }
+    }
+    panic!(
+        "headless Chromium is required for the HTML report test and was not found: install it \
+         (Debian: `apt-get install -y chromium`) or point FLAKEHUNT_CHROMIUM at it"
+    );
+}
+
+/// The DOM Chromium built from `page`, serialised.
+fn rendered_dom(page: &Path) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let browser = chromium();
+    let out = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot start {} ({e}): install Chromium (Debian: `apt-get install -y chromium`)", browser.display())
+        });
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+#[test]
+fn html_reports_render_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut pages = Vec::new();
+    for (name, fixture) in [("sweep", common::sweep()), ("matrix", common::matrix()), ("fire", common::fire())] {
+        let (summary, ctx, _) = fixture.build();
+        let page = html::render(&summary, &ctx);
+        // Self-contained: nothing fetched from anywhere.
+        for forbidden in ["<script", "<link", " src=", "url(", "@import", "http://", "https://"] {
+            assert!(!page.contains(forbidden), "{name}: the page must not reference {forbidden}");
+        }
+        let path = dir.path().join(format!("{name}.html"));
+        std::fs::write(&path, page).unwrap();
+        pages.push((name, path, summary.cells.len()));
+    }
+    // The three pages are rendered at once: each Chromium is a second or two of mostly waiting.
+    let doms: Vec<(&str, String, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> =
+            pages.iter().map(|(name, path, cells)| s.spawn(move || (*name, rendered_dom(path), *cells))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (name, dom, cells) in &doms {
+        for id in ["verdict", "cells-table", "chart-rate", "chart-outcomes", "chart-durations"] {
+            assert!(dom.contains(&format!("id=\"{id}\"")), "{name}: #{id} missing from the rendered DOM");
+        }
+        assert!(count(dom, "<svg ") >= 3, "{name}: charts are inline SVG");
+        assert_eq!(count(dom, "class=\"rate-row\""), *cells, "{name}: one interval per cell");
+        // Header row plus one row per cell (and a meaning row for sensitive cells).
+        assert!(count(dom, "<tr") > *cells, "{name}: the cells table has its rows");
+    }
+    let get = |n: &str| &doms.iter().find(|(name, _, _)| *name == n).unwrap().1;
+    let sweep = get("sweep");
+    assert!(sweep.contains("class=\"banner bad\""), "a reproduced failure gets a red banner");
+    assert!(sweep.contains("id=\"environment-table\""));
+    assert!(sweep.contains("id=\"signatures\"") && sweep.contains("<pre>"));
+    assert!(count(sweep, "class=\"bar-fail\"") > 0 && count(sweep, "class=\"bar-pass\"") > 0);
+    assert!(!sweep.contains('\u{1b}'), "terminal escapes are stripped");
+    let matrix = get("matrix");
+    assert!(matrix.contains("id=\"chart-heatmap\""));
+    assert_eq!(count(matrix, "class=\"heat-cell\""), 6, "3 LC_ALL values x 2 worker counts");
+    assert!(matrix.contains("id=\"attribution-table\""));
+    let fire = get("fire");
+    assert!(fire.contains("id=\"chart-ladder\""));
+    assert_eq!(count(fire, "class=\"level\""), 3);
+    assert!(fire.contains("id=\"levels-table\"") && fire.contains("lost-records"));
+}

@@ -1,0 +1,26 @@
+//! `flakehunt completions` and `flakehunt man`: shell integration generated from the clap
+//! definition, so it cannot drift from the real options.
+
+use std::io::Write;
+
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+use crate::exit;
+
+/// Prints the completion script for `shell`.
+pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<i32> {
+    let mut cmd = Cli::command();
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(shell, &mut cmd, "flakehunt", &mut out);
+    out.flush()?;
+    Ok(exit::OK)
+}
+
+/// Prints the man page.
+pub fn man() -> anyhow::Result<i32> {
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+    out.flush()?;
+    Ok(exit::OK)
+}
