@@ -5,6 +5,7 @@
 #![cfg(target_os = "linux")]
 
 pub mod analysis;
+pub mod cleanroom;
 pub mod config;
 pub mod events;
 pub mod exec;

@@ -27,6 +27,11 @@ pub struct Cli {
 pub enum Command {
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
+    /// Run a test under a grid of environment conditions and find the smallest set the failure follows.
+    Matrix(Box<MatrixArgs>),
+    /// Hypotheses about a flake, each with the command that could kill it.
+    #[command(subcommand)]
+    Hypo(HypoCommand),
     /// Render a recorded hunt (finished, interrupted or merged) as text, Markdown, JSON, JUnit or HTML.
     Report(ReportArgs),
     /// Join the records of one plan's shards (`--shard I/N`) into one record.
@@ -170,6 +175,63 @@ pub struct MergeArgs {
     /// The new record to write.
     #[arg(long, value_name = "OUT")]
     pub into: PathBuf,
+}
+
+/// `flakehunt hypo`.
+#[derive(Debug, Subcommand)]
+pub enum HypoCommand {
+    /// Record a hypothesis and its kill test (exit 0: it survived; anything else: killed).
+    Add {
+        /// The hypothesis, in words.
+        text: String,
+        /// The kill test.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Run a hypothesis's kill test and record the outcome.
+    Run {
+        /// The hypothesis id.
+        id: u32,
+    },
+    /// List hypotheses and their outcomes.
+    List,
+}
+
+/// `flakehunt matrix`.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// A dimension: an environment variable (or a `{NAME}` placeholder in the command) and its
+    /// values; the first value is the baseline; `unset` removes the variable.
+    #[arg(short = 'D', long = "define", value_name = "NAME=V1,V2")]
+    pub define: Vec<String>,
+    /// A resource limit dimension: nofile, nproc, stack, as, core, fsize, cpu, memlock (`unlimited` allowed).
+    #[arg(long, value_name = "NAME=V1,V2")]
+    pub rlimit: Vec<String>,
+    /// Re-run a cell that failed exactly once up to N times to confirm it (twice) or clear it.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub confirm: u64,
+    /// Run grids larger than --max-cells.
+    #[arg(long)]
+    pub yes: bool,
+    /// Largest grid run without --yes.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_cells: usize,
+    /// Run every cell in a fresh copy of the repository's tracked files, with a scrubbed
+    /// environment and its own empty HOME and TMPDIR.
+    #[arg(long)]
+    pub clean_room: bool,
+    /// With --clean-room: run this (through sh -c) once in each copy before its attempts.
+    #[arg(long, value_name = "CMD", requires = "clean_room")]
+    pub setup: Option<String>,
+    /// With --clean-room: variables passed through besides PATH, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", requires = "clean_room")]
+    pub keep_env: Vec<String>,
+    /// With --clean-room: keep the copies afterwards.
+    #[arg(long, requires = "clean_room")]
+    pub keep: bool,
+    /// Shared hunt options.
+    #[command(flatten)]
+    pub hunt: HuntArgs,
 }
 
 /// Parses `10m`, `2s`, `1h30m`, `500ms`.

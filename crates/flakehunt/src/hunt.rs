@@ -201,6 +201,7 @@ fn execute(
         ..Limits::default()
     };
     let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
+    let (rooms, _kept_rooms) = crate::matrix::clean_rooms(manifest, quiet)?;
     let runner = Runner {
         attempts: AttemptRunner {
             run_id: manifest.run_id.clone(),
@@ -213,6 +214,7 @@ fn execute(
             watchdog: watchdog.as_ref(),
             cancel: &cancel,
             profiles: &profiles,
+            rooms: &rooms,
         },
         jobs: p.jobs as usize,
         budget: p.budget_seconds.map(Duration::from_secs_f64),

@@ -4,6 +4,8 @@ mod cli;
 mod display;
 mod exit;
 mod hunt;
+mod hypo;
+mod matrix;
 mod merge;
 mod probe;
 mod report;
@@ -37,6 +39,8 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
     };
     match &cli.command {
         cli::Command::Sweep(args) => sweep::run(args, &config()?),
+        cli::Command::Matrix(args) => matrix::run(args, &config()?),
+        cli::Command::Hypo(cmd) => hypo::run(cmd),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Merge(args) => merge::run(args),
         cli::Command::Completions { shell } => shell::completions(*shell),

@@ -133,6 +133,7 @@ pub fn probe(profiles: &[Profile]) -> anyhow::Result<Vec<ProbeResult>> {
             watchdog: None,
             cancel: &cancel,
             profiles: &env,
+            rooms: &Default::default(),
         };
         let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None };
         let finished = runner.run(&spec, &CellSpec::for_profile(profile.clone()), 0, Slot::default(), &[])?;

@@ -1,6 +1,7 @@
 //! Analysis of a record: statistics, failure signatures, tallies and the summary with its
 //! verdict. Pure: attempts in, numbers and words out.
 
+pub mod matrix;
 pub mod signature;
 pub mod stats;
 pub mod summary;
@@ -20,8 +21,15 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     }
     let cells = record.cells()?;
     let planned = crate::plan::planned(&record.manifest);
-    let summary = match record.manifest.kind {
-        Kind::Sweep | Kind::Matrix | Kind::Fire => Summary::build(&record.manifest, &cells, &tally, planned),
-    };
+    let mut summary = Summary::build(&record.manifest, &cells, &tally, planned);
+    if record.manifest.kind == Kind::Matrix {
+        let dimensions: Vec<crate::plan::matrix::Dimension> = record
+            .manifest
+            .extra
+            .get("dimensions")
+            .and_then(|d| serde_json::from_value(d.clone()).ok())
+            .unwrap_or_default();
+        matrix::apply(&mut summary, &dimensions, &cells, &tally);
+    }
     Ok(summary)
 }

@@ -45,6 +45,12 @@ pub struct Summary {
     pub signatures: Vec<SignatureSummary>,
     /// Sentences a reader should see (what zero failures rule out, load warnings...).
     pub notes: Vec<String>,
+    /// Matrix: the dimensions of the grid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<Vec<crate::plan::matrix::Dimension>>,
+    /// Matrix: failures per dimension value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Vec<super::matrix::Attribution>>,
     /// Matrix or fire specifics.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
@@ -95,6 +101,15 @@ pub struct CellSummary {
     pub confirmations: u64,
     /// Duration histograms (see `Durations`), for renderers.
     pub durations: Durations,
+    /// Matrix: the cell's overlay (dimension -> value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<BTreeMap<String, String>>,
+    /// Matrix: failed at least twice under its overlay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduced: Option<bool>,
+    /// Matrix: the smallest overlay that still reproduces, for reproduced cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimal_overlay: Option<BTreeMap<String, String>>,
 }
 
 /// One failure signature.
@@ -163,6 +178,8 @@ impl Summary {
             cells: out_cells,
             signatures,
             notes,
+            dimensions: None,
+            attribution: None,
             details: serde_json::Value::Null,
         }
     }
@@ -228,6 +245,9 @@ fn cell_summary(spec: &CellSpec, t: &CellTally, base: Option<&CellTally>, python
         leaking: t.leaking,
         confirmations: t.confirmations,
         durations: t.durations.clone(),
+        overlay: None,
+        reproduced: None,
+        minimal_overlay: None,
     }
 }
 
@@ -396,14 +416,25 @@ fn sweep_verdict(cells: &[CellSummary], failures: u64, attempts: u64, baseline: 
 /// Sentences about what zero failures rule out.
 fn zero_failure_notes(cells: &[CellSummary]) -> Vec<String> {
     let mut notes = Vec::new();
-    for c in cells.iter().filter(|c| c.attempts > 0 && c.failures == 0) {
-        if let Some(ub) = c.upper_bound {
-            notes.push(format!(
-                "{}: 0/{} failed: a failure rate above {} would very likely (95 %) have shown",
-                c.name,
-                c.attempts,
-                stats::format_rate(ub)
-            ));
+    let clean: Vec<&CellSummary> = cells.iter().filter(|c| c.attempts > 0 && c.failures == 0).collect();
+    // Name each clean cell when there are few; a large grid gets one sentence for all of them.
+    if clean.len() > 3 {
+        let fewest = clean.iter().map(|c| c.attempts).min().unwrap_or(0);
+        notes.push(format!(
+            "{} cells had no failure in at least {fewest} attempts each: a failure rate above {} in any of them would very likely (95 %) have shown",
+            clean.len(),
+            stats::format_rate(stats::zero_failure_upper_bound(fewest, 0.95))
+        ));
+    } else {
+        for c in &clean {
+            if let Some(ub) = c.upper_bound {
+                notes.push(format!(
+                    "{}: 0/{} failed: a failure rate above {} would very likely (95 %) have shown",
+                    c.name,
+                    c.attempts,
+                    stats::format_rate(ub)
+                ));
+            }
         }
     }
     if !notes.is_empty() {

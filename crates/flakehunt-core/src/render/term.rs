@@ -21,12 +21,25 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
         "failed".into(),
         "rate".into(),
         "95% interval".into(),
-        format!("vs {baseline}"),
+        if summary.cells.len() > 1 && baseline.len() > 12 {
+            "vs baseline".to_owned()
+        } else {
+            format!("vs {baseline}")
+        },
         "effect".into(),
     ]);
     for c in &summary.cells {
         table.add_row(vec![
-            format!("{}{}", c.name, if c.inert { " (inert)" } else { "" }),
+            format!(
+                "{}{}",
+                c.name,
+                match (c.inert, c.reproduced, c.failures) {
+                    (true, _, _) => " (inert)",
+                    (_, Some(true), _) => " [reproduced]",
+                    (_, Some(false), 1) => " [rumour]",
+                    _ => "",
+                }
+            ),
             c.attempts.to_string(),
             c.failures.to_string(),
             format_rate(c.rate),
@@ -66,6 +79,24 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
             c.direction.as_deref().unwrap_or(""),
             c.meaning.as_deref().unwrap_or("")
         );
+    }
+    if let Some(attribution) = summary.attribution.as_ref().filter(|a| !a.is_empty()) {
+        let mut t = Table::new();
+        t.load_preset(NOTHING);
+        t.set_header(vec!["dimension", "value", "attempts", "failed", "rate"]);
+        for a in attribution {
+            t.add_row(vec![
+                a.dimension.clone(),
+                a.value.clone(),
+                a.attempts.to_string(),
+                a.failures.to_string(),
+                format_rate(a.rate),
+            ]);
+        }
+        let _ = writeln!(out, "attribution:");
+        for line in t.to_string().lines() {
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
     }
     for n in &summary.notes {
         let _ = writeln!(out, "note: {n}");

@@ -34,6 +34,17 @@ pub struct AttemptRunner<'a> {
     pub cancel: &'a Cancel,
     /// What the hunt's profiles share.
     pub profiles: &'a ProfileEnv,
+    /// Per-cell working directory and scrubbed environment (matrix clean rooms), by cell name.
+    pub rooms: &'a std::collections::BTreeMap<String, Room>,
+}
+
+/// Where a cell's attempts run when it has a room of its own.
+#[derive(Debug, Clone)]
+pub struct Room {
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// The whole environment (the attempt starts from an empty one).
+    pub env: Vec<(String, String)>,
 }
 
 /// A finished attempt with its captured output, before it is recorded.
@@ -79,8 +90,10 @@ impl AttemptRunner<'_> {
             .collect();
         let (program, args) = self.target.program_and_args(&placeholders);
         let attempt_tag = format!("{}.{}", self.run_id, spec.id);
+        let room = self.rooms.get(&cell.name);
         let mut env: Vec<(OsString, Option<OsString>)> = Vec::with_capacity(self.env.len() + extra_env.len() + 8);
-        for (k, v) in self.env.iter().chain(extra_env) {
+        let room_env = room.map(|r| r.env.as_slice()).unwrap_or_default();
+        for (k, v) in room_env.iter().chain(&self.env).chain(extra_env) {
             env.push((k.into(), Some(v.into())));
         }
         env.push(("FLAKEHUNT_RUN_ID".into(), Some(self.run_id.clone().into())));
@@ -90,8 +103,14 @@ impl AttemptRunner<'_> {
         if let Some(w) = slot.worker {
             env.push(("FLAKEHUNT_WORKER".into(), Some(w.to_string().into())));
         }
-        let mut launch =
-            Launch { program, args, env_clear: self.env_clear, env, cwd: self.cwd.clone(), setup: Default::default() };
+        let mut launch = Launch {
+            program,
+            args,
+            env_clear: self.env_clear || room.is_some(),
+            env,
+            cwd: room.map(|r| r.cwd.clone()).or_else(|| self.cwd.clone()),
+            setup: Default::default(),
+        };
         for setting in &cell.overlay {
             match setting {
                 Setting::Env { name, value } => launch.env.push((name.into(), value.as_ref().map(Into::into))),

@@ -3,7 +3,7 @@
 
 mod attempt;
 
-pub use attempt::{rfc3339, AttemptRunner, Finished, Slot};
+pub use attempt::{rfc3339, AttemptRunner, Finished, Room, Slot};
 
 use std::sync::mpsc;
 use std::sync::Mutex;
