@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod events;
 pub mod exec;
+pub mod fire;
 pub mod host;
 pub mod plan;
 pub mod profile;

@@ -19,9 +19,11 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         tally.add(&attempt?);
     }
     let cells = record.cells()?;
-    let planned = crate::plan::planned(&record.manifest);
     let summary = match record.manifest.kind {
-        Kind::Sweep | Kind::Matrix | Kind::Fire => Summary::build(&record.manifest, &cells, &tally, planned),
+        Kind::Sweep | Kind::Matrix => {
+            Summary::build(&record.manifest, &cells, &tally, crate::plan::planned(&record.manifest))
+        }
+        Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,
     };
     Ok(summary)
 }
