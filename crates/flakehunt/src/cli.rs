@@ -24,6 +24,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
+    /// Run a command concurrently with itself against copies of its state: does it lose, tear or corrupt anything?
+    Fire(Box<crate::fire::FireArgs>),
     /// Internal: the watchdog that ends a hunt's processes if flakehunt dies.
     #[command(name = "__watchdog", hide = true)]
     Watchdog {

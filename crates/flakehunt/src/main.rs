@@ -3,6 +3,7 @@
 mod cli;
 mod display;
 mod exit;
+mod fire;
 mod hunt;
 mod signals;
 mod style;
@@ -14,6 +15,7 @@ fn main() {
     let cli = cli::Cli::parse();
     let result = match &cli.command {
         cli::Command::Sweep(args) => sweep::run(args),
+        cli::Command::Fire(args) => fire::run(args),
         cli::Command::Watchdog { run_id } => {
             flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id);
             Ok(exit::OK)

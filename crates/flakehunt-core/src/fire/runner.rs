@@ -2,6 +2,7 @@
 //! together by a barrier to share R runs, then a fingerprint of the sandbox compared with a
 //! sequential reference of R runs, tokens, checks and a verdict. Main type: [`FireRunner`].
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::Write as _;
@@ -183,15 +184,15 @@ impl FireRunner<'_> {
             }
             // The reference for R runs is made just before the first level of R runs needs it:
             // a hunt that stops at its first level never pays for the others.
-            if !references.contains_key(&level.runs) {
-                match self.reference(level.runs, sinks, &mut next_id, &mut end)? {
-                    Some(r) => references.insert(level.runs, r),
+            let reference = match references.entry(level.runs) {
+                Entry::Occupied(known) => known.into_mut(),
+                Entry::Vacant(slot) => match self.reference(level.runs, sinks, &mut next_id, &mut end)? {
+                    Some(r) => slot.insert(r),
                     None => break,
-                };
-            }
+                },
+            };
             let index = i as u32 + 1;
-            let Some(rejected) = self.level(index, level, &references[&level.runs], sinks, &mut next_id, &mut end)?
-            else {
+            let Some(rejected) = self.level(index, level, reference, sinks, &mut next_id, &mut end)? else {
                 break;
             };
             if rejected && !self.options.all_levels {
