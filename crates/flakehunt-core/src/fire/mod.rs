@@ -13,5 +13,5 @@ pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
 pub use level_report::{CheckResult, LevelReport, LEVELS};
 pub use options::{reference_cell, FireOptions};
 pub use runner::{FireEnd, FireError, FireRunner, FireSinks, SANDBOXES};
-pub use summary::{summarize, FireSummary, LevelSummary, ReferenceSummary};
+pub use summary::{headline, summarize, FireSummary, LevelSummary, ReferenceSummary};
 pub use verdict::Verdict;

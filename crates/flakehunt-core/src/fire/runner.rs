@@ -302,7 +302,7 @@ impl FireRunner<'_> {
         let judged = summary.fire.as_ref().and_then(|f| f.levels.iter().find(|l| l.level == index));
         let Some(judged) = judged else { return Ok(Some(false)) };
         let mut line = format!("level {cell}: {}: {}", judged.verdict.name(), judged.verdict_text);
-        if let Some(f) = judged.findings.first() {
+        if let Some(f) = super::summary::headline(&judged.findings) {
             line.push_str(&format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail));
         }
         sinks.phase(&line)?;

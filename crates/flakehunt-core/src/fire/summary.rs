@@ -187,7 +187,7 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
     let (verdict, verdict_text) = match rejected.first() {
         Some(first) => {
             let mut text = format!("REJECT at {}: {}", first.name, first.verdict.meaning());
-            if let Some(f) = first.findings.first() {
+            if let Some(f) = headline(&first.findings) {
                 text.push_str(&format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail));
             }
             if rejected.len() > 1 {
@@ -211,6 +211,22 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
     summary.fire =
         Some(FireSummary { ladder: options.ladder.to_string(), reference: total, references, levels, stopped_at });
     Ok(summary)
+}
+
+/// The finding that best names what went wrong: torn lines or duplicates explain the lost
+/// records that come with them, not the other way round.
+pub fn headline(findings: &[Finding]) -> Option<&Finding> {
+    let rank = |kind: FindingKind| match kind {
+        FindingKind::Integrity => 0,
+        FindingKind::Torn => 1,
+        FindingKind::Duplicated => 2,
+        FindingKind::Lost => 3,
+        FindingKind::Changed => 4,
+        FindingKind::CheckFailed => 5,
+        FindingKind::Leak => 6,
+        FindingKind::FailedRuns => 7,
+    };
+    findings.iter().min_by_key(|f| rank(f.kind))
 }
 
 /// Failures of a cell: its failing runs plus those that could not start.
