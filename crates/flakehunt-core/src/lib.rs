@@ -9,6 +9,7 @@ pub mod cleanroom;
 pub mod config;
 pub mod events;
 pub mod exec;
+pub mod fire;
 pub mod host;
 pub mod plan;
 pub mod profile;

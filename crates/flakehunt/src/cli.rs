@@ -62,6 +62,8 @@ pub enum Command {
         /// Wall-clock milliseconds to spin.
         millis: u64,
     },
+    /// Run a command concurrently with itself against copies of its state: does it lose, tear or corrupt anything?
+    Fire(Box<crate::fire::FireArgs>),
     /// Internal: the watchdog that ends a hunt's processes if flakehunt dies.
     #[command(name = "__watchdog", hide = true)]
     Watchdog {

@@ -31,9 +31,14 @@ pub struct NewHunt {
 
 /// The target from `--shell` or the argv after `--`, checked to exist.
 pub fn target_of(args: &HuntArgs, kind: Kind) -> anyhow::Result<Target> {
-    let target = match (&args.shell, args.command.is_empty()) {
-        (Some(script), _) => Target::shell(script.clone()),
-        (None, false) => Target::argv(args.command.clone()),
+    target_from(args.shell.as_deref(), &args.command, kind)
+}
+
+/// The target from a `--shell` script or an argv, checked to exist.
+pub fn target_from(shell: Option<&str>, command: &[String], kind: Kind) -> anyhow::Result<Target> {
+    let target = match (shell, command.is_empty()) {
+        (Some(script), _) => Target::shell(script.to_owned()),
+        (None, false) => Target::argv(command.to_vec()),
         (None, true) => {
             return Err(exit::usage(format!(
             "no command to run: give it after --, e.g. `flakehunt {} -- cargo test -q ledger`, or use --shell 'STRING'",
@@ -120,33 +125,7 @@ pub fn run(
             let settings = settings_of(args)?;
             let hunt = new(&target)?;
             let seed = args.seed.unwrap_or_else(random_seed);
-            let now = std::time::SystemTime::now();
-            let stamp = humantime::format_rfc3339_seconds(now)
-                .to_string()
-                .replace([':', '-'], "")
-                .trim_end_matches('Z')
-                .to_owned();
-            let run_id = format!("{stamp}-{:04x}", Rng::new(random_seed()).next_u64() & 0xffff);
-            let manifest = Manifest {
-                format_version: FORMAT_VERSION,
-                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-                kind,
-                run_id: run_id.clone(),
-                target,
-                plan: settings,
-                cells: hunt.cells,
-                seed,
-                host: flakehunt_core::host::hostname(),
-                started_at: rfc3339(now),
-                shard: args.shard,
-                extra: hunt.extra,
-            };
-            let dir = args
-                .record
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(".flakehunt/runs").join(format!("{}-{stamp}", kind.name())));
-            let recorder = Recorder::create(&dir, &manifest).map_err(|e| exit::usage(e.to_string()))?;
-            (dir, manifest, recorder)
+            create_record(kind, target, settings, hunt, seed, args.shard, args.record.clone())?
         }
     };
     // The snapshot's tool versions take a moment: capture them while the hunt runs.
@@ -170,6 +149,106 @@ pub fn run(
     Ok(if outcome.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
 }
 
+/// Starts a new record: a fresh run id, the manifest, the directory (`record`, or
+/// `.flakehunt/runs/<kind>-<timestamp>`).
+pub fn create_record(
+    kind: Kind,
+    target: Target,
+    settings: Settings,
+    hunt: NewHunt,
+    seed: u64,
+    shard: Option<plan::Shard>,
+    record: Option<PathBuf>,
+) -> anyhow::Result<(PathBuf, Manifest, Recorder)> {
+    let now = std::time::SystemTime::now();
+    let stamp =
+        humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned();
+    let run_id = format!("{stamp}-{:04x}", Rng::new(random_seed()).next_u64() & 0xffff);
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        kind,
+        run_id,
+        target,
+        plan: settings,
+        cells: hunt.cells,
+        seed,
+        host: flakehunt_core::host::hostname(),
+        started_at: rfc3339(now),
+        shard,
+        extra: hunt.extra,
+    };
+    let dir = record.unwrap_or_else(|| PathBuf::from(".flakehunt/runs").join(format!("{}-{stamp}", kind.name())));
+    let recorder = Recorder::create(&dir, &manifest).map_err(|e| exit::usage(e.to_string()))?;
+    Ok((dir, manifest, recorder))
+}
+
+/// What every hunt sets up around its attempts: the process tree (flakehunt as subreaper), the
+/// watchdog that ends attempts if flakehunt dies, and the cancellation Ctrl-C triggers.
+pub struct Session {
+    /// The process tree bookkeeping.
+    pub tree: ProcessTree,
+    /// The watchdog, when it could be started.
+    pub watchdog: Option<Watchdog>,
+    /// Cancellation, wired to the termination signals.
+    pub cancel: Arc<Cancel>,
+    /// What the hunt's profiles share.
+    pub profiles: ProfileEnv,
+    /// Matrix clean rooms by cell name.
+    pub rooms: std::collections::BTreeMap<String, flakehunt_core::runner::Room>,
+    _kept_rooms: Vec<flakehunt_core::cleanroom::CleanRoom>,
+}
+
+impl Session {
+    /// Sets up the session of the hunt `manifest` describes.
+    pub fn start(manifest: &Manifest, quiet: bool) -> anyhow::Result<Self> {
+        let tree = ProcessTree::default();
+        ProcessTree::become_subreaper();
+        let exe = std::env::current_exe().context("cannot find flakehunt's own executable for its watchdog")?;
+        let watchdog = Watchdog::spawn(&exe, &["__watchdog", &manifest.run_id]).ok();
+        if let Some(w) = &watchdog {
+            tree.register(w.pid());
+        }
+        let cancel = Arc::new(Cancel::new().context("cannot create the cancellation pipe")?);
+        crate::signals::install(&cancel)?;
+        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
+        let (rooms, kept) = crate::matrix::clean_rooms(manifest, quiet)?;
+        Ok(Self { tree, watchdog, cancel, profiles, rooms, _kept_rooms: kept })
+    }
+
+    /// The attempt runner of `manifest`'s target and limits.
+    pub fn attempts(&self, manifest: &Manifest) -> AttemptRunner<'_> {
+        let p = &manifest.plan;
+        let limits = Limits {
+            timeout: Duration::from_secs_f64(p.timeout_seconds),
+            grace: Duration::from_secs_f64(p.grace_seconds),
+            capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
+            ..Limits::default()
+        };
+        AttemptRunner {
+            run_id: manifest.run_id.clone(),
+            target: manifest.target.clone(),
+            limits,
+            env: Vec::new(),
+            env_clear: false,
+            cwd: None,
+            tree: &self.tree,
+            watchdog: self.watchdog.as_ref(),
+            cancel: &self.cancel,
+            profiles: &self.profiles,
+            rooms: &self.rooms,
+        }
+    }
+
+    /// Ends whatever is left and lets the watchdog go.
+    pub fn finish(&self) {
+        self.tree.kill_all_unknown();
+        if let Some(w) = &self.watchdog {
+            w.finish();
+        }
+    }
+}
+
 /// Runs the plan of `manifest` into `recorder`.
 fn execute(
     manifest: &Manifest,
@@ -184,40 +263,11 @@ fn execute(
         plan.observe(&attempt?);
         done += 1;
     }
-    let tree = ProcessTree::default();
-    ProcessTree::become_subreaper();
-    let exe = std::env::current_exe().context("cannot find flakehunt's own executable for its watchdog")?;
-    let watchdog = Watchdog::spawn(&exe, &["__watchdog", &manifest.run_id]).ok();
-    if let Some(w) = &watchdog {
-        tree.register(w.pid());
-    }
-    let cancel = Arc::new(Cancel::new().context("cannot create the cancellation pipe")?);
-    crate::signals::install(&cancel)?;
-    let p = &manifest.plan;
-    let limits = Limits {
-        timeout: Duration::from_secs_f64(p.timeout_seconds),
-        grace: Duration::from_secs_f64(p.grace_seconds),
-        capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
-        ..Limits::default()
-    };
-    let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
-    let (rooms, _kept_rooms) = crate::matrix::clean_rooms(manifest, quiet)?;
+    let session = Session::start(manifest, quiet)?;
     let runner = Runner {
-        attempts: AttemptRunner {
-            run_id: manifest.run_id.clone(),
-            target: manifest.target.clone(),
-            limits,
-            env: Vec::new(),
-            env_clear: false,
-            cwd: None,
-            tree: &tree,
-            watchdog: watchdog.as_ref(),
-            cancel: &cancel,
-            profiles: &profiles,
-            rooms: &rooms,
-        },
-        jobs: p.jobs as usize,
-        budget: p.budget_seconds.map(Duration::from_secs_f64),
+        attempts: session.attempts(manifest),
+        jobs: manifest.plan.jobs as usize,
+        budget: manifest.plan.budget_seconds.map(Duration::from_secs_f64),
     };
     let mut display = Display::new(quiet);
     let result = {
@@ -226,10 +276,7 @@ fn execute(
         runner.run(plan.as_mut(), &mut sinks)
     };
     display.finish();
-    tree.kill_all_unknown();
-    if let Some(w) = &watchdog {
-        w.finish();
-    }
+    session.finish();
     match result {
         Ok(end) => Ok(end),
         Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
@@ -257,7 +304,8 @@ pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &st
     Ok(())
 }
 
-fn random_seed() -> u64 {
+/// A seed from the clock and the pid, for hunts not given one.
+pub fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
 }

@@ -3,6 +3,7 @@
 mod cli;
 mod display;
 mod exit;
+mod fire;
 mod hunt;
 mod hypo;
 mod matrix;
@@ -40,6 +41,7 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
     match &cli.command {
         cli::Command::Sweep(args) => sweep::run(args, &config()?),
         cli::Command::Matrix(args) => matrix::run(args, &config()?),
+        cli::Command::Fire(args) => fire::run(args),
         cli::Command::Hypo(cmd) => hypo::run(cmd),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Merge(args) => merge::run(args),

@@ -16,6 +16,8 @@ pub fn colour_table(text: &str) -> String {
             } else {
                 red
             }
+        } else if line.starts_with("!! ") {
+            red
         } else if line.starts_with("inert: ") || line.starts_with("leaks: ") || line.starts_with("incomplete: ") {
             yellow
         } else {

@@ -120,7 +120,8 @@ fn a_failure_that_needs_one_cpu_makes_one_core_sensitive() {
 #[test]
 fn tight_gil_reports_the_interval_and_flags_a_switch_interval_bug() {
     let check = "import sys\nassert sys.getswitchinterval() >= 1e-3, 'switch interval %g' % sys.getswitchinterval()";
-    let (code, summary, attempts) = sweep(&["--profiles", "default,tight-gil", "--runs", "10"], &["python3", "-c", check]);
+    let (code, summary, attempts) =
+        sweep(&["--profiles", "default,tight-gil", "--runs", "10"], &["python3", "-c", check]);
     assert_eq!(code, 1);
     for e in effects(&attempts, "tight-gil") {
         assert_eq!(e["switch_interval"].as_f64(), Some(1e-6));
@@ -138,8 +139,11 @@ fn tight_gil_keeps_an_existing_sitecustomize_working() {
     std::fs::write(dir.path().join("sitecustomize.py"), "import builtins\nbuiltins.USER_HOOK = 'ran'\n").unwrap();
     let check = "import builtins, sys\nassert getattr(builtins, 'USER_HOOK', None) == 'ran'\nassert sys.getswitchinterval() < 1e-3";
     let user_path = dir.path().display().to_string();
-    let (code, summary, _) =
-        sweep_env(&["--profiles", "tight-gil", "--runs", "2"], &["python3", "-c", check], &[("PYTHONPATH", &user_path)]);
+    let (code, summary, _) = sweep_env(
+        &["--profiles", "tight-gil", "--runs", "2"],
+        &["python3", "-c", check],
+        &[("PYTHONPATH", &user_path)],
+    );
     assert_eq!(code, 0, "{summary}");
 }
 
@@ -201,7 +205,8 @@ fn user_profiles_compose_primitives_and_bad_ones_name_file_and_line() {
     assert_eq!(cell(&summary, "default")["failures"], 0);
 
     std::fs::write(dir.path().join("flakehunt.toml"), "[profiles.x]\ncpus = 1\nnoise = 2\n").unwrap();
-    let out = Command::new(bin()).args(["sweep", "--runs", "1", "--", "true"]).current_dir(dir.path()).output().unwrap();
+    let out =
+        Command::new(bin()).args(["sweep", "--runs", "1", "--", "true"]).current_dir(dir.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

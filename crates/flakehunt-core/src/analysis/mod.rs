@@ -20,16 +20,20 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         tally.add(&attempt?);
     }
     let cells = record.cells()?;
-    let planned = crate::plan::planned(&record.manifest);
-    let mut summary = Summary::build(&record.manifest, &cells, &tally, planned);
-    if record.manifest.kind == Kind::Matrix {
-        let dimensions: Vec<crate::plan::matrix::Dimension> = record
-            .manifest
-            .extra
-            .get("dimensions")
-            .and_then(|d| serde_json::from_value(d.clone()).ok())
-            .unwrap_or_default();
-        matrix::apply(&mut summary, &dimensions, &cells, &tally);
-    }
+    let summary = match record.manifest.kind {
+        Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, crate::plan::planned(&record.manifest)),
+        Kind::Matrix => {
+            let mut summary = Summary::build(&record.manifest, &cells, &tally, crate::plan::planned(&record.manifest));
+            let dimensions: Vec<crate::plan::matrix::Dimension> = record
+                .manifest
+                .extra
+                .get("dimensions")
+                .and_then(|d| serde_json::from_value(d.clone()).ok())
+                .unwrap_or_default();
+            matrix::apply(&mut summary, &dimensions, &cells, &tally);
+            summary
+        }
+        Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,
+    };
     Ok(summary)
 }

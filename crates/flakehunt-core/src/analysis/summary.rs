@@ -54,6 +54,10 @@ pub struct Summary {
     /// Matrix or fire specifics.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
+    /// Fire: the reference and the ladder's levels, flattened into the document
+    /// (`reference`, `levels`, ...).
+    #[serde(flatten)]
+    pub fire: Option<crate::fire::FireSummary>,
 }
 
 /// One cell's statistics.
@@ -181,6 +185,7 @@ impl Summary {
             dimensions: None,
             attribution: None,
             details: serde_json::Value::Null,
+            fire: None,
         }
     }
 

@@ -9,8 +9,13 @@ use comfy_table::{CellAlignment, Table};
 use crate::analysis::stats::{format_p, format_rate};
 use crate::analysis::{CellSummary, Summary};
 
+mod fire;
+
 /// Renders a summary as the text the live run prints at its end.
 pub fn render(summary: &Summary, cell_header: &str) -> String {
+    if let Some(f) = &summary.fire {
+        return fire::render(summary, f);
+    }
     let mut out = String::new();
     let mut table = Table::new();
     table.load_preset(NOTHING);

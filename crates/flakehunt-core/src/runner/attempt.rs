@@ -11,8 +11,9 @@ use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
 use crate::profile::{Profile, ProfileEnv};
 use crate::record::{Attempt, Effect, Outcome};
 
-/// Everything needed to run attempts of one hunt, shared by its workers.
-#[derive(Debug)]
+/// Everything needed to run attempts of one hunt, shared by its workers. Cloned to run in
+/// another directory or environment (fire runs each level in its own sandbox).
+#[derive(Debug, Clone)]
 pub struct AttemptRunner<'a> {
     /// `FLAKEHUNT_RUN_ID`.
     pub run_id: String,

@@ -1,0 +1,464 @@
+//! Climbing the ladder: for each level, a fresh sandbox copy of the state, W workers released
+//! together by a barrier to share R runs, then a fingerprint of the sandbox compared with a
+//! sequential reference of R runs, tokens, checks and a verdict. Main type: [`FireRunner`].
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Barrier};
+use std::time::Instant;
+
+use super::level_report::{CheckResult, LevelReport, LEVELS};
+use super::options::{reference_cell, FireOptions};
+use super::Level;
+use crate::events::{Event, EventSink};
+use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
+use crate::record::{Outcome, Record, RecordError, Recorder};
+use crate::runner::{AttemptRunner, Finished, Slot};
+use crate::state::{
+    compare, trace_tokens, Finding, FindingKind, Fingerprint, FingerprintError, Normalizer, Sandbox, SandboxError,
+    TokenError,
+};
+
+/// Directory of the record where sandboxes are created (and kept with `--keep`).
+pub const SANDBOXES: &str = "sandboxes";
+
+/// Attempt ids of `--check` runs start here, far above any plan's, so that the marker by which
+/// leaked processes are attributed never names a run.
+const CHECK_IDS: u64 = 1 << 48;
+
+/// Runs a fire hunt.
+#[derive(Debug)]
+pub struct FireRunner<'a> {
+    /// Template of every run: target, limits, process tree, watchdog and cancellation. Each
+    /// level runs a clone of it in its sandbox.
+    pub attempts: AttemptRunner<'a>,
+    /// What to climb and how to judge.
+    pub options: FireOptions,
+    /// Masks volatile content before states are compared.
+    pub normalizer: Normalizer,
+    /// Where sandboxes are created: `sandboxes/` in the record.
+    pub sandboxes: PathBuf,
+    /// Makes this hunt's `FLAKEHUNT_TOKEN`s unlike any other hunt's.
+    pub token_salt: u32,
+}
+
+/// Errors that stop a fire hunt. Failing runs and damaged states are findings, not errors.
+#[derive(Debug, thiserror::Error)]
+pub enum FireError {
+    /// The record cannot be written or read back.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A sandbox cannot be created or removed.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The original state or the reference cannot be fingerprinted.
+    #[error(transparent)]
+    Fingerprint(#[from] FingerprintError),
+    /// Tokens cannot be traced.
+    #[error(transparent)]
+    Tokens(#[from] TokenError),
+    /// The target (or a check's shell) cannot be started at all.
+    #[error("cannot start '{program}'")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How a fire hunt ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FireEnd {
+    /// Runs recorded.
+    pub recorded: u64,
+    /// The user interrupted.
+    pub interrupted: bool,
+}
+
+/// Where a fire hunt reports: the record (attempts, `levels.jsonl`, worker logs) and the live
+/// display. The recorder comes first, so the display never shows an unrecorded run.
+pub struct FireSinks<'s> {
+    /// The record.
+    pub recorder: &'s mut Recorder,
+    /// The live display.
+    pub display: &'s mut dyn EventSink,
+}
+
+impl FireSinks<'_> {
+    fn event(&mut self, event: &Event<'_>) -> Result<(), RecordError> {
+        self.recorder.event(event)?;
+        self.display.event(event)
+    }
+
+    fn phase(&mut self, text: &str) -> Result<(), RecordError> {
+        self.event(&Event::Phase(text))
+    }
+
+    /// Records a finished run and appends its line to `logs/worker-N.log`.
+    fn run_finished(&mut self, f: &Finished, worker: u32, token: Option<&str>) -> Result<(), RecordError> {
+        self.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr })?;
+        let a = &f.attempt;
+        let status = match (a.exit_code, a.signal) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(sig)) => format!("signal {}", crate::analysis::signature::signal_name(sig)),
+            (None, None) => "not started".to_owned(),
+        };
+        let mut line = format!(
+            "{} {} attempt {} run {} {status} {:.3}s {}",
+            a.started_at,
+            a.cell,
+            a.id,
+            a.iteration,
+            a.seconds,
+            a.outcome.name()
+        );
+        if let Some(token) = token {
+            line.push_str(&format!(" token {token}"));
+        }
+        line.push('\n');
+        let path = self.recorder.dir().join(format!("logs/worker-{worker}.log"));
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(line.as_bytes()))
+            .map_err(|source| RecordError::Io { path, source })
+    }
+}
+
+/// A sequential reference: the state R runs leave when nothing runs concurrently.
+struct Reference {
+    cell: String,
+    fingerprint: Fingerprint,
+    /// Whether tokens are kept exactly once sequentially; if not, tracing them at the levels
+    /// would only repeat the command's own habit.
+    tokens_ok: bool,
+}
+
+/// What a group of runs (a reference or a level) left, besides its records.
+#[derive(Default)]
+struct Group {
+    passed_tokens: Vec<String>,
+    seconds: f64,
+    interrupted: bool,
+}
+
+/// One finished run, sent from a worker to the thread that records.
+struct Ran {
+    worker: u32,
+    token: Option<String>,
+    result: Result<Finished, std::io::Error>,
+}
+
+impl FireRunner<'_> {
+    /// Copies the state once and fingerprints the copy, so that a state that is too large for
+    /// the free space, or a file named like a database that is not one, is refused before any
+    /// run. The copy, not the original, is read: SQLite may create `-wal`/`-shm` files even
+    /// for a read-only connection, and the original must stay byte-identical.
+    pub fn check_state(&self) -> Result<(), FireError> {
+        let sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, "check")?;
+        Fingerprint::of(sandbox.path(), &self.normalizer)?;
+        sandbox.remove()?;
+        Ok(())
+    }
+
+    /// Climbs the ladder, recording into `sinks`. Stops at the first rejected level unless
+    /// `all_levels`, and at an interruption.
+    pub fn run(&self, sinks: &mut FireSinks<'_>) -> Result<FireEnd, FireError> {
+        let ladder = &self.options.ladder.0;
+        let mut end = FireEnd::default();
+        let mut next_id = 0u64;
+        sinks.event(&Event::Started { planned: self.options.planned_runs(ladder.len()), done: 0 })?;
+        let mut references: HashMap<u64, Reference> = HashMap::new();
+        for (i, &level) in ladder.iter().enumerate() {
+            if self.attempts.cancel.is_stopping() {
+                end.interrupted = true;
+                break;
+            }
+            // The reference for R runs is made just before the first level of R runs needs it:
+            // a hunt that stops at its first level never pays for the others.
+            let reference = match references.entry(level.runs) {
+                Entry::Occupied(known) => known.into_mut(),
+                Entry::Vacant(slot) => match self.reference(level.runs, sinks, &mut next_id, &mut end)? {
+                    Some(r) => slot.insert(r),
+                    None => break,
+                },
+            };
+            let index = i as u32 + 1;
+            let Some(rejected) = self.level(index, level, reference, sinks, &mut next_id, &mut end)? else {
+                break;
+            };
+            if rejected && !self.options.all_levels {
+                break;
+            }
+        }
+        if let Ok(mut entries) = std::fs::read_dir(&self.sandboxes) {
+            if entries.next().is_none() {
+                let _ = std::fs::remove_dir(&self.sandboxes);
+            }
+        }
+        Ok(end)
+    }
+
+    /// Runs the sequential reference of `runs` runs; `None` when interrupted.
+    fn reference(
+        &self,
+        runs: u64,
+        sinks: &mut FireSinks<'_>,
+        next_id: &mut u64,
+        end: &mut FireEnd,
+    ) -> Result<Option<Reference>, FireError> {
+        let cell = reference_cell(runs);
+        sinks.phase(&format!("{cell}: {runs} runs one after another in a fresh sandbox"))?;
+        let mut sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, &cell)?;
+        let group = self.run_group(&cell, 0, Level { workers: 1, runs }, sandbox.path(), sinks, next_id, end)?;
+        if group.interrupted {
+            end.interrupted = true;
+            return Ok(None);
+        }
+        let fingerprint = Fingerprint::of(sandbox.path(), &self.normalizer)?;
+        let findings = self.tokens(sandbox.path(), &group.passed_tokens)?;
+        let Some(checks) = self.checks(sandbox.path(), runs)? else {
+            end.interrupted = true;
+            return Ok(None);
+        };
+        let report = LevelReport {
+            level: 0,
+            cell: cell.clone(),
+            workers: 1,
+            runs,
+            reference: None,
+            tokens_traced: self.options.trace_tokens,
+            findings,
+            checks,
+            seconds: group.seconds,
+            sandbox: self.keep(&mut sandbox, sinks.recorder.dir()),
+        };
+        sinks.recorder.append_line(LEVELS, &report)?;
+        self.dispose(sandbox)?;
+        Ok(Some(Reference { cell, fingerprint, tokens_ok: report.findings.is_empty() }))
+    }
+
+    /// Runs level `index` and judges it; `Some(rejected)`, or `None` when interrupted.
+    fn level(
+        &self,
+        index: u32,
+        level: Level,
+        reference: &Reference,
+        sinks: &mut FireSinks<'_>,
+        next_id: &mut u64,
+        end: &mut FireEnd,
+    ) -> Result<Option<bool>, FireError> {
+        let cell = level.name();
+        let ladder = self.options.ladder.0.len();
+        sinks.phase(&format!(
+            "level {index}/{ladder}: {cell}: {} workers started together, sharing {} runs",
+            level.workers, level.runs
+        ))?;
+        let name = format!("level-{index}-{cell}");
+        let mut sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, &name)?;
+        let group = self.run_group(&cell, index, level, sandbox.path(), sinks, next_id, end)?;
+        if group.interrupted {
+            end.interrupted = true;
+            return Ok(None);
+        }
+        let mut findings = match Fingerprint::of(sandbox.path(), &self.normalizer) {
+            Ok(fingerprint) => compare(&reference.fingerprint, &fingerprint),
+            // A state the runs damaged beyond reading is what fire looks for, not a reason to stop.
+            Err(e) => vec![Finding::new(FindingKind::Integrity, ".", 1, e.to_string())],
+        };
+        let tokens_traced = self.options.trace_tokens && reference.tokens_ok;
+        if tokens_traced {
+            findings.extend(self.tokens(sandbox.path(), &group.passed_tokens)?);
+        }
+        let Some(checks) = self.checks(sandbox.path(), level.runs)? else {
+            end.interrupted = true;
+            return Ok(None);
+        };
+        let report = LevelReport {
+            level: index,
+            cell: cell.clone(),
+            workers: level.workers,
+            runs: level.runs,
+            reference: Some(reference.cell.clone()),
+            findings,
+            checks,
+            tokens_traced,
+            seconds: group.seconds,
+            sandbox: self.keep(&mut sandbox, sinks.recorder.dir()),
+        };
+        sinks.recorder.append_line(LEVELS, &report)?;
+        self.dispose(sandbox)?;
+        // The verdict comes from the same analysis `report` runs on the record, so the live
+        // decision to stop and the summary cannot disagree.
+        let summary = crate::analysis::summarize(&Record::open(sinks.recorder.dir())?)?;
+        let judged = summary.fire.as_ref().and_then(|f| f.levels.iter().find(|l| l.level == index));
+        let Some(judged) = judged else { return Ok(Some(false)) };
+        let mut line = format!("level {cell}: {}: {}", judged.verdict.name(), judged.verdict_text);
+        if let Some(f) = super::summary::headline(&judged.findings) {
+            line.push_str(&format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail));
+        }
+        sinks.phase(&line)?;
+        Ok(Some(judged.verdict.is_reject()))
+    }
+
+    /// Runs `level.runs` runs of `cell` on `level.workers` workers in `dir`. Every worker's
+    /// first run is released at the same moment (a barrier) to maximise collisions; then each
+    /// worker pulls the next run from a shared counter as soon as its previous one ends.
+    #[expect(clippy::too_many_arguments, reason = "one call site per kind of group, all private")]
+    fn run_group(
+        &self,
+        cell_name: &str,
+        index: u32,
+        level: Level,
+        dir: &Path,
+        sinks: &mut FireSinks<'_>,
+        next_id: &mut u64,
+        end: &mut FireEnd,
+    ) -> Result<Group, FireError> {
+        let runner = self.runner_in(dir, &[]);
+        let cell = CellSpec {
+            name: cell_name.to_owned(),
+            profile: None,
+            overlay: vec![Setting::Placeholder { name: "state".into(), value: dir.to_string_lossy().into_owned() }],
+        };
+        let base = *next_id;
+        *next_id += level.runs;
+        let counter = AtomicU64::new(0);
+        let barrier = Barrier::new(level.workers as usize);
+        let abort = AtomicBool::new(false);
+        let (tx, rx) = mpsc::channel::<Ran>();
+        let started = Instant::now();
+        let cancel = self.attempts.cancel;
+        let mut group = Group::default();
+        let mut failure: Option<FireError> = None;
+        std::thread::scope(|scope| {
+            for worker in 0..level.workers {
+                let tx = tx.clone();
+                let (runner, cell, counter, barrier, abort) = (&runner, &cell, &counter, &barrier, &abort);
+                scope.spawn(move || {
+                    barrier.wait();
+                    loop {
+                        if abort.load(Ordering::SeqCst) || cancel.is_stopping() {
+                            return;
+                        }
+                        let n = counter.fetch_add(1, Ordering::SeqCst);
+                        if n >= level.runs {
+                            return;
+                        }
+                        let spec = AttemptSpec { id: base + n, cell: 0, iteration: n + 1, phase: None };
+                        let token = self.options.trace_tokens.then(|| self.token(spec.id));
+                        let env: Vec<(String, String)> =
+                            token.iter().map(|t| ("FLAKEHUNT_TOKEN".to_owned(), t.clone())).collect();
+                        let slot = Slot { worker: Some(worker), level: Some(index) };
+                        let result = runner.run(&spec, cell, worker as usize, slot, &env);
+                        if tx.send(Ran { worker, token, result }).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            for ran in rx {
+                match ran.result {
+                    Err(source) => {
+                        abort.store(true, Ordering::SeqCst);
+                        let program = self.attempts.target.program().to_owned();
+                        failure.get_or_insert(FireError::Spawn { program, source });
+                    }
+                    Ok(f) if f.cancelled => group.interrupted = true,
+                    Ok(_) if failure.is_some() => {}
+                    Ok(f) => {
+                        if let Err(e) = sinks.run_finished(&f, ran.worker, ran.token.as_deref()) {
+                            // The record cannot be written: end what runs now rather than lose
+                            // it silently.
+                            abort.store(true, Ordering::SeqCst);
+                            cancel.request_kill();
+                            failure = Some(e.into());
+                            continue;
+                        }
+                        end.recorded += 1;
+                        if matches!(f.attempt.outcome, Outcome::Pass | Outcome::Leak) {
+                            group.passed_tokens.extend(ran.token);
+                        }
+                    }
+                }
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        group.seconds = started.elapsed().as_secs_f64();
+        group.interrupted |= cancel.is_stopping();
+        Ok(group)
+    }
+
+    /// Runs the `--check` commands on a final state; `None` when interrupted.
+    fn checks(&self, dir: &Path, runs: u64) -> Result<Option<Vec<CheckResult>>, FireError> {
+        let mut results = Vec::new();
+        for (n, command) in self.options.checks.iter().enumerate() {
+            let mut runner = self.runner_in(dir, &[("FLAKEHUNT_RUNS", runs.to_string())]);
+            runner.target = Target::shell(command.clone());
+            let spec = AttemptSpec { id: CHECK_IDS + n as u64, cell: 0, iteration: 1, phase: Some("check".into()) };
+            let cell = CellSpec { name: "check".into(), profile: None, overlay: Vec::new() };
+            let f = runner
+                .run(&spec, &cell, 0, Slot::default(), &[])
+                .map_err(|source| FireError::Spawn { program: "sh".into(), source })?;
+            if f.cancelled {
+                return Ok(None);
+            }
+            let a = f.attempt;
+            let passed = !a.outcome.is_failure() && a.outcome != Outcome::SpawnError;
+            let why = (!passed).then(|| a.signature.or(a.error).unwrap_or_else(|| a.outcome.name().to_owned()));
+            results.push(CheckResult { command: command.clone(), passed, exit_code: a.exit_code, why });
+        }
+        Ok(Some(results))
+    }
+
+    /// Token findings of a final state, when tokens are traced.
+    fn tokens(&self, dir: &Path, tokens: &[String]) -> Result<Vec<Finding>, FireError> {
+        if !self.options.trace_tokens {
+            return Ok(Vec::new());
+        }
+        Ok(trace_tokens(dir, tokens)?)
+    }
+
+    /// The template runner, working in `dir` with `FLAKEHUNT_STATE` and `env` set.
+    fn runner_in(&self, dir: &Path, env: &[(&str, String)]) -> AttemptRunner<'_> {
+        let mut all = self.attempts.env.clone();
+        all.push(("FLAKEHUNT_STATE".into(), dir.to_string_lossy().into_owned()));
+        all.extend(env.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+        AttemptRunner { cwd: Some(dir.to_owned()), env: all, ..self.attempts.clone() }
+    }
+
+    /// The token of run `id`: a shared prefix ending in a separator, as tracing requires, then
+    /// 20 hex digits, long enough that the default mask of long hex strings hides it from the
+    /// state comparison (each sandbox holds other tokens than the reference).
+    fn token(&self, id: u64) -> String {
+        format!("fht-{:08x}{:012x}", self.token_salt, id)
+    }
+
+    /// Marks a sandbox to be kept with `--keep`, returning where it is relative to the record.
+    fn keep(&self, sandbox: &mut Sandbox, record: &Path) -> Option<String> {
+        if !self.options.keep {
+            return None;
+        }
+        sandbox.keep();
+        let path = sandbox.path();
+        Some(path.strip_prefix(record).unwrap_or(path).to_string_lossy().into_owned())
+    }
+
+    /// Removes a sandbox now unless it is kept.
+    fn dispose(&self, sandbox: Sandbox) -> Result<(), FireError> {
+        if !self.options.keep {
+            sandbox.remove()?;
+        }
+        Ok(())
+    }
+}

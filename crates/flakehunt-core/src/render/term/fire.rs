@@ -1,0 +1,100 @@
+//! The terminal rendering of a fire hunt: the ladder as a table (references in the order they
+//! ran), each rejected level's findings, and the verdict, loudly when the corruption is silent.
+
+use std::fmt::Write as _;
+
+use comfy_table::presets::NOTHING;
+use comfy_table::{CellAlignment, Table};
+
+use crate::analysis::Summary;
+use crate::fire::{FireSummary, LevelSummary, Verdict};
+use crate::state::Finding;
+
+/// Findings listed per rejected level; the rest are counted.
+const MAX_FINDINGS: usize = 8;
+
+/// Renders the summary of a fire hunt.
+pub(super) fn render(summary: &Summary, fire: &FireSummary) -> String {
+    let mut out = String::new();
+    let mut table = Table::new();
+    table.load_preset(NOTHING);
+    table.set_header(vec!["level", "workers", "runs", "failed", "state differs", "verdict", "findings"]);
+    let mut shown = Vec::new();
+    for level in &fire.levels {
+        if !shown.contains(&level.reference) {
+            if let Some(r) = fire.references.iter().find(|r| r.name == level.reference) {
+                table.add_row(vec![
+                    r.name.clone(),
+                    "1".into(),
+                    r.runs.to_string(),
+                    r.failures.to_string(),
+                    "-".into(),
+                    "(sequential)".into(),
+                    short_findings(&r.findings),
+                ]);
+            }
+            shown.push(level.reference.clone());
+        }
+        table.add_row(vec![
+            level.name.clone(),
+            level.workers.to_string(),
+            level.runs.to_string(),
+            level.failures.to_string(),
+            if level.state_differs { "yes".into() } else { "no".into() },
+            level.verdict.name().to_owned(),
+            short_findings(&level.findings),
+        ]);
+    }
+    for i in 1..=3 {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    for line in table.to_string().lines() {
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for level in fire.levels.iter().filter(|l| l.verdict.is_reject()) {
+        findings(&mut out, level);
+    }
+    if let Some(level) = fire.levels.iter().find(|l| l.verdict == Verdict::RejectSilentCorruption) {
+        let _ = writeln!(
+            out,
+            "!! SILENT CORRUPTION at {}: every run exited successfully, yet the state is wrong. Nothing in production would notice.",
+            level.name
+        );
+    }
+    for n in &summary.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    if !summary.complete {
+        let _ = writeln!(out, "incomplete: {} of {} planned runs ran", summary.attempts, summary.planned);
+    }
+    let _ = writeln!(out, "verdict: {}", summary.verdict_text);
+    out
+}
+
+/// `lost 3, torn 1` for the table.
+fn short_findings(findings: &[Finding]) -> String {
+    let mut parts: Vec<(String, u64)> = Vec::new();
+    for f in findings {
+        let kind = f.kind.to_string();
+        match parts.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += f.count,
+            None => parts.push((kind, f.count)),
+        }
+    }
+    parts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+}
+
+fn findings(out: &mut String, level: &LevelSummary) {
+    let _ = writeln!(out, "{} ({}):", level.name, level.verdict.name());
+    for f in level.findings.iter().take(MAX_FINDINGS) {
+        let _ = writeln!(out, "  {:<12} {:>5}  {}  {}", f.kind.as_str(), f.count, f.path, f.detail);
+    }
+    if level.findings.len() > MAX_FINDINGS {
+        let _ = writeln!(out, "  ... and {} more", level.findings.len() - MAX_FINDINGS);
+    }
+    if let Some(sandbox) = &level.sandbox {
+        let _ = writeln!(out, "  sandbox kept: {sandbox}");
+    }
+}

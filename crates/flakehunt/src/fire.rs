@@ -1,0 +1,236 @@
+//! `flakehunt fire`: run the command concurrently with itself, on an escalating ladder, against
+//! sandbox copies of its state, and say whether it loses, tears or corrupts anything.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use flakehunt_core::fire::{
+    reference_cell, FireError, FireOptions, FireRunner, FireSinks, Ladder, DEFAULT_LADDER, SANDBOXES,
+};
+use flakehunt_core::plan::{CellSpec, Settings};
+use flakehunt_core::record::{Kind, Record, SUMMARY_FILE};
+use flakehunt_core::state::{validate_source, FingerprintError, Normalizer, NormalizerError, SandboxError};
+
+use crate::cli::{parse_bytes, parse_duration};
+use crate::display::Display;
+use crate::exit;
+use crate::hunt::{self, NewHunt, Session};
+
+/// `flakehunt fire`.
+#[derive(Debug, Args)]
+pub struct FireArgs {
+    /// The state the command works on (files, SQLite databases). Never modified: every level runs in its own copy,
+    /// as working directory, in FLAKEHUNT_STATE and as {state} in the command (default: an empty directory).
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// Levels to climb, WxR: W workers started together sharing R runs.
+    #[arg(long, default_value = DEFAULT_LADDER, value_name = "LIST")]
+    pub ladder: String,
+    /// Keep climbing after a rejected level.
+    #[arg(long)]
+    pub all_levels: bool,
+    /// An invariant run with `sh -c` in the final state of the reference and of each level (FLAKEHUNT_RUNS is set);
+    /// non-zero is a finding. Repeatable.
+    #[arg(long = "check", value_name = "CMD")]
+    pub checks: Vec<String>,
+    /// Mask what matches in text and rows before comparing (pids, timestamps). Repeatable; uuids and long hex are
+    /// masked by default.
+    #[arg(long, value_name = "REGEX")]
+    pub ignore: Vec<String>,
+    /// Leave this SQLite column out of the comparison. Repeatable.
+    #[arg(long, value_name = "TABLE.COLUMN")]
+    pub ignore_column: Vec<String>,
+    /// Give every run a unique FLAKEHUNT_TOKEN; each passing run's token must end up in the state exactly once.
+    #[arg(long)]
+    pub trace_tokens: bool,
+    /// Keep the sandboxes in the record (sandboxes/) to inspect them.
+    #[arg(long)]
+    pub keep: bool,
+    /// Per-run timeout: then SIGTERM to its process group, then SIGKILL after --grace.
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Bytes of each output stream kept per failing run.
+    #[arg(long, default_value = "1MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    pub capture: u64,
+    /// Write the run record here (default: .flakehunt/runs/fire-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Print the summary as JSON on stdout (the table goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Print less while running.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Run this string through `sh -c` instead of an argv after `--`.
+    #[arg(long, value_name = "STRING", conflicts_with = "command")]
+    pub shell: Option<String>,
+    /// The command under test, run without a shell.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Runs `flakehunt fire`; returns the exit code.
+pub fn run(args: &FireArgs) -> anyhow::Result<i32> {
+    // Everything that can be checked without touching the disk comes first.
+    let ladder: Ladder = args.ladder.parse().map_err(|e| exit::usage(format!("--ladder: {e}")))?;
+    let normalizer =
+        Normalizer::new(&args.ignore, &args.ignore_column).map_err(|e| exit::usage(normalizer_error(&e)))?;
+    if args.timeout.is_zero() {
+        return Err(exit::usage("--timeout must be longer than 0s"));
+    }
+    let state = match &args.state {
+        Some(dir) => {
+            validate_source(dir).map_err(|e| exit::usage(format!("--state: {e}")))?;
+            Some(std::path::absolute(dir).map_err(|e| exit::usage(format!("--state {}: {e}", dir.display())))?)
+        }
+        None => None,
+    };
+    let target = hunt::target_from(args.shell.as_deref(), &args.command, Kind::Fire)?;
+    let record_dir = args.record.clone().unwrap_or_else(|| PathBuf::from(".flakehunt/runs"));
+    if let Some(state) = &state {
+        if is_inside(&record_dir, state) {
+            return Err(exit::usage(format!(
+                "the record would be written inside --state {}: give --record DIR outside it (the state must stay untouched)",
+                state.display()
+            )));
+        }
+    }
+
+    let options = FireOptions {
+        ladder,
+        state,
+        ignore: args.ignore.clone(),
+        ignore_columns: args.ignore_column.clone(),
+        checks: args.checks.clone(),
+        trace_tokens: args.trace_tokens,
+        all_levels: args.all_levels,
+        keep: args.keep,
+    };
+    let levels = &options.ladder.0;
+    let mut cells: Vec<CellSpec> = Vec::new();
+    for level in levels {
+        for name in [reference_cell(level.runs), level.name()] {
+            if !cells.iter().any(|c| c.name == name) {
+                cells.push(CellSpec { name, profile: None, overlay: Vec::new() });
+            }
+        }
+    }
+    let settings = Settings {
+        runs: options.planned_runs(levels.len()),
+        jobs: levels.iter().map(|l| l.workers).max().unwrap_or(1),
+        until_fails: None,
+        budget_seconds: None,
+        timeout_seconds: args.timeout.as_secs_f64(),
+        grace_seconds: args.grace.as_secs_f64(),
+        capture_bytes: args.capture,
+    };
+    let seed = hunt::random_seed();
+    let created_dir = args.record.as_ref().is_none_or(|d| !d.exists());
+    let hunt = NewHunt { cells, extra: serde_json::to_value(&options)? };
+    let (dir, manifest, mut recorder) =
+        hunt::create_record(Kind::Fire, target, settings, hunt, seed, None, args.record.clone())?;
+    let sandboxes = dir.join(SANDBOXES);
+    std::fs::create_dir_all(&sandboxes)
+        .map_err(|e| exit::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
+
+    let session = Session::start(&manifest, args.quiet)?;
+    let fire = FireRunner {
+        attempts: session.attempts(&manifest),
+        options,
+        normalizer,
+        sandboxes,
+        token_salt: (seed >> 32) as u32,
+    };
+    if let Err(e) = fire.check_state() {
+        session.finish();
+        // Nothing ran: leave no record behind for a refused state.
+        if created_dir {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        return Err(exit::usage(state_error(&e, &fire)));
+    }
+    let mut display = Display::new(args.quiet);
+    let result = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut display });
+    display.finish();
+    session.finish();
+    let end = match result {
+        Ok(end) => end,
+        Err(FireError::Spawn { program, source }) => {
+            return Err(exit::usage(format!("cannot start '{program}': {source}")))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let summary = flakehunt_core::analysis::summarize(&Record::open(&dir)?)?;
+    recorder.write_document(SUMMARY_FILE, &summary)?;
+    hunt::print_summary(&summary, &dir, args.json, "level")?;
+    Ok(if end.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
+}
+
+/// Whether `path` (which may not exist yet) would lie inside `dir`.
+fn is_inside(path: &Path, dir: &Path) -> bool {
+    let Ok(path) = std::path::absolute(path) else { return false };
+    // Resolve what exists of the path, so a symlinked parent cannot hide where it leads.
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_owned());
+    resolved.extend(rest.iter().rev());
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+    resolved.starts_with(dir)
+}
+
+/// One line for a bad `--ignore` or `--ignore-column`: the regex parser's message spans
+/// several lines, of which the last says what is wrong.
+fn normalizer_error(e: &NormalizerError) -> String {
+    match e {
+        NormalizerError::InvalidRegex { source, .. } => {
+            let why = source.to_string();
+            let last = why.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").to_owned();
+            format!("{e}: {}", last.trim_start_matches("error: "))
+        }
+        NormalizerError::InvalidColumn { .. } => format!("--ignore-column: {e}"),
+    }
+}
+
+/// One line for a state that cannot be copied or fingerprinted, naming the user's path rather
+/// than the copy's.
+fn state_error(e: &FireError, fire: &FireRunner<'_>) -> String {
+    let original = |p: &Path| -> String {
+        let check = fire.sandboxes.join("check");
+        match (p.strip_prefix(&check), &fire.options.state) {
+            (Ok(rel), Some(state)) => state.join(rel).display().to_string(),
+            _ => p.display().to_string(),
+        }
+    };
+    match e {
+        FireError::Fingerprint(FingerprintError::NotSqlite { path }) => format!(
+            "--state: {} is named like an SQLite database but is not one (rename it, or fix the state)",
+            original(path)
+        ),
+        FireError::Fingerprint(FingerprintError::Sqlite { path, source }) => {
+            format!("--state: cannot open SQLite database {}: {source}", original(path))
+        }
+        FireError::Sandbox(e @ SandboxError::TooLarge { .. }) => format!("--state: {e}: nothing was copied"),
+        other => {
+            let mut text = other.to_string();
+            let mut source = std::error::Error::source(other);
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            format!("--state: {text}")
+        }
+    }
+}
