@@ -102,5 +102,5 @@ fn html_reports_render_in_chromium() {
     let fire = get("fire");
     assert!(fire.contains("id=\"chart-ladder\""));
     assert_eq!(count(fire, "class=\"level\""), 3);
-    assert!(fire.contains("id=\"levels-table\"") && fire.contains("lost-records"));
+    assert!(fire.contains("id=\"levels-table\"") && fire.contains("ledger.db:entries"));
 }

@@ -74,8 +74,8 @@ fn fire_levels_are_test_cases() {
     let (summary, ctx, _) = common::fire().build();
     let report = Report::deserialize_from_str(&render::junit::render(&summary, &ctx)).unwrap();
     let names: Vec<&str> = report.test_suites[0].test_cases.iter().map(|c| c.name.as_str()).collect();
-    assert!(names.contains(&"level 8x40"), "{names:?}");
-    assert_eq!(report.test_suites[0].failures, 1, "8x40 rejected; 20x100 did not run");
+    assert!(names.contains(&"level 8x10"), "{names:?}");
+    assert_eq!(report.test_suites[0].failures, 1, "8x10 rejected; 20x10 did not run");
 }
 
 #[test]

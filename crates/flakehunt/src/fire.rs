@@ -10,6 +10,7 @@ use flakehunt_core::fire::{
 };
 use flakehunt_core::plan::{CellSpec, Settings};
 use flakehunt_core::record::{Kind, Record, SUMMARY_FILE};
+use flakehunt_core::snapshot::Snapshot;
 use flakehunt_core::state::{validate_source, FingerprintError, Normalizer, NormalizerError, SandboxError};
 
 use crate::cli::{parse_bytes, parse_duration};
@@ -153,6 +154,7 @@ pub fn run(args: &FireArgs) -> anyhow::Result<i32> {
         }
         return Err(exit::usage(state_error(&e, &fire)));
     }
+    let snapshot = std::thread::spawn(|| Snapshot::capture(&flakehunt_core::snapshot::default_tools()));
     let mut display = Display::new(args.quiet);
     let result = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut display });
     display.finish();
@@ -164,8 +166,12 @@ pub fn run(args: &FireArgs) -> anyhow::Result<i32> {
         }
         Err(e) => return Err(e.into()),
     };
+    if let Ok(snapshot) = snapshot.join() {
+        recorder.write_document(flakehunt_core::record::SNAPSHOT_FILE, &snapshot)?;
+    }
     let summary = flakehunt_core::analysis::summarize(&Record::open(&dir)?)?;
     recorder.write_document(SUMMARY_FILE, &summary)?;
+    crate::report::append_step_summary(&summary, &dir);
     hunt::print_summary(&summary, &dir, args.json, "level")?;
     Ok(if end.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
 }

@@ -233,7 +233,12 @@ impl MatrixView {
 impl FireView {
     /// The fire details of `summary`, if it carries any.
     pub fn of(summary: &Summary) -> Option<Self> {
-        let d = &summary.details;
+        // A fire summary carries its ladder at the top level; older documents in `details`.
+        let top = summary.fire.as_ref().and_then(|f| serde_json::to_value(f).ok());
+        let d = match &top {
+            Some(v) if v.get("levels").is_some() => v,
+            _ => &summary.details,
+        };
         let levels_json = d.get("levels").and_then(Value::as_array)?;
         let u = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64);
         let reference = d.get("reference").and_then(|r| Some((u(r, "runs")?, u(r, "failures").unwrap_or(0))));
@@ -259,6 +264,24 @@ impl FireView {
                     .collect(),
             })
             .collect();
+        let mut levels: Vec<Level> = levels;
+        // Levels of the ladder the hunt never climbed (it stopped at a rejection) are shown too.
+        let ladder = d.get("ladder").and_then(Value::as_str).unwrap_or("");
+        for (i, step) in ladder.split(',').enumerate().filter(|(_, s)| !s.is_empty()) {
+            if i < levels.len() {
+                continue;
+            }
+            let mut parts = step.trim().split('x').map(|n| n.parse::<u64>().ok());
+            let (workers, runs) = (parts.next().flatten(), parts.next().flatten());
+            levels.push(Level {
+                workers,
+                runs,
+                failures: None,
+                state_differs: None,
+                verdict: "not run".into(),
+                findings: Vec::new(),
+            });
+        }
         Some(Self { reference, levels })
     }
 }

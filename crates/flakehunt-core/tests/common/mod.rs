@@ -6,7 +6,7 @@
 
 use flakehunt_core::analysis::{self, signature, Summary};
 use flakehunt_core::exec::LeakedProcess;
-use flakehunt_core::plan::{CellSpec, Setting, Settings, Target};
+use flakehunt_core::plan::{CellSpec, Settings, Target};
 use flakehunt_core::profile::Profile;
 use flakehunt_core::record::{Attempt, Effect, Kind, Manifest, Outcome, Record, Recorder, FORMAT_VERSION};
 use flakehunt_core::render::{RenderContext, FAILING_PER_CELL};
@@ -21,6 +21,8 @@ pub struct Fixture {
     /// The verdict the matrix and fire analyses will give (the foundation's analysis only knows
     /// sweeps), as machine name and words.
     pub verdict: Option<(&'static str, &'static str)>,
+    /// JSONL side files written into the record.
+    pub side_files: Vec<(&'static str, Vec<serde_json::Value>)>,
 }
 
 impl Fixture {
@@ -46,6 +48,7 @@ impl Fixture {
             snapshot: None,
             details: serde_json::Value::Null,
             verdict: None,
+            side_files: Vec::new(),
         }
     }
 
@@ -119,6 +122,11 @@ impl Fixture {
             for a in &self.attempts {
                 rec.append(a, a.stdout_tail.as_bytes(), a.stderr_tail.as_bytes()).unwrap();
             }
+            for (name, lines) in &self.side_files {
+                for line in lines {
+                    rec.append_line(name, line).unwrap();
+                }
+            }
             if let Some(s) = &self.snapshot {
                 rec.write_document("snapshot.json", s).unwrap();
             }
@@ -189,24 +197,23 @@ pub fn sweep() -> Fixture {
     f
 }
 
-fn overlay_cell(lc: &str, workers: &str) -> CellSpec {
-    CellSpec {
-        name: format!("LC_ALL={lc},workers={workers}"),
-        profile: None,
-        overlay: vec![
-            Setting::Env { name: "LC_ALL".into(), value: Some(lc.into()) },
-            Setting::Placeholder { name: "workers".into(), value: workers.into() },
-        ],
-    }
-}
-
 /// A 3 x 2 matrix where the failure follows LC_ALL=C with 4 workers.
 pub fn matrix() -> Fixture {
-    let combos = [("C.UTF-8", "1"), ("C", "1"), ("POSIX", "1"), ("C.UTF-8", "4"), ("C", "4"), ("POSIX", "4")];
-    let cells: Vec<CellSpec> = combos.iter().map(|(l, w)| overlay_cell(l, w)).collect();
+    use flakehunt_core::plan::matrix::{grid, Dimension, DimensionKind};
+    let dimensions = vec![
+        Dimension {
+            name: "LC_ALL".into(),
+            kind: DimensionKind::Env,
+            values: vec!["C.UTF-8".into(), "C".into(), "POSIX".into()],
+        },
+        Dimension { name: "workers".into(), kind: DimensionKind::Placeholder, values: vec!["1".into(), "4".into()] },
+    ];
+    let cells = grid(&dimensions);
     let mut f = Fixture::new(Kind::Matrix, cells.clone(), 12);
+    f.manifest.extra = serde_json::json!({ "dimensions": dimensions, "confirm": 0 });
     for i in 1..=12u64 {
-        for (c, (lc, w)) in cells.iter().zip(combos) {
+        for c in &cells {
+            let (lc, w) = (c.overlay[0].value_text(), c.overlay[1].value_text());
             let fails = (lc == "C" && w == "4" && i % 2 == 0) || (lc == "POSIX" && w == "4" && i == 6);
             if fails {
                 f.attempt(&c.name, Outcome::Fail, 0.8, "Error: invalid byte sequence in amount '1\u{a0}000'\n");
@@ -215,54 +222,39 @@ pub fn matrix() -> Fixture {
             }
         }
     }
-    f.verdict =
-        Some(("reproduced", "reproduced under LC_ALL=C with workers=4 (6/12); smallest overlay: LC_ALL=C workers=4"));
-    f.details = serde_json::json!({
-        "dimensions": [
-            {"name": "LC_ALL", "kind": "env", "values": ["C.UTF-8", "C", "POSIX"]},
-            {"name": "workers", "kind": "placeholder", "values": ["1", "4"]}
-        ],
-        "cells": cells.iter().zip(combos).map(|(c, (l, w))| serde_json::json!({
-            "name": c.name, "overlay": {"LC_ALL": l, "workers": w}
-        })).collect::<Vec<_>>(),
-        "reproduced": ["LC_ALL=C,workers=4"],
-        "minimal_overlay": {"LC_ALL": "C", "workers": "4"},
-        "attribution": [
-            {"dimension": "LC_ALL", "value": "C", "effect": "needed: reverting it to C.UTF-8 stops the failure"},
-            {"dimension": "workers", "value": "4", "effect": "needed: reverting it to 1 stops the failure"}
-        ]
-    });
     f.snapshot = Some(snapshot_json());
     f
 }
 
-/// A fire ladder: 2x10 accepted, 8x40 rejected for silent state corruption, 20x100 not run.
+/// A fire ladder: 2x10 accepted, 8x10 rejected for silent state corruption, 20x10 not run.
 pub fn fire() -> Fixture {
-    let cells = ["reference", "2x10", "8x40"]
+    let cells = ["reference-10", "2x10", "8x10"]
         .iter()
         .map(|n| CellSpec { name: (*n).into(), profile: None, overlay: vec![] })
         .collect();
     let mut f = Fixture::new(Kind::Fire, cells, 10);
-    for (level, (cell, runs)) in [("reference", 10u32), ("2x10", 10), ("8x40", 40)].into_iter().enumerate() {
-        for i in 0..runs {
+    f.manifest.extra = serde_json::json!({
+        "ladder": [{"workers": 2, "runs": 10}, {"workers": 8, "runs": 10}, {"workers": 20, "runs": 10}],
+        "state": "app"
+    });
+    for (level, (cell, workers)) in [("reference-10", 1u32), ("2x10", 2), ("8x10", 8)].into_iter().enumerate() {
+        for i in 0..10u32 {
             let a = f.attempt(cell, Outcome::Pass, 0.2 + f64::from(i % 4) * 0.02, "");
             a.level = Some(level as u32);
-            a.worker = Some(i % 8);
+            a.worker = Some(i % workers);
         }
     }
-    f.verdict = Some(("reject", "rejected at 8x40: state corruption without errors (3 lost records, 1 torn line)"));
-    f.details = serde_json::json!({
-        "reference": {"runs": 10, "failures": 0},
-        "levels": [
-            {"workers": 2, "runs": 10, "failures": 0, "state_differs": false, "verdict": "accept", "findings": []},
-            {"workers": 8, "runs": 40, "failures": 0, "state_differs": true,
-             "verdict": "reject: state corruption without errors",
-             "findings": [
-                {"kind": "lost-records", "path": "ledger.db:entries", "count": 3, "detail": "3 rows of the reference are missing"},
-                {"kind": "torn-lines", "path": "audit.log", "count": 1, "detail": "a line holds parts of two writes"}
-             ]},
-            {"workers": 20, "runs": 100, "verdict": "not run"}
-        ]
-    });
+    f.side_files.push((
+        "levels.jsonl",
+        vec![
+            serde_json::json!({"level": 1, "cell": "2x10", "workers": 2, "runs": 10, "reference": "reference-10",
+                "findings": [], "seconds": 1.5}),
+            serde_json::json!({"level": 2, "cell": "8x10", "workers": 8, "runs": 10, "reference": "reference-10",
+                "findings": [
+                    {"kind": "lost", "path": "ledger.db:entries", "count": 3, "detail": "(id=<n>, amount=10)"},
+                    {"kind": "torn", "path": "audit.log", "count": 1, "detail": "\"deposit 10deposit 20\""}
+                ], "seconds": 2.5}),
+        ],
+    ));
     f
 }
