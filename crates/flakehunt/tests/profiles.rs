@@ -167,11 +167,23 @@ fn noise_idle_and_pause_record_what_they_did() {
 
 #[test]
 fn a_profile_without_effect_is_inert_with_its_reason() {
-    let (_, summary, _) = sweep(&["--profiles", "default,pause", "--runs", "3"], &["true"]);
-    let pause = cell(&summary, "pause");
-    // `true` ends within microseconds: no pause can land.
-    assert_eq!(pause["inert"], true);
-    assert!(pause["inert_reason"].as_str().unwrap().contains("no pause"), "{pause}");
+    let dir = tempfile::tempdir().unwrap();
+    // Gaps before the first pause are drawn from 0-60 s: `true` ends long before any can land
+    // (the chance of a gap under a few milliseconds is about 1 in 20,000 per attempt).
+    std::fs::write(
+        dir.path().join("flakehunt.toml"),
+        "[profiles.late]\npause = { min-ms = 1, max-ms = 2, every-max-ms = 60000 }\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["sweep", "--profiles", "default,late", "--runs", "3", "--json", "-q", "--record", "rec", "--", "true"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let late = cell(&summary, "late");
+    assert_eq!(late["inert"], true);
+    assert!(late["inert_reason"].as_str().unwrap().contains("no pause"), "{late}");
 }
 
 #[test]
