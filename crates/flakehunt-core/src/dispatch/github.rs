@@ -64,17 +64,15 @@ pub fn workflow(hunt: &ShardedHunt, job: &GithubJob<'_>) -> String {
     y.push_str("          pattern: flakehunt-shard-*\n");
     y.push_str("          path: shards\n");
     y.push_str("      - name: Merge and report\n");
-    let merge = format!(
-        "flakehunt merge shards/flakehunt-shard-* --into merged\n\
+    let merge = "flakehunt merge shards/flakehunt-shard-* --into merged\n\
          flakehunt report merged --format md >> \"$GITHUB_STEP_SUMMARY\"\n\
          flakehunt report merged --format html --output flakehunt-report.html\n\
          flakehunt report merged --format junit --output flakehunt-junit.xml\n\
          # Exit codes of a local run: 1 when the failure was reproduced; and a missing shard\n\
          # never passes as success.\n\
-         jq -e '.missing == []' merged/merge.json >/dev/null || {{ echo \"flakehunt: shards are missing: $(jq -c .missing merged/merge.json)\"; exit 3; }}\n\
-         jq -e '.verdict | IN(\"not-reproduced\", \"accept\", \"rumour\")' merged/summary.json >/dev/null || {{ echo \"flakehunt: reproduced\"; exit 1; }}\n"
-    );
-    let _ = write!(y, "        run: {}", yaml_block(&merge, 10));
+         jq -e '.missing == []' merged/merge.json >/dev/null || { echo \"flakehunt: shards are missing: $(jq -c .missing merged/merge.json)\"; exit 3; }\n\
+         jq -e '.verdict | IN(\"not-reproduced\", \"accept\", \"rumour\")' merged/summary.json >/dev/null || { echo \"flakehunt: reproduced\"; exit 1; }\n";
+    let _ = write!(y, "        run: {}", yaml_block(merge, 10));
     y.push_str("      - name: Upload the report\n");
     y.push_str("        if: always()\n");
     y.push_str("        uses: actions/upload-artifact@v4\n");
