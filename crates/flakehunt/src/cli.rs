@@ -36,6 +36,16 @@ pub enum Command {
     Report(ReportArgs),
     /// Join the records of one plan's shards (`--shard I/N`) into one record.
     Merge(MergeArgs),
+    /// Print the batch script that `--slurm` submits, for submitting by hand:
+    /// `flakehunt slurm-script sweep --slurm 8 --record /shared/run ... -- CMD`.
+    SlurmScript {
+        /// The hunt, as it would be run with --slurm.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "HUNT")]
+        hunt: Vec<String>,
+    },
+    /// Print a GitHub Actions workflow or a Kubernetes Indexed Job that runs a hunt's shards on many machines.
+    #[command(subcommand)]
+    Dispatch(crate::dispatch::DispatchCommand),
     /// Print a shell completion script (e.g. `flakehunt completions bash > /etc/bash_completion.d/flakehunt`).
     Completions {
         /// The shell.
@@ -111,6 +121,16 @@ pub struct HuntArgs {
     /// Run only shard I of N of the plan (join the records with `flakehunt merge`).
     #[arg(long, value_name = "I/N")]
     pub shard: Option<flakehunt_core::plan::Shard>,
+    /// Submit the hunt as a Slurm job array of SHARDS tasks, wait for it, and merge the shards into
+    /// --record (which must be on a path every node shares).
+    #[arg(long, value_name = "SHARDS", conflicts_with_all = ["shard", "resume"])]
+    pub slurm: Option<u32>,
+    /// Extra sbatch options for --slurm, e.g. '--partition=long --time=1:00:00' (split at spaces).
+    #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true, requires = "slurm")]
+    pub slurm_opt: Vec<String>,
+    /// Set by `flakehunt slurm-script`: print the batch script instead of submitting it.
+    #[arg(skip)]
+    pub slurm_print: bool,
     /// Print the summary as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,

@@ -106,6 +106,9 @@ pub fn run(
     cell_header: &str,
     new: impl FnOnce(&Target) -> anyhow::Result<NewHunt>,
 ) -> anyhow::Result<i32> {
+    if let Some(shards) = args.slurm {
+        return crate::slurm::run(args, shards, kind, cell_header, new);
+    }
     let (dir, manifest, mut recorder) = match &args.resume {
         Some(dir) => {
             let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;

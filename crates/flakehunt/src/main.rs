@@ -1,6 +1,7 @@
 //! The `flakehunt` command: parse arguments, dispatch to a subcommand, map errors to exit codes.
 
 mod cli;
+mod dispatch;
 mod display;
 mod exit;
 mod fire;
@@ -12,6 +13,7 @@ mod probe;
 mod report;
 mod shell;
 mod signals;
+mod slurm;
 mod style;
 mod sweep;
 
@@ -45,6 +47,8 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Hypo(cmd) => hypo::run(cmd),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Merge(args) => merge::run(args),
+        cli::Command::SlurmScript { hunt } => slurm::print_script(hunt, cli.config.as_deref()),
+        cli::Command::Dispatch(cmd) => dispatch::run(cmd),
         cli::Command::Completions { shell } => shell::completions(*shell),
         cli::Command::Man => shell::man(),
         cli::Command::Probe { profiles, json } => probe::run(profiles, *json, &config()?),

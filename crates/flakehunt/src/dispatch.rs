@@ -1,0 +1,147 @@
+//! `flakehunt dispatch github|k8s`: print a GitHub Actions workflow or a Kubernetes Indexed Job
+//! that runs a hunt's shards on many machines and merges them. The generators live in
+//! `flakehunt_core::dispatch`; this module parses and checks the hunt they carry.
+
+use clap::{Args, Parser, Subcommand};
+use flakehunt_core::dispatch::{github, k8s, ShardedHunt};
+
+use crate::exit;
+
+/// The engines.
+#[derive(Debug, Subcommand)]
+pub enum DispatchCommand {
+    /// A GitHub Actions workflow: a job per shard (a matrix), then a job that merges and reports.
+    ///
+    /// e.g. `flakehunt dispatch github --shards 8 sweep --runs 500 -- cargo test -q ledger > .github/workflows/flakehunt.yml`
+    Github(GithubArgs),
+    /// A Kubernetes Indexed Job (one completion per shard, records on a shared volume) and a merge Job.
+    ///
+    /// e.g. `flakehunt dispatch k8s --shards 8 --image registry/app:ci --pvc records sweep --runs 500 -- ./test.sh | kubectl apply -f -`
+    K8s(K8sArgs),
+}
+
+/// What every engine needs.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Number of shards.
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// How the shards invoke flakehunt.
+    #[arg(long, default_value = "flakehunt", value_name = "PATH")]
+    pub program: String,
+}
+
+/// `flakehunt dispatch github`.
+#[derive(Debug, Args)]
+pub struct GithubArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+    /// The workflow's name.
+    #[arg(long, default_value = "flakehunt")]
+    pub name: String,
+    /// The runner label.
+    #[arg(long, default_value = "ubuntu-latest", value_name = "LABEL")]
+    pub runs_on: String,
+    /// The command that installs flakehunt on the runner.
+    #[arg(long, default_value = "cargo install --locked flakehunt", value_name = "CMD")]
+    pub install: String,
+    /// Minutes each shard job may run.
+    #[arg(long, default_value_t = 360, value_name = "MINUTES")]
+    pub timeout_minutes: u32,
+    /// The hunt: `sweep|matrix [OPTIONS] -- CMD`, or just `-- CMD` for a sweep.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "HUNT")]
+    pub hunt: Vec<String>,
+}
+
+/// `flakehunt dispatch k8s`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+    /// The container image (holding flakehunt and the command under test).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// The Job's name.
+    #[arg(long, default_value = "flakehunt", value_name = "NAME")]
+    pub name: String,
+    /// Pods running at once (default: every shard).
+    #[arg(long, value_name = "N")]
+    pub parallelism: Option<u32>,
+    /// The PersistentVolumeClaim (ReadWriteMany) that holds the records.
+    #[arg(long, default_value = "flakehunt-records", value_name = "NAME")]
+    pub pvc: String,
+    /// Where the claim is mounted.
+    #[arg(long, default_value = "/records", value_name = "PATH")]
+    pub mount: String,
+    /// Working directory of the hunt inside the image.
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<String>,
+    /// The hunt: `sweep|matrix [OPTIONS] -- CMD`, or just `-- CMD` for a sweep.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "HUNT")]
+    pub hunt: Vec<String>,
+}
+
+/// Prints the workflow or manifest; returns the exit code.
+pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
+    let text = match cmd {
+        DispatchCommand::Github(a) => {
+            let hunt = sharded(&a.common, &a.hunt)?;
+            github::workflow(
+                &hunt,
+                &github::GithubJob {
+                    name: &a.name,
+                    runs_on: &a.runs_on,
+                    install: &a.install,
+                    timeout_minutes: a.timeout_minutes,
+                },
+            )
+        }
+        DispatchCommand::K8s(a) => {
+            let hunt = sharded(&a.common, &a.hunt)?;
+            k8s::manifest(
+                &hunt,
+                &k8s::K8sJob {
+                    name: &a.name,
+                    image: &a.image,
+                    parallelism: a.parallelism.unwrap_or(a.common.shards),
+                    pvc: &a.pvc,
+                    mount: &a.mount,
+                    workdir: a.workdir.as_deref(),
+                },
+            )
+        }
+    };
+    print!("{text}");
+    Ok(exit::OK)
+}
+
+/// The hunt after the dispatch options, checked by parsing it as flakehunt would.
+fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
+    if common.shards == 0 {
+        return Err(exit::usage("--shards must be at least 1"));
+    }
+    let mut tokens: Vec<String> = hunt.to_vec();
+    if !matches!(tokens.first().map(String::as_str), Some("sweep" | "matrix")) {
+        // Just the command under test: a sweep with default options.
+        tokens.splice(0..0, ["sweep".to_owned(), "--".to_owned()]);
+    }
+    let argv = std::iter::once("flakehunt".to_owned()).chain(tokens.iter().cloned());
+    let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| exit::usage(e.to_string().trim().to_owned()))?;
+    let args = match &cli.command {
+        crate::cli::Command::Sweep(a) => &a.hunt,
+        crate::cli::Command::Matrix(a) => &a.hunt,
+        _ => return Err(exit::usage("only a sweep or a matrix can be dispatched")),
+    };
+    if args.record.is_some() || args.shard.is_some() || args.resume.is_some() || args.slurm.is_some() {
+        return Err(exit::usage(
+            "leave --record, --shard, --resume and --slurm out of a dispatched hunt: each shard sets its own",
+        ));
+    }
+    if args.command.is_empty() && args.shell.is_none() {
+        return Err(exit::usage("no command to run: end with -- CMD"));
+    }
+    let seed = args.seed.unwrap_or_else(crate::hunt::random_seed);
+    crate::slurm::sharded_from_argv(&tokens, common.program.clone(), common.shards, seed)
+}

@@ -1,0 +1,202 @@
+//! A real Slurm: a single-node cluster started by the test (its own `slurm.conf`, state, spool
+//! and ports in a temporary directory), a sweep run through it as a job array of 3 tasks, and
+//! the merged record compared with a local run of the same plan. The daemons are stopped by
+//! their pids, also when the test fails. Needs `slurmctld`, `slurmd` and the client commands
+//! (Debian: `slurm-wlm`); without them the test fails, it does not skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flaky-every.sh")
+}
+
+/// The path of a Slurm program (daemons live in sbin, which a user's PATH may lack).
+fn slurm_program(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into(), "/usr/local/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("`{name}` is not installed: this test needs a real Slurm (Debian: apt-get install slurm-wlm)")
+        })
+}
+
+fn output_of(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A port nobody listens on now (the OS picks it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The daemons, killed and reaped when dropped, whatever happened in between.
+struct Cluster {
+    dir: tempfile::TempDir,
+    conf: PathBuf,
+    daemons: Vec<Child>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for child in &mut self.daemons {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Cluster {
+    fn start() -> Self {
+        let ctld = slurm_program("slurmctld");
+        let slurmd = slurm_program("slurmd");
+        for client in ["sbatch", "squeue", "sinfo", "scontrol"] {
+            slurm_program(client);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_owned();
+        for sub in ["state", "spool"] {
+            std::fs::create_dir(d.join(sub)).unwrap();
+        }
+        let node = output_of("hostname", &["-s"]);
+        let user = output_of("id", &["-un"]);
+        let (ctld_port, d_port) = (free_port(), free_port());
+        let conf = d.join("slurm.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "ClusterName=flakehunt-test\n\
+                 SlurmctldHost={node}(127.0.0.1)\n\
+                 SlurmUser={user}\nSlurmdUser={user}\n\
+                 AuthType=auth/none\nCredType=cred/none\nMpiDefault=none\n\
+                 SlurmctldPort={ctld_port}\nSlurmdPort={d_port}\n\
+                 StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+                 SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
+                 SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd.log\n\
+                 ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
+                 SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
+                 ReturnToService=2\nJobCompType=jobcomp/none\n\
+                 AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n\
+                 MailProg=/bin/true\n\
+                 NodeName={node} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN\n\
+                 PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP\n",
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        let mut cluster = Cluster { conf: conf.clone(), daemons: Vec::new(), dir };
+        for (program, args) in [(&ctld, &["-D", "-i"][..]), (&slurmd, &["-D"][..])] {
+            let log = std::fs::File::create(d.join(format!("{}.out", program.file_name().unwrap().to_string_lossy())))
+                .unwrap();
+            let child = Command::new(program)
+                .args(args)
+                .env("SLURM_CONF", &conf)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+            cluster.daemons.push(child);
+        }
+        cluster.wait_idle();
+        cluster
+    }
+
+    /// Bounded polling until the node is idle; a generous deadline, never a fixed sleep.
+    fn wait_idle(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let out = Command::new("sinfo").args(["-h", "-o", "%T"]).env("SLURM_CONF", &self.conf).output();
+            if out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle") {
+                return;
+            }
+            for child in &mut self.daemons {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("a Slurm daemon exited ({status}) before the node came up:\n{}", self.logs());
+                }
+            }
+            assert!(Instant::now() < deadline, "the Slurm node did not become idle within 120 s:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn logs(&self) -> String {
+        ["slurmctld.out", "slurmd.out", "slurmctld.log", "slurmd.log"]
+            .iter()
+            .map(|f| format!("--- {f}\n{}", std::fs::read_to_string(self.dir.path().join(f)).unwrap_or_default()))
+            .collect()
+    }
+}
+
+fn flakehunt() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("flakehunt").unwrap();
+    cmd.env_remove("GITHUB_STEP_SUMMARY").timeout(Duration::from_secs(300));
+    cmd
+}
+
+const SWEEP: &[&str] = &["sweep", "--runs", "9", "--profiles", "default,one-core-native", "--seed", "11"];
+
+/// The parts of a summary that must not depend on how the plan was split.
+fn counts(summary: &Value) -> Value {
+    let cells: Vec<Value> = summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| serde_json::json!([c["name"], c["attempts"], c["failures"], c["outcomes"], c["rate"]]))
+        .collect();
+    serde_json::json!({
+        "attempts": summary["attempts"], "planned": summary["planned"], "failures": summary["failures"],
+        "complete": summary["complete"], "verdict": summary["verdict"], "cells": cells
+    })
+}
+
+fn report_json(dir: &Path) -> Value {
+    let out = flakehunt().arg("report").arg(dir).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_sweep_run_as_a_slurm_job_array_merges_into_the_unsharded_plan() {
+    let cluster = Cluster::start();
+    // The records must be on a path every node shares; here the only node's temporary directory.
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("local");
+    flakehunt().args(SWEEP).args(["-q", "--record"]).arg(&local).arg("--").arg(fixture()).arg("3").assert().code(1);
+
+    let run = work.path().join("run");
+    let out = flakehunt()
+        .args(SWEEP)
+        .args(["--slurm", "3", "--record"])
+        .arg(&run)
+        .arg("--")
+        .arg(fixture())
+        .arg("3")
+        .current_dir(work.path())
+        .env("SLURM_CONF", &cluster.conf)
+        .env("FLAKEHUNT_SLURM_POLL", "200ms")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "same exit code as the local run\n{stdout}\n{stderr}\n{}", cluster.logs());
+    assert!(stderr.contains("slurm: submitted job array"), "{stderr}");
+    assert!(stderr.contains("0 pending, 0 running, 3 done; 18 attempts recorded"), "{stderr}");
+    assert!(stdout.contains("record: "), "the summary a local run prints: {stdout}");
+    assert!(work.path().join("run.sbatch").is_file(), "the batch script beside the record");
+
+    let merge: Value = serde_json::from_str(&std::fs::read_to_string(run.join("merge.json")).unwrap()).unwrap();
+    assert_eq!(merge["merged_from"].as_array().unwrap().len(), 3);
+    assert_eq!(merge["missing"], serde_json::json!([]));
+    assert_eq!(counts(&report_json(&run)), counts(&report_json(&local)));
+    for i in 1..=3 {
+        let shard = report_json(&run.join(format!("shard-{i}")));
+        assert_eq!(shard["attempts"], 6, "shard {i} holds its share of every round");
+    }
+}
