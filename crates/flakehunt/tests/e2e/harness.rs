@@ -336,6 +336,19 @@ pub fn processes_with(marker: &str) -> Vec<(i32, String)> {
         .collect()
 }
 
+/// Live (not zombie) processes whose command line, arguments joined by spaces, is `cmdline`.
+pub fn processes_running(cmdline: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| {
+            // A zombie's command line is empty, so it never matches.
+            let args = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&args).trim_end_matches('\0').replace('\0', " ") == cmdline
+        })
+        .collect()
+}
+
 fn environ_has(pid: i32, marker: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .is_ok_and(|env| env.split(|&b| b == 0).any(|entry| entry == marker.as_bytes()))

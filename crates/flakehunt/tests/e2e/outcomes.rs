@@ -1,6 +1,6 @@
 //! The outcome of an attempt for each kind of target: pass, fail, crash, leak, and odd output.
 
-use crate::harness::{grandchild_pid, is_dead, Hunt};
+use crate::harness::{grandchild_pid, is_dead, processes_running, Hunt};
 
 #[test]
 fn fails_exactly_on_the_iterations_the_fixture_fails() {
@@ -121,4 +121,17 @@ fn a_double_forked_daemon_is_a_leak_and_is_killed() {
         assert!(is_dead(pid, &run_id), "the daemon {pid} survived");
     }
     run.expect_nothing_left();
+}
+
+#[test]
+fn a_grandchild_that_escapes_the_group_and_clears_its_environment_is_a_leak_and_is_killed() {
+    let run = Hunt::sweep().default_only().args(["--runs", "3"]).fixture("escape-clean-env.sh", &[]).run();
+    run.expect_code(0);
+    assert_eq!(run.outcomes("default"), ["leak=3"]);
+    for attempt in run.attempts() {
+        let pid = grandchild_pid(&attempt);
+        assert!(attempt["leaked"].as_array().unwrap().iter().any(|l| l["pid"] == pid), "{attempt:#}");
+    }
+    // Its environment no longer names the hunt: look for it by command line.
+    assert_eq!(processes_running("sleep 1000123"), Vec::<i32>::new());
 }
