@@ -146,7 +146,15 @@ pub fn run(
             (dir, manifest, recorder)
         }
     };
-    let outcome = execute(&manifest, &dir, &mut recorder, args.quiet)?;
+    let outcome = match execute(&manifest, &dir, &mut recorder, args.quiet) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            if args.resume.is_none() {
+                discard_if_empty(&dir);
+            }
+            return Err(e);
+        }
+    };
     let record = Record::open(&dir)?;
     let summary = flakehunt_core::analysis::summarize(&record)?;
     recorder.write_document(SUMMARY_FILE, &summary)?;
@@ -213,10 +221,36 @@ fn execute(
     match result {
         Ok(end) => Ok(end),
         Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
-            Err(exit::usage(format!("cannot start '{program}': {source}")))
+            Err(exit::usage(spawn_failure(&program, &source)))
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The one line for a target that passed `check_program` but still cannot be started. The
+/// kernel says "no such file" both for a missing program and for a script whose `#!`
+/// interpreter is missing; the program was just found, so it is the interpreter.
+fn spawn_failure(program: &str, source: &std::io::Error) -> String {
+    if source.kind() == std::io::ErrorKind::NotFound && check_program(program).is_ok() {
+        format!("cannot start '{program}': its interpreter was not found (check its #! line)")
+    } else {
+        format!("cannot start '{program}': {source}")
+    }
+}
+
+/// Removes a record that a failed start left without a single attempt, so that the same
+/// `--record` directory can be used again once the command is fixed. Only the files a new
+/// record creates are removed, and directories only when empty.
+fn discard_if_empty(dir: &Path) {
+    let attempts = dir.join("attempts.jsonl");
+    if !attempts.metadata().is_ok_and(|m| m.len() == 0) {
+        return;
+    }
+    for file in ["attempts.jsonl", "manifest.json", flakehunt_core::record::CELLS] {
+        let _ = std::fs::remove_file(dir.join(file));
+    }
+    let _ = std::fs::remove_dir(dir.join("logs"));
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Prints the summary: the table on stdout, or JSON on stdout and the table on stderr.
