@@ -18,6 +18,11 @@ fn until_fails_stops_a_cell_after_k_failures() {
     // Failures on iterations 3 and 6; nothing after the second.
     assert_eq!(run.outcomes("default"), ["fail=2", "pass=4"]);
     assert_eq!(run.attempts().last().unwrap()["iteration"], 6);
+    // Stopped by its own rule: complete, not "incomplete" as an interrupted hunt would be.
+    let summary = run.json();
+    assert_eq!(summary["complete"], true);
+    assert_eq!(summary["attempts"], 6);
+    assert!(!run.stderr.contains("incomplete"), "{}", run.stderr);
 }
 
 #[test]
