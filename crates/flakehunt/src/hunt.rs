@@ -146,7 +146,7 @@ pub fn run(
             (dir, manifest, recorder)
         }
     };
-    let outcome = match execute(&manifest, &dir, &mut recorder, args.quiet) {
+    let outcome = match execute(&manifest, &dir, &mut recorder, args) {
         Ok(outcome) => outcome,
         Err(e) => {
             if args.resume.is_none() {
@@ -162,12 +162,13 @@ pub fn run(
     Ok(if outcome.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
 }
 
-/// Runs the plan of `manifest` into `recorder`.
+/// Runs the plan of `manifest` into `recorder`; `args` gives the options that are not part of
+/// the recorded plan (`--leak-timeout`, `--quiet`).
 fn execute(
     manifest: &Manifest,
     dir: &Path,
     recorder: &mut Recorder,
-    quiet: bool,
+    args: &HuntArgs,
 ) -> anyhow::Result<flakehunt_core::runner::RunEnd> {
     let mut plan = plan::from_manifest(manifest);
     let mut done = 0u64;
@@ -190,6 +191,7 @@ fn execute(
         timeout: Duration::from_secs_f64(p.timeout_seconds),
         grace: Duration::from_secs_f64(p.grace_seconds),
         capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
+        leak_timeout: args.leak_timeout,
         ..Limits::default()
     };
     let runner = Runner {
@@ -207,7 +209,7 @@ fn execute(
         jobs: p.jobs as usize,
         budget: p.budget_seconds.map(Duration::from_secs_f64),
     };
-    let mut display = Display::new(quiet);
+    let mut display = Display::new(args.quiet);
     let result = {
         let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, &mut display]);
         sinks.event(&Event::Started { planned: plan.planned(), done })?;

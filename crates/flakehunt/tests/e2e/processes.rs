@@ -96,3 +96,17 @@ fn ctrl_c_kills_an_attempt_that_ignores_sigterm_after_the_grace_period() {
     assert!(run.attempts().is_empty());
     run.expect_nothing_left();
 }
+
+#[test]
+fn leak_timeout_sets_how_long_output_is_read_after_the_main_process_exits() {
+    // The background subshell writes after the main process exited; a long enough leak timeout
+    // waits for it (and for end-of-file) instead of cutting the output after 100 ms.
+    let run = Hunt::sweep()
+        .default_only()
+        .args(["--runs", "1", "--leak-timeout", "60s"])
+        .args(["--shell", "(sleep 1; echo late line) & echo early line"])
+        .run();
+    let attempt = &run.attempts()[0];
+    assert_eq!(attempt["stdout_tail"], "early line\nlate line\n", "{attempt:#}");
+    run.expect_nothing_left();
+}

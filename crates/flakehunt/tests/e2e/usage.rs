@@ -73,3 +73,15 @@ fn a_record_directory_that_holds_a_record_is_refused() {
     assert!(line.contains("already holds a record") && line.contains("--resume"), "{line}");
     assert_eq!(std::fs::read(first.dir.join("attempts.jsonl")).unwrap(), before, "the old record is untouched");
 }
+
+#[test]
+fn options_that_would_change_a_resumed_plan_are_refused() {
+    let first = Hunt::sweep().default_only().args(["--runs", "1"]).command(["true"]).run();
+    first.expect_code(0);
+    for option in [&["--timeout", "1s"][..], &["--runs", "5"], &["--profiles", "one-core"], &["--", "false"]] {
+        let again =
+            Hunt::sweep().without_record().args(["--resume"]).args([&first.dir]).args(option.iter().copied()).run();
+        again.expect_code(2);
+        assert!(again.stderr.contains("cannot be used with"), "{option:?}: {}", again.stderr);
+    }
+}
