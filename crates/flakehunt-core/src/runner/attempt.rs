@@ -112,16 +112,12 @@ impl AttemptRunner<'_> {
             }
             Err(e) => return Ok(self.spawn_error(spec, cell, slot, &e)),
         };
-        let pid = running.pid();
-        if let Some(w) = self.watchdog {
-            w.track_group(pid);
-        }
-        let active = prepared.start(pid);
+        // The watchdog is not told about the attempt: it finds the hunt's processes (and their
+        // groups) by FLAKEHUNT_RUN_ID if flakehunt dies, which spares two messages and two
+        // wake-ups of the watchdog per attempt.
+        let active = prepared.start(running.pid());
         let execution = running.wait(&self.limits, self.cancel);
         let effect = active.finish();
-        if let Some(w) = self.watchdog {
-            w.untrack_group(pid);
-        }
         Ok(self.finish(spec, cell, slot, execution, effect))
     }
 
