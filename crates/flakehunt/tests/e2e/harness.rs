@@ -140,17 +140,22 @@ impl Hunt {
             .stderr(stderr)
             .spawn()
             .expect("flakehunt starts");
-        Background { child: Some(child), hunt: self }
+        Background { child: Some(child), hunt: Some(self) }
     }
 }
 
 /// A flakehunt running in the background.
 pub struct Background {
     child: Option<Child>,
-    hunt: Hunt,
+    /// Taken by `finish`, with the child.
+    hunt: Option<Hunt>,
 }
 
 impl Background {
+    fn hunt(&self) -> &Hunt {
+        self.hunt.as_ref().expect("flakehunt has not been collected yet")
+    }
+
     fn child(&mut self) -> &mut Child {
         self.child.as_mut().expect("flakehunt has not been collected yet")
     }
@@ -171,7 +176,7 @@ impl Background {
             status = child.try_wait().expect("waitpid works");
             status.is_some()
         });
-        let hunt = std::mem::replace(&mut self.hunt, Hunt::sweep());
+        let hunt = self.hunt.take().expect("flakehunt has not been collected yet");
         let read =
             |name: &str| String::from_utf8_lossy(&std::fs::read(hunt.scratch(name)).unwrap_or_default()).into_owned();
         Run {
@@ -185,12 +190,12 @@ impl Background {
 
     /// The hunt's `FLAKEHUNT_RUN_ID`, from the manifest written before any attempt starts.
     pub fn run_id(&self) -> String {
-        read_json(&self.hunt.record_dir().join("manifest.json"))["run_id"].as_str().expect("a run id").to_owned()
+        read_json(&self.hunt().record_dir().join("manifest.json"))["run_id"].as_str().expect("a run id").to_owned()
     }
 
     /// Reads a pid written by a fixture into scratch file `name`, once the file is there.
     pub fn wait_for_pid_file(&mut self, name: &str) -> i32 {
-        let path = self.hunt.scratch(name);
+        let path = self.hunt().scratch(name);
         let child = self.child();
         poll_until(&format!("{} to appear", path.display()), POLL_LIMIT, || {
             if let Some(status) = child.try_wait().expect("waitpid works") {
