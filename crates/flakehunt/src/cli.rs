@@ -115,8 +115,16 @@ pub struct HuntArgs {
     /// Write the run record here (default: .flakehunt/runs/<kind>-<timestamp>).
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
-    /// Continue the interrupted hunt recorded in DIR (its plan and target are reused).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["record", "shell"])]
+    /// Continue the interrupted hunt recorded in DIR (its plan and target are reused, so the
+    /// options that would change them cannot be given with it).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = [
+            "record", "shell", "command", "runs", "jobs", "until_fails", "budget", "seed",
+            "timeout", "grace", "capture", "shard",
+        ]
+    )]
     pub resume: Option<PathBuf>,
     /// Run only shard I of N of the plan (join the records with `flakehunt merge`).
     #[arg(long, value_name = "I/N")]
@@ -149,7 +157,7 @@ pub struct HuntArgs {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// Profiles to compare, comma-separated; the first is the baseline (default: every built-in that applies here).
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", conflicts_with = "resume")]
     pub profiles: Vec<String>,
     /// Refuse (exit 3) before any attempt when a profile has no effect on this machine.
     #[arg(long)]

@@ -139,11 +139,18 @@ pub fn run(
     };
     let fresh_snapshot = !dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists();
     let snapshot = std::thread::spawn(move || flakehunt_core::snapshot::Snapshot::capture(&tools));
-    let outcome = execute(&manifest, &dir, &mut recorder, args.quiet);
+    let outcome = match execute(&manifest, &dir, &mut recorder, args) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            if args.resume.is_none() {
+                discard_if_empty(&dir);
+            }
+            return Err(e);
+        }
+    };
     if let (true, Ok(snapshot)) = (fresh_snapshot, snapshot.join()) {
         recorder.write_document(flakehunt_core::record::SNAPSHOT_FILE, &snapshot)?;
     }
-    let outcome = outcome?;
     let record = Record::open(&dir)?;
     let summary = flakehunt_core::analysis::summarize(&record)?;
     recorder.write_document(SUMMARY_FILE, &summary)?;
@@ -252,12 +259,13 @@ impl Session {
     }
 }
 
-/// Runs the plan of `manifest` into `recorder`.
+/// Runs the plan of `manifest` into `recorder`; `args` gives the options that are not part of
+/// the recorded plan (`--leak-timeout`, `--quiet`).
 fn execute(
     manifest: &Manifest,
     dir: &Path,
     recorder: &mut Recorder,
-    quiet: bool,
+    args: &HuntArgs,
 ) -> anyhow::Result<flakehunt_core::runner::RunEnd> {
     let mut plan = plan::from_manifest(manifest);
     let mut done = 0u64;
@@ -266,13 +274,15 @@ fn execute(
         plan.observe(&attempt?);
         done += 1;
     }
-    let session = Session::start(manifest, quiet)?;
+    let session = Session::start(manifest, args.quiet)?;
+    let mut attempts = session.attempts(manifest);
+    attempts.limits.leak_timeout = args.leak_timeout;
     let runner = Runner {
-        attempts: session.attempts(manifest),
+        attempts,
         jobs: manifest.plan.jobs as usize,
         budget: manifest.plan.budget_seconds.map(Duration::from_secs_f64),
     };
-    let mut display = Display::new(quiet);
+    let mut display = Display::new(args.quiet);
     let result = {
         let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, &mut display]);
         sinks.event(&Event::Started { planned: plan.planned(), done })?;
@@ -283,10 +293,36 @@ fn execute(
     match result {
         Ok(end) => Ok(end),
         Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
-            Err(exit::usage(format!("cannot start '{program}': {source}")))
+            Err(exit::usage(spawn_failure(&program, &source)))
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The one line for a target that passed `check_program` but still cannot be started. The
+/// kernel says "no such file" both for a missing program and for a script whose `#!`
+/// interpreter is missing; the program was just found, so it is the interpreter.
+fn spawn_failure(program: &str, source: &std::io::Error) -> String {
+    if source.kind() == std::io::ErrorKind::NotFound && check_program(program).is_ok() {
+        format!("cannot start '{program}': its interpreter was not found (check its #! line)")
+    } else {
+        format!("cannot start '{program}': {source}")
+    }
+}
+
+/// Removes a record that a failed start left without a single attempt, so that the same
+/// `--record` directory can be used again once the command is fixed. Only the files a new
+/// record creates are removed, and directories only when empty.
+fn discard_if_empty(dir: &Path) {
+    let attempts = dir.join("attempts.jsonl");
+    if !attempts.metadata().is_ok_and(|m| m.len() == 0) {
+        return;
+    }
+    for file in ["attempts.jsonl", "manifest.json", flakehunt_core::record::CELLS] {
+        let _ = std::fs::remove_file(dir.join(file));
+    }
+    let _ = std::fs::remove_dir(dir.join("logs"));
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Prints the summary: the table on stdout, or JSON on stdout and the table on stderr.

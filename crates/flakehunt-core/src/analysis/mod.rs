@@ -10,17 +10,23 @@ pub mod tally;
 pub use summary::{CellSummary, SignatureSummary, Summary};
 pub use tally::Tally;
 
+use crate::plan::Next;
 use crate::record::{Kind, Record, RecordError};
 
 /// Summarises a record from its files alone: the one path by which the live run, `report` and
 /// `merge` compute their numbers, so they cannot disagree.
 pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     let mut tally = Tally::default();
+    // The plan replayed over the record says whether it has work left: a cell stopped by
+    // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
+    let mut plan = crate::plan::from_manifest(&record.manifest);
     for attempt in record.attempts()? {
-        tally.add(&attempt?);
+        let attempt = attempt?;
+        plan.observe(&attempt);
+        tally.add(&attempt);
     }
     let cells = record.cells()?;
-    let summary = match record.manifest.kind {
+    let mut summary = match record.manifest.kind {
         Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, crate::plan::planned(&record.manifest)),
         Kind::Matrix => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, crate::plan::planned(&record.manifest));
@@ -35,5 +41,9 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         }
         Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,
     };
+    // Fire decides completeness itself (its ladder stops at the first rejection).
+    if record.manifest.kind != Kind::Fire {
+        summary.complete |= plan.next() == Next::Done;
+    }
     Ok(summary)
 }

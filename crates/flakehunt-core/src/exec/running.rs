@@ -93,6 +93,8 @@ pub struct Running<'t> {
     started_at: SystemTime,
     tree: &'t ProcessTree,
     marker: String,
+    /// When it was spawned, in `/proc` start-time ticks, to recognise its orphans.
+    started_ticks: u64,
 }
 
 impl<'t> Running<'t> {
@@ -102,6 +104,7 @@ impl<'t> Running<'t> {
         let mut cmd = launch.command();
         let started_at = SystemTime::now();
         let started = Instant::now();
+        let started_ticks = super::tree::boot_ticks();
         let mut child = tree.spawn_registered(|| cmd.spawn(), Child::id)?;
         let pidfd = match rustix::process::pidfd_open(pid(child.id()), PidfdFlags::empty()) {
             Ok(fd) => fd,
@@ -114,7 +117,7 @@ impl<'t> Running<'t> {
         };
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        Ok(Self { child, pidfd, stdout, stderr, started, started_at, tree, marker })
+        Ok(Self { child, pidfd, stdout, stderr, started, started_at, tree, marker, started_ticks })
     }
 
     /// The main process's pid, which is also its process group id.
@@ -204,7 +207,7 @@ impl<'t> Running<'t> {
 
         // Descendants may still hold the pipes; read for a short while, then look for them.
         drain(&mut self.stdout, &mut self.stderr, &mut out, &mut err, &mut buf, limits.leak_timeout);
-        let leaked = self.tree.sweep(pgid, &self.marker);
+        let leaked = self.tree.sweep(pgid, &self.marker, self.started_ticks);
         if !leaked.is_empty() {
             // Now killed: the pipes reach end-of-file promptly.
             drain(&mut self.stdout, &mut self.stderr, &mut out, &mut err, &mut buf, Duration::from_secs(1));

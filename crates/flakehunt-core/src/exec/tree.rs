@@ -7,10 +7,13 @@
 //! still alive is therefore either in the attempt's process group or below one of flakehunt's
 //! direct children that is not an attempt's main process. Such an orphan is attributed to its
 //! attempt by its process group or by the `FLAKEHUNT_ATTEMPT` marker in its environment, which a
-//! `setsid` or a double fork does not remove.
+//! `setsid` or a double fork does not remove. An orphan that has neither (it left the group and
+//! cleared its environment, like `setsid env -i daemon`) is attributed to the attempt sweeping
+//! when no other attempt is running and the orphan started after that attempt did.
 
 use std::collections::HashSet;
 use std::fs;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -25,6 +28,8 @@ pub struct ProcessTree {
     /// decide about an unknown child holds it exclusively, so it never mistakes a fresh main
     /// process for an orphan.
     spawning: RwLock<()>,
+    /// Attempts' main processes spawned and not yet reaped.
+    attempts: AtomicUsize,
 }
 
 /// A process left behind by an attempt, as found before it was killed.
@@ -51,12 +56,15 @@ impl ProcessTree {
         let _shared = self.spawning.read().unwrap_or_else(|e| e.into_inner());
         let child = spawn()?;
         self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(pid_of(&child) as i32);
+        self.attempts.fetch_add(1, Ordering::SeqCst);
         Ok(child)
     }
 
-    /// Forgets a main process once it has been reaped by its owner.
+    /// Forgets a main process (spawned by [`Self::spawn_registered`]) once its owner reaped it.
     pub fn forget(&self, pid: u32) {
-        self.known.lock().unwrap_or_else(|e| e.into_inner()).remove(&(pid as i32));
+        if self.known.lock().unwrap_or_else(|e| e.into_inner()).remove(&(pid as i32)) {
+            self.attempts.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// Registers a pid that is not an attempt but must not be treated as an orphan.
@@ -65,9 +73,10 @@ impl ProcessTree {
     }
 
     /// Finds and kills everything the attempt with process group `pgid` and marker `marker`
-    /// (`FLAKEHUNT_ATTEMPT=<value>`) left alive after its main process was reaped. Returns the
-    /// processes found alive (the roots of what was left, not every descendant).
-    pub fn sweep(&self, pgid: u32, marker: &str) -> Vec<LeakedProcess> {
+    /// (`FLAKEHUNT_ATTEMPT=<value>`) left alive after its main process was reaped; `started` is
+    /// when the attempt was spawned, from [`boot_ticks`]. Returns the processes found alive (the
+    /// roots of what was left, not every descendant).
+    pub fn sweep(&self, pgid: u32, marker: &str, started: u64) -> Vec<LeakedProcess> {
         let mut leaked: Vec<LeakedProcess> = Vec::new();
         // Each round kills what is visible now; the children of what it killed are re-parented
         // to us and show up in the next round. Bounded so a fork bomb cannot keep us here.
@@ -84,12 +93,18 @@ impl ProcessTree {
             if !candidates.is_empty() {
                 let _exclusive = self.spawning.write().unwrap_or_else(|e| e.into_inner());
                 let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                // With the spawn lock held no attempt can start, so "alone" stays true while we
+                // decide; an orphan that started after this attempt did can then only be its own.
+                let alone = self.attempts.load(Ordering::SeqCst) == 0;
                 for pid in candidates.into_iter().filter(|p| !known.contains(p)) {
                     let Some(stat) = ProcStat::read(pid) else { continue };
                     if stat.state == 'Z' {
                         // Dead already: reap it whoever it belonged to; nobody else will.
                         reap(pid);
-                    } else if stat.pgrp == pgid as i32 || environ_has(pid, marker) {
+                    } else if stat.pgrp == pgid as i32
+                        || environ_has(pid, marker)
+                        || (alone && stat.start_ticks >= started)
+                    {
                         ours.push(pid);
                     }
                 }
@@ -207,11 +222,28 @@ fn group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Now, in the unit of a process's start time in `/proc/PID/stat`: clock ticks since boot.
+pub(crate) fn boot_ticks() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; sysconf has no preconditions.
+    let (ok, hz) =
+        unsafe { (libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) == 0, libc::sysconf(libc::_SC_CLK_TCK)) };
+    if !ok || hz <= 0 {
+        return u64::MAX;
+    }
+    let nanos = ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128;
+    // The kernel truncates the same way (`nsec_to_clock_t`), so a process started after this
+    // call never shows an earlier tick.
+    (nanos * hz as u128 / 1_000_000_000) as u64
+}
+
 /// The fields of `/proc/PID/stat` this module needs.
 #[derive(Debug)]
 pub(crate) struct ProcStat {
     pub(crate) state: char,
     pub(crate) pgrp: i32,
+    /// Start time, in clock ticks since boot.
+    pub(crate) start_ticks: u64,
 }
 
 impl ProcStat {
@@ -223,7 +255,9 @@ impl ProcStat {
         let state = fields.next()?.chars().next()?;
         let _ppid = fields.next()?;
         let pgrp = fields.next()?.parse().ok()?;
-        Some(Self { state, pgrp })
+        // Fields 6 to 21 (session .. itrealvalue), then 22: starttime.
+        let start_ticks = fields.nth(16)?.parse().ok()?;
+        Some(Self { state, pgrp, start_ticks })
     }
 }
 
@@ -235,4 +269,21 @@ pub(crate) fn environ_has(p: i32, marker: &str) -> bool {
 /// The command name of a process, or `?` once it is gone.
 pub(crate) fn comm(p: i32) -> String {
     fs::read_to_string(format!("/proc/{p}/comm")).map(|s| s.trim_end().to_owned()).unwrap_or_else(|_| "?".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_start_time_lies_between_ticks_read_before_and_after_spawning_it() {
+        let before = boot_ticks();
+        let mut child = std::process::Command::new("sleep").arg("10").spawn().expect("sleep starts");
+        let after = boot_ticks();
+        let stat = ProcStat::read(child.id() as i32).expect("the child's stat is readable");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(before <= stat.start_ticks && stat.start_ticks <= after, "{before} <= {} <= {after}", stat.start_ticks);
+        assert_eq!(stat.pgrp, rustix::process::getpgrp().as_raw_nonzero().get());
+    }
 }

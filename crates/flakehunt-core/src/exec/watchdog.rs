@@ -4,9 +4,11 @@
 //! Attempts lead their own process groups, so they do not die with flakehunt. Rather than a
 //! `PR_SET_PDEATHSIG` hook in every spawn (which needs fork+exec and follows the spawning
 //! thread), one watchdog per hunt holds the read end of a pipe whose only writer is flakehunt.
-//! flakehunt tells it which process groups and cgroups are live; end-of-file without a clean
-//! `done` means flakehunt died, and the watchdog kills those groups, every process that carries
-//! the hunt's `FLAKEHUNT_RUN_ID` in its environment, and removes the cgroups.
+//! End-of-file without a clean `done` means flakehunt died: the watchdog then kills every process
+//! that carries the hunt's `FLAKEHUNT_RUN_ID` in its environment and the process group of each
+//! (which catches a group member that cleared its environment), plus any groups and cgroups
+//! flakehunt told it about, and removes the cgroups. Attempts are found by their environment
+//! rather than announced, so the watchdog costs nothing per attempt.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -89,6 +91,13 @@ pub fn serve(input: impl Read, run_id: &str) {
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
         libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
+    // Never kill the group of the watchdog itself or of flakehunt (its parent, until it dies),
+    // which is the user's shell job: a process of the hunt may have joined it.
+    let protected = [Some(rustix::process::getpgrp()), rustix::process::getpgid(rustix::process::getppid()).ok()]
+        .into_iter()
+        .flatten()
+        .map(|p| p.as_raw_nonzero().get())
+        .collect::<Vec<i32>>();
     let mut groups: Vec<u32> = Vec::new();
     let mut cgroups: Vec<PathBuf> = Vec::new();
     for line in BufReader::new(input).lines() {
@@ -102,10 +111,10 @@ pub fn serve(input: impl Read, run_id: &str) {
             _ => {}
         }
     }
-    cleanup(&groups, &cgroups, run_id);
+    cleanup(&groups, &cgroups, run_id, &protected);
 }
 
-fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str) {
+fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
     let marker = format!("FLAKEHUNT_RUN_ID={run_id}");
     for _round in 0..16 {
         let mut found = false;
@@ -120,6 +129,11 @@ fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str) {
         if let Ok(dir) = std::fs::read_dir("/proc") {
             for p in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
                 if p as u32 != std::process::id() && super::environ_has(p, &marker) {
+                    let group =
+                        super::tree::ProcStat::read(p).map(|s| s.pgrp).filter(|g| *g > 1 && !protected.contains(g));
+                    if let Some(g) = group.and_then(Pid::from_raw) {
+                        found |= rustix::process::kill_process_group(g, Signal::KILL).is_ok();
+                    }
                     if let Some(pid) = Pid::from_raw(p) {
                         found |= rustix::process::kill_process(pid, Signal::KILL).is_ok();
                     }

@@ -1,8 +1,6 @@
 //! The static plan: every cell `runs` times, interleaved in seeded shuffled rounds. Main type:
 //! [`Schedule`].
 
-use std::collections::HashSet;
-
 use super::{AttemptSpec, CellSpec, Next, Plan, Rng, Shard};
 use crate::record::Attempt;
 
@@ -17,7 +15,9 @@ pub struct Schedule {
     seed: u64,
     until_fails: Option<u64>,
     shard: Option<Shard>,
-    done: HashSet<u64>,
+    /// Ids already run, one bit per planned attempt: a set of ids would grow by ten bytes and
+    /// more per attempt, and the hunt's memory must not grow with its length.
+    done: Vec<u64>,
     failures: Vec<u64>,
     round: u64,
     order: Vec<usize>,
@@ -34,7 +34,7 @@ impl Schedule {
             seed,
             until_fails: None,
             shard: None,
-            done: HashSet::new(),
+            done: Vec::new(),
             failures: vec![0; n],
             round: 0,
             order: Vec::new(),
@@ -63,6 +63,23 @@ impl Schedule {
         }
     }
 
+    fn is_done(&self, id: u64) -> bool {
+        self.done.get((id / 64) as usize).is_some_and(|word| word & (1 << (id % 64)) != 0)
+    }
+
+    fn mark_done(&mut self, id: u64) {
+        // The plan never issues ids past its size; ignoring them keeps a damaged record from
+        // sizing the bitmap.
+        if id >= self.runs.saturating_mul(self.cells.len() as u64) {
+            return;
+        }
+        let word = (id / 64) as usize;
+        if word >= self.done.len() {
+            self.done.resize(word + 1, 0);
+        }
+        self.done[word] |= 1 << (id % 64);
+    }
+
     fn start_round(&mut self) {
         self.round += 1;
         self.order = (0..self.cells.len()).collect();
@@ -87,7 +104,7 @@ impl Plan for Schedule {
             let cell = self.order[self.pos];
             let id = (self.round - 1) * self.cells.len() as u64 + self.pos as u64;
             self.pos += 1;
-            if self.shard.is_some_and(|s| !s.owns(id)) || self.done.contains(&id) {
+            if self.shard.is_some_and(|s| !s.owns(id)) || self.is_done(id) {
                 continue;
             }
             if self.until_fails.is_some_and(|k| self.failures[cell] >= k) {
@@ -99,7 +116,7 @@ impl Plan for Schedule {
 
     fn observe(&mut self, attempt: &Attempt) {
         if let Some(cell) = self.cells.iter().position(|c| c.name == attempt.cell) {
-            self.done.insert(attempt.id);
+            self.mark_done(attempt.id);
             if attempt.outcome.is_failure() {
                 self.failures[cell] += 1;
             }
@@ -113,6 +130,8 @@ impl Plan for Schedule {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
     use crate::profile::Profile;
 
@@ -143,6 +162,24 @@ mod tests {
         }
         let ids: HashSet<u64> = all.iter().map(|a| a.id).collect();
         assert_eq!(ids.len(), 12);
+    }
+
+    #[test]
+    fn observed_attempts_are_not_issued_again_and_odd_ids_are_ignored() {
+        let whole = drain(&mut Schedule::new(cells(3), 40, 9));
+        let mut plan = Schedule::new(cells(3), 40, 9);
+        let recorded = [0u64, 5, 63, 64, 119, u64::MAX];
+        for &id in &recorded {
+            let attempt = serde_json::json!({
+                "id": id, "cell": "c1", "iteration": 1, "started_at": "", "seconds": 0.0,
+                "outcome": "pass", "exit_code": 0, "signal": null, "stdout_tail": "", "stderr_tail": "",
+            });
+            plan.observe(&serde_json::from_value(attempt).unwrap());
+        }
+        let rest: Vec<u64> = drain(&mut plan).iter().map(|a| a.id).collect();
+        let expected: Vec<u64> = whole.iter().map(|a| a.id).filter(|id| !recorded.contains(id)).collect();
+        assert_eq!(rest, expected);
+        assert!(plan.done.len() <= 2, "one bit per planned attempt");
     }
 
     #[test]

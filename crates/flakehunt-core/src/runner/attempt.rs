@@ -135,16 +135,16 @@ impl AttemptRunner<'_> {
             }
             Err(e) => return Ok(self.spawn_error(spec, cell, slot, &e)),
         };
-        let pid = running.pid();
+        // The watchdog is not told about each attempt: it finds the hunt's processes (and their
+        // groups) by FLAKEHUNT_RUN_ID if flakehunt dies, which spares two messages and two
+        // wake-ups per attempt. Only cgroups, which it cannot find that way, are announced.
         if let Some(w) = self.watchdog {
-            w.track_group(pid);
             cgroups.iter().for_each(|c| w.track_cgroup(c));
         }
-        let active = prepared.start(pid);
+        let active = prepared.start(running.pid());
         let execution = running.wait(&self.limits, self.cancel);
         let effect = active.finish(self.profiles, execution.seconds, execution.cpu_seconds);
         if let Some(w) = self.watchdog {
-            w.untrack_group(pid);
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
         Ok(self.finish(spec, cell, slot, execution, effect))

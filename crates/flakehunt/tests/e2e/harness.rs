@@ -1,0 +1,369 @@
+//! A small builder for running the real `flakehunt` binary against the fixtures, and for reading
+//! back what it printed and recorded. Main type: [`Hunt`], which ends as a [`Run`].
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Longest a single flakehunt invocation may take before the test gives up on it. Far above
+/// what any test needs, so a loaded machine cannot make a test fail, while a hang still ends.
+pub const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+/// Longest a test polls for a condition (a pid file to appear, a process to die).
+pub const POLL_LIMIT: Duration = Duration::from_secs(60);
+
+/// The path of a fixture in `fixtures/`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(name)
+}
+
+/// One invocation of `flakehunt sweep`, recording into a fresh temporary directory.
+pub struct Hunt {
+    args: Vec<OsString>,
+    target: Vec<OsString>,
+    tmp: TempDir,
+    record: bool,
+    json: bool,
+}
+
+impl Hunt {
+    /// `flakehunt sweep --record <tmp>/record --json` with nothing else yet.
+    pub fn sweep() -> Self {
+        Self {
+            args: vec!["sweep".into()],
+            target: Vec::new(),
+            tmp: tempfile::tempdir().expect("a temporary directory"),
+            record: true,
+            json: true,
+        }
+    }
+
+    /// Adds options before `--`.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Only the `default` profile: one cell, so counts are simple.
+    pub fn default_only(self) -> Self {
+        self.args(["--profiles", "default"])
+    }
+
+    /// The command under test: fixture `name` with `args`.
+    pub fn fixture(mut self, name: &str, args: &[&str]) -> Self {
+        self.target = std::iter::once(fixture(name).into_os_string()).chain(args.iter().map(Into::into)).collect();
+        self
+    }
+
+    /// The command under test, as a plain argv.
+    pub fn command<I, S>(mut self, argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.target = argv.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Leaves out `--record`, for tests of arguments that replace it (`--resume`).
+    pub fn without_record(mut self) -> Self {
+        self.record = false;
+        self
+    }
+
+    /// Leaves out `--json`, for tests of what a person sees.
+    pub fn without_json(mut self) -> Self {
+        self.json = false;
+        self
+    }
+
+    /// A scratch path inside the test's temporary directory (pid files and the like).
+    pub fn scratch(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// Where the record goes.
+    pub fn record_dir(&self) -> PathBuf {
+        self.tmp.path().join("record")
+    }
+
+    fn argv(&self) -> Vec<OsString> {
+        let mut argv = self.args.clone();
+        if self.record {
+            argv.push("--record".into());
+            argv.push(self.record_dir().into_os_string());
+        }
+        if self.json {
+            argv.push("--json".into());
+        }
+        if !self.target.is_empty() {
+            argv.push("--".into());
+            argv.extend(self.target.iter().cloned());
+        }
+        argv
+    }
+
+    /// Runs flakehunt to its end.
+    pub fn run(self) -> Run {
+        let output = assert_cmd::Command::cargo_bin("flakehunt")
+            .expect("the flakehunt binary is built")
+            .args(self.argv())
+            .timeout(RUN_LIMIT)
+            .output()
+            .expect("flakehunt runs");
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            dir: self.record_dir(),
+            _tmp: self.tmp,
+        }
+    }
+
+    /// Starts flakehunt in the background, for tests that signal it. Its output goes to files,
+    /// so it never blocks on a full pipe while the test polls.
+    pub fn spawn(self) -> Background {
+        let stdout = std::fs::File::create(self.scratch("stdout")).expect("a file for stdout");
+        let stderr = std::fs::File::create(self.scratch("stderr")).expect("a file for stderr");
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("flakehunt"))
+            .args(self.argv())
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .expect("flakehunt starts");
+        Background { child: Some(child), hunt: Some(self) }
+    }
+}
+
+/// A flakehunt running in the background.
+pub struct Background {
+    child: Option<Child>,
+    /// Taken by `finish`, with the child.
+    hunt: Option<Hunt>,
+}
+
+impl Background {
+    fn hunt(&self) -> &Hunt {
+        self.hunt.as_ref().expect("flakehunt has not been collected yet")
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("flakehunt has not been collected yet")
+    }
+
+    /// Sends `signal` to flakehunt.
+    pub fn signal(&mut self, signal: i32) {
+        let pid = self.child().id() as i32;
+        // SAFETY: kill has no memory-safety preconditions; the child is not reaped yet, so its
+        // pid cannot have been reused.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "cannot signal flakehunt");
+    }
+
+    /// Waits (bounded) for flakehunt to exit and collects what it printed.
+    pub fn finish(mut self) -> Run {
+        let mut child = self.child.take().expect("flakehunt has not been collected yet");
+        let mut status = None;
+        poll_until("flakehunt to exit", RUN_LIMIT, || {
+            status = child.try_wait().expect("waitpid works");
+            status.is_some()
+        });
+        let hunt = self.hunt.take().expect("flakehunt has not been collected yet");
+        let read =
+            |name: &str| String::from_utf8_lossy(&std::fs::read(hunt.scratch(name)).unwrap_or_default()).into_owned();
+        Run {
+            code: status.and_then(|s| s.code()),
+            stdout: read("stdout"),
+            stderr: read("stderr"),
+            dir: hunt.record_dir(),
+            _tmp: hunt.tmp,
+        }
+    }
+
+    /// The hunt's `FLAKEHUNT_RUN_ID`, from the manifest written before any attempt starts.
+    pub fn run_id(&self) -> String {
+        read_json(&self.hunt().record_dir().join("manifest.json"))["run_id"].as_str().expect("a run id").to_owned()
+    }
+
+    /// Reads a pid written by a fixture into scratch file `name`, once the file is there.
+    pub fn wait_for_pid_file(&mut self, name: &str) -> i32 {
+        let path = self.hunt().scratch(name);
+        let child = self.child();
+        poll_until(&format!("{} to appear", path.display()), POLL_LIMIT, || {
+            if let Some(status) = child.try_wait().expect("waitpid works") {
+                panic!("flakehunt exited ({status}) before the fixture wrote its pid");
+            }
+            path.exists()
+        });
+        let text = std::fs::read_to_string(&path).expect("the pid file is readable");
+        text.trim().parse().unwrap_or_else(|_| panic!("not a pid: {text:?}"))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        // A failed assertion must not leave a flakehunt running.
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What one flakehunt invocation did.
+pub struct Run {
+    /// Exit code (`None` when a signal ended flakehunt).
+    pub code: Option<i32>,
+    /// Everything on stdout.
+    pub stdout: String,
+    /// Everything on stderr.
+    pub stderr: String,
+    /// The record directory.
+    pub dir: PathBuf,
+    _tmp: TempDir,
+}
+
+impl Run {
+    /// Asserts the exit code, showing stderr when it differs.
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "unexpected exit code; stderr:\n{}", self.stderr);
+        self
+    }
+
+    /// The summary printed on stdout by `--json`.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
+    /// `summary.json` of the record.
+    pub fn summary(&self) -> Value {
+        read_json(&self.dir.join("summary.json"))
+    }
+
+    /// `manifest.json` of the record.
+    pub fn manifest(&self) -> Value {
+        read_json(&self.dir.join("manifest.json"))
+    }
+
+    /// The hunt's `FLAKEHUNT_RUN_ID`.
+    pub fn run_id(&self) -> String {
+        self.manifest()["run_id"].as_str().expect("the manifest has a run id").to_owned()
+    }
+
+    /// Every line of `attempts.jsonl`, parsed; each must be a complete JSON object.
+    pub fn attempts(&self) -> Vec<Value> {
+        attempts_in(&self.dir)
+    }
+
+    /// The summary's entry for cell `name`.
+    pub fn cell(&self, name: &str) -> Value {
+        let summary = self.summary();
+        summary["cells"]
+            .as_array()
+            .expect("cells is an array")
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no cell {name} in {summary:#}"))
+            .clone()
+    }
+
+    /// The outcomes of cell `name` that happened at least once, as `outcome=count` strings.
+    pub fn outcomes(&self, name: &str) -> Vec<String> {
+        let cell = self.cell(name);
+        let outcomes = cell["outcomes"].as_object().expect("outcomes is an object");
+        outcomes.iter().filter(|(_, n)| n.as_u64() != Some(0)).map(|(k, n)| format!("{k}={n}")).collect()
+    }
+
+    /// Asserts that no process of this hunt is alive: none carries its run id.
+    pub fn expect_nothing_left(&self) {
+        let marker = format!("FLAKEHUNT_RUN_ID={}", self.run_id());
+        let alive = processes_with(&marker);
+        assert!(alive.is_empty(), "processes of the hunt outlived flakehunt: {alive:?}");
+    }
+}
+
+/// Parses a JSON file.
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// The attempts of the record in `dir`; every line must parse.
+pub fn attempts_in(dir: &Path) -> Vec<Value> {
+    let path = dir.join("attempts.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    assert!(text.is_empty() || text.ends_with('\n'), "attempts.jsonl ends in a half line:\n{text}");
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {} does not parse ({e}): {line}", i + 1))
+        })
+        .collect()
+}
+
+/// Polls `cond` every 20 ms until it holds; panics naming `what` after `limit`.
+pub fn poll_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "gave up after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` is dead: gone from `/proc`, a zombie, or its pid reused by a process
+/// that is not part of the hunt `run_id`.
+pub fn is_dead(pid: i32, run_id: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return true };
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).unwrap_or("?");
+    if state == "Z" || state == "X" {
+        return true;
+    }
+    let marker = format!("FLAKEHUNT_RUN_ID={run_id}");
+    !environ_has(pid, &marker)
+}
+
+/// Live processes whose environment holds `marker` (`NAME=VALUE`).
+pub fn processes_with(marker: &str) -> Vec<(i32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| environ_has(p, marker))
+        .map(|p| (p, std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default().replace('\0', " ")))
+        .collect()
+}
+
+/// Live (not zombie) processes whose command line, arguments joined by spaces, is `cmdline`.
+pub fn processes_running(cmdline: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| {
+            // A zombie's command line is empty, so it never matches.
+            let args = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&args).trim_end_matches('\0').replace('\0', " ") == cmdline
+        })
+        .collect()
+}
+
+fn environ_has(pid: i32, marker: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|entry| entry == marker.as_bytes()))
+}
+
+/// The pid a leaking fixture printed as `grandchild PID` on stdout.
+pub fn grandchild_pid(attempt: &Value) -> i32 {
+    let tail = attempt["stdout_tail"].as_str().expect("stdout_tail is text");
+    tail.lines()
+        .find_map(|l| l.strip_prefix("grandchild "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no grandchild pid in {tail:?}"))
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# How much flakehunt costs next to the test it runs.
+#
+# 1. Throughput: `flakehunt sweep --profiles default --runs N --record DIR -- true` against a
+#    minimal spawn-and-wait loop (scripts/spawn_loop.rs) on the same machine in the same run,
+#    sequentially and with --jobs 2. Each is timed REPEAT times, alternating, and the best time
+#    of each is kept (the least disturbed by whatever else the machine does). Target: ratio >= 0.95.
+# 2. Memory: peak RSS of flakehunt for 1,000 and 100,000 attempts; it must not grow.
+#
+# Usage: scripts/bench-overhead.sh   (env: RUNS=5000 REPEAT=3 SMALL=1000 LARGE=100000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${RUNS:-5000}
+REPEAT=${REPEAT:-3}
+SMALL=${SMALL:-1000}
+LARGE=${LARGE:-100000}
+TIME=/usr/bin/time
+if ! [ -x "$TIME" ]; then
+  echo "bench-overhead: $TIME is missing; install it (apt-get install time)" >&2
+  exit 2
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cargo build --release --quiet -p flakehunt --bin flakehunt
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+FLAKEHUNT=$target_dir/release/flakehunt
+# The baseline is std only: rustc builds it in seconds, without the workspace's dev-dependencies.
+LOOP=$tmp/spawn_loop
+rustc -O --edition 2021 -o "$LOOP" scripts/spawn_loop.rs
+n=0
+
+now() { date +%s.%N; }
+
+# Seconds flakehunt takes for RUNS attempts of `true` with $1 jobs.
+time_flakehunt() {
+  n=$((n + 1))
+  local start end
+  start=$(now)
+  "$FLAKEHUNT" sweep --profiles default --runs "$RUNS" --jobs "$1" --record "$tmp/run-$n" -- true >/dev/null 2>&1
+  end=$(now)
+  rm -rf "$tmp/run-$n"
+  python3 -c "print(f'{$end - $start:.6f}')"
+}
+
+# Seconds the bare loop takes for RUNS spawns of `true` with $1 threads.
+time_loop() {
+  local start end
+  start=$(now)
+  "$LOOP" "$RUNS" "$1" true >/dev/null
+  end=$(now)
+  python3 -c "print(f'{$end - $start:.6f}')"
+}
+
+min() { printf '%s\n' "$@" | sort -g | head -1; }
+
+echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -sr)"
+echo "throughput: $RUNS attempts of 'true', best of $REPEAT"
+printf '%-12s %12s %12s %14s %14s %8s\n' mode "loop s" "flakehunt s" "loop /s" "flakehunt /s" ratio
+for jobs in 1 2; do
+  loops=() hunts=()
+  for _ in $(seq "$REPEAT"); do
+    loops+=("$(time_loop "$jobs")")
+    hunts+=("$(time_flakehunt "$jobs")")
+  done
+  l=$(min "${loops[@]}")
+  h=$(min "${hunts[@]}")
+  python3 - "$jobs" "$l" "$h" "$RUNS" <<'PY'
+import sys
+jobs, l, h, runs = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+mode = "sequential" if jobs == 1 else f"--jobs {jobs}"
+print(f"{mode:<12} {l:12.3f} {h:12.3f} {runs / l:14.0f} {runs / h:14.0f} {l / h:8.3f}")
+PY
+done
+
+echo "peak RSS of flakehunt (--jobs 2)"
+rss() {
+  n=$((n + 1))
+  "$TIME" -f '%M' -o "$tmp/rss" "$FLAKEHUNT" sweep --profiles default --runs "$1" --jobs 2 --record "$tmp/run-$n" -- true >/dev/null 2>&1
+  rm -rf "$tmp/run-$n"
+  cat "$tmp/rss"
+}
+small=$(rss "$SMALL")
+large=$(rss "$LARGE")
+python3 - "$SMALL" "$small" "$LARGE" "$large" <<'PY'
+import sys
+s, sk, l, lk = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+print(f"{s:>9} attempts: {sk} KiB")
+print(f"{l:>9} attempts: {lk} KiB")
+print(f"ratio: {lk / sk:.3f}")
+PY
