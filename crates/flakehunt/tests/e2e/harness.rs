@@ -97,6 +97,12 @@ impl Hunt {
 
     fn argv(&self) -> Vec<OsString> {
         let mut argv = self.args.clone();
+        // A sweep without --profiles runs every built-in profile that applies here; these tests
+        // are about the runner, so they compare the baseline with one-core unless told otherwise.
+        let resuming = argv.iter().any(|a| a == "--resume");
+        if argv.first().is_some_and(|a| a == "sweep") && !resuming && !argv.iter().any(|a| a == "--profiles") {
+            argv.splice(1..1, ["--profiles".into(), "default,one-core".into()]);
+        }
         if self.record {
             argv.push("--record".into());
             argv.push(self.record_dir().into_os_string());
