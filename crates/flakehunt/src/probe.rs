@@ -134,6 +134,7 @@ pub fn probe(profiles: &[Profile]) -> anyhow::Result<Vec<ProbeResult>> {
             cancel: &cancel,
             profiles: &env,
             rooms: &Default::default(),
+            oracle: None,
         };
         let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None };
         let finished = runner.run(&spec, &CellSpec::for_profile(profile.clone()), 0, Slot::default(), &[])?;

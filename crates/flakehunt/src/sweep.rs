@@ -17,7 +17,7 @@ pub fn run(args: &SweepArgs, config: &Config) -> anyhow::Result<i32> {
             crate::probe::refuse_inert(&profiles, target)?;
         }
         let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
-        Ok(NewHunt { cells, extra: serde_json::Value::Null })
+        Ok(NewHunt { cells, extra: serde_json::Value::Null, oracle: None })
     })
 }
 

@@ -6,6 +6,7 @@ pub mod signature;
 pub mod stats;
 pub mod summary;
 pub mod tally;
+pub mod test_failure;
 
 pub use summary::{CellSummary, SignatureSummary, Summary};
 pub use tally::Tally;
@@ -15,9 +16,21 @@ use crate::record::{Kind, Record, RecordError};
 /// Summarises a record from its files alone: the one path by which the live run, `report` and
 /// `merge` compute their numbers, so they cannot disagree.
 pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
+    // `--oracle majority` needs two passes: count the outputs, then judge each attempt.
+    let majority = record.manifest.oracle.as_ref().is_some_and(|o| o.majority);
+    let mut outputs = crate::oracle::majority::Outputs::default();
+    if majority {
+        for attempt in record.attempts()? {
+            outputs.add(&attempt?);
+        }
+    }
     let mut tally = Tally::default();
     for attempt in record.attempts()? {
-        tally.add(&attempt?);
+        let mut attempt = attempt?;
+        if majority {
+            outputs.judge(&mut attempt);
+        }
+        tally.add(&attempt);
     }
     let cells = record.cells()?;
     let summary = match record.manifest.kind {
@@ -35,5 +48,9 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         }
         Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,
     };
+    let mut summary = summary;
+    if majority {
+        summary.outputs = outputs.summary();
+    }
     Ok(summary)
 }

@@ -45,6 +45,10 @@ pub struct Summary {
     pub signatures: Vec<SignatureSummary>,
     /// Sentences a reader should see (what zero failures rule out, load warnings...).
     pub notes: Vec<String>,
+    /// `--oracle majority`: the distinct stdouts of the attempts that exited 0, most common
+    /// first, the majority marked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::oracle::majority::OutputSummary>,
     /// Matrix: the dimensions of the grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dimensions: Option<Vec<crate::plan::matrix::Dimension>>,
@@ -182,6 +186,7 @@ impl Summary {
             cells: out_cells,
             signatures,
             notes,
+            outputs: Vec::new(),
             dimensions: None,
             attribution: None,
             details: serde_json::Value::Null,
