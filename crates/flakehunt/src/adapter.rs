@@ -138,6 +138,9 @@ fn go_test(values: &[String]) -> anyhow::Result<(Target, serde_json::Value)> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let (build, argv) = go_commands(&pkg, run.as_deref(), &dir);
     let status = Command::new(&build[0]).args(&build[1..]).stdout(Stdio::inherit()).status();
+    if !status.as_ref().is_ok_and(|s| s.success()) {
+        let _ = std::fs::remove_dir(&dir);
+    }
     match status {
         Ok(s) if s.success() => {}
         Ok(s) => return Err(exit::usage(format!("`{}` failed ({s}): fix the build first", build.join(" ")))),

@@ -30,7 +30,8 @@ pub fn select(names: &[String], config: &Config, target: &Target) -> anyhow::Res
         let env = ProfileEnv::new("select", 0, target.looks_like_python());
         let defaults = Profile::builtins()
             .into_iter()
-            .filter(|p| p.name != "one-core-native")
+            // Opt-in: plain pinning hides multi-threading, and jitter only acts on native code.
+            .filter(|p| p.name != "one-core-native" && p.name != "jitter")
             .filter(|p| !p.is_python_only() || target.looks_like_python())
             .filter(|p| p.unapplicable(&env).is_none())
             .collect();

@@ -92,6 +92,9 @@ pub struct Effect {
     /// The switch interval a Python child reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch_interval: Option<f64>,
+    /// Delays the jitter library injected (processes that exited normally).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_delays: Option<u64>,
     /// Environment variables the profile set (runtime hints and its own `env`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hints: BTreeMap<String, String>,

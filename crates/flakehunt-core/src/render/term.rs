@@ -183,6 +183,9 @@ pub fn effect_text(c: &CellSummary) -> String {
     if let Some(s) = e.get("switch_interval").and_then(serde_json::Value::as_f64) {
         parts.push(format!("switch {s:e}s"));
     }
+    if let Some(n) = e.get("jitter_delays").and_then(serde_json::Value::as_u64) {
+        parts.push(format!("{n} delays"));
+    }
     if e.get("hints").is_some() && parts.is_empty() {
         parts.push("hints set".into());
     }
