@@ -51,6 +51,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     let mut summary = summary;
     if majority {
         summary.outputs = outputs.summary();
+        summary.notes.extend(outputs.notes());
     }
     Ok(summary)
 }

@@ -73,11 +73,29 @@ impl Outputs {
 
     /// The most common output's hash; a tie goes to the output seen first (lowest attempt id),
     /// so the choice does not depend on the order shards were merged in.
+    /// When every attempt printed its own output there is no majority to judge by (volatile
+    /// parts not masked, most likely): none then.
     pub fn majority(&self) -> Option<&str> {
-        self.by_hash
-            .values()
-            .max_by(|a, b| a.count.cmp(&b.count).then(b.first_attempt.cmp(&a.first_attempt)))
-            .map(|o| o.hash.as_str())
+        let top =
+            self.by_hash.values().max_by(|a, b| a.count.cmp(&b.count).then(b.first_attempt.cmp(&a.first_attempt)))?;
+        (top.count > 1 || self.by_hash.len() == 1).then_some(top.hash.as_str())
+    }
+
+    /// Sentences for the summary when the majority is weak or missing.
+    pub fn notes(&self) -> Vec<String> {
+        let total: u64 = self.by_hash.values().map(|o| o.count).sum::<u64>() + self.other;
+        let top = self.by_hash.values().map(|o| o.count).max().unwrap_or(0);
+        if total > 1 && self.majority().is_none() {
+            return vec![format!(
+                "--oracle majority: each of the {total} attempts that exited 0 printed a different stdout, so no attempt was judged: mask the volatile parts (pids, times, addresses) with --ignore REGEX"
+            )];
+        }
+        if total > 0 && top * 2 <= total {
+            return vec![format!(
+                "--oracle majority: the most common stdout was printed by only {top} of {total} attempts: a weak majority; check the distinct outputs, or mask volatile parts with --ignore REGEX"
+            )];
+        }
+        Vec::new()
     }
 
     /// Marks an attempt whose output is not the majority's as `wrong-output` (second pass).
@@ -154,10 +172,25 @@ mod tests {
     }
 
     #[test]
+    fn all_distinct_outputs_judge_nothing_and_say_why() {
+        let mut outputs = Outputs::default();
+        outputs.add(&attempt(0, Outcome::Pass, "x"));
+        outputs.add(&attempt(1, Outcome::Pass, "y"));
+        assert_eq!(outputs.majority(), None);
+        let mut a = attempt(1, Outcome::Pass, "y");
+        outputs.judge(&mut a);
+        assert_eq!(a.outcome, Outcome::Pass);
+        assert!(outputs.notes()[0].contains("--ignore"));
+    }
+
+    #[test]
     fn a_tie_goes_to_the_first_output() {
         let mut outputs = Outputs::default();
         outputs.add(&attempt(5, Outcome::Pass, "late"));
         outputs.add(&attempt(2, Outcome::Pass, "early"));
+        outputs.add(&attempt(7, Outcome::Pass, "late"));
+        outputs.add(&attempt(3, Outcome::Pass, "early"));
         assert_eq!(outputs.majority(), Some("early"));
+        assert!(outputs.notes()[0].contains("weak majority"));
     }
 }
