@@ -145,12 +145,63 @@ pub struct HuntArgs {
     /// Print less while running.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Fail an attempt whose stdout or stderr matches REGEX, whatever its exit status (repeatable).
+    #[arg(long, value_name = "REGEX", help_heading = "Oracles")]
+    pub fail_if: Vec<String>,
+    /// Count a failing attempt whose stdout or stderr matches REGEX as a pass (repeatable).
+    #[arg(long, value_name = "REGEX", help_heading = "Oracles")]
+    pub pass_if: Vec<String>,
+    /// An attempt that exits 0 must print exactly FILE's content on stdout (after --ignore), else it is wrong-output.
+    #[arg(long, value_name = "FILE", help_heading = "Oracles")]
+    pub expect_stdout: Option<PathBuf>,
+    /// Mask what matches REGEX in each stdout line before outputs are compared (pids, times; repeatable).
+    #[arg(long, value_name = "REGEX", help_heading = "Oracles")]
+    pub ignore: Vec<String>,
+    /// Judge attempts by their exit status only, or also by agreement with the most common stdout.
+    #[arg(long, value_enum, default_value_t = OracleKind::Exit, value_name = "KIND", help_heading = "Oracles")]
+    pub oracle: OracleKind,
+    /// Build the cargo test binary once and run test NAME in it directly.
+    #[arg(long, value_name = "NAME", help_heading = "Test runners", conflicts_with_all = ["command", "shell", "go_test", "pytest"])]
+    pub cargo_test: Option<String>,
+    /// With --cargo-test: the package holding the test.
+    #[arg(short = 'p', long, value_name = "PKG", help_heading = "Test runners", requires = "cargo_test")]
+    pub package: Option<String>,
+    /// Build the Go test binary of PKG once (`go test -c`) and run it with `-test.run NAME`.
+    #[arg(long, num_args = 1..=3, allow_hyphen_values = true, value_names = ["PKG", "-run NAME"],
+          help_heading = "Test runners", conflicts_with_all = ["command", "shell", "pytest"])]
+    pub go_test: Vec<String>,
+    /// Run one pytest node id with the plugins that alter re-runs disabled.
+    #[arg(long, value_name = "NODEID", help_heading = "Test runners", conflicts_with_all = ["command", "shell"])]
+    pub pytest: Option<String>,
     /// Run this string through `sh -c` instead of an argv after `--`.
     #[arg(long, value_name = "STRING", conflicts_with = "command")]
     pub shell: Option<String>,
     /// The command under test, run without a shell.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// How attempts are judged besides `--fail-if`, `--pass-if` and `--expect-stdout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OracleKind {
+    /// The exit status.
+    Exit,
+    /// Also: an attempt that exits 0 with another stdout than the most common one is wrong-output.
+    Majority,
+}
+
+impl HuntArgs {
+    /// Whether an oracle or test-runner option is given (they come from the record on --resume).
+    pub fn has_new_target_options(&self) -> bool {
+        !self.fail_if.is_empty()
+            || !self.pass_if.is_empty()
+            || self.expect_stdout.is_some()
+            || !self.ignore.is_empty()
+            || self.oracle != OracleKind::Exit
+            || self.cargo_test.is_some()
+            || !self.go_test.is_empty()
+            || self.pytest.is_some()
+    }
 }
 
 /// `flakehunt sweep`.

@@ -131,7 +131,7 @@ pub fn run(args: &FireArgs) -> anyhow::Result<i32> {
     };
     let seed = hunt::random_seed();
     let created_dir = args.record.as_ref().is_none_or(|d| !d.exists());
-    let hunt = NewHunt { cells, extra: serde_json::to_value(&options)? };
+    let hunt = NewHunt { cells, extra: serde_json::to_value(&options)?, oracle: None };
     let (dir, manifest, mut recorder) =
         hunt::create_record(Kind::Fire, target, settings, hunt, seed, None, args.record.clone())?;
     let sandboxes = dir.join(SANDBOXES);

@@ -12,6 +12,7 @@ use flakehunt_core::analysis::Summary;
 use flakehunt_core::config::Config;
 use flakehunt_core::events::{Event, EventSink, Fanout};
 use flakehunt_core::exec::{Cancel, Limits, ProcessTree, Watchdog};
+use flakehunt_core::oracle::{Oracle, OracleSpec};
 use flakehunt_core::plan::{self, CellSpec, Rng, Settings, Target};
 use flakehunt_core::profile::ProfileEnv;
 use flakehunt_core::record::{Kind, Manifest, Record, Recorder, FORMAT_VERSION, SUMMARY_FILE};
@@ -27,6 +28,36 @@ pub struct NewHunt {
     pub cells: Vec<CellSpec>,
     /// Hunt-specific manifest data.
     pub extra: serde_json::Value,
+    /// Oracles beyond the exit code.
+    pub oracle: Option<OracleSpec>,
+}
+
+/// The oracles the options ask for, checked; none when only the exit status judges.
+pub fn oracle_of(args: &HuntArgs) -> anyhow::Result<Option<OracleSpec>> {
+    let majority = args.oracle == crate::cli::OracleKind::Majority;
+    if !args.ignore.is_empty() && args.expect_stdout.is_none() && !majority {
+        return Err(exit::usage("--ignore masks stdout for --expect-stdout or --oracle majority: give one of them"));
+    }
+    let spec = OracleSpec::new(
+        args.fail_if.clone(),
+        args.pass_if.clone(),
+        args.expect_stdout.as_deref(),
+        args.ignore.clone(),
+        majority,
+    )
+    .map_err(|e| exit::usage(error_chain(&e)))?;
+    Ok((!spec.is_empty()).then_some(spec))
+}
+
+/// An error and its causes on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    text
 }
 
 /// The target from `--shell` or the argv after `--`, checked to exist.
@@ -110,6 +141,11 @@ pub fn run(
         return crate::slurm::run(args, shards, kind, cell_header, new);
     }
     let (dir, manifest, mut recorder) = match &args.resume {
+        Some(_) if args.has_new_target_options() => {
+            return Err(exit::usage(
+                "--resume continues the recorded hunt with its own target and oracles: drop the oracle and test-runner options",
+            ))
+        }
         Some(dir) => {
             let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
             if record.manifest.kind != kind {
@@ -124,9 +160,20 @@ pub fn run(
             (dir.clone(), record.manifest, recorder)
         }
         None => {
-            let target = target_of(args, kind)?;
             let settings = settings_of(args)?;
-            let hunt = new(&target)?;
+            let oracle = oracle_of(args)?;
+            let (target, adapter) = match crate::adapter::target(args)? {
+                Some((target, adapter)) => (target, Some(adapter)),
+                None => (target_of(args, kind)?, None),
+            };
+            let mut hunt = new(&target)?;
+            hunt.oracle = oracle;
+            if let Some(adapter) = adapter {
+                if !hunt.extra.is_object() {
+                    hunt.extra = serde_json::Value::Object(serde_json::Map::new());
+                }
+                hunt.extra["adapter"] = adapter;
+            }
             let seed = args.seed.unwrap_or_else(random_seed);
             create_record(kind, target, settings, hunt, seed, args.shard, args.record.clone())?
         }
@@ -186,6 +233,7 @@ pub fn create_record(
         host: flakehunt_core::host::hostname(),
         started_at: rfc3339(now),
         shard,
+        oracle: hunt.oracle,
         extra: hunt.extra,
     };
     let dir = record.unwrap_or_else(|| PathBuf::from(".flakehunt/runs").join(format!("{}-{stamp}", kind.name())));
@@ -206,6 +254,8 @@ pub struct Session {
     pub profiles: ProfileEnv,
     /// Matrix clean rooms by cell name.
     pub rooms: std::collections::BTreeMap<String, flakehunt_core::runner::Room>,
+    /// The hunt's oracles beyond the exit code.
+    pub oracle: Option<Oracle>,
     _kept_rooms: Vec<flakehunt_core::cleanroom::CleanRoom>,
 }
 
@@ -223,7 +273,8 @@ impl Session {
         crate::signals::install(&cancel)?;
         let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
         let (rooms, kept) = crate::matrix::clean_rooms(manifest, quiet)?;
-        Ok(Self { tree, watchdog, cancel, profiles, rooms, _kept_rooms: kept })
+        let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
+        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, _kept_rooms: kept })
     }
 
     /// The attempt runner of `manifest`'s target and limits.
@@ -233,6 +284,7 @@ impl Session {
             timeout: Duration::from_secs_f64(p.timeout_seconds),
             grace: Duration::from_secs_f64(p.grace_seconds),
             capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
+            stdout_mask: self.oracle.as_ref().and_then(Oracle::mask),
             ..Limits::default()
         };
         AttemptRunner {
@@ -247,6 +299,7 @@ impl Session {
             cancel: &self.cancel,
             profiles: &self.profiles,
             rooms: &self.rooms,
+            oracle: self.oracle.as_ref(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The `flakehunt` command: parse arguments, dispatch to a subcommand, map errors to exit codes.
 
+mod adapter;
 mod cli;
 mod dispatch;
 mod display;

@@ -55,6 +55,7 @@ pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<i32> {
         Ok(NewHunt {
             cells,
             extra: serde_json::json!({ "dimensions": dimensions, "confirm": args.confirm, "clean_room": clean_room }),
+            oracle: None,
         })
     })
 }

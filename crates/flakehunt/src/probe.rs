@@ -134,6 +134,7 @@ pub fn probe(profiles: &[Profile]) -> anyhow::Result<Vec<ProbeResult>> {
             cancel: &cancel,
             profiles: &env,
             rooms: &Default::default(),
+            oracle: None,
         };
         let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None };
         let finished = runner.run(&spec, &CellSpec::for_profile(profile.clone()), 0, Slot::default(), &[])?;
@@ -185,6 +186,12 @@ fn measured_inert(profile: &Profile, e: &flakehunt_core::record::Effect, r: Opti
     }
     if k.python_switch_interval.is_some() && e.switch_interval.is_none() {
         return Some("python3 did not report its switch interval".into());
+    }
+    if k.jitter.is_some() && e.jitter_delays == Some(0) {
+        return Some(
+            "the jitter library loaded, but the spinning workload makes too few intercepted calls to be delayed (C/C++ programs that lock make many)"
+                .into(),
+        );
     }
     None
 }
@@ -300,6 +307,6 @@ pub fn list(config: &Config) -> anyhow::Result<i32> {
     for line in table.to_string().lines() {
         println!("{}", line.trim_end());
     }
-    println!("Also: cpu-starved=PCT for another quota. Default sweep: every built-in that applies here except one-core-native (tight-gil only for Python targets).");
+    println!("Also: cpu-starved=PCT for another quota. Default sweep: every built-in that applies here except one-core-native and jitter (tight-gil only for Python targets).");
     Ok(exit::OK)
 }

@@ -17,7 +17,7 @@ pub fn run(args: &SweepArgs, config: &Config) -> anyhow::Result<i32> {
             crate::probe::refuse_inert(&profiles, target)?;
         }
         let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
-        Ok(NewHunt { cells, extra: serde_json::Value::Null })
+        Ok(NewHunt { cells, extra: serde_json::Value::Null, oracle: None })
     })
 }
 
@@ -30,7 +30,8 @@ pub fn select(names: &[String], config: &Config, target: &Target) -> anyhow::Res
         let env = ProfileEnv::new("select", 0, target.looks_like_python());
         let defaults = Profile::builtins()
             .into_iter()
-            .filter(|p| p.name != "one-core-native")
+            // Opt-in: plain pinning hides multi-threading, and jitter only acts on native code.
+            .filter(|p| p.name != "one-core-native" && p.name != "jitter")
             .filter(|p| !p.is_python_only() || target.looks_like_python())
             .filter(|p| p.unapplicable(&env).is_none())
             .collect();

@@ -6,6 +6,7 @@ pub mod signature;
 pub mod stats;
 pub mod summary;
 pub mod tally;
+pub mod test_failure;
 
 pub use summary::{CellSummary, SignatureSummary, Summary};
 pub use tally::Tally;
@@ -16,13 +17,24 @@ use crate::record::{Kind, Record, RecordError};
 /// Summarises a record from its files alone: the one path by which the live run, `report` and
 /// `merge` compute their numbers, so they cannot disagree.
 pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
+    // `--oracle majority` needs two passes: count the outputs, then judge each attempt.
+    let majority = record.manifest.oracle.as_ref().is_some_and(|o| o.majority);
+    let mut outputs = crate::oracle::majority::Outputs::default();
+    if majority {
+        for attempt in record.attempts()? {
+            outputs.add(&attempt?);
+        }
+    }
     let mut tally = Tally::default();
     // The plan replayed over the record says whether it has work left: a cell stopped by
     // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
     let mut plan = crate::plan::from_manifest(&record.manifest);
     for attempt in record.attempts()? {
-        let attempt = attempt?;
+        let mut attempt = attempt?;
         plan.observe(&attempt);
+        if majority {
+            outputs.judge(&mut attempt);
+        }
         tally.add(&attempt);
     }
     let cells = record.cells()?;
@@ -44,6 +56,10 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     // Fire decides completeness itself (its ladder stops at the first rejection).
     if record.manifest.kind != Kind::Fire {
         summary.complete |= plan.next() == Next::Done;
+    }
+    if majority {
+        summary.outputs = outputs.summary();
+        summary.notes.extend(outputs.notes());
     }
     Ok(summary)
 }

@@ -9,15 +9,45 @@ use crate::record::Outcome;
 
 /// The signature of a failing attempt, e.g. `exit 1: AssertionError: total <n> != <n>`.
 pub fn of(outcome: Outcome, exit_code: Option<i32>, signal: Option<i32>, stderr_tail: &str) -> String {
-    let head = match (outcome, exit_code, signal) {
+    let head = head(outcome, exit_code, signal);
+    match telling_line(stderr_tail) {
+        Some(line) => format!("{head}: {}", normalise(line)),
+        None => head,
+    }
+}
+
+/// The signature from both streams: a test runner's report of the failing test and its
+/// assertion when there is one (`exit 101: ledger::transfer: assertion failed: ok`), else
+/// [`of`] on stderr.
+pub fn of_streams(
+    outcome: Outcome,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    stdout_tail: &str,
+    stderr_tail: &str,
+) -> String {
+    match super::test_failure::of(stdout_tail, stderr_tail) {
+        Some(named) => format!("{}: {}", head(outcome, exit_code, signal), normalise(&named)),
+        None => of(outcome, exit_code, signal, stderr_tail),
+    }
+}
+
+/// The signature of an attempt an oracle failed: `wrong-output: stdout differs from out.txt`,
+/// `exit 0: fail-if matched: WARNING: DATA RACE`.
+pub fn of_oracle(outcome: Outcome, exit_code: Option<i32>, reason: &str) -> String {
+    let head = match outcome {
+        Outcome::WrongOutput => "wrong-output".to_owned(),
+        _ => head(outcome, exit_code, None),
+    };
+    format!("{head}: {}", normalise(reason))
+}
+
+fn head(outcome: Outcome, exit_code: Option<i32>, signal: Option<i32>) -> String {
+    match (outcome, exit_code, signal) {
         (Outcome::Timeout, _, _) => "timeout".to_owned(),
         (_, _, Some(sig)) => format!("signal {}", signal_name(sig)),
         (_, Some(code), _) => format!("exit {code}"),
         _ => outcome.name().to_owned(),
-    };
-    match telling_line(stderr_tail) {
-        Some(line) => format!("{head}: {}", normalise(line)),
-        None => head,
     }
 }
 

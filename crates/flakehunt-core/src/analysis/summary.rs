@@ -45,6 +45,10 @@ pub struct Summary {
     pub signatures: Vec<SignatureSummary>,
     /// Sentences a reader should see (what zero failures rule out, load warnings...).
     pub notes: Vec<String>,
+    /// `--oracle majority`: the distinct stdouts of the attempts that exited 0, most common
+    /// first, the majority marked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::oracle::majority::OutputSummary>,
     /// Matrix: the dimensions of the grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dimensions: Option<Vec<crate::plan::matrix::Dimension>>,
@@ -182,6 +186,7 @@ impl Summary {
             cells: out_cells,
             signatures,
             notes,
+            outputs: Vec::new(),
             dimensions: None,
             attribution: None,
             details: serde_json::Value::Null,
@@ -305,6 +310,9 @@ fn inert_reason(spec: &CellSpec, t: &CellTally, python: bool) -> Option<String> 
     {
         return Some("neither SCHED_IDLE nor nice 19 applied".into());
     }
+    if k.jitter.is_some() && e.jitter_n > 0 && e.jitter_delays == 0 {
+        return Some("the jitter library loaded but injected no delay: the program made no intercepted call (stdio and Rust's std locks go through libc internals or futexes)".into());
+    }
     if k.python_switch_interval.is_some() && python && e.switch_reported == 0 {
         return Some("no Python process reported its switch interval".into());
     }
@@ -351,6 +359,9 @@ fn effect_json(t: &CellTally) -> serde_json::Value {
         m.insert("switch_interval".into(), s.into());
         m.insert("switch_reported".into(), e.switch_reported.into());
     }
+    if e.jitter_n > 0 {
+        m.insert("jitter_delays".into(), e.jitter_delays.into());
+    }
     if !e.hints.is_empty() {
         m.insert("hints".into(), serde_json::to_value(&e.hints).unwrap_or_default());
     }
@@ -378,6 +389,9 @@ fn meaning(spec: &CellSpec, direction: &str) -> Option<String> {
         }
         ("pause", "amplifies") => {
             "fails when a process stalls at the wrong moment: lock ordering, deadlock or a lease/heartbeat assumption"
+        }
+        ("jitter", "amplifies") => {
+            "small delays at synchronisation points bring it out: an ordering bug or an unprotected window between lock operations"
         }
         ("tight-gil", "amplifies") => {
             "a thread-switch race in Python code: an unlocked read-modify-write or check-then-act"

@@ -99,6 +99,12 @@ pub struct EffectTally {
     pub switch_reported: u64,
     /// Largest switch interval reported.
     pub switch_interval_max: Option<f64>,
+    /// Attempts with a jitter report.
+    #[serde(default)]
+    pub jitter_n: u64,
+    /// Delays the jitter library injected in all.
+    #[serde(default)]
+    pub jitter_delays: u64,
     /// Hints set (the last attempt's; they do not vary within a cell).
     pub hints: BTreeMap<String, String>,
     /// Reasons attempts gave for being inert, with counts.
@@ -226,6 +232,10 @@ impl EffectTally {
         if let Some(s) = e.switch_interval {
             self.switch_reported += 1;
             self.switch_interval_max = Some(self.switch_interval_max.map_or(s, |m: f64| m.max(s)));
+        }
+        if let Some(d) = e.jitter_delays {
+            self.jitter_n += 1;
+            self.jitter_delays += d;
         }
         if !e.hints.is_empty() {
             self.hints.clone_from(&e.hints);

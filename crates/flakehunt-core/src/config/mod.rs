@@ -151,6 +151,9 @@ pub fn describe(k: &Knobs) -> String {
     if let Some(s) = k.python_switch_interval {
         parts.push(format!("python switch interval {s}"));
     }
+    if let Some(r) = k.jitter {
+        parts.push(format!("jitter on {:.0} % of synchronisation and I/O calls", r * 100.0));
+    }
     if parts.is_empty() {
         "no changes".into()
     } else {

@@ -1,7 +1,13 @@
 //! Captured output of one stream of an attempt: a capped head for the logs, the true tail for
-//! the record, and the byte count. Main type: [`Capture`].
+//! the record, the byte count, and a hash of the whole stream. Main type: [`Capture`].
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::oracle::Mask;
+
+/// Longest partial line held back for masking; a longer line is masked in pieces.
+const MAX_LINE: usize = 1 << 20;
 
 /// One captured stream. The head keeps the first `cap` bytes (what `logs/` gets); the tail keeps
 /// the last `tail_len` bytes of the whole stream, even past the cap, because the end of stderr is
@@ -13,12 +19,48 @@ pub struct Capture {
     tail: VecDeque<u8>,
     tail_len: usize,
     total: u64,
+    hash: Option<Hashing>,
+}
+
+/// The hash of the whole stream, kept while capturing so that it covers bytes past the cap.
+#[derive(Debug)]
+struct Hashing {
+    hasher: blake3::Hasher,
+    /// Masks volatile parts line by line before hashing (`--ignore`); the partial last line
+    /// waits in `line` for its end.
+    mask: Option<Arc<Mask>>,
+    line: Vec<u8>,
 }
 
 impl Capture {
     /// A capture that keeps at most `cap` bytes of head and `tail_len` bytes of tail.
     pub fn new(cap: usize, tail_len: usize) -> Self {
-        Self { head: Vec::new(), cap, tail: VecDeque::with_capacity(tail_len.min(4096)), tail_len, total: 0 }
+        Self {
+            head: Vec::new(),
+            cap,
+            tail: VecDeque::with_capacity(tail_len.min(4096)),
+            tail_len,
+            total: 0,
+            hash: None,
+        }
+    }
+
+    /// A capture that also hashes the whole stream, masked line by line by `mask` if given.
+    pub fn hashing(cap: usize, tail_len: usize, mask: Option<Arc<Mask>>) -> Self {
+        let mut c = Self::new(cap, tail_len);
+        c.hash = Some(Hashing { hasher: blake3::Hasher::new(), mask, line: Vec::new() });
+        c
+    }
+
+    /// The hash of the whole (masked) stream: the first 16 hex digits of its BLAKE3, or `None`
+    /// when this capture does not hash.
+    pub fn hash(&self) -> Option<String> {
+        let h = self.hash.as_ref()?;
+        let mut hasher = h.hasher.clone();
+        if let Some(mask) = &h.mask {
+            hasher.update(&mask.apply(&h.line));
+        }
+        Some(hasher.finalize().to_hex()[..16].to_owned())
     }
 
     /// Appends a chunk read from the stream.
@@ -30,6 +72,9 @@ impl Capture {
         let overflow = (self.tail.len() + keep.len()).saturating_sub(self.tail_len);
         self.tail.drain(..overflow);
         self.tail.extend(keep);
+        if let Some(h) = &mut self.hash {
+            h.push(chunk);
+        }
     }
 
     /// Every byte the stream produced, kept or not.
@@ -63,6 +108,24 @@ impl Capture {
     }
 }
 
+impl Hashing {
+    fn push(&mut self, chunk: &[u8]) {
+        let Some(mask) = &self.mask else {
+            self.hasher.update(chunk);
+            return;
+        };
+        self.line.extend_from_slice(chunk);
+        let complete = match self.line.iter().rposition(|&b| b == b'\n') {
+            Some(i) => i + 1,
+            None if self.line.len() > MAX_LINE => self.line.len(),
+            None => return,
+        };
+        let rest = self.line.split_off(complete);
+        let done = std::mem::replace(&mut self.line, rest);
+        self.hasher.update(&mask.apply(&done));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +139,23 @@ mod tests {
         assert_eq!(c.tail_text(), "fgh");
         assert_eq!(c.total(), 8);
         assert_eq!(c.dropped(), 4);
+    }
+
+    #[test]
+    fn hash_covers_bytes_past_the_cap_and_masks_across_chunks() {
+        let mut a = Capture::hashing(2, 2, None);
+        a.push(b"abcdef");
+        let mut b = Capture::hashing(2, 2, None);
+        b.push(b"abcdeX");
+        assert_ne!(a.hash(), b.hash());
+        assert_eq!(Capture::new(2, 2).hash(), None);
+        let mask = Some(Arc::new(Mask::new(&[r"pid=\d+".to_owned()]).unwrap()));
+        let mut a = Capture::hashing(4, 4, mask.clone());
+        a.push(b"pid=12");
+        a.push(b"3 ok\nend");
+        let mut b = Capture::hashing(4, 4, mask);
+        b.push(b"pid=9 ok\nend");
+        assert_eq!(a.hash(), b.hash());
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct Limits {
     pub capture_cap: usize,
     /// Bytes of each stream's end kept in the record.
     pub tail_len: usize,
+    /// Masks applied line by line to stdout before it is hashed (`--ignore`).
+    pub stdout_mask: Option<std::sync::Arc<crate::oracle::Mask>>,
 }
 
 impl Default for Limits {
@@ -37,6 +39,7 @@ impl Default for Limits {
             leak_timeout: Duration::from_millis(100),
             capture_cap: 1 << 20,
             tail_len: 4096,
+            stdout_mask: None,
         }
     }
 }
@@ -127,7 +130,9 @@ impl<'t> Running<'t> {
 
     /// Waits for the attempt to end, enforcing `limits` and honouring `cancel`.
     pub fn wait(mut self, limits: &Limits, cancel: &Cancel) -> Execution {
-        let mut out = Capture::new(limits.capture_cap, limits.tail_len);
+        // Hashing stdout is cheap next to starting a process, and lets the analysis compare
+        // outputs (`--oracle majority`) over whole streams, not just what the cap kept.
+        let mut out = Capture::hashing(limits.capture_cap, limits.tail_len, limits.stdout_mask.clone());
         let mut err = Capture::new(limits.capture_cap, limits.tail_len);
         let mut buf = vec![0u8; 64 * 1024];
         let pgid = self.child.id();

@@ -246,6 +246,8 @@ mod tests {
             stderr_tail: String::new(),
             stdout_bytes: 0,
             stderr_bytes: 0,
+            stdout_hash: None,
+            oracle: None,
             leaked: vec![],
             effect: Effect::default(),
             signature: None,

@@ -42,6 +42,10 @@ pub struct Knobs {
     /// Python: `sys.setswitchinterval` value in seconds, through a generated `sitecustomize`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python_switch_interval: Option<f64>,
+    /// Native code: preload the jitter library, delaying this share of intercepted calls
+    /// (mutexes, condition variables, yield, read/write, nanosleep) by a yield or 1-20 us.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<f64>,
 }
 
 /// Scheduling policies a profile can ask for.
@@ -115,6 +119,13 @@ impl Knobs {
         if let Some(s) = self.python_switch_interval {
             if !(s > 0.0 && s <= 1.0) {
                 return Err(format!("python-switch-interval = {s}: give seconds above 0, e.g. 1e-6"));
+            }
+        }
+        if let Some(r) = self.jitter {
+            if !(r > 0.0 && r <= 1.0) {
+                return Err(format!(
+                    "jitter = {r}: give the share of calls to delay, above 0 and at most 1, e.g. 0.05"
+                ));
             }
         }
         for name in self.rlimits.keys() {

@@ -6,12 +6,14 @@
 
 pub mod cgroup;
 mod gil;
+mod jitter;
 mod knobs;
 mod noise;
 mod quota;
 mod stopper;
 
 pub use gil::GilHook;
+pub use jitter::{JitterLib, JitterReport};
 pub use knobs::{Knobs, Pause, Policy};
 pub use noise::Noise;
 pub use quota::{QuotaBackend, QuotaGroup};
@@ -36,6 +38,9 @@ pub struct Profile {
     /// The mechanisms it composes.
     pub knobs: Knobs,
 }
+
+/// Share of intercepted calls the built-in `jitter` profile delays.
+pub const JITTER_RATE: f64 = 0.05;
 
 /// Default CPU share of `cpu-starved`, in percent of one CPU.
 pub const STARVED_PERCENT: f64 = 15.0;
@@ -81,6 +86,11 @@ impl Profile {
                 "tight-gil",
                 "Python: sys.setswitchinterval(1e-6) through a generated sitecustomize, no test edits",
                 Knobs { python_switch_interval: Some(1e-6), ..Knobs::default() },
+            ),
+            p(
+                "jitter",
+                "native code: a preloaded library yields or sleeps 1-20 us around 5 % of mutex, condvar, yield, read/write and nanosleep calls (seeded); inert for static binaries",
+                Knobs { jitter: Some(JITTER_RATE), ..Knobs::default() },
             ),
         ]
     }
@@ -131,6 +141,9 @@ impl Profile {
         }
         if k.python_switch_interval.is_some() && env.gil().is_none() {
             return Some("cannot create the sitecustomize directory".into());
+        }
+        if k.jitter.is_some() && env.jitter().is_none() {
+            return Some("cannot build the jitter library (is a C compiler installed as `cc`?)".into());
         }
         None
     }
@@ -215,6 +228,21 @@ impl Profile {
                 prepared.python = env.python_target;
             }
         }
+        if let (Some(rate), Some(lib)) = (k.jitter, env.jitter()) {
+            let existing = launch
+                .env
+                .iter()
+                .rev()
+                .find(|(n, _)| n == "LD_PRELOAD")
+                .map(|(_, v)| v.as_ref().map(|v| v.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| std::env::var("LD_PRELOAD").ok());
+            let seed = crate::plan::Rng::stream(env.seed ^ 0x6a17, attempt).next_u64();
+            launch.env.push(("LD_PRELOAD".into(), Some(lib.ld_preload(existing.as_deref()).into())));
+            launch.env.push(("FLAKEHUNT_JITTER_RATE".into(), Some(rate.to_string().into())));
+            launch.env.push(("FLAKEHUNT_JITTER_SEED".into(), Some(seed.to_string().into())));
+            launch.env.push(("FLAKEHUNT_JITTER_REPORT".into(), Some(lib.report_path(attempt).into_os_string())));
+            prepared.jitter = true;
+        }
         prepared
     }
 }
@@ -232,6 +260,7 @@ pub struct ProfileEnv {
     pub python_target: bool,
     quota: OnceLock<QuotaBackend>,
     gil: OnceLock<Option<GilHook>>,
+    jitter: OnceLock<Option<JitterLib>>,
 }
 
 impl ProfileEnv {
@@ -244,12 +273,18 @@ impl ProfileEnv {
             python_target,
             quota: OnceLock::new(),
             gil: OnceLock::new(),
+            jitter: OnceLock::new(),
         }
     }
 
     /// The quota backend, detected on first use.
     pub fn quota(&self) -> &QuotaBackend {
         self.quota.get_or_init(QuotaBackend::detect)
+    }
+
+    /// The jitter library, compiled on first use.
+    pub fn jitter(&self) -> Option<&JitterLib> {
+        self.jitter.get_or_init(|| JitterLib::create().ok()).as_ref()
     }
 
     /// The Python hook, created on first use.
@@ -275,6 +310,7 @@ pub struct Prepared {
     pause: Option<Schedule>,
     gil: bool,
     python: bool,
+    jitter: bool,
 }
 
 impl Prepared {
@@ -306,6 +342,7 @@ impl Prepared {
             noise,
             gil: self.gil,
             python: self.python,
+            jitter: self.jitter,
             attempt: self.attempt,
             started: std::time::Instant::now(),
         }
@@ -329,6 +366,7 @@ pub struct Active {
     noise: Option<Noise>,
     gil: bool,
     python: bool,
+    jitter: bool,
     attempt: u64,
     started: std::time::Instant,
 }
@@ -365,6 +403,18 @@ impl Active {
                 Some(interval) => effect.switch_interval = Some(interval),
                 None if self.python && effect.inert.is_none() => {
                     effect.inert = Some("no Python process reported its switch interval (is PYTHONPATH reset, python run with -S/-I, or not CPython?)".into());
+                }
+                None => {}
+            }
+        }
+        if self.jitter {
+            match env.jitter().and_then(|j| j.take_report(self.attempt)) {
+                Some(report) => effect.jitter_delays = Some(report.delays),
+                None if effect.inert.is_none() => {
+                    effect.inert = Some(
+                        "no process loaded the jitter library: a statically linked program, or one that resets LD_PRELOAD"
+                            .into(),
+                    );
                 }
                 None => {}
             }

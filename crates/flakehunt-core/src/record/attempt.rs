@@ -22,17 +22,27 @@ pub enum Outcome {
     Leak,
     /// Could not be started.
     SpawnError,
+    /// Exited 0, but its output was wrong: it differed from `--expect-stdout` or from the
+    /// majority of attempts (`--oracle majority`).
+    WrongOutput,
 }
 
 impl Outcome {
     /// Every outcome, in display order.
-    pub const ALL: [Outcome; 6] =
-        [Outcome::Pass, Outcome::Fail, Outcome::Crash, Outcome::Timeout, Outcome::Leak, Outcome::SpawnError];
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::WrongOutput,
+        Outcome::Crash,
+        Outcome::Timeout,
+        Outcome::Leak,
+        Outcome::SpawnError,
+    ];
 
-    /// Whether this outcome counts as a failure of the target (fail, crash, timeout). Leaks and
-    /// spawn errors are counted on their own.
+    /// Whether this outcome counts as a failure of the target (fail, wrong output, crash,
+    /// timeout). Leaks and spawn errors are counted on their own.
     pub fn is_failure(self) -> bool {
-        matches!(self, Outcome::Fail | Outcome::Crash | Outcome::Timeout)
+        matches!(self, Outcome::Fail | Outcome::WrongOutput | Outcome::Crash | Outcome::Timeout)
     }
 
     /// The name used in the record and the tables.
@@ -44,6 +54,7 @@ impl Outcome {
             Outcome::Timeout => "timeout",
             Outcome::Leak => "leak",
             Outcome::SpawnError => "spawn-error",
+            Outcome::WrongOutput => "wrong-output",
         }
     }
 }
@@ -81,6 +92,9 @@ pub struct Effect {
     /// The switch interval a Python child reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch_interval: Option<f64>,
+    /// Delays the jitter library injected (processes that exited normally).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_delays: Option<u64>,
     /// Environment variables the profile set (runtime hints and its own `env`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hints: BTreeMap<String, String>,
@@ -128,6 +142,13 @@ pub struct Attempt {
     /// Bytes written to stderr in all.
     #[serde(default)]
     pub stderr_bytes: u64,
+    /// Hash of the whole stdout (past the capture cap), after `--ignore` masking: what
+    /// `--oracle majority` compares in the analysis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout_hash: Option<String>,
+    /// What an oracle beyond the exit code decided, e.g. `fail-if matched: WARNING: DATA RACE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<String>,
     /// Processes it left behind.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leaked: Vec<LeakedProcess>,

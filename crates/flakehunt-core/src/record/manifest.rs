@@ -57,6 +57,9 @@ pub struct Manifest {
     /// Which part of the plan this record holds, when sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// Oracles beyond the exit code, when any is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<crate::oracle::OracleSpec>,
     /// Hunt-specific parameters (matrix dimensions, fire ladder...).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub extra: serde_json::Value,

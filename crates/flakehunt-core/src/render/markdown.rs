@@ -51,6 +51,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         let _ = writeln!(out, "- :warning: **{}**: {} attempt(s) left processes behind", md_cell(&c.name), c.leaking);
     }
     signatures(&mut out, summary);
+    outputs(&mut out, summary);
     if !summary.notes.is_empty() {
         out.push_str("\n<details><summary>Notes</summary>\n\n");
         for n in &summary.notes {
@@ -177,6 +178,19 @@ fn fire(out: &mut String, f: &FireView) {
         );
     }
     out.push('\n');
+}
+
+/// The distinct outputs of `--oracle majority`.
+fn outputs(out: &mut String, summary: &Summary) {
+    if summary.outputs.is_empty() {
+        return;
+    }
+    out.push_str("\n### Distinct outputs\n\n| count | output | first attempt | stdout (end) |\n|--:|---|--:|---|\n");
+    for o in summary.outputs.iter().take(SIGNATURES_SHOWN) {
+        let last = o.example.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let tag = if o.majority { "majority" } else { "wrong-output" };
+        let _ = writeln!(out, "| {} | {tag} | {} | {} |", o.count, o.first_attempt, md_code(last));
+    }
 }
 
 fn signatures(out: &mut String, summary: &Summary) {

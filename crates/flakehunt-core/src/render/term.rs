@@ -76,6 +76,17 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
             let _ = writeln!(out, "  ... and {} more", summary.signatures.len() - 5);
         }
     }
+    if !summary.outputs.is_empty() {
+        let _ = writeln!(out, "distinct outputs (--oracle majority):");
+        for o in summary.outputs.iter().take(5) {
+            let last = o.example.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            let tag = if o.majority { "majority" } else { "wrong-output" };
+            let _ = writeln!(out, "  {:>5}x  {tag:<12}  first attempt {}  ...{last}", o.count, o.first_attempt);
+        }
+        if summary.outputs.len() > 5 {
+            let _ = writeln!(out, "  ... and {} more", summary.outputs.len() - 5);
+        }
+    }
     for c in summary.cells.iter().filter(|c| c.meaning.is_some()) {
         let _ = writeln!(
             out,
@@ -171,6 +182,9 @@ pub fn effect_text(c: &CellSummary) -> String {
     }
     if let Some(s) = e.get("switch_interval").and_then(serde_json::Value::as_f64) {
         parts.push(format!("switch {s:e}s"));
+    }
+    if let Some(n) = e.get("jitter_delays").and_then(serde_json::Value::as_u64) {
+        parts.push(format!("{n} delays"));
     }
     if e.get("hints").is_some() && parts.is_empty() {
         parts.push("hints set".into());

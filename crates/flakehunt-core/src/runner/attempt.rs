@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use crate::analysis::signature;
 use crate::exec::{Cancel, Execution, Launch, Limit, Limits, ProcessTree, Resource, Running, Status, Watchdog};
+use crate::oracle::Oracle;
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
 use crate::profile::{Profile, ProfileEnv};
 use crate::record::{Attempt, Effect, Outcome};
@@ -37,6 +38,8 @@ pub struct AttemptRunner<'a> {
     pub profiles: &'a ProfileEnv,
     /// Per-cell working directory and scrubbed environment (matrix clean rooms), by cell name.
     pub rooms: &'a std::collections::BTreeMap<String, Room>,
+    /// Oracles beyond the exit code; none keeps the attempt path free of regex work.
+    pub oracle: Option<&'a Oracle>,
 }
 
 /// Where a cell's attempts run when it has a room of its own.
@@ -155,7 +158,7 @@ impl AttemptRunner<'_> {
             Status::Exited(c) => (Some(c), None),
             Status::Signaled(s) => (None, Some(s)),
         };
-        let outcome = if ex.timed_out.is_some() {
+        let mut outcome = if ex.timed_out.is_some() {
             Outcome::Timeout
         } else if signal.is_some() {
             Outcome::Crash
@@ -166,9 +169,19 @@ impl AttemptRunner<'_> {
         } else {
             Outcome::Pass
         };
+        let mut oracle = None;
+        let mut keep_distinct = false;
+        if let Some(o) = self.oracle {
+            let judged = o.judge(outcome, &ex);
+            (outcome, oracle, keep_distinct) = (judged.outcome, judged.reason, judged.keep_logs);
+        }
         let stderr_tail = ex.stderr.tail_text();
-        let signature = outcome.is_failure().then(|| signature::of(outcome, exit_code, signal, &stderr_tail));
-        let keep_logs = outcome != Outcome::Pass;
+        let stdout_tail = ex.stdout.tail_text();
+        let signature = outcome.is_failure().then(|| match &oracle {
+            Some(reason) => signature::of_oracle(outcome, exit_code, reason),
+            None => signature::of_streams(outcome, exit_code, signal, &stdout_tail, &stderr_tail),
+        });
+        let keep_logs = outcome != Outcome::Pass || keep_distinct;
         let attempt = Attempt {
             id: spec.id,
             cell: cell.name.clone(),
@@ -179,10 +192,12 @@ impl AttemptRunner<'_> {
             exit_code,
             signal,
             termination: ex.timed_out,
-            stdout_tail: ex.stdout.tail_text(),
+            stdout_hash: ex.stdout.hash(),
+            stdout_tail,
             stderr_tail,
             stdout_bytes: ex.stdout.total(),
             stderr_bytes: ex.stderr.total(),
+            oracle,
             leaked: ex.leaked,
             effect,
             signature,
@@ -213,6 +228,8 @@ impl AttemptRunner<'_> {
             stderr_tail: String::new(),
             stdout_bytes: 0,
             stderr_bytes: 0,
+            stdout_hash: None,
+            oracle: None,
             leaked: Vec::new(),
             effect: Effect::default(),
             signature: None,

@@ -39,6 +39,7 @@ impl Fixture {
             host: "build-host".into(),
             started_at: "2024-05-01T12:00:00.000Z".into(),
             shard: None,
+            oracle: None,
             extra: serde_json::Value::Null,
         };
         Self {
@@ -76,7 +77,7 @@ impl Fixture {
         let id = self.attempts.len() as u64;
         let iteration = self.attempts.iter().filter(|a| a.cell == cell).count() as u64 + 1;
         let (exit_code, signal) = match outcome {
-            Outcome::Pass | Outcome::Leak => (Some(0), None),
+            Outcome::Pass | Outcome::Leak | Outcome::WrongOutput => (Some(0), None),
             Outcome::Fail => (Some(1), None),
             Outcome::Crash => (None, Some(11)),
             Outcome::Timeout => (None, Some(15)),
@@ -97,6 +98,8 @@ impl Fixture {
             stderr_tail: stderr.into(),
             stdout_bytes: 24,
             stderr_bytes: stderr.len() as u64,
+            stdout_hash: None,
+            oracle: None,
             leaked: if outcome == Outcome::Leak {
                 vec![LeakedProcess { pid: 4242, command: "sleep".into() }]
             } else {

@@ -1,0 +1,81 @@
+//! Reading a test runner's report of a failing test from its output: the test's name and its
+//! assertion, for signatures (libtest, pytest, `go test`). Main function: [`of`].
+
+/// `NAME: assertion` for the first failing test a test runner reported in `stdout` or `stderr`,
+/// or none when neither looks like a test runner's failure report.
+pub fn of(stdout: &str, stderr: &str) -> Option<String> {
+    [stdout, stderr].into_iter().find_map(|text| libtest(text).or_else(|| pytest(text)).or_else(|| go_test(text)))
+}
+
+/// libtest: `---- NAME stdout ----`, then `thread 'NAME' panicked at FILE:L:C:` followed by the
+/// message (Rust 1.73 and later), or `panicked at 'MESSAGE', FILE:L:C` (earlier).
+fn libtest(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (start, name) = lines.iter().enumerate().find_map(|(i, l)| {
+        let name = l.trim().strip_prefix("---- ")?.strip_suffix(" stdout ----")?;
+        Some((i, name))
+    })?;
+    let rest = &lines[start + 1..];
+    let panic = rest.iter().position(|l| l.contains("panicked at"));
+    let message = match panic {
+        Some(p) => {
+            let line = rest[p];
+            let after = &line[line.find("panicked at").map_or(0, |i| i + "panicked at".len())..].trim();
+            if let Some(quoted) = after.strip_prefix('\'') {
+                quoted.rsplit_once("', ").map_or(quoted, |(m, _)| m).to_owned()
+            } else {
+                rest[p + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty()).unwrap_or(after).to_owned()
+            }
+        }
+        None => rest.iter().map(|l| l.trim()).find(|l| !l.is_empty() && !l.starts_with("----"))?.to_owned(),
+    };
+    Some(format!("{name}: {message}"))
+}
+
+/// pytest: the short summary's `FAILED NODE - MESSAGE`, else the first `E   ` line.
+fn pytest(text: &str) -> Option<String> {
+    if let Some(line) = text.lines().find_map(|l| l.trim().strip_prefix("FAILED ")) {
+        return Some(line.replacen(" - ", ": ", 1));
+    }
+    let e = text.lines().find_map(|l| l.strip_prefix("E   "))?;
+    Some(e.trim().to_owned())
+}
+
+/// `go test`: `--- FAIL: NAME (0.00s)` and the first indented line after it.
+fn go_test(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let i = lines.iter().position(|l| l.trim_start().starts_with("--- FAIL: "))?;
+    let name = lines[i].trim_start()["--- FAIL: ".len()..].split(" (").next().unwrap_or("").trim();
+    let message = lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty() && !l.starts_with("FAIL"));
+    Some(match message {
+        Some(m) => format!("{name}: {m}"),
+        None => name.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libtest_new_and_old_panic_formats() {
+        let new = "running 1 test\ntest flaky ... FAILED\n\nfailures:\n\n---- flaky stdout ----\n\nthread 'flaky' panicked at src/lib.rs:7:5:\nassertion `left != right` failed: iteration 4\n  left: 0\n right: 0\nnote: run with `RUST_BACKTRACE=1`\n\nfailures:\n    flaky\n";
+        assert_eq!(of(new, "").as_deref(), Some("flaky: assertion `left != right` failed: iteration 4"));
+        let old = "---- tests::t stdout ----\nthread 'tests::t' panicked at 'assertion failed: ok', src/lib.rs:3:5\n";
+        assert_eq!(of(old, "").as_deref(), Some("tests::t: assertion failed: ok"));
+    }
+
+    #[test]
+    fn pytest_summary_line_then_e_line() {
+        let out = "F\n=== FAILURES ===\n    def test_x():\n>       assert n % 3 != 0\nE       assert (3 % 3) != 0\n\nt.py:5: AssertionError\n=== short test summary info ===\nFAILED t.py::test_x - assert (3 % 3) != 0\n1 failed in 0.01s\n";
+        assert_eq!(of(out, "").as_deref(), Some("t.py::test_x: assert (3 % 3) != 0"));
+        assert_eq!(of("E       assert 1 == 2\n", "").as_deref(), Some("assert 1 == 2"));
+    }
+
+    #[test]
+    fn go_test_and_plain_output() {
+        let out = "--- FAIL: TestLedger (0.00s)\n    ledger_test.go:12: total 3 != 4\nFAIL\n";
+        assert_eq!(of(out, "").as_deref(), Some("TestLedger: ledger_test.go:12: total 3 != 4"));
+        assert_eq!(of("hello\n", "error: boom\n"), None);
+    }
+}
