@@ -23,7 +23,11 @@ fn the_summary_has_every_contract_field() {
             assert!(cell.get(field).is_some(), "cell lacks {field}: {cell:#}");
         }
         let outcomes: BTreeSet<&str> = cell["outcomes"].as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(outcomes, BTreeSet::from(["pass", "fail", "crash", "timeout", "leak", "spawn-error"]));
+        // The contract's outcomes; later outcomes (wrong-output) may be added beside them.
+        assert!(
+            BTreeSet::from(["pass", "fail", "crash", "timeout", "leak", "spawn-error"]).is_subset(&outcomes),
+            "{outcomes:?}"
+        );
         let ci = cell["ci95"].as_array().unwrap();
         assert_eq!(ci.len(), 2);
         assert!(ci[0].as_f64().unwrap() <= cell["rate"].as_f64().unwrap());
