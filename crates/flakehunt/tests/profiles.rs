@@ -243,3 +243,26 @@ fn unknown_profile_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile 'bogus'"));
 }
+
+#[test]
+fn one_core_keeps_a_multi_threaded_runtime_racing_while_native_pinning_hides_it() {
+    if std::thread::available_parallelism().unwrap().get() < 2 {
+        return;
+    }
+    let fixture = fixtures().join("threads-race.py");
+    let (code, summary, _) = sweep_env(
+        &["--profiles", "default,one-core,one-core-native", "--runs", "20"],
+        &["python3", fixture.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 1);
+    // Pinned, but told the unpinned count: still two workers, still racing.
+    assert_eq!(cell(&summary, "one-core")["failures"], 10);
+    assert_eq!(cell(&summary, "default")["failures"], 10);
+    // Plain pinning shrinks the pool to one worker: the race disappears, and the summary says why.
+    let native = cell(&summary, "one-core-native");
+    assert_eq!(native["failures"], 0);
+    assert_eq!(native["sensitive"], true);
+    assert_eq!(native["direction"], "suppresses");
+    assert!(native["meaning"].as_str().unwrap().contains("two CPUs truly in parallel"), "{native}");
+}
