@@ -93,10 +93,13 @@ pub fn serve(input: impl Read, run_id: &str) {
     }
     // Never kill the group of the watchdog itself or of flakehunt (its parent, until it dies),
     // which is the user's shell job: a process of the hunt may have joined it.
-    let protected = [Some(rustix::process::getpgrp()), rustix::process::getpgid(rustix::process::getppid()).ok()]
+    // libc rather than rustix here: when flakehunt is already gone the parent may be a process
+    // whose group id is 0 (init outside our namespace), which rustix treats as impossible.
+    // SAFETY: getppid and getpgid have no memory preconditions.
+    let parent_group = unsafe { libc::getpgid(libc::getppid()) };
+    let protected = [rustix::process::getpgrp().as_raw_nonzero().get(), parent_group]
         .into_iter()
-        .flatten()
-        .map(|p| p.as_raw_nonzero().get())
+        .filter(|&g| g > 0)
         .collect::<Vec<i32>>();
     let mut groups: Vec<u32> = Vec::new();
     let mut cgroups: Vec<PathBuf> = Vec::new();
