@@ -101,11 +101,22 @@ impl ProcessTree {
                     if stat.state == 'Z' {
                         // Dead already: reap it whoever it belonged to; nobody else will.
                         reap(pid);
-                    } else if stat.pgrp == pgid as i32
-                        || environ_has(pid, marker)
-                        || (alone && stat.start_ticks >= started)
-                    {
+                    } else if stat.pgrp == pgid as i32 {
                         ours.push(pid);
+                    } else {
+                        // The start-time rule is only for processes that cleared their
+                        // environment: one that still names an attempt belongs to that attempt,
+                        // which may be sweeping right now (another attempt's orphan must never be
+                        // taken for ours).
+                        // It must also lead a group of its own (it escaped with setsid): a
+                        // process still in another attempt's group may only look unmarked because
+                        // it is in the middle of an exec, when its environment reads empty.
+                        match environ_marker(pid) {
+                            Some(found) if found == marker => ours.push(pid),
+                            Some(_) => {}
+                            None if alone && stat.pgrp == pid && stat.start_ticks >= started => ours.push(pid),
+                            None => {}
+                        }
                     }
                 }
             }
@@ -262,6 +273,14 @@ impl ProcStat {
 }
 
 /// Whether `/proc/PID/environ` holds the exact `NAME=VALUE` entry `marker`.
+/// The `FLAKEHUNT_ATTEMPT=...` entry of a process's environment, if it has one.
+fn environ_marker(p: i32) -> Option<String> {
+    let env = fs::read(format!("/proc/{p}/environ")).ok()?;
+    env.split(|&b| b == 0)
+        .find(|e| e.starts_with(b"FLAKEHUNT_ATTEMPT="))
+        .map(|e| String::from_utf8_lossy(e).into_owned())
+}
+
 pub(crate) fn environ_has(p: i32, marker: &str) -> bool {
     fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == marker.as_bytes()))
 }

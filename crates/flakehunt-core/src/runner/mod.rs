@@ -61,6 +61,9 @@ impl Runner<'_> {
     /// Runs `plan` to its end (or the budget's, or an interruption), sending events to `sink`.
     pub fn run(&self, plan: &mut dyn Plan, sink: &mut dyn EventSink) -> Result<RunEnd, RunError> {
         let jobs = self.jobs.max(1);
+        if jobs == 1 {
+            return self.run_inline(plan, sink);
+        }
         let started = Instant::now();
         let (job_tx, job_rx) = mpsc::channel::<(AttemptSpec, CellSpec)>();
         let job_rx = Mutex::new(job_rx);
@@ -167,5 +170,52 @@ impl Runner<'_> {
             return Err(RunError::Spawn { program: self.attempts.target.program().to_owned(), source });
         }
         Ok(end)
+    }
+
+    /// One attempt at a time, on this thread: no hand-off to a worker and back, which costs two
+    /// thread wake-ups per attempt and shows next to a test as short as `true`.
+    fn run_inline(&self, plan: &mut dyn Plan, sink: &mut dyn EventSink) -> Result<RunEnd, RunError> {
+        let started = Instant::now();
+        let cancel = self.attempts.cancel;
+        let mut end = RunEnd::default();
+        loop {
+            if cancel.is_stopping() {
+                end.interrupted = true;
+                sink.event(&Event::Interrupted)?;
+                return Ok(end);
+            }
+            if self.budget.is_some_and(|b| started.elapsed() >= b) {
+                end.budget_spent = true;
+                sink.event(&Event::BudgetSpent)?;
+                return Ok(end);
+            }
+            let spec = match plan.next() {
+                Next::Run(spec) => spec,
+                // Nothing is in flight here, so a plan that waits has nothing left to wait for.
+                Next::Wait | Next::Done => return Ok(end),
+            };
+            let cell = plan.cells()[spec.cell].clone();
+            let finished = match self.attempts.run(&spec, &cell, 0, Slot::default(), &[]) {
+                Ok(f) => f,
+                Err(source) => {
+                    return Err(RunError::Spawn { program: self.attempts.target.program().to_owned(), source })
+                }
+            };
+            if finished.cancelled {
+                end.interrupted = true;
+                continue;
+            }
+            let cells_before = plan.cells().len();
+            plan.observe(&finished.attempt);
+            for cell in &plan.cells()[cells_before..] {
+                sink.event(&Event::CellAdded(cell))?;
+            }
+            sink.event(&Event::AttemptFinished {
+                attempt: &finished.attempt,
+                stdout: &finished.stdout,
+                stderr: &finished.stderr,
+            })?;
+            end.recorded += 1;
+        }
     }
 }
