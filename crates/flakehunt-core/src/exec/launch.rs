@@ -38,6 +38,19 @@ pub struct Limit {
     pub hard: Option<u64>,
 }
 
+impl Limit {
+    /// `soft` for `resource`, keeping this process's hard limit unless the soft limit needs more,
+    /// which only a privileged user may grant (an unprivileged attempt then fails to start; the
+    /// matrix validates limits before running). `None` is unlimited.
+    pub fn with_soft(resource: Resource, soft: Option<u64>) -> Self {
+        let hard = match (resource.current().1, soft) {
+            (None, _) | (_, None) => None,
+            (Some(h), Some(s)) => Some(h.max(s)),
+        };
+        Self { resource, soft, hard }
+    }
+}
+
 /// Resource limits flakehunt knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

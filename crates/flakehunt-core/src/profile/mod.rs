@@ -176,8 +176,7 @@ impl Profile {
         }
         for (name, value) in &k.rlimits {
             if let Some(resource) = crate::exec::Resource::from_name(name) {
-                let hard = resource.current().1.map(|h| h.max(*value));
-                launch.setup.rlimits.push(Limit { resource, soft: Some(*value), hard });
+                launch.setup.rlimits.push(Limit::with_soft(resource, Some(*value)));
             }
         }
         if let Some(nice) = k.nice {

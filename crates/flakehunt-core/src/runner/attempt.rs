@@ -120,14 +120,20 @@ impl AttemptRunner<'_> {
                 Setting::Env { name, value } => launch.env.push((name.into(), value.as_ref().map(Into::into))),
                 Setting::Rlimit { name, value } => {
                     if let Some(resource) = Resource::from_name(name) {
-                        let hard = resource.current().1;
-                        launch.setup.rlimits.push(Limit { resource, soft: *value, hard: keep_hard(hard, *value) });
+                        launch.setup.rlimits.push(Limit::with_soft(resource, *value));
                     }
                 }
                 Setting::Placeholder { .. } => {}
             }
         }
-        let profile = cell.profile.clone().unwrap_or_else(Profile::default_profile);
+        let default_profile;
+        let profile = match &cell.profile {
+            Some(p) => p,
+            None => {
+                default_profile = Profile::default_profile();
+                &default_profile
+            }
+        };
         let prepared = profile.prepare(&mut launch, self.profiles, worker, spec.id);
         let cgroups = prepared.cgroups();
 
@@ -241,16 +247,6 @@ impl AttemptRunner<'_> {
             error: Some(e.to_string()),
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false }
-    }
-}
-
-/// The hard limit to set with a new soft limit: unchanged unless the soft limit needs more, which
-/// only a privileged user may grant (an unprivileged attempt then fails to start, and the matrix
-/// validates limits before running).
-fn keep_hard(hard: Option<u64>, soft: Option<u64>) -> Option<u64> {
-    match (hard, soft) {
-        (None, _) | (_, None) => None,
-        (Some(h), Some(s)) => Some(h.max(s)),
     }
 }
 

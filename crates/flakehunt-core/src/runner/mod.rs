@@ -133,16 +133,7 @@ impl Runner<'_> {
                             end.interrupted = true;
                         }
                         Done::Attempt(f) => {
-                            let cells_before = plan.cells().len();
-                            plan.observe(&f.attempt);
-                            for cell in &plan.cells()[cells_before..] {
-                                sink.event(&Event::CellAdded(cell))?;
-                            }
-                            sink.event(&Event::AttemptFinished {
-                                attempt: &f.attempt,
-                                stdout: &f.stdout,
-                                stderr: &f.stderr,
-                            })?;
+                            record(plan, sink, &f)?;
                             end.recorded += 1;
                         }
                         Done::Fatal(e) => {
@@ -205,17 +196,19 @@ impl Runner<'_> {
                 end.interrupted = true;
                 continue;
             }
-            let cells_before = plan.cells().len();
-            plan.observe(&finished.attempt);
-            for cell in &plan.cells()[cells_before..] {
-                sink.event(&Event::CellAdded(cell))?;
-            }
-            sink.event(&Event::AttemptFinished {
-                attempt: &finished.attempt,
-                stdout: &finished.stdout,
-                stderr: &finished.stderr,
-            })?;
+            record(plan, sink, &finished)?;
             end.recorded += 1;
         }
     }
+}
+
+/// Feeds a finished attempt back to the plan, then to the sinks (with any cells the plan added).
+fn record(plan: &mut dyn Plan, sink: &mut dyn EventSink, f: &Finished) -> Result<(), RunError> {
+    let cells_before = plan.cells().len();
+    plan.observe(&f.attempt);
+    for cell in &plan.cells()[cells_before..] {
+        sink.event(&Event::CellAdded(cell))?;
+    }
+    sink.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr })?;
+    Ok(())
 }
