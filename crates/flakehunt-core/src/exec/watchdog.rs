@@ -119,6 +119,9 @@ pub fn serve(input: impl Read, run_id: &str) {
 
 fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
     let marker = format!("FLAKEHUNT_RUN_ID={run_id}");
+    // A process in the middle of an exec reads an empty environment for a moment, so one clean
+    // pass over /proc is not proof: stop after two in a row.
+    let mut clean_rounds = 0;
     for _round in 0..16 {
         let mut found = false;
         for &g in groups {
@@ -143,7 +146,8 @@ fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32])
                 }
             }
         }
-        if !found {
+        clean_rounds = if found { 0 } else { clean_rounds + 1 };
+        if clean_rounds == 2 {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -210,7 +210,13 @@ impl Background {
             path.exists()
         });
         let text = std::fs::read_to_string(&path).expect("the pid file is readable");
-        text.trim().parse().unwrap_or_else(|_| panic!("not a pid: {text:?}"))
+        let pid = text.trim().parse().unwrap_or_else(|_| panic!("not a pid: {text:?}"));
+        // A fixture writes its pid and then execs; while the kernel replaces the program,
+        // /proc/PID/environ reads empty for a moment. Wait for the exec to finish, so what the
+        // caller checks next is the program that hangs, not that moment.
+        let run_id = self.run_id();
+        poll_until(&format!("pid {pid} to run with this hunt's environment"), POLL_LIMIT, || !is_dead(pid, &run_id));
+        pid
     }
 }
 
