@@ -20,6 +20,8 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
+
+use crate::exec::ProcessTree;
 use serde::{Deserialize, Serialize};
 
 /// How long a tool's version command may run before it is killed.
@@ -155,6 +157,12 @@ impl Snapshot {
     /// killed. The whole capture therefore takes a little over 2 s at worst.
     /// See [`default_tools`] for a sensible list.
     pub fn capture(tools: &[String]) -> Snapshot {
+        Self::capture_in(tools, None)
+    }
+
+    /// [`Self::capture`] from within a hunt: the tool commands are registered with `tree`, so
+    /// the orphan sweep of an attempt running meanwhile never takes one for a leak of its own.
+    pub fn capture_in(tools: &[String], tree: Option<&ProcessTree>) -> Snapshot {
         let uname = rustix::system::uname();
         let text = |c: &std::ffi::CStr| non_empty(c.to_string_lossy().trim());
         let kernel = [uname.sysname(), uname.release(), uname.version()]
@@ -192,7 +200,7 @@ impl Snapshot {
                     .unwrap_or_default(),
                 ..read("/proc/mounts").map(|s| cgroup_mounts(&s)).unwrap_or_default()
             },
-            tools: run_tools(tools, TOOL_TIMEOUT),
+            tools: run_tools(tools, TOOL_TIMEOUT, tree),
             env: std::env::vars_os()
                 .map(|(name, value)| {
                     let name = name.to_string_lossy().into_owned();
@@ -445,12 +453,12 @@ struct ToolRun {
 /// a silent hung tool nor one that floods its output can stall the capture,
 /// and no thread is left behind. Each tool runs in its own process group so
 /// that a timeout also kills anything it spawned.
-fn run_tools(tools: &[String], timeout: Duration) -> BTreeMap<String, Option<String>> {
+fn run_tools(tools: &[String], timeout: Duration, tree: Option<&ProcessTree>) -> BTreeMap<String, Option<String>> {
     let deadline = Instant::now() + timeout;
     let mut results: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut running: Vec<(String, ToolRun)> = Vec::new();
     for command in tools {
-        match spawn_tool(command) {
+        match spawn_tool(command, tree) {
             Some(run) => running.push((command.clone(), run)),
             None => {
                 results.insert(command.clone(), None);
@@ -471,6 +479,7 @@ fn run_tools(tools: &[String], timeout: Duration) -> BTreeMap<String, Option<Str
         for (command, mut run) in running {
             if run.status.is_some() {
                 drain(&mut run);
+                release(tree, &run.child);
                 results.insert(command, tool_line(&run));
             } else {
                 still_running.push((command, run));
@@ -483,6 +492,7 @@ fn run_tools(tools: &[String], timeout: Duration) -> BTreeMap<String, Option<Str
         if Instant::now() >= deadline {
             for (command, mut run) in running.drain(..) {
                 kill_tool(&mut run.child);
+                release(tree, &run.child);
                 results.insert(command, None);
             }
             break;
@@ -494,19 +504,22 @@ fn run_tools(tools: &[String], timeout: Duration) -> BTreeMap<String, Option<Str
 
 /// Starts one tool command (split on whitespace, no shell) with
 /// non-blocking output pipes.
-fn spawn_tool(command: &str) -> Option<ToolRun> {
+fn spawn_tool(command: &str, tree: Option<&ProcessTree>) -> Option<ToolRun> {
     use std::os::unix::process::CommandExt;
     let mut words = command.split_whitespace();
     let program = words.next()?;
-    let mut child = Command::new(program)
-        .args(words)
+    let mut cmd = Command::new(program);
+    cmd.args(words)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Own process group, so a timeout can kill the tool's children too.
-        .process_group(0)
-        .spawn()
-        .ok()?;
+        .process_group(0);
+    let mut child = match tree {
+        Some(tree) => tree.spawn_helper(|| cmd.spawn(), Child::id),
+        None => cmd.spawn(),
+    }
+    .ok()?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let nonblocking = stdout.as_ref().is_some_and(|s| rustix::io::ioctl_fionbio(s, true).is_ok())
@@ -514,9 +527,17 @@ fn spawn_tool(command: &str) -> Option<ToolRun> {
     if !nonblocking {
         // Reading would risk blocking past the deadline; give up on it.
         kill_tool(&mut child);
+        release(tree, &child);
         return None;
     }
     Some(ToolRun { child, stdout, stderr, out: Vec::new(), err: Vec::new(), status: None })
+}
+
+/// Unregisters a reaped tool from the hunt's process tree.
+fn release(tree: Option<&ProcessTree>, child: &Child) {
+    if let Some(tree) = tree {
+        tree.release(child.id());
+    }
 }
 
 /// Reads whatever is available on both pipes without blocking; a pipe at

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use flakehunt_core::config::Config;
 use flakehunt_core::fire::{
     reference_cell, FireError, FireOptions, FireRunner, FireSinks, Ladder, DEFAULT_LADDER, SANDBOXES,
 };
 use flakehunt_core::plan::{CellSpec, Settings};
 use flakehunt_core::record::{Kind, Record, SUMMARY_FILE};
-use flakehunt_core::snapshot::Snapshot;
 use flakehunt_core::state::{validate_source, FingerprintError, Normalizer, NormalizerError, SandboxError};
 
 use crate::cli::{parse_bytes, parse_duration};
@@ -75,7 +75,7 @@ pub struct FireArgs {
 }
 
 /// Runs `flakehunt fire`; returns the exit code.
-pub fn run(args: &FireArgs) -> anyhow::Result<i32> {
+pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     // Everything that can be checked without touching the disk comes first.
     let ladder: Ladder = args.ladder.parse().map_err(|e| exit::usage(format!("--ladder: {e}")))?;
     let normalizer =
@@ -154,7 +154,7 @@ pub fn run(args: &FireArgs) -> anyhow::Result<i32> {
         }
         return Err(exit::usage(state_error(&e, &fire)));
     }
-    let snapshot = std::thread::spawn(|| Snapshot::capture(&flakehunt_core::snapshot::default_tools()));
+    let snapshot = session.snapshot(hunt::snapshot_tools(config));
     let mut display = Display::new(args.quiet);
     let result = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut display });
     display.finish();

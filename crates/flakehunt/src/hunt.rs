@@ -17,6 +17,7 @@ use flakehunt_core::plan::{self, CellSpec, Rng, Settings, Target};
 use flakehunt_core::profile::ProfileEnv;
 use flakehunt_core::record::{Kind, Manifest, Record, Recorder, FORMAT_VERSION, SUMMARY_FILE};
 use flakehunt_core::runner::{rfc3339, AttemptRunner, Runner};
+use flakehunt_core::snapshot::Snapshot;
 
 use crate::cli::HuntArgs;
 use crate::display::Display;
@@ -178,15 +179,9 @@ pub fn run(
             create_record(kind, target, settings, hunt, seed, args.shard, args.record.clone())?
         }
     };
-    // The snapshot's tool versions take a moment: capture them while the hunt runs.
-    let tools = if config.snapshot.tools.is_empty() {
-        flakehunt_core::snapshot::default_tools()
-    } else {
-        config.snapshot.tools.clone()
-    };
-    let fresh_snapshot = !dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists();
-    let snapshot = std::thread::spawn(move || flakehunt_core::snapshot::Snapshot::capture(&tools));
-    let outcome = match execute(&manifest, &dir, &mut recorder, args) {
+    // A resumed record keeps the snapshot of the machine it started on.
+    let tools = (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists()).then(|| snapshot_tools(config));
+    let (outcome, snapshot) = match execute(&manifest, &dir, &mut recorder, args, tools) {
         Ok(outcome) => outcome,
         Err(e) => {
             if args.resume.is_none() {
@@ -195,7 +190,7 @@ pub fn run(
             return Err(e);
         }
     };
-    if let (true, Ok(snapshot)) = (fresh_snapshot, snapshot.join()) {
+    if let Some(snapshot) = snapshot {
         recorder.write_document(flakehunt_core::record::SNAPSHOT_FILE, &snapshot)?;
     }
     let record = Record::open(&dir)?;
@@ -244,8 +239,8 @@ pub fn create_record(
 /// What every hunt sets up around its attempts: the process tree (flakehunt as subreaper), the
 /// watchdog that ends attempts if flakehunt dies, and the cancellation Ctrl-C triggers.
 pub struct Session {
-    /// The process tree bookkeeping.
-    pub tree: ProcessTree,
+    /// The process tree bookkeeping, shared with the snapshot's thread.
+    pub tree: Arc<ProcessTree>,
     /// The watchdog, when it could be started.
     pub watchdog: Option<Watchdog>,
     /// Cancellation, wired to the termination signals.
@@ -262,7 +257,7 @@ pub struct Session {
 impl Session {
     /// Sets up the session of the hunt `manifest` describes.
     pub fn start(manifest: &Manifest, quiet: bool) -> anyhow::Result<Self> {
-        let tree = ProcessTree::default();
+        let tree = Arc::new(ProcessTree::default());
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe().context("cannot find flakehunt's own executable for its watchdog")?;
         let watchdog = Watchdog::spawn(&exe, &["__watchdog", &manifest.run_id]).ok();
@@ -303,6 +298,13 @@ impl Session {
         }
     }
 
+    /// Captures the environment snapshot on a thread while the hunt runs; its tool commands
+    /// are registered as flakehunt's own, so no attempt's sweep takes them for leaks.
+    pub fn snapshot(&self, tools: Vec<String>) -> std::thread::JoinHandle<Snapshot> {
+        let tree = Arc::clone(&self.tree);
+        std::thread::spawn(move || Snapshot::capture_in(&tools, Some(&tree)))
+    }
+
     /// Ends whatever is left and lets the watchdog go.
     pub fn finish(&self) {
         self.tree.kill_all_unknown();
@@ -312,14 +314,25 @@ impl Session {
     }
 }
 
+/// The tool version commands a snapshot records: the configuration's list, or the defaults.
+pub fn snapshot_tools(config: &Config) -> Vec<String> {
+    if config.snapshot.tools.is_empty() {
+        flakehunt_core::snapshot::default_tools()
+    } else {
+        config.snapshot.tools.clone()
+    }
+}
+
 /// Runs the plan of `manifest` into `recorder`; `args` gives the options that are not part of
-/// the recorded plan (`--leak-timeout`, `--quiet`).
+/// the recorded plan (`--leak-timeout`, `--quiet`). With `tools`, the environment snapshot is
+/// captured meanwhile and returned.
 fn execute(
     manifest: &Manifest,
     dir: &Path,
     recorder: &mut Recorder,
     args: &HuntArgs,
-) -> anyhow::Result<flakehunt_core::runner::RunEnd> {
+    tools: Option<Vec<String>>,
+) -> anyhow::Result<(flakehunt_core::runner::RunEnd, Option<Snapshot>)> {
     let mut plan = plan::from_manifest(manifest);
     let mut done = 0u64;
     let record = Record::open(dir)?;
@@ -328,6 +341,7 @@ fn execute(
         done += 1;
     }
     let session = Session::start(manifest, args.quiet)?;
+    let snapshot = tools.map(|tools| session.snapshot(tools));
     let mut attempts = session.attempts(manifest);
     attempts.limits.leak_timeout = args.leak_timeout;
     let runner = Runner {
@@ -342,9 +356,11 @@ fn execute(
         runner.run(plan.as_mut(), &mut sinks)
     };
     display.finish();
+    // Joined before the session ends, which kills every process it does not know.
+    let snapshot = snapshot.and_then(|s| s.join().ok());
     session.finish();
     match result {
-        Ok(end) => Ok(end),
+        Ok(end) => Ok((end, snapshot)),
         Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
             Err(exit::usage(spawn_failure(&program, &source)))
         }

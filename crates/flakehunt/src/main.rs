@@ -44,7 +44,7 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
     match &cli.command {
         cli::Command::Sweep(args) => sweep::run(args, &config()?),
         cli::Command::Matrix(args) => matrix::run(args, &config()?),
-        cli::Command::Fire(args) => fire::run(args),
+        cli::Command::Fire(args) => fire::run(args, &config()?),
         cli::Command::Hypo(cmd) => hypo::run(cmd),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Merge(args) => merge::run(args),
@@ -55,12 +55,7 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Probe { profiles, json } => probe::run(profiles, *json, &config()?),
         cli::Command::Profiles => probe::list(&config()?),
         cli::Command::Snapshot => {
-            let config = config()?;
-            let tools = if config.snapshot.tools.is_empty() {
-                flakehunt_core::snapshot::default_tools()
-            } else {
-                config.snapshot.tools.clone()
-            };
+            let tools = hunt::snapshot_tools(&config()?);
             println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
             Ok(exit::OK)
         }

@@ -72,6 +72,22 @@ impl ProcessTree {
         self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(pid as i32);
     }
 
+    /// Runs `spawn` for a helper of flakehunt's own (a tool version command, not an attempt),
+    /// registered before any sweep can see it, so that no attempt takes it for its orphan.
+    /// Call [`Self::release`] once it is reaped.
+    pub fn spawn_helper<T, E>(&self, spawn: impl FnOnce() -> Result<T, E>, pid_of: impl Fn(&T) -> u32) -> Result<T, E> {
+        let _shared = self.spawning.read().unwrap_or_else(|e| e.into_inner());
+        let child = spawn()?;
+        self.register(pid_of(&child));
+        Ok(child)
+    }
+
+    /// Forgets a helper registered with [`Self::spawn_helper`] or [`Self::register`] once it
+    /// is reaped, so a later process with the same pid is not mistaken for it.
+    pub fn release(&self, pid: u32) {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).remove(&(pid as i32));
+    }
+
     /// Finds and kills everything the attempt with process group `pgid` and marker `marker`
     /// (`FLAKEHUNT_ATTEMPT=<value>`) left alive after its main process was reaped; `started` is
     /// when the attempt was spawned, from [`boot_ticks`]. Returns the processes found alive (the

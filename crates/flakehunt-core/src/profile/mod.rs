@@ -227,7 +227,8 @@ impl Profile {
                 prepared.python = env.python_target;
             }
         }
-        if let (Some(rate), Some(lib)) = (k.jitter, env.jitter()) {
+        // Only a profile with jitter may build the library: `env.jitter()` compiles it.
+        if let Some((rate, lib)) = k.jitter.and_then(|rate| Some((rate, env.jitter()?))) {
             let existing = launch
                 .env
                 .iter()

@@ -1,6 +1,6 @@
 //! The outcome of an attempt for each kind of target: pass, fail, crash, leak, and odd output.
 
-use crate::harness::{grandchild_pid, is_dead, processes_running, Hunt};
+use crate::harness::{fixture, grandchild_pid, is_dead, processes_running, Hunt};
 
 #[test]
 fn fails_exactly_on_the_iterations_the_fixture_fails() {
@@ -134,4 +134,21 @@ fn a_grandchild_that_escapes_the_group_and_clears_its_environment_is_a_leak_and_
     }
     // Its environment no longer names the hunt: look for it by command line.
     assert_eq!(processes_running("sleep 1000123"), Vec::<i32>::new());
+}
+
+#[test]
+fn a_snapshot_tool_still_running_when_the_attempts_end_is_waited_for() {
+    // The snapshot's tool commands are flakehunt's own children, alive while attempts end and
+    // are swept, and here still running when the hunt's last attempt ended: they must be
+    // neither killed as leftovers nor lost from the snapshot.
+    let hunt = Hunt::sweep().default_only();
+    let config = hunt.scratch("flakehunt.toml");
+    let tool = fixture("slow-version.sh");
+    std::fs::write(&config, format!("[snapshot]\ntools = [\"{}\"]\n", tool.display())).unwrap();
+    let run = hunt.args(["--config".as_ref(), config.as_os_str()]).args(["--runs", "3"]).command(["true"]).run();
+    run.expect_code(0);
+    assert_eq!(run.outcomes("default"), ["pass=3"]);
+    let snapshot = crate::harness::read_json(&run.dir.join("snapshot.json"));
+    assert_eq!(snapshot["tools"][tool.to_str().unwrap()], "slow-tool 1.0", "{:#}", snapshot["tools"]);
+    run.expect_nothing_left();
 }
