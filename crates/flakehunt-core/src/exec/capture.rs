@@ -38,7 +38,8 @@ impl Capture {
         Self {
             head: Vec::new(),
             cap,
-            tail: VecDeque::with_capacity(tail_len.min(4096)),
+            // Grown on the first output: a quiet attempt allocates nothing.
+            tail: VecDeque::new(),
             tail_len,
             total: 0,
             hash: None,

@@ -134,7 +134,10 @@ impl<'t> Running<'t> {
         // outputs (`--oracle majority`) over whole streams, not just what the cap kept.
         let mut out = Capture::hashing(limits.capture_cap, limits.tail_len, limits.stdout_mask.clone());
         let mut err = Capture::new(limits.capture_cap, limits.tail_len);
-        let mut buf = vec![0u8; 64 * 1024];
+        // One read buffer per thread, reused by its attempts: zeroing 64 KiB per attempt costs
+        // more than the reads of a quiet test.
+        let mut buf = READ_BUFFER.with_borrow_mut(std::mem::take);
+        buf.resize(READ_BUFFER_LEN, 0);
         let pgid = self.child.id();
         let mut deadline = self.started + limits.timeout;
         let mut timed_out = None;
@@ -217,6 +220,7 @@ impl<'t> Running<'t> {
             // Now killed: the pipes reach end-of-file promptly.
             drain(&mut self.stdout, &mut self.stderr, &mut out, &mut err, &mut buf, Duration::from_secs(1));
         }
+        READ_BUFFER.with_borrow_mut(|b| *b = buf);
         Execution {
             started_at: self.started_at,
             seconds,
@@ -229,6 +233,12 @@ impl<'t> Running<'t> {
             cpu_seconds,
         }
     }
+}
+
+const READ_BUFFER_LEN: usize = 64 * 1024;
+
+thread_local! {
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 fn pid(raw: u32) -> Pid {

@@ -13,6 +13,7 @@
 
 use std::collections::HashSet;
 use std::fs;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 
@@ -30,6 +31,10 @@ pub struct ProcessTree {
     spawning: RwLock<()>,
     /// Attempts' main processes spawned and not yet reaped.
     attempts: AtomicUsize,
+    /// `/proc/PID/task/PID/children`, opened once: every attempt's sweep reads it again from
+    /// offset 0, which regenerates it, instead of paying a path lookup, open and close. Locked
+    /// while read, so that two sweeps' reads of a long list do not interleave.
+    children_file: Mutex<Option<fs::File>>,
 }
 
 /// A process left behind by an attempt, as found before it was killed.
@@ -104,7 +109,7 @@ impl ProcessTree {
             let mut ours = Vec::new();
             let candidates: Vec<i32> = {
                 let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-                direct_children().into_iter().filter(|p| !known.contains(p)).collect()
+                self.direct_children().into_iter().filter(|p| !known.contains(p)).collect()
             };
             if !candidates.is_empty() {
                 let _exclusive = self.spawning.write().unwrap_or_else(|e| e.into_inner());
@@ -161,6 +166,30 @@ impl ProcessTree {
         leaked
     }
 
+    /// Children of this process's main thread. Orphans are re-parented to the first live thread
+    /// of the subreaper, its main thread, while attempts are spawned from worker threads and
+    /// listed under those: this one small file holds exactly the candidates (and, with one job,
+    /// the attempt just reaped is no longer in it).
+    fn direct_children(&self) -> Vec<i32> {
+        let mut file = self.children_file.lock().unwrap_or_else(|e| e.into_inner());
+        if file.is_none() {
+            let me = std::process::id();
+            *file = fs::File::open(format!("/proc/{me}/task/{me}/children")).ok();
+        }
+        let Some(file) = file.as_ref() else { return Vec::new() };
+        let mut text = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match file.read_at(&mut chunk, text.len() as u64) {
+                Ok(0) => break,
+                Ok(n) => text.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        parse_pids(&text)
+    }
+
     /// Kills and reaps every descendant not registered as known: the last resort when a hunt
     /// ends, also used after an interrupted run.
     pub fn kill_all_unknown(&self) {
@@ -182,14 +211,6 @@ fn pid(raw: i32) -> Pid {
     Pid::from_raw(raw).expect("pids from the kernel are positive")
 }
 
-/// Children of this process's main thread. Orphans are re-parented to the first live thread of
-/// the subreaper, its main thread, while attempts are spawned from worker threads and listed
-/// under those: this one small file holds exactly the candidates.
-fn direct_children() -> Vec<i32> {
-    let me = std::process::id();
-    read_children(&format!("/proc/{me}/task/{me}/children"))
-}
-
 /// Children of every thread of this process.
 fn all_children() -> Vec<i32> {
     let me = std::process::id();
@@ -203,7 +224,12 @@ fn all_children() -> Vec<i32> {
 }
 
 fn read_children(path: &str) -> Vec<i32> {
-    fs::read_to_string(path).map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect()).unwrap_or_default()
+    fs::read(path).map(|text| parse_pids(&text)).unwrap_or_default()
+}
+
+/// The pids of a `children` file: decimal numbers separated by spaces.
+fn parse_pids(text: &[u8]) -> Vec<i32> {
+    text.split(|b| b.is_ascii_whitespace()).filter_map(|p| std::str::from_utf8(p).ok()?.parse().ok()).collect()
 }
 
 /// Children of one process, of all its threads.
