@@ -20,7 +20,10 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     let mut table = Table::new();
     table.load_preset(NOTHING);
     let baseline = &summary.baseline;
-    table.set_header(vec![
+    // The machine's mean 1-minute load during each cell's attempts, so a difference between
+    // cells can be told from a neighbour's load (absent from records made without it).
+    let load = summary.cells.iter().any(|c| c.mean_load.is_some());
+    let mut header = vec![
         cell_header.to_owned(),
         "attempts".into(),
         "failed".into(),
@@ -31,10 +34,14 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
         } else {
             format!("vs {baseline}")
         },
-        "effect".into(),
-    ]);
+    ];
+    if load {
+        header.push("load".into());
+    }
+    header.push("effect".into());
+    table.set_header(header);
     for c in &summary.cells {
-        table.add_row(vec![
+        let mut row = vec![
             format!(
                 "{}{}",
                 c.name,
@@ -50,13 +57,20 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
             format_rate(c.rate),
             interval(c),
             versus(c, baseline),
-            effect_text(c),
-        ]);
+        ];
+        if load {
+            row.push(c.mean_load.map_or_else(|| "-".to_owned(), |l| format!("{l:.1}")));
+        }
+        row.push(effect_text(c));
+        table.add_row(row);
     }
     for i in 1..=5 {
         if let Some(col) = table.column_mut(i) {
             col.set_cell_alignment(if i <= 2 { CellAlignment::Right } else { CellAlignment::Left });
         }
+    }
+    if let Some(col) = table.column_mut(6).filter(|_| load) {
+        col.set_cell_alignment(CellAlignment::Right);
     }
     for line in table.to_string().lines() {
         let _ = writeln!(out, "{}", line.trim_end());
