@@ -179,6 +179,19 @@ fn majority_oracle_flags_exactly_the_wrong_sums() {
 }
 
 #[test]
+fn until_fails_stops_on_wrong_outputs_once_a_majority_formed() {
+    // Wrong sums at iterations 3, 6, 9, ...: the one at 3 comes before any majority (2 right
+    // sums), those at 6 and 9 differ from a formed majority, so `--until-fails 2` stops at 9.
+    let build = tempfile::tempdir().unwrap();
+    let exe = race_sum(build.path());
+    let run = sweep(&["--runs", "30", "--oracle", "majority", "--until-fails", "2"], &[&exe]);
+    assert_eq!(run.code, 1, "{}", run.summary);
+    assert_eq!(run.attempts.len(), 9);
+    assert_eq!(run.summary["complete"], true);
+    assert_eq!(run.summary["cells"][0]["outcomes"]["wrong-output"], 3);
+}
+
+#[test]
 fn oracle_options_are_checked_before_any_attempt() {
     let out = Command::new(bin()).args(["sweep", "--fail-if", "(", "--", "true"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

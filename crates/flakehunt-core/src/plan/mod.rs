@@ -69,6 +69,7 @@ pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
     Box::new(
         Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
             .until_fails(manifest.plan.until_fails)
+            .majority(manifest.oracle.as_ref().is_some_and(|o| o.majority))
             .shard(manifest.shard),
     )
 }

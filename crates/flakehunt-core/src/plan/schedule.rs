@@ -19,6 +19,9 @@ pub struct Schedule {
     /// more per attempt, and the hunt's memory must not grow with its length.
     done: Vec<u64>,
     failures: Vec<u64>,
+    /// `--oracle majority` with `--until-fails`: the stdouts seen so far, to count a wrong
+    /// output as a failure while the hunt runs (the final judgement is the analysis's).
+    outputs: Option<RunningMajority>,
     round: u64,
     order: Vec<usize>,
     pos: usize,
@@ -36,6 +39,7 @@ impl Schedule {
             shard: None,
             done: Vec::new(),
             failures: vec![0; n],
+            outputs: None,
             round: 0,
             order: Vec::new(),
             pos: 0,
@@ -45,6 +49,13 @@ impl Schedule {
     /// Stops issuing a cell's attempts once it failed `k` times.
     pub fn until_fails(mut self, k: Option<u64>) -> Self {
         self.until_fails = k;
+        self
+    }
+
+    /// Counts an attempt whose stdout differs from the majority formed so far as a failure for
+    /// `--until-fails` (`--oracle majority`).
+    pub fn majority(mut self, on: bool) -> Self {
+        self.outputs = on.then(RunningMajority::default);
         self
     }
 
@@ -117,7 +128,8 @@ impl Plan for Schedule {
     fn observe(&mut self, attempt: &Attempt) {
         if let Some(cell) = self.cells.iter().position(|c| c.name == attempt.cell) {
             self.mark_done(attempt.id);
-            if attempt.outcome.is_failure() {
+            let wrong_output = self.outputs.as_mut().is_some_and(|o| o.is_minority(attempt));
+            if attempt.outcome.is_failure() || wrong_output {
                 self.failures[cell] += 1;
             }
         }
@@ -125,6 +137,35 @@ impl Plan for Schedule {
 
     fn planned(&self) -> u64 {
         Schedule::planned(self)
+    }
+}
+
+/// The stdouts of the attempts that exited 0 so far, counted by hash.
+#[derive(Debug, Default)]
+struct RunningMajority {
+    counts: std::collections::HashMap<String, u64>,
+    total: u64,
+}
+
+impl RunningMajority {
+    /// Distinct outputs remembered; more are counted in the total only.
+    const MAX_OUTPUTS: usize = 256;
+    /// Attempts the leading output needs before others count as wrong.
+    const MIN_MAJORITY: u64 = 3;
+
+    /// Counts `attempt`, and says whether its output differs from a majority already formed:
+    /// the leading output printed by at least three attempts and by more than half of them.
+    fn is_minority(&mut self, attempt: &Attempt) -> bool {
+        let Some(hash) = attempt.stdout_hash.as_ref().filter(|_| crate::oracle::majority::Outputs::eligible(attempt))
+        else {
+            return false;
+        };
+        self.total += 1;
+        if self.counts.len() < Self::MAX_OUTPUTS || self.counts.contains_key(hash) {
+            *self.counts.entry(hash.clone()).or_default() += 1;
+        }
+        let Some((leader, &top)) = self.counts.iter().max_by_key(|(_, &n)| n) else { return false };
+        top >= Self::MIN_MAJORITY && top * 2 > self.total && leader != hash
     }
 }
 
@@ -208,6 +249,32 @@ mod tests {
         let mut whole_sorted = whole.clone();
         whole_sorted.sort_unstable();
         assert_eq!(joined, whole_sorted);
+    }
+
+    #[test]
+    fn until_fails_counts_outputs_unlike_a_formed_majority() {
+        // One cell, stop after 2 failures; every attempt exits 0, stdout differs in some.
+        let mut plan = Schedule::new(cells(1), 20, 3).until_fails(Some(2)).majority(true);
+        let outputs = ["a", "b", "a", "a", "b", "a", "b", "b"];
+        let mut stopped_after = None;
+        for (i, out) in outputs.iter().enumerate() {
+            let Next::Run(spec) = plan.next() else {
+                stopped_after = Some(i);
+                break;
+            };
+            let attempt = serde_json::json!({
+                "id": spec.id, "cell": "c0", "iteration": spec.iteration, "started_at": "", "seconds": 0.0,
+                "outcome": "pass", "exit_code": 0, "signal": null, "stdout_tail": "", "stderr_tail": "",
+                "stdout_hash": out,
+            });
+            plan.observe(&serde_json::from_value(attempt).unwrap());
+        }
+        // The first "b" comes before any majority; "a" leads with 3 of 4 when the second "b"
+        // counts (1), and the third "b" is the second failure: no attempt after it.
+        assert_eq!(stopped_after, Some(7));
+        // Without the oracle nothing failed, so nothing stops.
+        let mut plain = Schedule::new(cells(1), 20, 3).until_fails(Some(2));
+        assert_eq!(drain(&mut plain).len(), 20);
     }
 
     #[test]
