@@ -7,10 +7,11 @@ use std::time::Duration;
 use clap::Args;
 use flakehunt_core::config::Config;
 use flakehunt_core::fire::{
-    reference_cell, FireError, FireOptions, FireRunner, FireSinks, Ladder, DEFAULT_LADDER, SANDBOXES,
+    prepare_resume, reference_cell, FireError, FireOptions, FireRunner, FireSinks, Ladder, Resumed, DEFAULT_LADDER,
+    SANDBOXES,
 };
 use flakehunt_core::plan::{CellSpec, Settings};
-use flakehunt_core::record::{Kind, Record, SUMMARY_FILE};
+use flakehunt_core::record::{Kind, Manifest, Record, Recorder, SUMMARY_FILE};
 use flakehunt_core::state::{validate_source, FingerprintError, Normalizer, NormalizerError, SandboxError};
 
 use crate::cli::{parse_bytes, parse_duration};
@@ -66,6 +67,13 @@ pub struct FireArgs {
     /// Print less while running.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Continue the fire hunt recorded in DIR, killed or interrupted: finished levels are kept, the level that was
+    /// cut short runs again from a fresh sandbox (with its reference). Takes its options from the record.
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "state", "ladder", "all_levels", "checks", "ignore", "ignore_column", "trace_tokens", "keep", "timeout",
+        "grace", "capture", "record", "shell", "command",
+    ])]
+    pub resume: Option<PathBuf>,
     /// Run this string through `sh -c` instead of an argv after `--`.
     #[arg(long, value_name = "STRING", conflicts_with = "command")]
     pub shell: Option<String>,
@@ -76,10 +84,74 @@ pub struct FireArgs {
 
 /// Runs `flakehunt fire`; returns the exit code.
 pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
+    let fresh = match &args.resume {
+        Some(dir) => resume_record(dir)?,
+        None => new_record(args)?,
+    };
+    let Fresh { dir, manifest, mut recorder, options, created_dir, resumed } = fresh;
+    let normalizer =
+        Normalizer::new(&options.ignore, &options.ignore_columns).map_err(|e| exit::usage(normalizer_error(&e)))?;
+    let sandboxes = dir.join(SANDBOXES);
+    std::fs::create_dir_all(&sandboxes)
+        .map_err(|e| exit::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
+
+    let session = Session::start(&manifest, args.quiet)?;
+    let fire = FireRunner {
+        attempts: session.attempts(&manifest),
+        options,
+        normalizer,
+        sandboxes,
+        token_salt: (manifest.seed >> 32) as u32,
+    };
+    if let Err(e) = fire.check_state() {
+        session.finish();
+        // Nothing ran: leave no record behind for a refused state.
+        if created_dir {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        return Err(exit::usage(state_error(&e, &fire)));
+    }
+    // A resumed record keeps the snapshot of the machine it started on.
+    let snapshot = (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists())
+        .then(|| session.snapshot(hunt::snapshot_tools(config)));
+    let mut display = Display::new(args.quiet);
+    let result = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut display }, resumed.as_ref());
+    display.finish();
+    let snapshot = snapshot.and_then(|s| s.join().ok());
+    session.finish();
+    let end = match result {
+        Ok(end) => end,
+        Err(FireError::Spawn { program, source }) => {
+            return Err(exit::usage(format!("cannot start '{program}': {source}")))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(snapshot) = snapshot {
+        recorder.write_document(flakehunt_core::record::SNAPSHOT_FILE, &snapshot)?;
+    }
+    let summary = flakehunt_core::analysis::summarize(&Record::open(&dir)?)?;
+    recorder.write_document(SUMMARY_FILE, &summary)?;
+    crate::report::append_step_summary(&summary, &dir);
+    hunt::print_summary(&summary, &dir, args.json, "level")?;
+    Ok(if end.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
+}
+
+/// A record ready for the ladder: a new one, or a resumed one with what it keeps.
+struct Fresh {
+    dir: PathBuf,
+    manifest: Manifest,
+    recorder: Recorder,
+    options: FireOptions,
+    /// Whether this invocation created the directory (a refused state then removes it).
+    created_dir: bool,
+    resumed: Option<Resumed>,
+}
+
+/// Checks the options of a new fire hunt and creates its record.
+fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
     // Everything that can be checked without touching the disk comes first.
     let ladder: Ladder = args.ladder.parse().map_err(|e| exit::usage(format!("--ladder: {e}")))?;
-    let normalizer =
-        Normalizer::new(&args.ignore, &args.ignore_column).map_err(|e| exit::usage(normalizer_error(&e)))?;
+    Normalizer::new(&args.ignore, &args.ignore_column).map_err(|e| exit::usage(normalizer_error(&e)))?;
     if args.timeout.is_zero() {
         return Err(exit::usage("--timeout must be longer than 0s"));
     }
@@ -132,48 +204,40 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     let seed = hunt::random_seed();
     let created_dir = args.record.as_ref().is_none_or(|d| !d.exists());
     let hunt = NewHunt { cells, extra: serde_json::to_value(&options)?, oracle: None };
-    let (dir, manifest, mut recorder) =
+    let (dir, manifest, recorder) =
         hunt::create_record(Kind::Fire, target, settings, hunt, seed, None, args.record.clone())?;
-    let sandboxes = dir.join(SANDBOXES);
-    std::fs::create_dir_all(&sandboxes)
-        .map_err(|e| exit::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
+    Ok(Fresh { dir, manifest, recorder, options, created_dir, resumed: None })
+}
 
-    let session = Session::start(&manifest, args.quiet)?;
-    let fire = FireRunner {
-        attempts: session.attempts(&manifest),
+/// Opens the fire record in `dir` to continue it: levels that finished are kept, what was cut
+/// short runs again from a fresh sandbox.
+fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
+    let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
+    if record.manifest.kind != Kind::Fire {
+        return Err(exit::usage(format!(
+            "{} holds a {} record: resume it with `flakehunt {}`",
+            dir.display(),
+            record.manifest.kind.name(),
+            record.manifest.kind.name()
+        )));
+    }
+    let options = FireOptions::from_extra(&record.manifest.extra)
+        .ok_or_else(|| exit::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
+    if let Some(state) = &options.state {
+        validate_source(state).map_err(|e| {
+            exit::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))
+        })?;
+    }
+    let resumed = prepare_resume(dir, &options)?;
+    let recorder = Recorder::resume(dir)?;
+    Ok(Fresh {
+        dir: dir.to_owned(),
+        manifest: record.manifest,
+        recorder,
         options,
-        normalizer,
-        sandboxes,
-        token_salt: (seed >> 32) as u32,
-    };
-    if let Err(e) = fire.check_state() {
-        session.finish();
-        // Nothing ran: leave no record behind for a refused state.
-        if created_dir {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        return Err(exit::usage(state_error(&e, &fire)));
-    }
-    let snapshot = session.snapshot(hunt::snapshot_tools(config));
-    let mut display = Display::new(args.quiet);
-    let result = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut display });
-    display.finish();
-    session.finish();
-    let end = match result {
-        Ok(end) => end,
-        Err(FireError::Spawn { program, source }) => {
-            return Err(exit::usage(format!("cannot start '{program}': {source}")))
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if let Ok(snapshot) = snapshot.join() {
-        recorder.write_document(flakehunt_core::record::SNAPSHOT_FILE, &snapshot)?;
-    }
-    let summary = flakehunt_core::analysis::summarize(&Record::open(&dir)?)?;
-    recorder.write_document(SUMMARY_FILE, &summary)?;
-    crate::report::append_step_summary(&summary, &dir);
-    hunt::print_summary(&summary, &dir, args.json, "level")?;
-    Ok(if end.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
+        created_dir: false,
+        resumed: Some(resumed),
+    })
 }
 
 /// Whether `path` (which may not exist yet) would lie inside `dir`.

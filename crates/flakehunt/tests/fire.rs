@@ -367,3 +367,98 @@ fn ctrl_c_stops_the_ladder_and_leaves_no_process() {
     }
     assert!(!tmp.path().join("record/sandboxes").exists(), "sandboxes are removed on interruption");
 }
+
+/// Whether process `pid` is gone (or a zombie, which runs nothing).
+fn is_gone(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("X");
+    stat.is_empty() || state == "Z" || state == "X"
+}
+
+#[test]
+fn a_killed_fire_hunt_resumes_from_the_level_that_was_cut_short() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (pids, flag) = (tmp.path().join("pids"), tmp.path().join("hang"));
+    std::fs::write(&flag, "").unwrap();
+    // Runs of the second level hang while the flag file exists; every run appends one line.
+    let script = format!(
+        r#"echo run >> log; if [ "$FLAKEHUNT_CELL" = 2x6 ] && [ -e {flag} ]; then echo $$ >> {pids}; exec sleep 300; fi"#,
+        flag = flag.display(),
+        pids = pids.display()
+    );
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("flakehunt"))
+        .current_dir(tmp.path())
+        .args(["fire", "--quiet", "--record", "record", "--ladder", "2x4,2x6", "--shell", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::fs::read_to_string(&pids).map_or(true, |p| p.lines().count() == 0) {
+        assert!(std::time::Instant::now() < deadline, "the second level never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The watchdog ends the hanging runs of the killed hunt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&pids).unwrap().lines().all(is_gone) {
+        assert!(std::time::Instant::now() < deadline, "a run of the killed hunt outlived it");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let record = tmp.path().join("record");
+    let levels_before = std::fs::read_to_string(record.join("levels.jsonl")).unwrap();
+    assert_eq!(levels_before.lines().count(), 3, "reference-4, 2x4 and reference-6 finished: {levels_before}");
+
+    std::fs::remove_file(&flag).unwrap();
+    let out = Command::cargo_bin("flakehunt")
+        .unwrap()
+        .current_dir(tmp.path())
+        .args(["fire", "--quiet", "--json", "--resume", "record"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["complete"], true, "{summary:#}");
+    assert_eq!(level(&summary, 0)["verdict"], "accept", "{summary:#}");
+    assert_eq!(level(&summary, 1)["verdict"], "accept", "{summary:#}");
+    // Each group's runs are in the record once: the cut level and the reference it compares
+    // with ran again, their partial attempts gone.
+    let attempts: Vec<Value> = std::fs::read_to_string(record.join("attempts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut per_cell: BTreeMap<String, u64> = BTreeMap::new();
+    for a in &attempts {
+        *per_cell.entry(a["cell"].as_str().unwrap().to_owned()).or_default() += 1;
+    }
+    let expected: BTreeMap<String, u64> =
+        [("reference-4", 4), ("2x4", 4), ("reference-6", 6), ("2x6", 6)].map(|(c, n)| (c.to_owned(), n)).into();
+    assert_eq!(per_cell, expected);
+    let mut ids: Vec<u64> = attempts.iter().map(|a| a["id"].as_u64().unwrap()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), attempts.len(), "attempt ids are unique");
+    let levels = std::fs::read_to_string(record.join("levels.jsonl")).unwrap();
+    assert_eq!(levels.lines().count(), 4, "{levels}");
+    assert!(!record.join("sandboxes").exists(), "no sandbox of the killed hunt is left");
+    // What the live run printed is what `report` computes from the record.
+    assert_recomputable(&Fired { code: 0, summary, stderr: stderr.into_owned(), record });
+}
+
+#[test]
+fn resume_takes_the_options_from_the_record() {
+    let out = Command::cargo_bin("flakehunt")
+        .unwrap()
+        .args(["fire", "--resume", "somewhere", "--ladder", "2x4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("flakehunt").unwrap().args(["fire", "--resume"]).arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

@@ -5,6 +5,7 @@
 mod ladder;
 mod level_report;
 mod options;
+mod resume;
 mod runner;
 mod summary;
 mod verdict;
@@ -12,6 +13,7 @@ mod verdict;
 pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
 pub use level_report::{CheckResult, LevelReport, LEVELS};
 pub use options::{reference_cell, FireOptions};
+pub use resume::{prepare as prepare_resume, Resumed};
 pub use runner::{FireEnd, FireError, FireRunner, FireSinks, SANDBOXES};
 pub use summary::{headline, summarize, FireSummary, LevelSummary, ReferenceSummary};
 pub use verdict::Verdict;

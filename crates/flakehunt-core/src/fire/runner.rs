@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::level_report::{CheckResult, LevelReport, LEVELS};
 use super::options::{reference_cell, FireOptions};
+use super::resume::Resumed;
 use super::Level;
 use crate::events::{Event, EventSink};
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
@@ -169,17 +170,26 @@ impl FireRunner<'_> {
     }
 
     /// Climbs the ladder, recording into `sinks`. Stops at the first rejected level unless
-    /// `all_levels`, and at an interruption.
-    pub fn run(&self, sinks: &mut FireSinks<'_>) -> Result<FireEnd, FireError> {
+    /// `all_levels`, and at an interruption. A `resumed` hunt (its record prepared by
+    /// [`super::prepare_resume`]) skips the levels that finished.
+    pub fn run(&self, sinks: &mut FireSinks<'_>, resumed: Option<&Resumed>) -> Result<FireEnd, FireError> {
         let ladder = &self.options.ladder.0;
         let mut end = FireEnd::default();
-        let mut next_id = 0u64;
-        sinks.event(&Event::Started { planned: self.options.planned_runs(ladder.len()), done: 0 })?;
+        let mut next_id = resumed.map_or(0, |r| r.next_id);
+        let done = resumed.map_or(0, |r| r.kept);
+        sinks.event(&Event::Started { planned: self.options.planned_runs(ladder.len()), done })?;
         let mut references: HashMap<u64, Reference> = HashMap::new();
         for (i, &level) in ladder.iter().enumerate() {
             if self.attempts.cancel.is_stopping() {
                 end.interrupted = true;
                 break;
+            }
+            let index = i as u32 + 1;
+            if resumed.is_some_and(|r| r.finished_levels.contains(&index)) {
+                if self.judge(index, sinks)? && !self.options.all_levels {
+                    break;
+                }
+                continue;
             }
             // The reference for R runs is made just before the first level of R runs needs it:
             // a hunt that stops at its first level never pays for the others.
@@ -190,7 +200,6 @@ impl FireRunner<'_> {
                     None => break,
                 },
             };
-            let index = i as u32 + 1;
             let Some(rejected) = self.level(index, level, reference, sinks, &mut next_id, &mut end)? else {
                 break;
             };
@@ -295,17 +304,22 @@ impl FireRunner<'_> {
         };
         sinks.recorder.append_line(LEVELS, &report)?;
         self.dispose(sandbox)?;
-        // The verdict comes from the same analysis `report` runs on the record, so the live
-        // decision to stop and the summary cannot disagree.
+        Ok(Some(self.judge(index, sinks)?))
+    }
+
+    /// Shows the verdict of finished level `index` and says whether it rejects. The verdict
+    /// comes from the same analysis `report` runs on the record, so the live decision to stop
+    /// and the summary cannot disagree.
+    fn judge(&self, index: u32, sinks: &mut FireSinks<'_>) -> Result<bool, FireError> {
         let summary = crate::analysis::summarize(&Record::open(sinks.recorder.dir())?)?;
         let judged = summary.fire.as_ref().and_then(|f| f.levels.iter().find(|l| l.level == index));
-        let Some(judged) = judged else { return Ok(Some(false)) };
-        let mut line = format!("level {cell}: {}: {}", judged.verdict.name(), judged.verdict_text);
+        let Some(judged) = judged else { return Ok(false) };
+        let mut line = format!("level {}: {}: {}", judged.name, judged.verdict.name(), judged.verdict_text);
         if let Some(f) = super::summary::headline(&judged.findings) {
             line.push_str(&format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail));
         }
         sinks.phase(&line)?;
-        Ok(Some(judged.verdict.is_reject()))
+        Ok(judged.verdict.is_reject())
     }
 
     /// Runs `level.runs` runs of `cell` on `level.workers` workers in `dir`. Every worker's

@@ -12,6 +12,7 @@ pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
 pub use reader::Record;
 pub use writer::Recorder;
+pub(crate) use writer::ATTEMPTS;
 
 use std::path::{Path, PathBuf};
 

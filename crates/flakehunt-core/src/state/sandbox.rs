@@ -328,7 +328,7 @@ fn copy_permissions(from: &Path, to: &Path) -> Result<(), SandboxError> {
 
 /// Removes a directory tree, first making its directories writable when a
 /// run (or a read-only source) left some that forbid unlinking.
-fn remove_tree(path: &Path) -> io::Result<()> {
+pub(crate) fn remove_tree(path: &Path) -> io::Result<()> {
     match fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
