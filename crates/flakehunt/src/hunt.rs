@@ -162,7 +162,10 @@ pub fn run(
         None => {
             let settings = settings_of(args)?;
             let oracle = oracle_of(args)?;
-            let (target, adapter) = match crate::adapter::target(args)? {
+            // An adapter builds its test binary into the record, so a resumed hunt finds it.
+            let dir = args.record.clone().unwrap_or_else(|| default_record_dir(kind));
+            Recorder::check_new(&dir).map_err(|e| exit::usage(e.to_string()))?;
+            let (target, adapter) = match crate::adapter::target(args, &dir)? {
                 Some((target, adapter)) => (target, Some(adapter)),
                 None => (target_of(args, kind)?, None),
             };
@@ -175,7 +178,7 @@ pub fn run(
                 hunt.extra["adapter"] = adapter;
             }
             let seed = args.seed.unwrap_or_else(random_seed);
-            create_record(kind, target, settings, hunt, seed, args.shard, args.record.clone())?
+            create_record(kind, target, settings, hunt, seed, args.shard, Some(dir))?
         }
     };
     // The snapshot's tool versions take a moment: capture them while the hunt runs.
@@ -218,8 +221,7 @@ pub fn create_record(
     record: Option<PathBuf>,
 ) -> anyhow::Result<(PathBuf, Manifest, Recorder)> {
     let now = std::time::SystemTime::now();
-    let stamp =
-        humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned();
+    let stamp = stamp(now);
     let run_id = format!("{stamp}-{:04x}", Rng::new(random_seed()).next_u64() & 0xffff);
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
@@ -236,9 +238,19 @@ pub fn create_record(
         oracle: hunt.oracle,
         extra: hunt.extra,
     };
-    let dir = record.unwrap_or_else(|| PathBuf::from(".flakehunt/runs").join(format!("{}-{stamp}", kind.name())));
+    let dir = record.unwrap_or_else(|| default_record_dir(kind));
     let recorder = Recorder::create(&dir, &manifest).map_err(|e| exit::usage(e.to_string()))?;
     Ok((dir, manifest, recorder))
+}
+
+/// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
+fn default_record_dir(kind: Kind) -> PathBuf {
+    PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())))
+}
+
+/// A UTC time to the second without separators (`20240105T103000`).
+fn stamp(time: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned()
 }
 
 /// What every hunt sets up around its attempts: the process tree (flakehunt as subreaper), the
@@ -375,6 +387,7 @@ fn discard_if_empty(dir: &Path) {
         let _ = std::fs::remove_file(dir.join(file));
     }
     let _ = std::fs::remove_dir(dir.join("logs"));
+    crate::adapter::discard_build(dir);
     let _ = std::fs::remove_dir(dir);
 }
 
