@@ -358,7 +358,7 @@ fn execute(
     match result {
         Ok(end) => Ok(end),
         Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
-            Err(exit::usage(spawn_failure(&program, &source)))
+            Err(exit::usage(spawn_failure(&program, &source, manifest.target.dir.as_deref())))
         }
         Err(e) => Err(e.into()),
     }
@@ -366,9 +366,17 @@ fn execute(
 
 /// The one line for a target that passed `check_program` but still cannot be started. The
 /// kernel says "no such file" both for a missing program and for a script whose `#!`
-/// interpreter is missing; the program was just found, so it is the interpreter.
-fn spawn_failure(program: &str, source: &std::io::Error) -> String {
-    if source.kind() == std::io::ErrorKind::NotFound && check_program(program).is_ok() {
+/// interpreter is missing, and for a missing working directory (a test runner's package
+/// directory, relative to where the hunt started); the program was just found, so it is one of
+/// those two.
+fn spawn_failure(program: &str, source: &std::io::Error, dir: Option<&Path>) -> String {
+    let missing_dir = dir.filter(|d| !d.is_dir());
+    if let (std::io::ErrorKind::NotFound, Some(d)) = (source.kind(), missing_dir) {
+        format!(
+            "cannot start '{program}' in {}: no such directory here (resume from the directory the hunt started in)",
+            d.display()
+        )
+    } else if source.kind() == std::io::ErrorKind::NotFound && check_program(program).is_ok() {
         format!("cannot start '{program}': its interpreter was not found (check its #! line)")
     } else {
         format!("cannot start '{program}': {source}")
@@ -413,4 +421,21 @@ pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &st
 pub fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_working_directory_is_named_not_blamed_on_an_interpreter() {
+        let not_found = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let m = spawn_failure("/bin/sh", &not_found, Some(Path::new("no/such/pkg")));
+        assert_eq!(
+            m,
+            "cannot start '/bin/sh' in no/such/pkg: no such directory here (resume from the directory the hunt started in)"
+        );
+        let m = spawn_failure("/bin/sh", &not_found, Some(Path::new("/")));
+        assert!(m.contains("interpreter was not found"), "{m}");
+    }
 }
