@@ -1,15 +1,19 @@
 /* flakehunt's jitter library, loaded with LD_PRELOAD by the `jitter` profile.
  *
  * Around pthread_mutex_lock/unlock, pthread_cond_*, sched_yield, read, write and nanosleep it
- * yields or sleeps 1-20 microseconds with probability FLAKEHUNT_JITTER_RATE, from a seeded
- * per-thread generator (FLAKEHUNT_JITTER_SEED), to multiply the interleavings a run explores
- * without hardware performance counters. Each process appends "loaded PID" when it starts and
+ * yields or sleeps 1-20 microseconds with probability FLAKEHUNT_JITTER_RATE (1 delays every
+ * call), from a seeded per-thread generator (FLAKEHUNT_JITTER_SEED), to multiply the
+ * interleavings a run explores without hardware performance counters. With
+ * FLAKEHUNT_JITTER_SLEEP_US=MIN-MAX every delay is a sleep of MIN to MAX microseconds instead:
+ * a yield may take no time at all, a sleep takes at least its length (resumed after a signal),
+ * so a user can rely on a window being widened. Each process appends "loaded PID" when it starts and
  * "delays N" when it exits to FLAKEHUNT_JITTER_REPORT, which flakehunt reads into the attempt's
  * effect. A statically linked program never loads it, and the missing report says so.
  *
  * Built by flakehunt at run time with `cc -shared -fPIC`; no dependency besides libc. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -21,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint32_t threshold;      /* rate scaled to 2^32; 0 = inert */
+static uint64_t threshold;      /* rate scaled to 2^32 (2^32 = every call); 0 = inert */
+static long sleep_min_ns;       /* with FLAKEHUNT_JITTER_SLEEP_US: sleeps only, this long ... */
+static long sleep_span_ns;      /* ... plus up to this much */
 static uint64_t seed = 0x9e3779b97f4a7c15ULL;
 static unsigned long delays;
 static volatile int active;
@@ -77,7 +83,17 @@ __attribute__((constructor)) static void jitter_init(void) {
     if (r && strlen(r) < sizeof report) strcpy(report, r);
     double p = rate ? atof(rate) : 0.0;
     if (p > 1.0) p = 1.0;
-    threshold = p > 0.0 ? (uint32_t)(p * 4294967295.0) : 0;
+    threshold = p > 0.0 ? (uint64_t)(p * 4294967296.0) : 0;
+    const char *range = getenv("FLAKEHUNT_JITTER_SLEEP_US");
+    if (range) {
+        char *end;
+        long lo = strtol(range, &end, 10);
+        long hi = *end == '-' ? strtol(end + 1, NULL, 10) : lo;
+        if (lo >= 1 && hi >= lo) {
+            sleep_min_ns = lo * 1000;
+            sleep_span_ns = (hi - lo) * 1000;
+        }
+    }
     char line[64];
     snprintf(line, sizeof line, "loaded %ld\n", (long)getpid());
     append_report(line);
@@ -99,18 +115,31 @@ static uint64_t next(void) {
     return state;
 }
 
-/* Maybe delay the calling thread: half the delays yield, half sleep 1-20 us. */
+/* Sleeps at least ns nanoseconds: a signal handler that interrupts the sleep does not shorten it. */
+static void sleep_ns(long ns) {
+    int saved = errno;
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    while (syscall(SYS_nanosleep, &ts, &ts) == -1 && errno == EINTR) {
+    }
+    errno = saved;
+}
+
+/* Maybe delay the calling thread: half the delays yield, half sleep 1-20 us; with a sleep range,
+ * every delay sleeps within it. */
 static void jitter(void) {
     if (!active || !threshold || busy) return;
     busy = 1;
     uint64_t x = next();
-    if ((uint32_t)x < threshold) {
+    if ((uint64_t)(uint32_t)x < threshold) {
         __atomic_fetch_add(&delays, 1, __ATOMIC_RELAXED);
-        if ((x >> 32) & 1) {
+        if (sleep_min_ns) {
+            sleep_ns(sleep_min_ns + (long)((x >> 32) % (uint64_t)(sleep_span_ns + 1)));
+        } else if ((x >> 32) & 1) {
+            int saved = errno;
             syscall(SYS_sched_yield);
+            errno = saved;
         } else {
-            struct timespec ts = {0, (long)(1000 + ((x >> 33) % 20) * 1000)};
-            syscall(SYS_nanosleep, &ts, NULL);
+            sleep_ns(1000 + (long)((x >> 33) % 20) * 1000);
         }
     }
     busy = 0;

@@ -15,13 +15,14 @@ use crate::exit;
 pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", "cacheprovider"];
 
 /// The target an adapter option asks for and what the manifest records about it (`extra.adapter`),
-/// or none when no adapter option is given.
-pub fn target(args: &HuntArgs) -> anyhow::Result<Option<(Target, serde_json::Value)>> {
+/// or none when no adapter option is given. A binary an adapter builds goes into the `record`
+/// directory.
+pub fn target(args: &HuntArgs, record: &Path) -> anyhow::Result<Option<(Target, serde_json::Value)>> {
     if let Some(name) = &args.cargo_test {
         return cargo_test(name, args.package.as_deref()).map(Some);
     }
     if !args.go_test.is_empty() {
-        return go_test(&args.go_test).map(Some);
+        return go_test(&args.go_test, record).map(Some);
     }
     if let Some(node) = &args.pytest {
         return pytest(node).map(Some);
@@ -107,21 +108,28 @@ fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// The `go test -c` command and the per-attempt argv of `--go-test PKG [-run NAME]`.
-pub fn go_commands(pkg: &str, run: Option<&str>, out_dir: &Path) -> (Vec<String>, Vec<String>) {
-    let stem: String = pkg.trim_matches(|c| c == '.' || c == '/').replace(['/', '.'], "_");
-    let binary = out_dir.join(format!("{}.test", if stem.is_empty() { "pkg" } else { &stem })).display().to_string();
-    let build = vec!["go".into(), "test".into(), "-c".into(), "-o".into(), binary.clone(), pkg.to_owned()];
-    let mut argv = vec![binary];
-    if let Some(name) = run {
-        argv.extend(["-test.run".into(), name.to_owned()]);
+/// The directory of a record that holds the Go test binary, so `--resume` finds it.
+pub const GO_BUILD_DIR: &str = "go-test";
+
+/// Removes what an adapter built into a record that is being discarded.
+pub fn discard_build(record: &Path) {
+    let dir = record.join(GO_BUILD_DIR);
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().ends_with(".test") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
-    argv.push("-test.count=1".into());
-    (build, argv)
+    let _ = std::fs::remove_dir(&dir);
 }
 
 /// Splits the values of `--go-test`: `PKG`, or `PKG -run NAME`.
 pub fn go_args(values: &[String]) -> Result<(String, Option<String>), String> {
+    // go reads a leading '-' as a flag, and `go test -c -- PKG` builds the current directory.
+    if values.first().is_some_and(|p| p.starts_with('-')) {
+        return Err(format!("--go-test takes the package first (PKG -run NAME), not '{}'", values.join(" ")));
+    }
     match values {
         [pkg] => Ok((pkg.clone(), None)),
         [pkg, flag, name] if matches!(flag.as_str(), "-run" | "--run" | "-test.run") => {
@@ -131,23 +139,201 @@ pub fn go_args(values: &[String]) -> Result<(String, Option<String>), String> {
     }
 }
 
-/// `--go-test PKG -run NAME`: `go test -c -o <tmp>/PKG.test PKG` once, then that binary.
-fn go_test(values: &[String]) -> anyhow::Result<(Target, serde_json::Value)> {
+/// One Go package as `go list` describes it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct GoPackage {
+    /// The import path (`example.com/ledger/pkg/ledger`).
+    pub import_path: String,
+    /// Its source directory, where `go test` runs its tests.
+    pub dir: PathBuf,
+    /// Whether it has `_test.go` files (in the package or an external `_test` package).
+    pub has_tests: bool,
+}
+
+/// The `-f` template of `go list` that [`parse_go_list`] reads.
+const GO_LIST_FORMAT: &str = "{{.ImportPath}}\t{{.Dir}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}";
+
+/// Reads `go list -f GO_LIST_FORMAT` output: one package per line.
+pub fn parse_go_list(text: &str) -> Vec<GoPackage> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let (path, dir, tests, xtests) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            Some(GoPackage {
+                import_path: path.to_owned(),
+                dir: PathBuf::from(dir),
+                has_tests: tests != "0" || xtests != "0",
+            })
+        })
+        .collect()
+}
+
+/// The binary name for a package: its import path with separators made safe.
+pub fn go_binary_name(import_path: &str) -> String {
+    let stem: String =
+        import_path.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    format!("{}.test", if stem.is_empty() { "pkg" } else { &stem })
+}
+
+/// What `-run NAME` names among the top-level tests `-test.list` printed: NAME itself when a
+/// test has that name, else the tests NAME (a Go regular expression, as for `go test -run`)
+/// matched, which `matched` gives (the test binary's own `-test.list NAME`).
+pub fn go_resolve(all: &str, matched: &str, name: &str) -> Vec<String> {
+    let tests = |text: &str| -> Vec<String> {
+        text.lines().map(str::trim).filter(|l| l.starts_with("Test")).map(str::to_owned).collect()
+    };
+    if tests(all).iter().any(|t| t == name) {
+        return vec![name.to_owned()];
+    }
+    tests(matched)
+}
+
+/// The per-attempt argv: the test binary, with `-test.run ^NAME$` (and the subtest part of the
+/// name, if any) when one test was named.
+pub fn go_argv(binary: &str, test: Option<&str>, subtests: Option<&str>) -> Vec<String> {
+    let mut argv = vec![binary.to_owned()];
+    if let Some(name) = test {
+        let pattern = match subtests {
+            Some(rest) => format!("^{name}$/{rest}"),
+            None => format!("^{name}$"),
+        };
+        argv.extend(["-test.run".into(), pattern]);
+    }
+    argv
+}
+
+/// A `go` command with a usable build cache: without `GOCACHE`, `HOME` and `XDG_CACHE_HOME`, go
+/// refuses to build, so the build then gets a temporary cache (removed with `cache`).
+fn go_command(cache: Option<&tempfile::TempDir>) -> Command {
+    let mut cmd = Command::new("go");
+    if let Some(c) = cache {
+        cmd.env("GOCACHE", c.path());
+    }
+    cmd
+}
+
+/// A temporary build cache when go has none (it says `off`).
+fn go_cache() -> anyhow::Result<Option<tempfile::TempDir>> {
+    let out = match Command::new("go").args(["env", "GOCACHE"]).stderr(Stdio::null()).output() {
+        Ok(out) => out,
+        Err(e) => return Err(exit::usage(format!("--go-test cannot run `go`: {e} (is Go installed?)"))),
+    };
+    let cache = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if out.status.success() && !cache.is_empty() && cache != "off" {
+        return Ok(None);
+    }
+    let dir =
+        tempfile::Builder::new().prefix("flakehunt-gocache-").tempdir().context("cannot create a Go build cache")?;
+    Ok(Some(dir))
+}
+
+/// The first line of a command's error output, for a one-line message.
+fn first_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no output").to_owned()
+}
+
+/// `--go-test PKG [-run NAME]`: `go list` checks PKG is one package with tests, `go test -c`
+/// builds its test binary once into the record, and NAME is resolved to one top-level test with
+/// the binary's `-test.list`. Attempts run the binary in the package's directory, as `go test`
+/// does.
+fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, serde_json::Value)> {
     let (pkg, run) = go_args(values).map_err(exit::usage)?;
-    let dir = std::env::temp_dir().join(format!("flakehunt-go-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let (build, argv) = go_commands(&pkg, run.as_deref(), &dir);
-    let status = Command::new(&build[0]).args(&build[1..]).stdout(Stdio::inherit()).status();
-    if !status.as_ref().is_ok_and(|s| s.success()) {
-        let _ = std::fs::remove_dir(&dir);
+    let cache = go_cache()?;
+    let list = go_command(cache.as_ref())
+        .args(["list", "-f", GO_LIST_FORMAT, &pkg])
+        .output()
+        .context("cannot run `go list`")?;
+    if !list.status.success() {
+        return Err(exit::usage(format!("--go-test: no Go package '{pkg}': {}", first_line(&list.stderr))));
     }
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => return Err(exit::usage(format!("`{}` failed ({s}): fix the build first", build.join(" ")))),
-        Err(e) => return Err(exit::usage(format!("cannot run `{}`: {e} (is Go installed?)", build.join(" ")))),
+    let mut packages = parse_go_list(&String::from_utf8_lossy(&list.stdout));
+    let package = match packages.len() {
+        1 => packages.remove(0),
+        0 => return Err(exit::usage(format!("--go-test: '{pkg}' names no Go package"))),
+        n => {
+            return Err(exit::usage(format!(
+                "--go-test: '{pkg}' names {n} packages: give one (go test -c builds one test binary)"
+            )))
+        }
+    };
+    if !package.has_tests {
+        return Err(exit::usage(format!("--go-test: Go package {} has no test files", package.import_path)));
     }
-    let adapter = serde_json::json!({ "name": "go-test", "package": pkg, "run": run, "binary": argv[0] });
-    Ok((Target::argv(argv), adapter))
+
+    let out_dir = record.join(GO_BUILD_DIR);
+    let new_record = !record.exists();
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let binary = std::path::absolute(out_dir.join(go_binary_name(&package.import_path)))
+        .context("cannot name the Go test binary")?;
+    let started = std::time::Instant::now();
+    // go's own messages (compile errors) go to our stderr: the user needs all of them.
+    let status = go_command(cache.as_ref())
+        .args(["test", "-c", "-o"])
+        .arg(&binary)
+        .arg(&pkg)
+        .stdout(Stdio::inherit())
+        .status()
+        .context("cannot run `go test -c`")?;
+    let build_seconds = started.elapsed().as_secs_f64();
+    drop(cache);
+    let refuse = |message: String| {
+        discard_build(record);
+        if new_record {
+            let _ = std::fs::remove_dir(record);
+        }
+        Err(exit::usage(message))
+    };
+    if !status.success() || !binary.exists() {
+        return refuse(format!("--go-test: `go test -c {pkg}` failed ({status}): fix the build first"));
+    }
+
+    let (test, subtests) = match run.as_deref().map(|r| r.split_once('/').map_or((r, None), |(t, s)| (t, Some(s)))) {
+        None => (None, None),
+        Some((top, subtests)) => {
+            let list = |pattern: &str| -> anyhow::Result<String> {
+                let out = Command::new(&binary)
+                    .args(["-test.list", pattern])
+                    .current_dir(&package.dir)
+                    .stderr(Stdio::null())
+                    .output()
+                    .context("cannot list the tests of the Go test binary")?;
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            };
+            let all = list(".*")?;
+            let found = go_resolve(&all, &list(top)?, top);
+            match found.as_slice() {
+                [one] => (Some(one.clone()), subtests),
+                [] => return refuse(format!("--go-test: no test named '{top}' in Go package {}", package.import_path)),
+                many => {
+                    return refuse(format!(
+                        "--go-test: '{top}' matches {} tests ({}): give the name of one",
+                        many.len(),
+                        many.join(", ")
+                    ))
+                }
+            }
+        }
+    };
+
+    let binary = binary.display().to_string();
+    let argv = go_argv(&binary, test.as_deref(), subtests);
+    // Relative to the hunt's directory when inside it, so a clean room runs its own copy.
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let dir = match package.dir.strip_prefix(&cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_owned(),
+        Err(_) => package.dir.clone(),
+    };
+    let adapter = serde_json::json!({
+        "name": "go-test",
+        "package": package.import_path,
+        "test": test,
+        "binary": binary,
+        "dir": dir,
+        "build_seconds": (build_seconds * 1000.0).round() / 1000.0,
+    });
+    Ok((Target::argv(argv).in_dir(dir), adapter))
 }
 
 /// The per-attempt argv of `--pytest NODEID`.
@@ -198,14 +384,34 @@ not json"#;
     }
 
     #[test]
-    fn go_commands_build_once_then_run_the_binary() {
-        let (build, argv) = go_commands("./pkg/ledger", Some("TestTransfer"), Path::new("/tmp/fh"));
-        assert_eq!(build, ["go", "test", "-c", "-o", "/tmp/fh/pkg_ledger.test", "./pkg/ledger"]);
-        assert_eq!(argv, ["/tmp/fh/pkg_ledger.test", "-test.run", "TestTransfer", "-test.count=1"]);
-        let (_, argv) = go_commands(".", None, Path::new("/x"));
-        assert_eq!(argv, ["/x/pkg.test", "-test.count=1"]);
+    fn go_args_packages_and_names() {
         assert_eq!(go_args(&["./p".into(), "-run".into(), "TestA".into()]), Ok(("./p".into(), Some("TestA".into()))));
+        assert_eq!(go_args(&["./p".into()]), Ok(("./p".into(), None)));
         assert!(go_args(&["./p".into(), "--runs".into(), "5".into()]).is_err());
+        assert!(go_args(&["-run".into(), "TestA".into(), "./p".into()]).is_err());
+    }
+
+    #[test]
+    fn go_list_lines_and_binary_names() {
+        let text = "example.com/a\t/src/a\t1\t0\nexample.com/a/b\t/src/a/b\t0\t0\nexample.com/c\t/src/c\t0\t2\n";
+        let p = parse_go_list(text);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[0], GoPackage { import_path: "example.com/a".into(), dir: "/src/a".into(), has_tests: true });
+        assert!(!p[1].has_tests);
+        assert!(p[2].has_tests, "an external _test package counts");
+        assert_eq!(go_binary_name("example.com/a/b"), "example_com_a_b.test");
+    }
+
+    #[test]
+    fn go_names_resolve_exactly_before_matching() {
+        let all = "TestTransfer\nTestTransferLog\nTestSteady\nExampleX\nok  \texample.com/a\t0.001s\n";
+        assert_eq!(go_resolve(all, "TestTransfer\nTestTransferLog\n", "TestTransfer"), ["TestTransfer"]);
+        assert_eq!(go_resolve(all, "TestTransferLog\n", "Log"), ["TestTransferLog"]);
+        assert_eq!(go_resolve(all, "TestTransfer\nTestTransferLog\n", "Transfer").len(), 2);
+        assert!(go_resolve(all, "", "TestNope").is_empty());
+        assert_eq!(go_argv("/r/p.test", Some("TestA"), None), ["/r/p.test", "-test.run", "^TestA$"]);
+        assert_eq!(go_argv("/r/p.test", Some("TestA"), Some("case_1")), ["/r/p.test", "-test.run", "^TestA$/case_1"]);
+        assert_eq!(go_argv("/r/p.test", None, None), ["/r/p.test"]);
     }
 
     #[test]

@@ -163,7 +163,10 @@ pub fn run(
         None => {
             let settings = settings_of(args)?;
             let oracle = oracle_of(args)?;
-            let (target, adapter) = match crate::adapter::target(args)? {
+            // An adapter builds its test binary into the record, so a resumed hunt finds it.
+            let dir = args.record.clone().unwrap_or_else(|| default_record_dir(kind));
+            Recorder::check_new(&dir).map_err(|e| exit::usage(e.to_string()))?;
+            let (target, adapter) = match crate::adapter::target(args, &dir)? {
                 Some((target, adapter)) => (target, Some(adapter)),
                 None => (target_of(args, kind)?, None),
             };
@@ -176,7 +179,7 @@ pub fn run(
                 hunt.extra["adapter"] = adapter;
             }
             let seed = args.seed.unwrap_or_else(random_seed);
-            create_record(kind, target, settings, hunt, seed, args.shard, args.record.clone())?
+            create_record(kind, target, settings, hunt, seed, args.shard, Some(dir))?
         }
     };
     // A resumed record keeps the snapshot of the machine it started on.
@@ -213,8 +216,7 @@ pub fn create_record(
     record: Option<PathBuf>,
 ) -> anyhow::Result<(PathBuf, Manifest, Recorder)> {
     let now = std::time::SystemTime::now();
-    let stamp =
-        humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned();
+    let stamp = stamp(now);
     let run_id = format!("{stamp}-{:04x}", Rng::new(random_seed()).next_u64() & 0xffff);
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
@@ -231,9 +233,19 @@ pub fn create_record(
         oracle: hunt.oracle,
         extra: hunt.extra,
     };
-    let dir = record.unwrap_or_else(|| PathBuf::from(".flakehunt/runs").join(format!("{}-{stamp}", kind.name())));
+    let dir = record.unwrap_or_else(|| default_record_dir(kind));
     let recorder = Recorder::create(&dir, &manifest).map_err(|e| exit::usage(e.to_string()))?;
     Ok((dir, manifest, recorder))
+}
+
+/// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
+fn default_record_dir(kind: Kind) -> PathBuf {
+    PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())))
+}
+
+/// A UTC time to the second without separators (`20240105T103000`).
+fn stamp(time: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned()
 }
 
 /// What every hunt sets up around its attempts: the process tree (flakehunt as subreaper), the
@@ -362,7 +374,7 @@ fn execute(
     match result {
         Ok(end) => Ok((end, snapshot)),
         Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
-            Err(exit::usage(spawn_failure(&program, &source)))
+            Err(exit::usage(spawn_failure(&program, &source, manifest.target.dir.as_deref())))
         }
         Err(e) => Err(e.into()),
     }
@@ -370,9 +382,17 @@ fn execute(
 
 /// The one line for a target that passed `check_program` but still cannot be started. The
 /// kernel says "no such file" both for a missing program and for a script whose `#!`
-/// interpreter is missing; the program was just found, so it is the interpreter.
-fn spawn_failure(program: &str, source: &std::io::Error) -> String {
-    if source.kind() == std::io::ErrorKind::NotFound && check_program(program).is_ok() {
+/// interpreter is missing, and for a missing working directory (a test runner's package
+/// directory, relative to where the hunt started); the program was just found, so it is one of
+/// those two.
+fn spawn_failure(program: &str, source: &std::io::Error, dir: Option<&Path>) -> String {
+    let missing_dir = dir.filter(|d| !d.is_dir());
+    if let (std::io::ErrorKind::NotFound, Some(d)) = (source.kind(), missing_dir) {
+        format!(
+            "cannot start '{program}' in {}: no such directory here (resume from the directory the hunt started in)",
+            d.display()
+        )
+    } else if source.kind() == std::io::ErrorKind::NotFound && check_program(program).is_ok() {
         format!("cannot start '{program}': its interpreter was not found (check its #! line)")
     } else {
         format!("cannot start '{program}': {source}")
@@ -391,6 +411,7 @@ fn discard_if_empty(dir: &Path) {
         let _ = std::fs::remove_file(dir.join(file));
     }
     let _ = std::fs::remove_dir(dir.join("logs"));
+    crate::adapter::discard_build(dir);
     let _ = std::fs::remove_dir(dir);
 }
 
@@ -416,4 +437,21 @@ pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &st
 pub fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_working_directory_is_named_not_blamed_on_an_interpreter() {
+        let not_found = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let m = spawn_failure("/bin/sh", &not_found, Some(Path::new("no/such/pkg")));
+        assert_eq!(
+            m,
+            "cannot start '/bin/sh' in no/such/pkg: no such directory here (resume from the directory the hunt started in)"
+        );
+        let m = spawn_failure("/bin/sh", &not_found, Some(Path::new("/")));
+        assert!(m.contains("interpreter was not found"), "{m}");
+    }
 }

@@ -1,6 +1,6 @@
 //! End-to-end tests of the test-runner adapters against tiny projects in `fixtures/adapters/`:
-//! `--cargo-test` builds once and runs the test binary directly; `--pytest` runs one node id.
-//! Each fixture fails on chosen iterations, so the counts are exact.
+//! `--cargo-test` and `--go-test` build once and run the test binary directly; `--pytest` runs
+//! one node id. Each fixture fails on chosen iterations, so the counts are exact.
 
 use std::path::{Path, PathBuf};
 
@@ -94,4 +94,110 @@ fn pytest_runs_one_node_and_names_its_assertion() {
     assert!(argv.iter().any(|a| a == "no:randomly"));
     let sig = summary["signatures"][0]["signature"].as_str().unwrap();
     assert_eq!(sig, "exit 1: test_flaky.py::test_balance: assert <n> == <n>");
+}
+
+/// The real `go`, found on PATH.
+fn real_go() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("go"))
+        .find(|p| p.is_file())
+        .expect("Go is not installed: `apt-get install golang-go` (CI installs it)")
+}
+
+/// A Go environment inside `dir`: its own build cache and GOPATH (nothing written to the user's),
+/// no network, no toolchain switching, and a `go` first on PATH that logs each invocation to
+/// `go-calls` before running the real one, so a test can count the builds.
+fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let wrapper = bin.join("go");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            dir.join("go-calls").display(),
+            real_go().display()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&wrapper).status().unwrap();
+    let path =
+        std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())))
+            .unwrap();
+    vec![
+        ("PATH", PathBuf::from(path)),
+        ("GOCACHE", dir.join("gocache")),
+        ("GOPATH", dir.join("gopath")),
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOPROXY", "off".into()),
+        ("GOFLAGS", "".into()),
+    ]
+}
+
+fn go_calls(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("go-calls")).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn go_test_builds_once_runs_in_the_package_dir_and_names_the_test_and_assertion() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_project("go-flaky", dir.path());
+    let env = go_env(dir.path());
+    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+    let (code, summary, manifest, stderr) =
+        run(&project, &["--runs", "8", "--go-test", "./ledger", "-run", "TestTransferKeepsTheTotal"], &env);
+    assert_eq!(code, 1, "{stderr}");
+    // Iterations 4 and 8 fail on the assertion; none fails to read testdata/, which a test
+    // binary finds only when it runs in the package directory, as `go test` runs it.
+    assert_eq!(summary["failures"], 2, "{summary}");
+    let sig = summary["signatures"][0]["signature"].as_str().unwrap();
+    assert_eq!(sig, "exit 1: TestTransferKeepsTheTotal: ledger_test.go:<n>: total <n>, want <n>");
+    assert_eq!(summary["signatures"][0]["count"], 2);
+    // Built once into the record; the attempts ran the test binary, never `go`.
+    let calls = go_calls(dir.path());
+    assert_eq!(calls.iter().filter(|c| c.starts_with("test -c")).count(), 1, "{calls:?}");
+    // Besides the build: `go env` and `go list` before it, and `go version` for the record's
+    // environment snapshot.
+    let setup = ["env ", "list ", "test -c ", "version"];
+    assert!(calls.iter().all(|c| setup.iter().any(|s| c.starts_with(s))), "{calls:?}");
+    let argv: Vec<&str> = manifest["target"]["argv"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let binary = Path::new(argv[0]);
+    assert!(binary.starts_with(project.join("rec").join("go-test")) && binary.is_file(), "{argv:?}");
+    // The name is anchored: -run is a regular expression, and TestTransferKeepsTheTotalX would match too.
+    assert_eq!(&argv[1..], ["-test.run", "^TestTransferKeepsTheTotal$"]);
+    assert_eq!(manifest["target"]["dir"], "ledger");
+    let adapter = &manifest["extra"]["adapter"];
+    assert_eq!(adapter["name"], "go-test");
+    assert_eq!(adapter["package"], "example.com/goflaky/ledger");
+    assert_eq!(adapter["test"], "TestTransferKeepsTheTotal");
+    eprintln!("go test -c took {} s", adapter["build_seconds"]);
+}
+
+#[test]
+fn go_test_refuses_an_unknown_test_or_package_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_project("go-flaky", dir.path());
+    let env = go_env(dir.path());
+    let refuse = |go_test: &[&str], expected: &str| {
+        let record = dir.path().join("rec");
+        let out = Command::new(bin())
+            .args(["sweep", "--profiles", "default", "--runs", "1", "--record"])
+            .arg(&record)
+            .arg("--go-test")
+            .args(go_test)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{go_test:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{go_test:?}: {stderr}");
+        assert!(stderr.contains(expected), "{go_test:?}: {stderr}");
+        assert!(!record.exists(), "{go_test:?}: a refused hunt leaves no record (nor test binary)");
+    };
+    refuse(&["./ledger", "-run", "TestNope"], "no test named 'TestNope' in Go package example.com/goflaky/ledger");
+    // An unanchored pattern that names two tests is ambiguous, not both.
+    refuse(&["./ledger", "-run", "TestTransfer"], "matches 2 tests (TestTransferKeepsTheTotal, TestTransferLog)");
+    refuse(&["./nope", "-run", "TestTransferKeepsTheTotal"], "no Go package './nope'");
 }

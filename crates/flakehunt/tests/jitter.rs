@@ -1,6 +1,8 @@
 //! End-to-end tests of the `jitter` profile: the preload library injects delays into a
-//! dynamically linked pthread program and says so in the effect, and a statically linked one is
-//! reported inert. The bounds cannot flake: thousands of intercepted calls at a 5 % rate.
+//! dynamically linked pthread program and says so in the effect, widens a check-then-act race
+//! window by at least the sleeps it injects, and a statically linked one is reported inert. The
+//! bounds cannot flake: thousands of intercepted calls at a 5 % rate, and lower bounds that a
+//! sleep guarantees (it never ends early), not speeds.
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +14,12 @@ fn bin() -> PathBuf {
 }
 
 fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<String> {
+    compile_fixture(dir, "locker", name, extra)
+}
+
+fn compile_fixture(dir: &Path, fixture: &str, name: &str, extra: &[&str]) -> Option<String> {
     let exe = dir.join(name);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/jitter/locker.c");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../fixtures/jitter/{fixture}.c"));
     let status = std::process::Command::new("cc")
         .args(["-O1", "-pthread"])
         .args(extra)
@@ -76,4 +82,81 @@ fn jitter_is_inert_for_a_static_binary() {
     let jitter = cell(&summary, "jitter");
     assert_eq!(jitter["inert"], true, "{jitter}");
     assert!(jitter["inert_reason"].as_str().unwrap().contains("statically linked"), "{jitter}");
+}
+
+/// The numbers `fixtures/jitter/window.c` prints: `windows=N wide=W min_ns=A ...`.
+fn window_numbers(attempt: &Value) -> std::collections::BTreeMap<String, u64> {
+    let line = attempt["stdout_tail"].as_str().unwrap_or_else(|| panic!("no stdout: {attempt}"));
+    line.split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("not name=value: {line}"));
+            (k.to_owned(), v.parse().unwrap_or_else(|_| panic!("not a number: {line}")))
+        })
+        .collect()
+}
+
+#[test]
+fn jitter_sleeps_widen_a_check_then_act_window_by_at_least_their_length() {
+    // Two threads, 300 check-then-act rounds each: read under the lock, unlock, lock again,
+    // write the read value + 1. A user profile delays every call (rate 1) by a sleep of 20-40 us,
+    // so each window holds at least the sleep after the first unlock and the sleep before the
+    // second lock: 40 us, whatever the machine's load. Nothing is asserted of the default cell
+    // (its windows are short only when the machine is idle) nor of the lost updates.
+    const ROUNDS: u64 = 300;
+    const SLEEP_MIN_US: u64 = 20;
+    let threshold_ns = 2 * SLEEP_MIN_US * 1000;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile_fixture(dir.path(), "window", "window", &[]).unwrap();
+    let config = dir.path().join("flakehunt.toml");
+    std::fs::write(
+        &config,
+        format!("[profiles.wide-jitter]\njitter = 1.0\njitter-sleep-us = [{SLEEP_MIN_US}, {}]\n", 2 * SLEEP_MIN_US),
+    )
+    .unwrap();
+    let record = dir.path().join("rec");
+    let out = Command::new(bin())
+        .args(["sweep", "--profiles", "default,wide-jitter", "--runs", "3", "--json", "--quiet", "--config"])
+        .arg(&config)
+        .arg("--record")
+        .arg(&record)
+        .arg("--")
+        .arg(&exe)
+        .args([ROUNDS.to_string(), threshold_ns.to_string()])
+        .output()
+        .unwrap();
+    let summary: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(summary["failures"], 0, "{summary}");
+    let jitter = cell(&summary, "wide-jitter");
+    assert_eq!(jitter["inert"], false, "{jitter}");
+    let attempts: Vec<Value> = std::fs::read_to_string(record.join("attempts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for a in &attempts {
+        let n = window_numbers(a);
+        assert_eq!(n["windows"], 2 * ROUNDS, "{a}");
+        eprintln!(
+            "{}: windows {} of which >= {} ns: {}, min {} ns, mean {} ns, max {} ns, lost updates {}, delays {}",
+            a["cell"],
+            n["windows"],
+            threshold_ns,
+            n["wide"],
+            n["min_ns"],
+            n["total_ns"] / n["windows"],
+            n["max_ns"],
+            n["lost"],
+            a["effect"]["jitter_delays"]
+        );
+        if a["cell"] == "wide-jitter" {
+            // Every window holds two sleeps of at least SLEEP_MIN_US each.
+            assert_eq!(n["wide"], n["windows"], "{a}");
+            assert!(n["min_ns"] >= threshold_ns, "{a}");
+            assert!(n["total_ns"] >= n["windows"] * threshold_ns, "{a}");
+            // Every lock and unlock call was delayed: four per round and thread.
+            assert!(a["effect"]["jitter_delays"].as_u64().unwrap() >= 4 * 2 * ROUNDS, "{a}");
+        }
+    }
+    assert_eq!(attempts.iter().filter(|a| a["cell"] == "wide-jitter").count(), 3);
 }

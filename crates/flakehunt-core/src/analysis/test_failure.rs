@@ -41,15 +41,27 @@ fn pytest(text: &str) -> Option<String> {
     Some(e.trim().to_owned())
 }
 
-/// `go test`: `--- FAIL: NAME (0.00s)` and the first indented line after it.
+/// `go test`: `--- FAIL: NAME (0.00s)` and the first line after it (`file_test.go:12: message`,
+/// or a panic). A failing subtest is reported nested under its parent (`--- FAIL: TestA/case`,
+/// indented): the innermost one names the failure.
 fn go_test(text: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
-    let i = lines.iter().position(|l| l.trim_start().starts_with("--- FAIL: "))?;
-    let name = lines[i].trim_start()["--- FAIL: ".len()..].split(" (").next().unwrap_or("").trim();
+    let fail = |l: &str| {
+        l.trim_start().strip_prefix("--- FAIL: ").map(|rest| rest.split(" (").next().unwrap_or("").trim().to_owned())
+    };
+    let mut i = lines.iter().position(|l| fail(l).is_some())?;
+    let mut name = fail(lines[i])?;
+    loop {
+        let next = lines[i + 1..].iter().position(|l| !l.trim().is_empty()).map(|j| i + 1 + j);
+        match next.and_then(|j| fail(lines[j]).map(|n| (j, n))) {
+            Some((j, sub)) => (i, name) = (j, sub),
+            None => break,
+        }
+    }
     let message = lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty() && !l.starts_with("FAIL"));
     Some(match message {
         Some(m) => format!("{name}: {m}"),
-        None => name.to_owned(),
+        None => name,
     })
 }
 
@@ -77,5 +89,9 @@ mod tests {
         let out = "--- FAIL: TestLedger (0.00s)\n    ledger_test.go:12: total 3 != 4\nFAIL\n";
         assert_eq!(of(out, "").as_deref(), Some("TestLedger: ledger_test.go:12: total 3 != 4"));
         assert_eq!(of("hello\n", "error: boom\n"), None);
+        let sub = "--- FAIL: TestTable (0.00s)\n    --- FAIL: TestTable/bad (0.00s)\n        a_test.go:9: case bad broke\nFAIL\n";
+        assert_eq!(of(sub, "").as_deref(), Some("TestTable/bad: a_test.go:9: case bad broke"));
+        let panic = "--- FAIL: TestPanics (0.00s)\npanic: assignment to entry in nil map [recovered]\n\tpanic: assignment to entry in nil map\n";
+        assert_eq!(of(panic, "").as_deref(), Some("TestPanics: panic: assignment to entry in nil map [recovered]"));
     }
 }

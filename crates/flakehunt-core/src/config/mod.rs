@@ -152,7 +152,12 @@ pub fn describe(k: &Knobs) -> String {
         parts.push(format!("python switch interval {s}"));
     }
     if let Some(r) = k.jitter {
-        parts.push(format!("jitter on {:.0} % of synchronisation and I/O calls", r * 100.0));
+        let delay = match k.jitter_sleep_us {
+            Some([min, max]) if min == max => format!(", sleeping {min} us"),
+            Some([min, max]) => format!(", sleeping {min}-{max} us"),
+            None => String::new(),
+        };
+        parts.push(format!("jitter on {:.0} % of synchronisation and I/O calls{delay}", r * 100.0));
     }
     if parts.is_empty() {
         "no changes".into()
@@ -204,5 +209,23 @@ mod tests {
         assert!(e.contains("built-in"), "{e}");
         let e = parse("[profiles.x]\ncpus = \"one\"\n").unwrap_err().to_string();
         assert!(e.starts_with("flakehunt.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn jitter_sleeps_need_a_rate_and_a_sane_range() {
+        let c = parse("[profiles.wide]\njitter = 1.0\njitter-sleep-us = [20, 40]\n").unwrap();
+        assert_eq!(c.profiles["wide"].jitter_sleep_us, Some([20, 40]));
+        assert_eq!(c.user_profiles()[0].summary, "jitter on 100 % of synchronisation and I/O calls, sleeping 20-40 us");
+        let e = parse("[profiles.x]\njitter-sleep-us = [20, 40]\n").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "flakehunt.toml:1: profile 'x': jitter-sleep-us needs jitter = RATE, the share of calls to delay (1 delays every call)"
+        );
+        let e = parse("[profiles.x]\njitter = 0.5\njitter-sleep-us = [40, 20]\n").unwrap_err().to_string();
+        assert!(e.contains("jitter-sleep-us = [40, 20]: give [MIN, MAX] microseconds"), "{e}");
+        let e = parse("[profiles.x]\njitter = 0.5\njitter-sleep-us = [0, 20]\n").unwrap_err().to_string();
+        assert!(e.contains("1 <= MIN <= MAX <= 1000000"), "{e}");
+        let e = parse("[profiles.x]\njitter = 0.5\njitter-sleep-us = [20]\n").unwrap_err().to_string();
+        assert_eq!(e, "flakehunt.toml:3: jitter-sleep-us takes [MIN, MAX] microseconds, e.g. [20, 50], not 1 value(s)");
     }
 }

@@ -1,6 +1,7 @@
 //! The command under test. Main type: [`Target`].
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -12,17 +13,38 @@ pub struct Target {
     /// Run `argv[0]` through `sh -c`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shell: bool,
+    /// The directory to run in, relative to where the attempts would otherwise run (the
+    /// project, or a cell's clean room) unless absolute: `go test` runs a package's tests in the
+    /// package's directory, and tests open `testdata/` by relative paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
 }
 
 impl Target {
     /// A target run without a shell.
     pub fn argv(argv: Vec<String>) -> Self {
-        Self { argv, shell: false }
+        Self { argv, shell: false, dir: None }
+    }
+
+    /// The same target, run in `dir`.
+    #[must_use]
+    pub fn in_dir(self, dir: PathBuf) -> Self {
+        Self { dir: Some(dir), ..self }
+    }
+
+    /// The working directory of an attempt whose surroundings would run it in `base` (none: the
+    /// hunt's own working directory).
+    pub fn working_dir(&self, base: Option<&Path>) -> Option<PathBuf> {
+        match (base, &self.dir) {
+            (Some(b), Some(d)) => Some(b.join(d)),
+            (None, Some(d)) => Some(d.clone()),
+            (b, None) => b.map(Path::to_owned),
+        }
     }
 
     /// A target run through `sh -c`.
     pub fn shell(script: String) -> Self {
-        Self { argv: vec![script], shell: true }
+        Self { argv: vec![script], shell: true, dir: None }
     }
 
     /// Program and arguments, with `{name}` placeholders replaced by `subst`.
@@ -100,6 +122,20 @@ mod tests {
         let t = Target::argv(vec!["pytest".into(), "-n".into(), "{workers}".into()]);
         let (_, a) = t.program_and_args(&[("workers".into(), "4".into())]);
         assert_eq!(a[1], OsString::from("4"));
+    }
+
+    #[test]
+    fn a_target_directory_is_relative_to_the_attempt_base() {
+        let t = Target::argv(vec!["./p.test".into()]);
+        assert_eq!(t.working_dir(Some(Path::new("/room"))), Some(PathBuf::from("/room")));
+        assert_eq!(t.working_dir(None), None);
+        let t = t.in_dir("pkg/ledger".into());
+        assert_eq!(t.working_dir(Some(Path::new("/room"))), Some(PathBuf::from("/room/pkg/ledger")));
+        assert_eq!(t.working_dir(None), Some(PathBuf::from("pkg/ledger")));
+        let t = Target::argv(vec!["x".into()]).in_dir("/abs".into());
+        assert_eq!(t.working_dir(Some(Path::new("/room"))), Some(PathBuf::from("/abs")));
+        let json = serde_json::to_string(&Target::argv(vec!["x".into()])).unwrap();
+        assert_eq!(json, r#"{"argv":["x"]}"#, "records without a directory stay as they were");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 
 /// Every mechanism a profile can use; unset means "leave as is".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -46,7 +46,23 @@ pub struct Knobs {
     /// (mutexes, condition variables, yield, read/write, nanosleep) by a yield or 1-20 us.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<f64>,
+    /// With `jitter`: every delay sleeps `[MIN, MAX]` microseconds instead of a yield or 1-20 us.
+    /// A yield may take no time; a sleep takes at least its length, so a window is surely widened.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "sleep_range")]
+    pub jitter_sleep_us: Option<[u64; 2]>,
 }
+
+/// `[MIN, MAX]`, with a message that says so for any other number of values.
+fn sleep_range<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u64; 2]>, D::Error> {
+    let values = Vec::<u64>::deserialize(d)?;
+    let n = values.len();
+    <[u64; 2]>::try_from(values).map(Some).map_err(|_| {
+        D::Error::custom(format!("jitter-sleep-us takes [MIN, MAX] microseconds, e.g. [20, 50], not {n} value(s)"))
+    })
+}
+
+/// The longest jitter sleep a profile may ask for (one second): longer would stall, not jitter.
+pub const MAX_JITTER_SLEEP_US: u64 = 1_000_000;
 
 /// Scheduling policies a profile can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +141,18 @@ impl Knobs {
             if !(r > 0.0 && r <= 1.0) {
                 return Err(format!(
                     "jitter = {r}: give the share of calls to delay, above 0 and at most 1, e.g. 0.05"
+                ));
+            }
+        }
+        if let Some([min, max]) = self.jitter_sleep_us {
+            if self.jitter.is_none() {
+                return Err(
+                    "jitter-sleep-us needs jitter = RATE, the share of calls to delay (1 delays every call)".into()
+                );
+            }
+            if !(min >= 1 && min <= max && max <= MAX_JITTER_SLEEP_US) {
+                return Err(format!(
+                    "jitter-sleep-us = [{min}, {max}]: give [MIN, MAX] microseconds, 1 <= MIN <= MAX <= {MAX_JITTER_SLEEP_US}, e.g. [20, 50]"
                 ));
             }
         }

@@ -239,6 +239,9 @@ impl Profile {
             let seed = crate::plan::Rng::stream(env.seed ^ 0x6a17, attempt).next_u64();
             launch.env.push(("LD_PRELOAD".into(), Some(lib.ld_preload(existing.as_deref()).into())));
             launch.env.push(("FLAKEHUNT_JITTER_RATE".into(), Some(rate.to_string().into())));
+            if let Some([min, max]) = k.jitter_sleep_us {
+                launch.env.push(("FLAKEHUNT_JITTER_SLEEP_US".into(), Some(format!("{min}-{max}").into())));
+            }
             launch.env.push(("FLAKEHUNT_JITTER_SEED".into(), Some(seed.to_string().into())));
             launch.env.push(("FLAKEHUNT_JITTER_REPORT".into(), Some(lib.report_path(attempt).into_os_string())));
             prepared.jitter = true;

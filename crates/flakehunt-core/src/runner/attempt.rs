@@ -112,7 +112,7 @@ impl AttemptRunner<'_> {
             args,
             env_clear: self.env_clear || room.is_some(),
             env,
-            cwd: room.map(|r| r.cwd.clone()).or_else(|| self.cwd.clone()),
+            cwd: self.target.working_dir(room.map(|r| r.cwd.as_path()).or(self.cwd.as_deref())),
             setup: Default::default(),
         };
         for setting in &cell.overlay {
