@@ -2,9 +2,11 @@
 # How much flakehunt costs next to the test it runs.
 #
 # 1. Throughput: `flakehunt sweep --profiles default --runs N --record DIR -- true` against a
-#    minimal spawn-and-wait loop (scripts/spawn_loop.rs) on the same machine in the same run,
-#    sequentially and with --jobs 2. Each is timed REPEAT times, alternating, and the best time
-#    of each is kept (the least disturbed by whatever else the machine does). Target: ratio >= 0.95.
+#    minimal spawn-and-wait loop (scripts/spawn_loop.rs, `plain`) on the same machine in the same
+#    run, sequentially and with --jobs 2. Each is timed REPEAT times, alternating, and the best
+#    time of each is kept (the least disturbed by whatever else the machine does). Target: ratio
+#    >= 0.95. Also shown: the ratio against a loop that captures output as any harness must
+#    (`capture`: own process group, stdin from /dev/null, stdout and stderr piped and read).
 # 2. Memory: peak RSS of flakehunt for 1,000 and 100,000 attempts; it must not grow.
 #
 # Usage: scripts/bench-overhead.sh   (env: RUNS=5000 REPEAT=3 SMALL=1000 LARGE=100000)
@@ -45,11 +47,11 @@ time_flakehunt() {
   python3 -c "print(f'{$end - $start:.6f}')"
 }
 
-# Seconds the bare loop takes for RUNS spawns of `true` with $1 threads.
+# Seconds the bare loop takes for RUNS spawns of `true` with $1 threads, in mode $2.
 time_loop() {
   local start end
   start=$(now)
-  "$LOOP" "$RUNS" "$1" true >/dev/null
+  "$LOOP" "$RUNS" "$1" true "$2" >/dev/null
   end=$(now)
   python3 -c "print(f'{$end - $start:.6f}')"
 }
@@ -58,20 +60,22 @@ min() { printf '%s\n' "$@" | sort -g | head -1; }
 
 echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -sr)"
 echo "throughput: $RUNS attempts of 'true', best of $REPEAT"
-printf '%-12s %12s %12s %14s %14s %8s\n' mode "loop s" "flakehunt s" "loop /s" "flakehunt /s" ratio
+printf '%-12s %10s %10s %12s %10s %13s %13s %8s %14s\n' mode "loop s" "capture s" "flakehunt s" "loop /s" "capture /s" "flakehunt /s" ratio "vs capture"
 for jobs in 1 2; do
-  loops=() hunts=()
+  loops=() captures=() hunts=()
   for _ in $(seq "$REPEAT"); do
-    loops+=("$(time_loop "$jobs")")
+    loops+=("$(time_loop "$jobs" plain)")
+    captures+=("$(time_loop "$jobs" capture)")
     hunts+=("$(time_flakehunt "$jobs")")
   done
   l=$(min "${loops[@]}")
+  c=$(min "${captures[@]}")
   h=$(min "${hunts[@]}")
-  python3 - "$jobs" "$l" "$h" "$RUNS" <<'PY'
+  python3 - "$jobs" "$l" "$c" "$h" "$RUNS" <<'PY'
 import sys
-jobs, l, h, runs = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+jobs, l, c, h, runs = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 mode = "sequential" if jobs == 1 else f"--jobs {jobs}"
-print(f"{mode:<12} {l:12.3f} {h:12.3f} {runs / l:14.0f} {runs / h:14.0f} {l / h:8.3f}")
+print(f"{mode:<12} {l:10.3f} {c:10.3f} {h:12.3f} {runs / l:10.0f} {runs / c:13.0f} {runs / h:13.0f} {l / h:8.3f} {c / h:14.3f}")
 PY
 done
 

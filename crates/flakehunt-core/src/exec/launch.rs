@@ -159,7 +159,7 @@ impl Launch {
     /// piped to flakehunt.
     pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args).process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(&self.args).process_group(0).stdin(dev_null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if self.env_clear {
             cmd.env_clear();
         }
@@ -212,6 +212,17 @@ impl Launch {
         }
         cmd
     }
+}
+
+/// Standard input for an attempt: `/dev/null`, opened once per hunt and duplicated per attempt
+/// (a `dup` instead of a path lookup and an open); `Stdio::null` when that fails.
+fn dev_null() -> Stdio {
+    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    DEV_NULL
+        .get_or_init(|| std::fs::File::open("/dev/null").ok())
+        .as_ref()
+        .and_then(|f| f.try_clone().ok())
+        .map_or_else(Stdio::null, Stdio::from)
 }
 
 /// Writes this process's pid in decimal to `fd` without allocating.

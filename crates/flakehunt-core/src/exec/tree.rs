@@ -181,8 +181,14 @@ impl ProcessTree {
         let mut chunk = [0u8; 4096];
         loop {
             match file.read_at(&mut chunk, text.len() as u64) {
-                Ok(0) => break,
-                Ok(n) => text.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    text.extend_from_slice(&chunk[..n]);
+                    // A seq_file read fills the buffer unless the text ends: a short read is
+                    // the end, and saves the read that would return 0.
+                    if n < chunk.len() {
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }

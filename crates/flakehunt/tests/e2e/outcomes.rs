@@ -152,3 +152,13 @@ fn a_snapshot_tool_still_running_when_the_attempts_end_is_waited_for() {
     assert_eq!(snapshot["tools"][tool.to_str().unwrap()], "slow-tool 1.0", "{:#}", snapshot["tools"]);
     run.expect_nothing_left();
 }
+
+#[test]
+fn attempts_read_dev_null_on_stdin() {
+    // A target that reads stdin must see end-of-file at once, never the terminal or a pipe.
+    let run = Hunt::sweep().default_only().args(["--runs", "2", "--shell", "cat; readlink /proc/self/fd/0"]).run();
+    run.expect_code(0);
+    for attempt in run.attempts() {
+        assert_eq!(attempt["stdout_tail"], "/dev/null\n", "{attempt:#}");
+    }
+}
