@@ -348,11 +348,7 @@ fn ctrl_c_stops_the_ladder_and_leaves_no_process() {
         .spawn()
         .unwrap();
     // Wait for the first run to be under way (a condition, not a guess at a duration).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while std::fs::read_to_string(&pids).map_or(true, |p| p.lines().count() == 0) {
-        assert!(std::time::Instant::now() < deadline, "the first run never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll_until("the first run to start", || std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0));
     // SAFETY: kill(2) on a child we spawned and have not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();
@@ -366,6 +362,16 @@ fn ctrl_c_stops_the_ladder_and_leaves_no_process() {
         assert!(stat.is_empty() || state == "Z" || state == "X", "run {pid} outlived the hunt: {stat}");
     }
     assert!(!tmp.path().join("record/sandboxes").exists(), "sandboxes are removed on interruption");
+}
+
+/// Polls `cond` until it holds, failing the test after two minutes (far above what a loaded
+/// machine needs, so only a real hang fails).
+fn poll_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Whether process `pid` is gone (or a zombie, which runs nothing).
@@ -393,19 +399,13 @@ fn a_killed_fire_hunt_resumes_from_the_level_that_was_cut_short() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while std::fs::read_to_string(&pids).map_or(true, |p| p.lines().count() == 0) {
-        assert!(std::time::Instant::now() < deadline, "the second level never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll_until("the second level to start", || std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0));
     child.kill().unwrap();
     child.wait().unwrap();
     // The watchdog ends the hanging runs of the killed hunt.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::fs::read_to_string(&pids).unwrap().lines().all(is_gone) {
-        assert!(std::time::Instant::now() < deadline, "a run of the killed hunt outlived it");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll_until("the watchdog to end the killed hunt's runs", || {
+        std::fs::read_to_string(&pids).unwrap().lines().all(is_gone)
+    });
     let record = tmp.path().join("record");
     let levels_before = std::fs::read_to_string(record.join("levels.jsonl")).unwrap();
     assert_eq!(levels_before.lines().count(), 3, "reference-4, 2x4 and reference-6 finished: {levels_before}");
