@@ -1,6 +1,7 @@
 //! A real Slurm: a single-node cluster started by the test (its own `slurm.conf`, state, spool
 //! and ports in a temporary directory), a sweep run through it as a job array of 3 tasks, and
-//! the merged record compared with a local run of the same plan. The daemons are stopped by
+//! the merged record compared with a local run of the same plan; then a task cancelled with
+//! `scancel`, reported and re-submitted until its shard completes. The daemons are stopped by
 //! their pids, also when the test fails. Needs `slurmctld`, `slurmd` and the client commands
 //! (Debian: `slurm-wlm`); without them the test fails, it does not skip.
 
@@ -199,4 +200,91 @@ fn a_sweep_run_as_a_slurm_job_array_merges_into_the_unsharded_plan() {
         let shard = report_json(&run.join(format!("shard-{i}")));
         assert_eq!(shard["attempts"], 6, "shard {i} holds its share of every round");
     }
+
+    a_cancelled_task_is_reported_and_its_shard_resubmitted(&cluster, work.path());
+}
+
+/// Polls `cond` with a generous deadline (never a fixed sleep).
+fn poll_until(cluster: &Cluster, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !cond() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}:\n{}", cluster.logs());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Shard 2's attempts hang while a gate file exists; its task is cancelled with `scancel`. The
+/// hunt must name the task, say the record is incomplete and how to re-submit, and leave no
+/// process; re-submitting the task (gate gone) continues the shard's record to its plan.
+fn a_cancelled_task_is_reported_and_its_shard_resubmitted(cluster: &Cluster, work: &Path) {
+    let gate = work.join("gate");
+    let pid_file = work.join("hanging");
+    std::fs::write(&gate, "").unwrap();
+    let script = format!(
+        r#"if [ "$SLURM_ARRAY_TASK_ID" = 1 ] && [ -e {gate} ]; then echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; exec sleep 300; fi"#,
+        gate = gate.display(),
+        pid = pid_file.display()
+    );
+    let run = work.join("cancelled");
+    let stderr_path = work.join("cancelled.stderr");
+    let mut hunt = Command::new(assert_cmd::cargo::cargo_bin("flakehunt"))
+        .args(["sweep", "--runs", "4", "--profiles", "default", "--seed", "5", "--slurm", "2", "--record"])
+        .arg(&run)
+        .args(["--shell", &script])
+        .current_dir(work)
+        .env("SLURM_CONF", &cluster.conf)
+        .env("FLAKEHUNT_SLURM_POLL", "200ms")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    poll_until(cluster, "shard 2's attempt to hang", || pid_file.exists());
+    let hanging: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let job = Command::new("squeue").args(["-h", "-o", "%F"]).env("SLURM_CONF", &cluster.conf).output().unwrap();
+    let job = String::from_utf8_lossy(&job.stdout).lines().next().expect("the array is queued").trim().to_owned();
+    let scancel = Command::new(slurm_program("scancel"))
+        .arg(format!("{job}_1"))
+        .env("SLURM_CONF", &cluster.conf)
+        .status()
+        .unwrap();
+    assert!(scancel.success());
+    let mut code = None;
+    poll_until(cluster, "the hunt to end after the cancellation", || {
+        code = hunt.try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(code, Some(Some(3)), "nothing reproduced and a shard missing is not a success\n{stderr}");
+    assert!(stderr.contains(&format!("slurm task {job}_1 (shard 2/2) failed")), "{stderr}");
+    assert!(stderr.contains("shards 2/2 did not complete"), "{stderr}");
+    assert!(stderr.contains("sbatch --array=1 "), "{stderr}");
+    poll_until(cluster, "the cancelled task's attempt to end", || {
+        std::fs::read_to_string(format!("/proc/{hanging}/stat"))
+            .map_or(true, |s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with(['Z', 'X']))
+    });
+
+    // Re-submitted with the gate gone, the task continues shard 2's record to its plan.
+    std::fs::remove_file(&gate).unwrap();
+    let _ = std::fs::remove_file(run.join("shard-2.exit"));
+    let resubmit = Command::new(slurm_program("sbatch"))
+        .arg("--array=1")
+        .arg(work.join("cancelled.sbatch"))
+        .env("SLURM_CONF", &cluster.conf)
+        .output()
+        .unwrap();
+    assert!(resubmit.status.success(), "{}", String::from_utf8_lossy(&resubmit.stderr));
+    poll_until(cluster, "the re-submitted task to finish", || run.join("shard-2.exit").exists());
+    assert_eq!(std::fs::read_to_string(run.join("shard-2.exit")).unwrap().trim(), "0");
+    let merged = work.join("cancelled-merged");
+    flakehunt()
+        .arg("merge")
+        .arg(run.join("shard-1"))
+        .arg(run.join("shard-2"))
+        .arg("--into")
+        .arg(&merged)
+        .assert()
+        .success();
+    let summary = report_json(&merged);
+    assert_eq!((summary["attempts"].as_u64(), summary["complete"].as_bool()), (Some(4), Some(true)), "{summary:#}");
 }
