@@ -259,6 +259,10 @@ fn a_cancelled_task_is_reported_and_its_shard_resubmitted(cluster: &Cluster, wor
     assert!(stderr.contains(&format!("slurm task {job}_1 (shard 2/2) failed")), "{stderr}");
     assert!(stderr.contains("shards 2/2 did not complete"), "{stderr}");
     assert!(stderr.contains("sbatch --array=1 "), "{stderr}");
+    // Slurm signalled the hanging attempt as well as its flakehunt: that death is the job's
+    // end, not a crash of the test, and is not recorded.
+    let cut = std::fs::read_to_string(run.join("shard-2/attempts.jsonl")).unwrap_or_default();
+    assert!(!cut.contains("\"crash\""), "{cut}");
     poll_until(cluster, "the cancelled task's attempt to end", || {
         std::fs::read_to_string(format!("/proc/{hanging}/stat"))
             .map_or(true, |s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with(['Z', 'X']))

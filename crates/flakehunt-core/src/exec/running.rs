@@ -212,6 +212,12 @@ impl<'t> Running<'t> {
         let seconds = self.started.elapsed().as_secs_f64();
         let (status, cpu_seconds) = wait4(self.child.id());
         self.tree.forget(pgid);
+        if !cancelled && !killed && timed_out.is_none() && signalled_from_outside(status) {
+            // A batch system ending the job (scancel, a pod's termination) signals every process
+            // it tracks: the attempt may die of it a moment before flakehunt's own stop arrives.
+            // Its death says nothing about the test, so it is not recorded as a crash.
+            cancelled = stop_arrives(cancel, EXTERNAL_STOP_GRACE);
+        }
 
         // Descendants may still hold the pipes; read for a short while, then look for them.
         drain(&mut self.stdout, &mut self.stderr, &mut out, &mut err, &mut buf, limits.leak_timeout);
@@ -236,6 +242,30 @@ impl<'t> Running<'t> {
 }
 
 const READ_BUFFER_LEN: usize = 64 * 1024;
+
+/// How long flakehunt waits, after an attempt died of a signal it did not send, for a stop
+/// request of its own that would explain the death.
+const EXTERNAL_STOP_GRACE: Duration = Duration::from_millis(250);
+
+/// Whether the main process died of a signal that ends jobs from outside (the ones batch
+/// systems, `kill` and terminals send), rather than one the program raised itself.
+fn signalled_from_outside(status: Status) -> bool {
+    matches!(status, Status::Signaled(s) if [libc::SIGTERM, libc::SIGKILL, libc::SIGINT, libc::SIGHUP].contains(&s))
+}
+
+/// Whether a stop is requested within `grace` (at once when it already is).
+fn stop_arrives(cancel: &Cancel, grace: Duration) -> bool {
+    let end = Instant::now() + grace;
+    while !cancel.is_stopping() {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let mut fds = [PollFd::from_borrowed_fd(cancel.stop_fd(), PollFlags::IN)];
+        let _ = rustix::event::poll(&mut fds, Some(&timespec(left)));
+    }
+    true
+}
 
 thread_local! {
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
