@@ -109,11 +109,9 @@ impl ProcessTree {
                         // environment: one that still names an attempt belongs to that attempt,
                         // which may be sweeping right now (another attempt's orphan must never be
                         // taken for ours).
-                        // It must also lead a group of its own (it escaped with setsid): a
-                        // process still in another attempt's group may only look unmarked because
-                        // it is in the middle of an exec, when its environment reads empty.
-                        // An escaped process caught in the middle of an exec reads an empty
-                        // environment; wait for the exec to finish rather than decide on that.
+                        // It must also lead a group of its own (it escaped with setsid). The
+                        // environment is read once no exec is changing it: midway it reads
+                        // empty or cut short, and would make a marked process look unmarked.
                         let Environ::Present(env) = settled_environ(pid) else { continue };
                         match attempt_marker(&env) {
                             Some(found) if found == marker => ours.push(pid),
