@@ -3,9 +3,9 @@
 //! accepted at every level, the user's state is never modified, bad input is one line and
 //! exit 2, and no process outlives a hunt.
 //!
-//! The broken fixtures sleep inside their critical section, so that two runs released together
-//! collide whatever the machine's speed; the correct ones are run several times, because a
-//! false alarm must never happen.
+//! The broken fixtures wait inside their critical section until another run got there too
+//! (`fixtures/fire/meet.sh`, through a file outside the state), so concurrent runs collide on
+//! any machine; the correct ones are run several times, because a false alarm must never happen.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -27,12 +27,14 @@ struct Fired {
     record: PathBuf,
 }
 
-/// Runs `flakehunt fire --json --record <tmp>/record ARGS`.
+/// Runs `flakehunt fire --json --record <tmp>/record ARGS`, with the broken fixtures' meeting
+/// files in `<tmp>`.
 fn fire(tmp: &Path, args: &[&str]) -> Fired {
     let record = tmp.join("record");
     let out = Command::cargo_bin("flakehunt")
         .unwrap()
         .current_dir(tmp)
+        .env("FIXTURE_MEET", tmp.join("meet"))
         .args(["fire", "--json", "--quiet", "--record"])
         .arg(&record)
         .args(args)

@@ -168,15 +168,17 @@ fn noise_idle_and_pause_record_what_they_did() {
 #[test]
 fn a_profile_without_effect_is_inert_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
-    // Gaps before the first pause are drawn from 0-60 s: `true` ends long before any can land
-    // (the chance of a gap under a few milliseconds is about 1 in 20,000 per attempt).
+    // Gaps before the first pause are drawn from 0 to 10^12 ms (32 years), seeded: however long
+    // a loaded machine takes to run `true`, no pause can land (a gap under a second has a chance
+    // of 1 in 10^9 per attempt; a gap of 0-60 s let a slow `true` meet one).
     std::fs::write(
         dir.path().join("flakehunt.toml"),
-        "[profiles.late]\npause = { min-ms = 1, max-ms = 2, every-max-ms = 60000 }\n",
+        "[profiles.late]\npause = { min-ms = 1, max-ms = 2, every-max-ms = 1000000000000 }\n",
     )
     .unwrap();
     let out = Command::new(bin())
-        .args(["sweep", "--profiles", "default,late", "--runs", "3", "--json", "-q", "--record", "rec", "--", "true"])
+        .args(["sweep", "--profiles", "default,late", "--runs", "3", "--seed", "1", "--json", "-q", "--record", "rec"])
+        .args(["--", "true"])
         .current_dir(dir.path())
         .output()
         .unwrap();

@@ -32,9 +32,12 @@ fn output_of(cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// A port nobody listens on now (the OS picks it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// Two different ports nobody listens on now (the OS picks them). Both listeners are held
+/// until both ports are known, so the OS cannot hand out the same port twice.
+fn free_ports() -> (u16, u16) {
+    let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
 }
 
 /// The daemons, killed and reaped when dropped, whatever happened in between.
@@ -67,7 +70,7 @@ impl Cluster {
         }
         let node = output_of("hostname", &["-s"]);
         let user = output_of("id", &["-un"]);
-        let (ctld_port, d_port) = (free_port(), free_port());
+        let (ctld_port, d_port) = free_ports();
         let conf = d.join("slurm.conf");
         std::fs::write(
             &conf,

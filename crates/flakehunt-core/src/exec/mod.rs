@@ -14,5 +14,3 @@ pub use launch::{ChildSetup, Launch, Limit, Resource};
 pub use running::{Execution, Limits, Running, Status, Termination};
 pub use tree::{LeakedProcess, ProcessTree};
 pub use watchdog::{serve as serve_watchdog, Watchdog};
-
-pub(crate) use tree::environ_has;

@@ -16,6 +16,7 @@ use std::fs;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitOptions};
 
@@ -129,10 +130,11 @@ impl ProcessTree {
                         // environment: one that still names an attempt belongs to that attempt,
                         // which may be sweeping right now (another attempt's orphan must never be
                         // taken for ours).
-                        // It must also lead a group of its own (it escaped with setsid): a
-                        // process still in another attempt's group may only look unmarked because
-                        // it is in the middle of an exec, when its environment reads empty.
-                        match environ_marker(pid) {
+                        // It must also lead a group of its own (it escaped with setsid). The
+                        // environment is read once no exec is changing it: midway it reads
+                        // empty or cut short, and would make a marked process look unmarked.
+                        let Environ::Present(env) = settled_environ(pid) else { continue };
+                        match attempt_marker(&env) {
                             Some(found) if found == marker => ours.push(pid),
                             Some(_) => {}
                             None if alone && stat.pgrp == pid && stat.start_ticks >= started => ours.push(pid),
@@ -296,41 +298,102 @@ pub(crate) fn boot_ticks() -> u64 {
     (nanos * hz as u128 / 1_000_000_000) as u64
 }
 
+/// `PF_EXITING` in the flags of `/proc/PID/stat`: the process is tearing itself down.
+const PF_EXITING: u32 = 0x0000_0004;
+/// `PF_KTHREAD` in the flags of `/proc/PID/stat`: a kernel thread, which has no memory of its own.
+const PF_KTHREAD: u32 = 0x0020_0000;
+
 /// The fields of `/proc/PID/stat` this module needs.
 #[derive(Debug)]
 pub(crate) struct ProcStat {
     pub(crate) state: char,
     pub(crate) pgrp: i32,
+    /// The kernel's `PF_*` flags.
+    pub(crate) flags: u32,
     /// Start time, in clock ticks since boot.
     pub(crate) start_ticks: u64,
+    /// Where the environment lies in the process's memory, start and end (both 0 while an exec
+    /// sets up the new program, `None` before Linux 3.5).
+    pub(crate) env: Option<(u64, u64)>,
 }
 
 impl ProcStat {
     pub(crate) fn read(p: i32) -> Option<Self> {
         let text = fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
         // The command name may contain spaces and parentheses: fields start after the last ')'.
-        let rest = &text[text.rfind(')')? + 2..];
-        let mut fields = rest.split(' ');
-        let state = fields.next()?.chars().next()?;
-        let _ppid = fields.next()?;
-        let pgrp = fields.next()?.parse().ok()?;
-        // Fields 6 to 21 (session .. itrealvalue), then 22: starttime.
-        let start_ticks = fields.nth(16)?.parse().ok()?;
-        Some(Self { state, pgrp, start_ticks })
+        // Numbered as in proc(5): 3 state, 5 pgrp, 9 flags, 22 starttime, 50 env_start, 51 env_end.
+        let fields: Vec<&str> = text[text.rfind(')')? + 2..].split_whitespace().collect();
+        let field = |n: usize| fields.get(n - 3).copied();
+        let number = |n: usize| field(n).and_then(|f| f.parse::<u64>().ok());
+        Some(Self {
+            state: field(3)?.chars().next()?,
+            pgrp: field(5)?.parse().ok()?,
+            flags: field(9)?.parse().ok()?,
+            start_ticks: number(22)?,
+            env: number(50).zip(number(51)),
+        })
     }
 }
 
-/// Whether `/proc/PID/environ` holds the exact `NAME=VALUE` entry `marker`.
-/// The `FLAKEHUNT_ATTEMPT=...` entry of a process's environment, if it has one.
-fn environ_marker(p: i32) -> Option<String> {
-    let env = fs::read(format!("/proc/{p}/environ")).ok()?;
+/// Longest flakehunt waits for one process to finish an exec before it reads its environment.
+/// An exec takes microseconds to milliseconds; the limit only matters if one never finishes.
+const SETTLE_LIMIT: Duration = Duration::from_secs(5);
+
+/// What `/proc/PID/environ` says about a process.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Environ {
+    /// Gone, a zombie, a kernel thread, or not ours to read.
+    Absent,
+    /// In the middle of an exec: the kernel has switched the process to the new program's memory
+    /// but not yet copied its environment there (it reads empty), or an exec cut a read short.
+    Changing,
+    /// The `NAME=VALUE` entries, separated by NUL bytes (empty for `env -i`).
+    Present(Vec<u8>),
+}
+
+/// Reads the environment of process `p` once.
+pub(crate) fn environ(p: i32) -> Environ {
+    // Between two looks at where the environment lies, read it. The kernel reads from the memory
+    // of the program the process ran when the file was opened; during an exec the new memory's
+    // range is still 0 for a moment (the read is empty), and an exec while reading tears the old
+    // memory down (the read is cut short). A read is whole when the range stayed put and the read
+    // is exactly that long.
+    let alive = |s: &ProcStat| !matches!(s.state, 'Z' | 'X') && s.flags & (PF_KTHREAD | PF_EXITING) == 0;
+    let Some(before) = ProcStat::read(p).filter(alive) else { return Environ::Absent };
+    let Ok(env) = fs::read(format!("/proc/{p}/environ")) else { return Environ::Absent };
+    let Some(after) = ProcStat::read(p).filter(alive) else { return Environ::Absent };
+    match (before.env, after.env) {
+        // A kernel before 3.5 does not show the range: trust the read.
+        (None, _) | (_, None) => Environ::Present(env),
+        (Some((start, end)), range) if end != 0 && range == Some((start, end)) && env.len() as u64 == end - start => {
+            Environ::Present(env)
+        }
+        _ => Environ::Changing,
+    }
+}
+
+/// Reads the environment of process `p`, waiting (bounded) for an exec in progress to finish.
+pub(crate) fn settled_environ(p: i32) -> Environ {
+    let deadline = Instant::now() + SETTLE_LIMIT;
+    loop {
+        match environ(p) {
+            Environ::Changing if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            Environ::Changing => return Environ::Absent,
+            settled => return settled,
+        }
+    }
+}
+
+/// The `FLAKEHUNT_ATTEMPT=...` entry of an environment, if it has one.
+fn attempt_marker(env: &[u8]) -> Option<String> {
     env.split(|&b| b == 0)
         .find(|e| e.starts_with(b"FLAKEHUNT_ATTEMPT="))
         .map(|e| String::from_utf8_lossy(e).into_owned())
 }
 
-pub(crate) fn environ_has(p: i32, marker: &str) -> bool {
-    fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == marker.as_bytes()))
+/// Whether an environment holds the exact `NAME=VALUE` entry `marker`.
+pub(crate) fn environ_has(env: &[u8], marker: &str) -> bool {
+    env.split(|&b| b == 0).any(|e| e == marker.as_bytes())
 }
 
 /// The command name of a process, or `?` once it is gone.
@@ -352,5 +415,51 @@ mod tests {
         let _ = child.wait();
         assert!(before <= stat.start_ticks && stat.start_ticks <= after, "{before} <= {} <= {after}", stat.start_ticks);
         assert_eq!(stat.pgrp, rustix::process::getpgrp().as_raw_nonzero().get());
+    }
+
+    #[test]
+    fn an_environment_is_never_read_in_the_middle_of_an_exec() {
+        // A shell that execs itself 300 times, always with the marker in its environment: every
+        // settled read must show the marker, though a plain read often catches an exec midway.
+        let marker = format!("FLAKEHUNT_TREE_TEST={}", std::process::id());
+        let script = r#"n=$1; if [ "$n" -lt 300 ]; then exec sh -c "$SCRIPT" sh $((n + 1)); fi"#;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", script, "sh", "0"])
+            .env("SCRIPT", script)
+            .env("FLAKEHUNT_TREE_TEST", std::process::id().to_string())
+            .spawn()
+            .expect("sh starts");
+        let p = child.id() as i32;
+        let mut reads = 0;
+        while child.try_wait().expect("waitpid works").is_none() {
+            match settled_environ(p) {
+                Environ::Present(env) => assert!(environ_has(&env, &marker), "read {reads}: {env:?}"),
+                Environ::Absent => {}
+                Environ::Changing => unreachable!("settled_environ waits until the exec is done"),
+            }
+            reads += 1;
+        }
+    }
+
+    #[test]
+    fn an_empty_environment_is_present_and_a_zombie_is_absent() {
+        let mut cleared = std::process::Command::new("/bin/sleep").arg("10").env_clear().spawn().expect("sleep starts");
+        let p = cleared.id() as i32;
+        // Until sleep is running, the exec may still be under way.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|args| args.starts_with(b"/bin/sleep\0")) {
+            assert!(Instant::now() < deadline, "sleep never started");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(environ(p), Environ::Present(Vec::new()));
+        let _ = cleared.kill();
+        // SIGKILL is asynchronous: once the process is a zombie (waitid with WNOWAIT leaves it
+        // one), its environment is absent.
+        let _ = rustix::process::waitid(
+            rustix::process::WaitId::Pid(pid(p)),
+            rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
+        );
+        assert_eq!(environ(p), Environ::Absent);
+        let _ = cleared.wait();
     }
 }

@@ -18,6 +18,8 @@ use std::sync::Mutex;
 
 use rustix::process::{Pid, Signal};
 
+use super::tree::{environ_has, settled_environ, Environ};
+
 /// The flakehunt side of the watchdog.
 #[derive(Debug)]
 pub struct Watchdog {
@@ -119,9 +121,10 @@ pub fn serve(input: impl Read, run_id: &str) {
 
 fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
     let marker = format!("FLAKEHUNT_RUN_ID={run_id}");
-    // A process in the middle of an exec reads an empty environment for a moment, so one clean
-    // pass over /proc is not proof: stop after two in a row.
-    let mut clean_rounds = 0;
+    // Each round kills what it finds; a round that finds nothing ends the cleanup. A process of
+    // the hunt in the middle of an exec reads an empty environment for a moment, so each
+    // process's environment is read once its exec finished (`settled_environ`), never in that
+    // moment. Bounded so a fork bomb cannot keep the watchdog here.
     for _round in 0..16 {
         let mut found = false;
         for &g in groups {
@@ -134,7 +137,11 @@ fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32])
         }
         if let Ok(dir) = std::fs::read_dir("/proc") {
             for p in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
-                if p as u32 != std::process::id() && super::environ_has(p, &marker) {
+                if p as u32 == std::process::id() {
+                    continue;
+                }
+                let Environ::Present(env) = settled_environ(p) else { continue };
+                if environ_has(&env, &marker) {
                     let group =
                         super::tree::ProcStat::read(p).map(|s| s.pgrp).filter(|g| *g > 1 && !protected.contains(g));
                     if let Some(g) = group.and_then(Pid::from_raw) {
@@ -146,8 +153,7 @@ fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32])
                 }
             }
         }
-        clean_rounds = if found { 0 } else { clean_rounds + 1 };
-        if clean_rounds == 2 {
+        if !found {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -199,8 +199,9 @@ impl Background {
         read_json(&self.hunt().record_dir().join("manifest.json"))["run_id"].as_str().expect("a run id").to_owned()
     }
 
-    /// Reads a pid written by a fixture into scratch file `name`, once the file is there.
-    pub fn wait_for_pid_file(&mut self, name: &str) -> i32 {
+    /// Reads a pid written by a fixture into scratch file `name`, once the file is there, and
+    /// waits until that process has exec'd `program` (the fixtures write their pid, then exec).
+    pub fn wait_for_pid_file(&mut self, name: &str, program: &str) -> i32 {
         let path = self.hunt().scratch(name);
         let child = self.child();
         poll_until(&format!("{} to appear", path.display()), POLL_LIMIT, || {
@@ -211,11 +212,13 @@ impl Background {
         });
         let text = std::fs::read_to_string(&path).expect("the pid file is readable");
         let pid = text.trim().parse().unwrap_or_else(|_| panic!("not a pid: {text:?}"));
-        // A fixture writes its pid and then execs; while the kernel replaces the program,
-        // /proc/PID/environ reads empty for a moment. Wait for the exec to finish, so what the
-        // caller checks next is the program that hangs, not that moment.
-        let run_id = self.run_id();
-        poll_until(&format!("pid {pid} to run with this hunt's environment"), POLL_LIMIT, || !is_dead(pid, &run_id));
+        // The pid file appears while the shell still runs, before its exec; during the exec
+        // /proc/PID/environ reads empty for a moment. Wait until the process runs the program
+        // that hangs, so what the caller checks next is that program, not the moment before.
+        poll_until(&format!("pid {pid} to exec {program}"), POLL_LIMIT, || {
+            let args = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            args.split(|&b| b == 0).next() == Some(program.as_bytes())
+        });
         pid
     }
 }

@@ -41,7 +41,7 @@ fn the_watchdog_kills_the_attempt_when_flakehunt_is_killed() {
     let pid_file = hunt.scratch("pid");
     // Iterations 1 and 2 pass, so the record has a prefix; iteration 3 hangs.
     let mut flakehunt = hunt.fixture("hang.sh", &[pid_file.to_str().unwrap(), "3"]).spawn();
-    let hanging = flakehunt.wait_for_pid_file("pid");
+    let hanging = flakehunt.wait_for_pid_file("pid", "sleep");
     let run_id = flakehunt.run_id();
     assert!(!is_dead(hanging, &run_id), "the fixture's pid file names a live attempt");
 
@@ -62,7 +62,7 @@ fn ctrl_c_ends_the_running_attempt_and_writes_the_record() {
     let hunt = Hunt::sweep().default_only().args(["--runs", "5"]);
     let pid_file = hunt.scratch("pid");
     let mut flakehunt = hunt.fixture("hang.sh", &[pid_file.to_str().unwrap(), "3"]).spawn();
-    let hanging = flakehunt.wait_for_pid_file("pid");
+    let hanging = flakehunt.wait_for_pid_file("pid", "sleep");
 
     flakehunt.signal(libc::SIGINT);
     let run = flakehunt.finish();
@@ -87,7 +87,7 @@ fn ctrl_c_kills_an_attempt_that_ignores_sigterm_after_the_grace_period() {
     let marker = hunt.scratch("started");
     let script = format!("trap '' TERM; echo $$ > {m}.tmp && mv {m}.tmp {m}; exec sleep 1000000", m = marker.display());
     let mut flakehunt = hunt.args(["--shell", &script]).spawn();
-    let hanging = flakehunt.wait_for_pid_file("started");
+    let hanging = flakehunt.wait_for_pid_file("started", "sleep");
 
     flakehunt.signal(libc::SIGINT);
     let run = flakehunt.finish();
