@@ -31,7 +31,8 @@ pub fn target(args: &HuntArgs, record: &Path) -> anyhow::Result<Option<(Target, 
 }
 
 /// `--cargo-test NAME [-p PKG]`: `cargo test --no-run --message-format=json` once, then the test
-/// binary that lists NAME, run as `BIN NAME --exact`.
+/// binary that lists NAME, run as `BIN NAME --exact` in its package's directory, as `cargo test`
+/// runs it (tests open their data files by paths relative to it).
 fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, serde_json::Value)> {
     let mut build = Command::new("cargo");
     build.args(["test", "--no-run", "--message-format=json"]);
@@ -47,15 +48,15 @@ fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, serd
     if binaries.is_empty() {
         return Err(exit::usage("`cargo test --no-run` built no test binary"));
     }
-    let mut found: Vec<(PathBuf, String)> = Vec::new();
+    let mut found: Vec<(&TestBinary, String)> = Vec::new();
     for bin in &binaries {
-        let list = Command::new(bin)
+        let list = Command::new(&bin.executable)
             .args(["--list", "--format", "terse"])
             .stderr(Stdio::null())
             .output()
-            .with_context(|| format!("cannot list the tests of {}", bin.display()))?;
+            .with_context(|| format!("cannot list the tests of {}", bin.executable.display()))?;
         for test in matching_tests(&String::from_utf8_lossy(&list.stdout), name) {
-            found.push((bin.clone(), test));
+            found.push((bin, test));
         }
     }
     let (bin, test) = match found.len() {
@@ -68,7 +69,8 @@ fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, serd
         }
         1 => found.remove(0),
         _ => {
-            let places: Vec<String> = found.iter().map(|(b, t)| format!("{t} in {}", file_name(b))).collect();
+            let places: Vec<String> =
+                found.iter().map(|(b, t)| format!("{t} in {}", file_name(&b.executable))).collect();
             return Err(exit::usage(format!(
                 "'{name}' names {} tests ({}): give the full path of one, or -p PKG",
                 found.len(),
@@ -76,21 +78,48 @@ fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, serd
             )));
         }
     };
-    let binary = bin.display().to_string();
-    let adapter = serde_json::json!({ "name": "cargo-test", "test": test, "binary": binary, "package": package });
-    Ok((Target::argv(vec![binary, test, "--exact".into()]), adapter))
+    let binary = bin.executable.display().to_string();
+    let dir = relative_to_cwd(&bin.package_dir)?;
+    let adapter = serde_json::json!({
+        "name": "cargo-test", "test": test, "binary": binary, "package": package, "dir": dir,
+    });
+    Ok((Target::argv(vec![binary, test, "--exact".into()]).in_dir(dir), adapter))
+}
+
+/// A test executable cargo built, and the directory of the package it tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestBinary {
+    /// The executable.
+    pub executable: PathBuf,
+    /// The directory of the package's `Cargo.toml`, where `cargo test` runs it.
+    pub package_dir: PathBuf,
 }
 
 /// The test executables in cargo's JSON messages: `compiler-artifact`s built with `profile.test`.
-pub fn test_executables(messages: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = messages
+pub fn test_executables(messages: &str) -> Vec<TestBinary> {
+    let mut out: Vec<TestBinary> = messages
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
-        .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .filter_map(|m| {
+            let executable = PathBuf::from(m["executable"].as_str()?);
+            let package_dir = Path::new(m["manifest_path"].as_str()?).parent()?.to_owned();
+            Some(TestBinary { executable, package_dir })
+        })
         .collect();
     out.dedup();
     out
+}
+
+/// `dir` relative to the hunt's working directory when inside it, so that a clean room runs in
+/// its own copy; absolute otherwise.
+fn relative_to_cwd(dir: &Path) -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(match dir.strip_prefix(&cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_owned(),
+        Err(_) => dir.to_owned(),
+    })
 }
 
 /// The tests of a libtest `--list` output that NAME names: exactly, or as the last part of
@@ -318,13 +347,7 @@ fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, serde_js
 
     let binary = binary.display().to_string();
     let argv = go_argv(&binary, test.as_deref(), subtests);
-    // Relative to the hunt's directory when inside it, so a clean room runs its own copy.
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let dir = match package.dir.strip_prefix(&cwd) {
-        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
-        Ok(rel) => rel.to_owned(),
-        Err(_) => package.dir.clone(),
-    };
+    let dir = relative_to_cwd(&package.dir)?;
     let adapter = serde_json::json!({
         "name": "go-test",
         "package": package.import_path,
@@ -367,12 +390,13 @@ mod tests {
 
     #[test]
     fn test_executables_from_cargo_messages() {
-        let messages = r#"{"reason":"compiler-artifact","profile":{"test":false},"executable":null}
-{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/debug/deps/flaky-1"}
-{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/debug/deps/it-2"}
+        let messages = r#"{"reason":"compiler-artifact","profile":{"test":false},"executable":null,"manifest_path":"/p/Cargo.toml"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/debug/deps/flaky-1","manifest_path":"/p/Cargo.toml"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/debug/deps/it-2","manifest_path":"/p/q/Cargo.toml"}
 {"reason":"build-finished","success":true}
 not json"#;
-        assert_eq!(test_executables(messages), [PathBuf::from("/t/debug/deps/flaky-1"), "/t/debug/deps/it-2".into()]);
+        let bin = |e: &str, d: &str| TestBinary { executable: e.into(), package_dir: d.into() };
+        assert_eq!(test_executables(messages), [bin("/t/debug/deps/flaky-1", "/p"), bin("/t/debug/deps/it-2", "/p/q")]);
     }
 
     #[test]

@@ -46,10 +46,16 @@ fn cargo_test_builds_once_and_names_the_test_and_assertion() {
     let dir = tempfile::tempdir().unwrap();
     let project = copy_project("cargo-flaky", dir.path());
     let target = dir.path().join("target");
-    let (code, summary, manifest, stderr) =
-        run(&project, &["--runs", "8", "--cargo-test", "transfer_keeps_the_total"], &[("CARGO_TARGET_DIR", &target)]);
+    // Started below the package root, as from a workspace member's subdirectory: the test
+    // binary must still run in the package's directory, where its data files are.
+    let (code, summary, manifest, stderr) = run(
+        &project.join("src"),
+        &["--runs", "8", "--cargo-test", "transfer_keeps_the_total"],
+        &[("CARGO_TARGET_DIR", &target)],
+    );
     assert_eq!(code, 1, "{stderr}");
-    assert_eq!(summary["failures"], 2);
+    assert_eq!(summary["failures"], 2, "{summary:#}");
+    assert_eq!(manifest["target"]["dir"], project.display().to_string());
     // The attempts ran the test binary, not cargo: built once, resolved to the full test name.
     let argv: Vec<&str> = manifest["target"]["argv"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(argv[0].starts_with(target.to_str().unwrap()), "{argv:?}");
