@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("flakehunt")
-}
+mod common;
+use common::bin;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/adapters").join(name)

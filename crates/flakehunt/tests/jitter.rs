@@ -4,14 +4,13 @@
 //! bounds cannot flake: thousands of intercepted calls at a 5 % rate, and lower bounds that a
 //! sleep guarantees (it never ends early), not speeds.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("flakehunt")
-}
+mod common;
+use common::{attempts_in, bin, cell, summary_of};
 
 fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<String> {
     compile_fixture(dir, "locker", name, extra)
@@ -40,18 +39,9 @@ fn sweep(dir: &Path, exe: &str) -> (Value, Vec<Value>) {
         .arg(exe)
         .output()
         .unwrap();
-    let summary: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)));
-    let attempts = std::fs::read_to_string(record.join("attempts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let summary = summary_of(&out);
+    let attempts = attempts_in(&record);
     (summary, attempts)
-}
-
-fn cell<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["cells"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap()
 }
 
 #[test]
@@ -124,16 +114,11 @@ fn jitter_sleeps_widen_a_check_then_act_window_by_at_least_their_length() {
         .args([ROUNDS.to_string(), threshold_ns.to_string()])
         .output()
         .unwrap();
-    let summary: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)));
+    let summary = summary_of(&out);
     assert_eq!(summary["failures"], 0, "{summary}");
     let jitter = cell(&summary, "wide-jitter");
     assert_eq!(jitter["inert"], false, "{jitter}");
-    let attempts: Vec<Value> = std::fs::read_to_string(record.join("attempts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let attempts = attempts_in(&record);
     for a in &attempts {
         let n = window_numbers(a);
         assert_eq!(n["windows"], 2 * ROUNDS, "{a}");

@@ -2,14 +2,13 @@
 //! combination of two; the twice rule and confirmation; placeholders; clean rooms; bad input;
 //! the environment snapshot; hypotheses.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("flakehunt")
-}
+mod common;
+use common::{bin, cell};
 
 fn fail_when() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/fail-when.sh").display().to_string()
@@ -36,10 +35,6 @@ fn matrix(args: &[&str], target: &[&str]) -> Run {
         .unwrap();
     let summary = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     Run { code: out.status.code().unwrap(), summary, stderr: String::from_utf8_lossy(&out.stderr).into_owned(), dir }
-}
-
-fn cell<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["cells"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no cell {name}"))
 }
 
 fn attribution(summary: &Value, dimension: &str, value: &str) -> (u64, u64) {

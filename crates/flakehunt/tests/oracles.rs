@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("flakehunt")
-}
+mod common;
+use common::{attempts_in, bin, summary_of};
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/oracle").join(name).display().to_string()
@@ -37,13 +36,8 @@ fn sweep(args: &[&str], target: &[&str]) -> Run {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    let summary: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)));
-    let attempts = std::fs::read_to_string(record.join("attempts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let summary = summary_of(&out);
+    let attempts = attempts_in(&record);
     Run { code: out.status.code().unwrap(), summary, attempts, record, _dir: dir }
 }
 

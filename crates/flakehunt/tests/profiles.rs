@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("flakehunt")
-}
+mod common;
+use common::{attempts_in, bin, cell, summary_of};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
@@ -34,18 +33,9 @@ fn sweep_env(args: &[&str], target: &[&str], env: &[(&str, &str)]) -> (i32, Valu
         .current_dir(dir.path())
         .output()
         .unwrap();
-    let summary: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)));
-    let attempts = std::fs::read_to_string(record.join("attempts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let summary = summary_of(&out);
+    let attempts = attempts_in(&record);
     (out.status.code().unwrap(), summary, attempts)
-}
-
-fn cell<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["cells"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no cell {name}"))
 }
 
 fn effects<'a>(attempts: &'a [Value], cell: &str) -> Vec<&'a Value> {
