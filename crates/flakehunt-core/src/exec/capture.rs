@@ -93,6 +93,11 @@ impl Capture {
         &self.head
     }
 
+    /// The first `cap` bytes, moved out.
+    pub fn into_head(self) -> Vec<u8> {
+        self.head
+    }
+
     /// The last bytes of the stream as text; invalid UTF-8 becomes U+FFFD, a character cut by
     /// the tail's start is dropped rather than shown broken.
     pub fn tail_text(&self) -> String {

@@ -108,9 +108,12 @@ impl ProcessTree {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             let mut ours = Vec::new();
+            // Read before taking the lock every spawn and reap needs; this is only a first
+            // filter, decided again below under the exclusive spawn lock.
+            let children = self.direct_children();
             let candidates: Vec<i32> = {
                 let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-                self.direct_children().into_iter().filter(|p| !known.contains(p)).collect()
+                children.into_iter().filter(|p| !known.contains(p)).collect()
             };
             if !candidates.is_empty() {
                 let _exclusive = self.spawning.write().unwrap_or_else(|e| e.into_inner());
@@ -203,7 +206,8 @@ impl ProcessTree {
     pub fn kill_all_unknown(&self) {
         for _round in 0..64 {
             let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let all: Vec<i32> = all_children().into_iter().filter(|p| !known.contains(p)).collect();
+            let all: Vec<i32> =
+                children_of(std::process::id() as i32).into_iter().filter(|p| !known.contains(p)).collect();
             if all.is_empty() {
                 return;
             }
@@ -217,18 +221,6 @@ impl ProcessTree {
 
 fn pid(raw: i32) -> Pid {
     Pid::from_raw(raw).expect("pids from the kernel are positive")
-}
-
-/// Children of every thread of this process.
-fn all_children() -> Vec<i32> {
-    let me = std::process::id();
-    let mut out = Vec::new();
-    if let Ok(tasks) = fs::read_dir(format!("/proc/{me}/task")) {
-        for t in tasks.flatten() {
-            out.extend(read_children(&format!("{}/children", t.path().display())));
-        }
-    }
-    out
 }
 
 fn read_children(path: &str) -> Vec<i32> {

@@ -6,8 +6,8 @@
 //! thread), one watchdog per hunt holds the read end of a pipe whose only writer is flakehunt.
 //! End-of-file without a clean `done` means flakehunt died: the watchdog then kills every process
 //! that carries the hunt's `FLAKEHUNT_RUN_ID` in its environment and the process group of each
-//! (which catches a group member that cleared its environment), plus any groups and cgroups
-//! flakehunt told it about, and removes the cgroups. Attempts are found by their environment
+//! (which catches a group member that cleared its environment), plus the cgroups flakehunt
+//! told it about, and removes those. Attempts are found by their environment
 //! rather than announced, so the watchdog costs nothing per attempt.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -57,16 +57,6 @@ impl Watchdog {
         }
     }
 
-    /// A process group is now live.
-    pub fn track_group(&self, pgid: u32) {
-        self.send(&format!("+g {pgid}\n"));
-    }
-
-    /// A process group has been reaped and swept.
-    pub fn untrack_group(&self, pgid: u32) {
-        self.send(&format!("-g {pgid}\n"));
-    }
-
     /// A cgroup directory now exists.
     pub fn track_cgroup(&self, path: &Path) {
         self.send(&format!("+c {}\n", path.display()));
@@ -103,23 +93,20 @@ pub fn serve(input: impl Read, run_id: &str) {
         .into_iter()
         .filter(|&g| g > 0)
         .collect::<Vec<i32>>();
-    let mut groups: Vec<u32> = Vec::new();
     let mut cgroups: Vec<PathBuf> = Vec::new();
     for line in BufReader::new(input).lines() {
         let Ok(line) = line else { break };
         match line.split_once(' ') {
-            Some(("+g", g)) => groups.extend(g.parse::<u32>().ok()),
-            Some(("-g", g)) => groups.retain(|x| Some(*x) != g.parse().ok()),
             Some(("+c", c)) => cgroups.push(PathBuf::from(c)),
             Some(("-c", c)) => cgroups.retain(|x| x != Path::new(c)),
             _ if line == "done" => return,
             _ => {}
         }
     }
-    cleanup(&groups, &cgroups, run_id, &protected);
+    cleanup(&cgroups, run_id, &protected);
 }
 
-fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
+fn cleanup(cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
     let marker = format!("FLAKEHUNT_RUN_ID={run_id}");
     // Each round kills what it finds; a round that finds nothing ends the cleanup. A process of
     // the hunt in the middle of an exec reads an empty environment for a moment, so each
@@ -127,11 +114,6 @@ fn cleanup(groups: &[u32], cgroups: &[PathBuf], run_id: &str, protected: &[i32])
     // moment. Bounded so a fork bomb cannot keep the watchdog here.
     for _round in 0..16 {
         let mut found = false;
-        for &g in groups {
-            if let Some(p) = Pid::from_raw(g as i32) {
-                found |= rustix::process::kill_process_group(p, Signal::KILL).is_ok();
-            }
-        }
         for cg in cgroups {
             found |= crate::profile::cgroup::kill_all(cg);
         }

@@ -347,7 +347,6 @@ impl Prepared {
             python: self.python,
             jitter: self.jitter,
             attempt: self.attempt,
-            started: std::time::Instant::now(),
         }
     }
 
@@ -371,7 +370,6 @@ pub struct Active {
     python: bool,
     jitter: bool,
     attempt: u64,
-    started: std::time::Instant,
 }
 
 impl Active {
@@ -422,7 +420,6 @@ impl Active {
                 None => {}
             }
         }
-        let _ = self.started;
         effect
     }
 }

@@ -215,7 +215,7 @@ impl AttemptRunner<'_> {
             error: None,
         };
         let (stdout, stderr) =
-            if keep_logs { (ex.stdout.head().to_vec(), ex.stderr.head().to_vec()) } else { (Vec::new(), Vec::new()) };
+            if keep_logs { (ex.stdout.into_head(), ex.stderr.into_head()) } else { (Vec::new(), Vec::new()) };
         Finished { attempt, stdout, stderr, cancelled: ex.cancelled }
     }
 
