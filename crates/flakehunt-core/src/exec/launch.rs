@@ -49,6 +49,12 @@ impl Limit {
         };
         Self { resource, soft, hard }
     }
+
+    /// [`Self::with_soft`] for the resource users call `name` (`nofile`); `None` for a name
+    /// flakehunt does not know (configuration and options are checked before a hunt).
+    pub fn named(name: &str, soft: Option<u64>) -> Option<Self> {
+        Resource::from_name(name).map(|resource| Self::with_soft(resource, soft))
+    }
 }
 
 /// Resource limits flakehunt knows by name.

@@ -175,9 +175,7 @@ impl Profile {
             launch.env.push((name.into(), Some(value.into())));
         }
         for (name, value) in &k.rlimits {
-            if let Some(resource) = crate::exec::Resource::from_name(name) {
-                launch.setup.rlimits.push(Limit::with_soft(resource, Some(*value)));
-            }
+            launch.setup.rlimits.extend(Limit::named(name, Some(*value)));
         }
         if let Some(nice) = k.nice {
             launch.setup.nice = Some(nice);

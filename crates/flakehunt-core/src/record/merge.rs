@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::writer::{write_json, ATTEMPTS, SNAPSHOT};
+use super::writer::{write_json, ATTEMPTS};
 use super::{Attempt, Manifest, Record, RecordError, Recorder, CELLS, SUMMARY_FILE};
 use crate::plan::Shard;
 
@@ -84,9 +84,7 @@ pub struct Merge {
 impl Merge {
     /// Merges the shard records in `dirs` into a new record at `out`.
     pub fn run(dirs: &[PathBuf], out: &Path) -> Result<Self, MergeError> {
-        if out.join(super::writer::MANIFEST).exists() || out.join(ATTEMPTS).exists() {
-            return Err(MergeError::OutExists(out.to_owned()));
-        }
+        Recorder::check_new(out).map_err(|_| MergeError::OutExists(out.to_owned()))?;
         let mut records = Vec::new();
         for dir in dirs {
             let record = Record::open(dir)?;
@@ -161,7 +159,7 @@ impl Merge {
             recorder.append(attempt, &stdout, &stderr)?;
         }
         if let Some(snapshot) = records[0].1.snapshot()? {
-            write_json(&out.join(SNAPSHOT), &snapshot)?;
+            write_json(&out.join(super::SNAPSHOT_FILE), &snapshot)?;
         }
         merge_side_files(&records.iter().map(|(_, r)| r.dir.as_path()).collect::<Vec<_>>(), out)?;
         let merge = Merge { merged_from, missing, duplicate_ids };

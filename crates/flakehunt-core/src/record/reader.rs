@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::writer::{ATTEMPTS, MANIFEST, SNAPSHOT};
+use super::writer::{ATTEMPTS, MANIFEST};
 use super::{Attempt, Manifest, RecordError, CELLS, FORMAT_VERSION};
 use crate::plan::CellSpec;
 
@@ -86,7 +86,7 @@ impl Record {
 
     /// The environment snapshot, if the record has one.
     pub fn snapshot(&self) -> Result<Option<serde_json::Value>, RecordError> {
-        self.document(SNAPSHOT)
+        self.document(super::SNAPSHOT_FILE)
     }
 }
 

@@ -18,8 +18,6 @@ pub struct Recorder {
 
 pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const ATTEMPTS: &str = "attempts.jsonl";
-pub(crate) const SUMMARY: &str = "summary.json";
-pub(crate) const SNAPSHOT: &str = "snapshot.json";
 pub(crate) const LOGS: &str = "logs";
 
 impl Recorder {
@@ -53,7 +51,7 @@ impl Recorder {
         attempts.set_len(valid).map_err(|e| RecordError::io(&path, e))?;
         attempts.seek(SeekFrom::End(0)).map_err(|e| RecordError::io(&path, e))?;
         fs::create_dir_all(dir.join(LOGS)).map_err(|e| RecordError::io(dir, e))?;
-        let _ = fs::remove_file(dir.join(SUMMARY));
+        let _ = fs::remove_file(dir.join(super::SUMMARY_FILE));
         Ok(Self { dir: dir.to_owned(), attempts, line: Vec::with_capacity(8192) })
     }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::analysis::signature;
-use crate::exec::{Cancel, Execution, Launch, Limit, Limits, ProcessTree, Resource, Running, Status, Watchdog};
+use crate::exec::{Cancel, Execution, Launch, Limit, Limits, ProcessTree, Running, Status, Watchdog};
 use crate::oracle::Oracle;
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
 use crate::profile::{Profile, ProfileEnv};
@@ -118,22 +118,13 @@ impl AttemptRunner<'_> {
         for setting in &cell.overlay {
             match setting {
                 Setting::Env { name, value } => launch.env.push((name.into(), value.as_ref().map(Into::into))),
-                Setting::Rlimit { name, value } => {
-                    if let Some(resource) = Resource::from_name(name) {
-                        launch.setup.rlimits.push(Limit::with_soft(resource, *value));
-                    }
-                }
+                Setting::Rlimit { name, value } => launch.setup.rlimits.extend(Limit::named(name, *value)),
                 Setting::Placeholder { .. } => {}
             }
         }
-        let default_profile;
-        let profile = match &cell.profile {
-            Some(p) => p,
-            None => {
-                default_profile = Profile::default_profile();
-                &default_profile
-            }
-        };
+        // Built once: matrix and fire cells have no profile of their own.
+        static DEFAULT_PROFILE: std::sync::LazyLock<Profile> = std::sync::LazyLock::new(Profile::default_profile);
+        let profile = cell.profile.as_ref().unwrap_or(&DEFAULT_PROFILE);
         let prepared = profile.prepare(&mut launch, self.profiles, worker, spec.id);
         let cgroups = prepared.cgroups();
 

@@ -185,8 +185,7 @@ impl Runner<'_> {
                 // Nothing is in flight here, so a plan that waits has nothing left to wait for.
                 Next::Wait | Next::Done => return Ok(end),
             };
-            let cell = plan.cells()[spec.cell].clone();
-            let finished = match self.attempts.run(&spec, &cell, 0, Slot::default(), &[]) {
+            let finished = match self.attempts.run(&spec, &plan.cells()[spec.cell], 0, Slot::default(), &[]) {
                 Ok(f) => f,
                 Err(source) => {
                     return Err(RunError::Spawn { program: self.attempts.target.program().to_owned(), source })
