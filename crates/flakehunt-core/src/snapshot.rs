@@ -350,24 +350,13 @@ fn parse_loadavg(content: &str) -> Option<[f64; 3]> {
 
 /// Resource limits of this process.
 fn rlimits() -> BTreeMap<String, Limit> {
-    use rustix::process::{getrlimit, Resource};
-    [
-        ("nofile", Resource::Nofile),
-        ("nproc", Resource::Nproc),
-        ("stack", Resource::Stack),
-        ("as", Resource::As),
-        ("core", Resource::Core),
-        ("fsize", Resource::Fsize),
-        ("cpu", Resource::Cpu),
-        ("memlock", Resource::Memlock),
-    ]
-    .into_iter()
-    .map(|(name, resource)| {
-        // rustix reports RLIM_INFINITY as `None` already.
-        let limit = getrlimit(resource);
-        (name.to_owned(), Limit { soft: limit.current, hard: limit.maximum })
-    })
-    .collect()
+    crate::exec::Resource::ALL
+        .into_iter()
+        .map(|r| {
+            let (soft, hard) = r.current();
+            (r.name().to_owned(), Limit { soft, hard })
+        })
+        .collect()
 }
 
 /// `TZ`, else `/etc/timezone`, else the zone name `/etc/localtime` links to.

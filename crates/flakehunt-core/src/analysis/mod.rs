@@ -29,19 +29,20 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     // The plan replayed over the record says whether it has work left: a cell stopped by
     // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
     let mut plan = crate::plan::from_manifest(&record.manifest);
+    let top = outputs.majority().map(str::to_owned);
     for attempt in record.attempts()? {
         let mut attempt = attempt?;
         plan.observe(&attempt);
         if majority {
-            outputs.judge(&mut attempt);
+            crate::oracle::majority::Outputs::judge_by(top.as_deref(), &mut attempt);
         }
         tally.add(&attempt);
     }
     let cells = record.cells()?;
     let mut summary = match record.manifest.kind {
-        Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, crate::plan::planned(&record.manifest)),
+        Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
         Kind::Matrix => {
-            let mut summary = Summary::build(&record.manifest, &cells, &tally, crate::plan::planned(&record.manifest));
+            let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
             let dimensions: Vec<crate::plan::matrix::Dimension> = record
                 .manifest
                 .extra

@@ -1,7 +1,7 @@
 //! Streaming aggregation of attempts: constant memory per cell and per signature, so a hunt of
 //! 100,000 attempts summarises in the memory of one. Main type: [`Tally`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -186,11 +186,6 @@ impl Tally {
             entry.count += 1;
             *entry.cells.entry(a.cell.clone()).or_default() += 1;
         }
-    }
-
-    /// Cells that have at least one attempt.
-    pub fn cell_names(&self) -> BTreeSet<&str> {
-        self.cells.keys().map(String::as_str).collect()
     }
 }
 

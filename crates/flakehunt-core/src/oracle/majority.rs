@@ -100,11 +100,16 @@ impl Outputs {
 
     /// Marks an attempt whose output is not the majority's as `wrong-output` (second pass).
     pub fn judge(&self, a: &mut Attempt) {
-        let Some(majority) = self.majority() else { return };
+        Self::judge_by(self.majority(), a);
+    }
+
+    /// [`Self::judge`] against a majority found once for the whole record.
+    pub fn judge_by(majority: Option<&str>, a: &mut Attempt) {
+        let Some(majority) = majority else { return };
         if Self::eligible(a) && a.stdout_hash.as_deref() != Some(majority) {
             a.outcome = Outcome::WrongOutput;
             a.oracle = Some(REASON.to_owned());
-            a.signature = Some(format!("wrong-output: {REASON}"));
+            a.signature = Some(crate::analysis::signature::of_oracle(Outcome::WrongOutput, a.exit_code, REASON));
         }
     }
 

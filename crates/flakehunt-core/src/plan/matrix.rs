@@ -103,7 +103,6 @@ pub struct MatrixPlan {
     main_done: bool,
     confirm: u64,
     shard: Option<Shard>,
-    attempts: Vec<u64>,
     failures: Vec<u64>,
     confirmations: Vec<u64>,
     issued_confirmations: Vec<u64>,
@@ -120,7 +119,6 @@ impl MatrixPlan {
             main_done: false,
             confirm,
             shard,
-            attempts: vec![0; n],
             failures: vec![0; n],
             confirmations: vec![0; n],
             issued_confirmations: vec![0; n],
@@ -181,7 +179,6 @@ impl Plan for MatrixPlan {
     fn observe(&mut self, attempt: &Attempt) {
         let Some(cell) = self.main.cells().iter().position(|c| c.name == attempt.cell) else { return };
         self.in_flight = self.in_flight.saturating_sub(1);
-        self.attempts[cell] += 1;
         if attempt.outcome.is_failure() {
             self.failures[cell] += 1;
         }

@@ -73,8 +73,3 @@ pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
             .shard(manifest.shard),
     )
 }
-
-/// Attempts the manifest's plan holds (for its shard), before stop rules.
-pub fn planned(manifest: &crate::record::Manifest) -> u64 {
-    Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed).shard(manifest.shard).planned()
-}

@@ -34,11 +34,6 @@ impl Rng {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 
-    /// A uniform float in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
     /// Shuffles in place (Fisher–Yates).
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
@@ -69,6 +64,5 @@ mod tests {
     fn below_stays_in_range() {
         let mut r = Rng::new(1);
         assert!((0..1000).all(|_| r.below(7) < 7));
-        assert!((0..1000).all(|_| (0.0..1.0).contains(&r.unit())));
     }
 }

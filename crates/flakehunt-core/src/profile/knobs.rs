@@ -77,29 +77,14 @@ pub enum Policy {
 /// Chaos pauses: after a random gap of 0..`every_max_ms`, stop the group for
 /// `min_ms..=max_ms`, repeat until the attempt ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Pause {
     /// Shortest pause.
-    #[serde(default = "Pause::default_min")]
     pub min_ms: u64,
     /// Longest pause.
-    #[serde(default = "Pause::default_max")]
     pub max_ms: u64,
     /// Longest gap between pauses.
-    #[serde(default = "Pause::default_every")]
     pub every_max_ms: u64,
-}
-
-impl Pause {
-    fn default_min() -> u64 {
-        1
-    }
-    fn default_max() -> u64 {
-        50
-    }
-    fn default_every() -> u64 {
-        100
-    }
 }
 
 impl Default for Pause {
