@@ -88,9 +88,7 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
         Some(dir) => resume_record(dir)?,
         None => new_record(args)?,
     };
-    let Fresh { dir, manifest, mut recorder, options, created_dir, resumed } = fresh;
-    let normalizer =
-        Normalizer::new(&options.ignore, &options.ignore_columns).map_err(|e| exit::usage(normalizer_error(&e)))?;
+    let Fresh { dir, manifest, mut recorder, options, normalizer, created_dir, resumed } = fresh;
     let sandboxes = dir.join(SANDBOXES);
     std::fs::create_dir_all(&sandboxes)
         .map_err(|e| exit::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
@@ -142,6 +140,8 @@ struct Fresh {
     manifest: Manifest,
     recorder: Recorder,
     options: FireOptions,
+    /// The options' masks, compiled.
+    normalizer: Normalizer,
     /// Whether this invocation created the directory (a refused state then removes it).
     created_dir: bool,
     resumed: Option<Resumed>,
@@ -151,7 +151,8 @@ struct Fresh {
 fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
     // Everything that can be checked without touching the disk comes first.
     let ladder: Ladder = args.ladder.parse().map_err(|e| exit::usage(format!("--ladder: {e}")))?;
-    Normalizer::new(&args.ignore, &args.ignore_column).map_err(|e| exit::usage(normalizer_error(&e)))?;
+    let normalizer =
+        Normalizer::new(&args.ignore, &args.ignore_column).map_err(|e| exit::usage(normalizer_error(&e)))?;
     if args.timeout.is_zero() {
         return Err(exit::usage("--timeout must be longer than 0s"));
     }
@@ -206,21 +207,13 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
     let hunt = NewHunt { cells, extra: serde_json::to_value(&options)?, oracle: None };
     let (dir, manifest, recorder) =
         hunt::create_record(Kind::Fire, target, settings, hunt, seed, None, args.record.clone())?;
-    Ok(Fresh { dir, manifest, recorder, options, created_dir, resumed: None })
+    Ok(Fresh { dir, manifest, recorder, options, normalizer, created_dir, resumed: None })
 }
 
 /// Opens the fire record in `dir` to continue it: levels that finished are kept, what was cut
 /// short runs again from a fresh sandbox.
 fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
-    let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
-    if record.manifest.kind != Kind::Fire {
-        return Err(exit::usage(format!(
-            "{} holds a {} record: resume it with `flakehunt {}`",
-            dir.display(),
-            record.manifest.kind.name(),
-            record.manifest.kind.name()
-        )));
-    }
+    let record = hunt::open_for_resume(dir, Kind::Fire)?;
     let options = FireOptions::from_extra(&record.manifest.extra)
         .ok_or_else(|| exit::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
     if let Some(state) = &options.state {
@@ -228,6 +221,8 @@ fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
             exit::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))
         })?;
     }
+    let normalizer =
+        Normalizer::new(&options.ignore, &options.ignore_columns).map_err(|e| exit::usage(normalizer_error(&e)))?;
     let resumed = prepare_resume(dir, &options)?;
     let recorder = Recorder::resume(dir)?;
     Ok(Fresh {
@@ -235,6 +230,7 @@ fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
         manifest: record.manifest,
         recorder,
         options,
+        normalizer,
         created_dir: false,
         resumed: Some(resumed),
     })
@@ -293,14 +289,6 @@ fn state_error(e: &FireError, fire: &FireRunner<'_>) -> String {
             format!("--state: cannot open SQLite database {}: {source}", original(path))
         }
         FireError::Sandbox(e @ SandboxError::TooLarge { .. }) => format!("--state: {e}: nothing was copied"),
-        other => {
-            let mut text = other.to_string();
-            let mut source = std::error::Error::source(other);
-            while let Some(s) = source {
-                text.push_str(&format!(": {s}"));
-                source = s.source();
-            }
-            format!("--state: {text}")
-        }
+        other => format!("--state: {}", hunt::error_chain(other)),
     }
 }

@@ -51,7 +51,7 @@ pub fn oracle_of(args: &HuntArgs) -> anyhow::Result<Option<OracleSpec>> {
 }
 
 /// An error and its causes on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -130,6 +130,19 @@ pub fn settings_of(args: &HuntArgs) -> anyhow::Result<Settings> {
     })
 }
 
+/// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`.
+pub(crate) fn open_for_resume(dir: &Path, kind: Kind) -> anyhow::Result<Record> {
+    let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
+    if record.manifest.kind != kind {
+        let found = record.manifest.kind.name();
+        return Err(exit::usage(format!(
+            "{} holds a {found} record: resume it with `flakehunt {found}`",
+            dir.display()
+        )));
+    }
+    Ok(record)
+}
+
 /// Runs a hunt: a new one built by `new`, or the one `--resume` names. Returns the exit code.
 pub fn run(
     args: &HuntArgs,
@@ -148,15 +161,7 @@ pub fn run(
             ))
         }
         Some(dir) => {
-            let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
-            if record.manifest.kind != kind {
-                return Err(exit::usage(format!(
-                    "{} holds a {} record: resume it with `flakehunt {}`",
-                    dir.display(),
-                    record.manifest.kind.name(),
-                    record.manifest.kind.name()
-                )));
-            }
+            let record = open_for_resume(dir, kind)?;
             let recorder = Recorder::resume(dir)?;
             (dir.clone(), record.manifest, recorder)
         }
@@ -239,7 +244,7 @@ pub fn create_record(
 }
 
 /// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
-fn default_record_dir(kind: Kind) -> PathBuf {
+pub(crate) fn default_record_dir(kind: Kind) -> PathBuf {
     PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())))
 }
 

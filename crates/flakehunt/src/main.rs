@@ -27,9 +27,8 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            // One line: the error and its causes, joined.
-            let chain: Vec<String> = err.chain().map(ToString::to_string).collect();
-            eprintln!("flakehunt: error: {}", chain.join(": "));
+            // One line: the error and its causes, joined by ": ".
+            eprintln!("flakehunt: error: {err:#}");
             std::process::exit(exit::code_of(&err));
         }
     }

@@ -7,7 +7,7 @@ use crate::exit;
 
 /// Runs `flakehunt merge`; returns the exit code.
 pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
-    let merge = Merge::run(&args.dirs, &args.into).map_err(|e| match e {
+    let (merge, _) = Merge::run(&args.dirs, &args.into).map_err(|e| match e {
         MergeError::Record(r) => exit::usage(r.to_string()),
         other => exit::usage(other.to_string()),
     })?;

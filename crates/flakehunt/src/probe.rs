@@ -279,7 +279,7 @@ fn render(results: &[ProbeResult]) -> String {
 }
 
 /// `--strict`: refuses (exit 3) before any attempt when a profile cannot act here.
-pub fn refuse_inert(profiles: &[Profile], _target: &Target) -> anyhow::Result<()> {
+pub fn refuse_inert(profiles: &[Profile]) -> anyhow::Result<()> {
     let to_check: Vec<Profile> = profiles.iter().filter(|p| !p.is_default()).cloned().collect();
     let results = probe(&to_check)?;
     let bad: Vec<String> = results

@@ -13,7 +13,7 @@ use clap::Parser;
 use flakehunt_core::dispatch::slurm::{script, SlurmJob};
 use flakehunt_core::dispatch::ShardedHunt;
 use flakehunt_core::plan::Target;
-use flakehunt_core::record::{Kind, Merge, Record};
+use flakehunt_core::record::{Kind, Merge};
 
 use crate::cli::HuntArgs;
 use crate::exit;
@@ -114,14 +114,7 @@ pub fn run(
         sharded.options.extend(["--profiles".to_owned(), names.join(",")]);
     }
     let cwd = std::env::current_dir()?;
-    let dir = match &args.record {
-        Some(d) => cwd.join(d),
-        None => {
-            let stamp =
-                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "");
-            cwd.join(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp.trim_end_matches('Z')))
-        }
-    };
+    let dir = cwd.join(args.record.clone().unwrap_or_else(|| crate::hunt::default_record_dir(kind)));
     let options: Vec<String> = args.slurm_opt.iter().flat_map(|o| o.split_whitespace().map(str::to_owned)).collect();
     let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &options });
     if args.slurm_print {
@@ -300,9 +293,7 @@ fn finish(
         ))
         .into());
     }
-    let merge = Merge::run(&shard_dirs, dir).map_err(|e| exit::usage(e.to_string()))?;
-    let record = Record::open(dir)?;
-    let summary = flakehunt_core::analysis::summarize(&record)?;
+    let (merge, summary) = Merge::run(&shard_dirs, dir).map_err(|e| exit::usage(e.to_string()))?;
     crate::report::append_step_summary(&summary, dir);
     crate::hunt::print_summary(&summary, dir, args.json, cell_header)?;
     let incomplete: Vec<u32> = merge

@@ -14,7 +14,7 @@ pub fn run(args: &SweepArgs, config: &Config) -> anyhow::Result<i32> {
     hunt::run(&args.hunt, config, Kind::Sweep, "profile", |target| {
         let profiles = select(&args.profiles, config, target)?;
         if args.strict {
-            crate::probe::refuse_inert(&profiles, target)?;
+            crate::probe::refuse_inert(&profiles)?;
         }
         let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
         Ok(NewHunt { cells, extra: serde_json::Value::Null, oracle: None })

@@ -21,7 +21,7 @@ pub struct Level {
 impl Level {
     /// The level's name as users write it, `8x40`; also its cell name in the record.
     pub fn name(self) -> String {
-        format!("{}x{}", self.workers, self.runs)
+        self.to_string()
     }
 }
 

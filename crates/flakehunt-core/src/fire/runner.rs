@@ -314,11 +314,8 @@ impl FireRunner<'_> {
         let summary = crate::analysis::summarize(&Record::open(sinks.recorder.dir())?)?;
         let judged = summary.fire.as_ref().and_then(|f| f.levels.iter().find(|l| l.level == index));
         let Some(judged) = judged else { return Ok(false) };
-        let mut line = format!("level {}: {}: {}", judged.name, judged.verdict.name(), judged.verdict_text);
-        if let Some(f) = super::summary::headline(&judged.findings) {
-            line.push_str(&format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail));
-        }
-        sinks.phase(&line)?;
+        let headline = super::summary::headline_text(&judged.findings);
+        sinks.phase(&format!("level {}: {}: {}{headline}", judged.name, judged.verdict.name(), judged.verdict_text))?;
         Ok(judged.verdict.is_reject())
     }
 

@@ -187,9 +187,7 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
     let (verdict, verdict_text) = match rejected.first() {
         Some(first) => {
             let mut text = format!("REJECT at {}: {}", first.name, first.verdict.meaning());
-            if let Some(f) = headline(&first.findings) {
-                text.push_str(&format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail));
-            }
+            text.push_str(&headline_text(&first.findings));
             if rejected.len() > 1 {
                 let others: Vec<&str> = rejected[1..].iter().map(|l| l.name.as_str()).collect();
                 text.push_str(&format!("; also rejected: {}", others.join(", ")));
@@ -215,7 +213,7 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
 
 /// The finding that best names what went wrong: torn lines or duplicates explain the lost
 /// records that come with them, not the other way round.
-pub fn headline(findings: &[Finding]) -> Option<&Finding> {
+fn headline(findings: &[Finding]) -> Option<&Finding> {
     let rank = |kind: FindingKind| match kind {
         FindingKind::Integrity => 0,
         FindingKind::Torn => 1,
@@ -227,6 +225,12 @@ pub fn headline(findings: &[Finding]) -> Option<&Finding> {
         FindingKind::FailedRuns => 7,
     };
     findings.iter().min_by_key(|f| rank(f.kind))
+}
+
+/// The most telling finding as the text that follows a verdict, ` (torn 3 in log: ...)`, or
+/// nothing when there are none: the same words live and in the summary.
+pub(crate) fn headline_text(findings: &[Finding]) -> String {
+    headline(findings).map(|f| format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail)).unwrap_or_default()
 }
 
 /// Failures of a cell: its failing runs plus those that could not start.

@@ -82,8 +82,9 @@ pub struct Merge {
 }
 
 impl Merge {
-    /// Merges the shard records in `dirs` into a new record at `out`.
-    pub fn run(dirs: &[PathBuf], out: &Path) -> Result<Self, MergeError> {
+    /// Merges the shard records in `dirs` into a new record at `out`, whose summary (also
+    /// written as `summary.json`) comes back with the merge.
+    pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
         Recorder::check_new(out).map_err(|_| MergeError::OutExists(out.to_owned()))?;
         let mut records = Vec::new();
         for dir in dirs {
@@ -167,7 +168,7 @@ impl Merge {
         let record = Record::open(out)?;
         let summary = crate::analysis::summarize(&record)?;
         recorder.write_document(SUMMARY_FILE, &summary)?;
-        Ok(merge)
+        Ok((merge, summary))
     }
 }
 

@@ -35,6 +35,10 @@ impl RenderContext {
         let mut ctx = Self::new(record.manifest.clone());
         // A damaged snapshot must not stop a report: it is context, not data.
         ctx.snapshot = record.snapshot().ok().flatten();
+        // Keeping none (the job summary's Markdown) needs no pass over the attempts.
+        if per_cell == 0 {
+            return Ok(ctx);
+        }
         for attempt in record.attempts()? {
             let attempt = attempt?;
             if !attempt.outcome.is_failure() {
