@@ -136,8 +136,8 @@ pub struct SignatureSummary {
 }
 
 impl Summary {
-    /// Summarises a tally of `cells` (the first is the baseline). `is_python` says whether the
-    /// target looked like Python, which decides whether a silent switch interval means inert.
+    /// Summarises a tally of `cells` (the first is the baseline); `planned` is the number of
+    /// attempts the plan holds.
     pub fn build(manifest: &Manifest, cells: &[CellSpec], tally: &Tally, planned: u64) -> Self {
         let empty = CellTally::default();
         let baseline_name = cells.first().map(|c| c.name.clone()).unwrap_or_default();

@@ -86,21 +86,12 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     out
 }
 
-/// `ok`, `warn` or `bad`: the banner's colour.
-fn tone(verdict: &str) -> &'static str {
-    match verdict {
-        "not-reproduced" | "accept" => "ok",
-        "rumour" | "flaky-insensitive" => "warn",
-        _ => "bad",
-    }
-}
-
 fn banner(out: &mut String, summary: &Summary, ctx: &RenderContext) {
     let m = &ctx.manifest;
     let _ = write!(
         out,
         "<header id=\"verdict\" class=\"banner {}\">\n<div class=\"eyebrow\">flakehunt {} · {}</div>\n<h1>{}</h1>\n<code class=\"target\">{}</code>\n<dl class=\"facts\">",
-        tone(&summary.verdict),
+        super::text::tone(&summary.verdict),
         summary.kind.name(),
         esc(&m.started_at),
         esc(&summary.verdict_text),

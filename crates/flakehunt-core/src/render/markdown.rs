@@ -64,9 +64,9 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
 
 /// A status marker GitHub renders as an emoji.
 fn marker(verdict: &str) -> &'static str {
-    match verdict {
-        "not-reproduced" | "accept" => ":white_check_mark:",
-        "rumour" | "flaky-insensitive" => ":warning:",
+    match super::text::tone(verdict) {
+        "ok" => ":white_check_mark:",
+        "warn" => ":warning:",
         _ => ":x:",
     }
 }

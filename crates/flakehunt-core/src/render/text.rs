@@ -12,6 +12,16 @@ static ANSI: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the ANSI pattern is valid")
 });
 
+/// How a verdict reads at a glance, `ok`, `warn` or `bad`: the HTML banner's colour and the
+/// Markdown summary's emoji.
+pub fn tone(verdict: &str) -> &'static str {
+    match verdict {
+        "not-reproduced" | "accept" => "ok",
+        "rumour" | "flaky-insensitive" => "warn",
+        _ => "bad",
+    }
+}
+
 /// Removes terminal escapes and the control characters XML 1.0 forbids (every C0 control but
 /// tab, newline and carriage return), so captured output is safe in any document format.
 pub fn clean(text: &str) -> String {
