@@ -6,15 +6,17 @@
 #    run, sequentially and with --jobs 2. Each is timed REPEAT times, alternating, and the best
 #    time of each is kept (the least disturbed by whatever else the machine does). Target: ratio
 #    >= 0.95. Also shown: the ratio against a loop that captures output as any harness must
-#    (`capture`: own process group, stdin from /dev/null, stdout and stderr piped and read).
+#    (`capture`: own process group, stdin from /dev/null, stdout and stderr piped and read), and
+#    against the plain loop given the absolute path of `true`: flakehunt looks a program up in
+#    PATH once per hunt, where the loop's children search PATH on every spawn.
 # 2. Memory: peak RSS of flakehunt for 1,000 and 100,000 attempts; it must not grow.
 #
-# Usage: scripts/bench-overhead.sh   (env: RUNS=5000 REPEAT=3 SMALL=1000 LARGE=100000)
+# Usage: scripts/bench-overhead.sh   (env: RUNS=5000 REPEAT=5 SMALL=1000 LARGE=100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-5000}
-REPEAT=${REPEAT:-3}
+REPEAT=${REPEAT:-5}
 SMALL=${SMALL:-1000}
 LARGE=${LARGE:-100000}
 TIME=/usr/bin/time
@@ -47,11 +49,11 @@ time_flakehunt() {
   python3 -c "print(f'{$end - $start:.6f}')"
 }
 
-# Seconds the bare loop takes for RUNS spawns of `true` with $1 threads, in mode $2.
+# Seconds the bare loop takes for RUNS spawns of `true` with $1 threads, in mode $2 (program $3).
 time_loop() {
   local start end
   start=$(now)
-  "$LOOP" "$RUNS" "$1" true "$2" >/dev/null
+  "$LOOP" "$RUNS" "$1" "${3:-true}" "$2" >/dev/null
   end=$(now)
   python3 -c "print(f'{$end - $start:.6f}')"
 }
@@ -60,22 +62,25 @@ min() { printf '%s\n' "$@" | sort -g | head -1; }
 
 echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -sr)"
 echo "throughput: $RUNS attempts of 'true', best of $REPEAT"
-printf '%-12s %10s %10s %12s %10s %13s %13s %8s %14s\n' mode "loop s" "capture s" "flakehunt s" "loop /s" "capture /s" "flakehunt /s" ratio "vs capture"
+TRUE_PATH=$(command -v true)
+printf '%-12s %10s %10s %10s %12s %10s %13s %8s %14s %14s\n' mode "loop s" "abs s" "capture s" "flakehunt s" "loop /s" "flakehunt /s" ratio "vs abs loop" "vs capture"
 for jobs in 1 2; do
-  loops=() captures=() hunts=()
+  loops=() abs=() captures=() hunts=()
   for _ in $(seq "$REPEAT"); do
     loops+=("$(time_loop "$jobs" plain)")
+    abs+=("$(time_loop "$jobs" plain "$TRUE_PATH")")
     captures+=("$(time_loop "$jobs" capture)")
     hunts+=("$(time_flakehunt "$jobs")")
   done
   l=$(min "${loops[@]}")
+  a=$(min "${abs[@]}")
   c=$(min "${captures[@]}")
   h=$(min "${hunts[@]}")
-  python3 - "$jobs" "$l" "$c" "$h" "$RUNS" <<'PY'
+  python3 - "$jobs" "$l" "$a" "$c" "$h" "$RUNS" <<'PY'
 import sys
-jobs, l, c, h, runs = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+jobs, l, a, c, h, runs = int(sys.argv[1]), *map(float, sys.argv[2:6]), int(sys.argv[6])
 mode = "sequential" if jobs == 1 else f"--jobs {jobs}"
-print(f"{mode:<12} {l:10.3f} {c:10.3f} {h:12.3f} {runs / l:10.0f} {runs / c:13.0f} {runs / h:13.0f} {l / h:8.3f} {c / h:14.3f}")
+print(f"{mode:<12} {l:10.3f} {a:10.3f} {c:10.3f} {h:12.3f} {runs / l:10.0f} {runs / h:13.0f} {l / h:8.3f} {a / h:14.3f} {c / h:14.3f}")
 PY
 done
 

@@ -35,7 +35,7 @@ pub enum Event<'a> {
 }
 
 /// A consumer of events.
-pub trait EventSink {
+pub trait EventSink: Send {
     /// Handles one event. An error stops the hunt (a record that cannot be written is fatal).
     fn event(&mut self, event: &Event<'_>) -> Result<(), RecordError>;
 }

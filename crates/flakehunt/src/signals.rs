@@ -13,5 +13,7 @@ pub fn install(cancel: &Arc<Cancel>) -> anyhow::Result<()> {
         // SAFETY: `Cancel::request` is async-signal-safe (an atomic add and a write to a pipe).
         unsafe { signal_hook::low_level::register(sig, move || cancel.request()) }?;
     }
+    // Attempts reset these handlers before they exec.
+    flakehunt_core::exec::note_signal_handlers();
     Ok(())
 }

@@ -161,11 +161,16 @@ impl ChildSetup {
 }
 
 impl Launch {
-    /// The `std` command for this launch: its own process group, stdin from `/dev/null`, output
-    /// piped to flakehunt.
-    pub(crate) fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args).process_group(0).stdin(dev_null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    /// The `std` command for this launch, starting `program` (the resolved path of
+    /// [`Self::program`]): its own process group, stdin from `/dev/null`, output piped to
+    /// flakehunt, and the `pre_exec` hook for [`Self::setup`].
+    pub(crate) fn command(&self, program: &std::ffi::OsStr) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(&self.args)
+            .process_group(0)
+            .stdin(super::spawn::dev_null_stdio())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         if self.env_clear {
             cmd.env_clear();
         }
@@ -218,17 +223,6 @@ impl Launch {
         }
         cmd
     }
-}
-
-/// Standard input for an attempt: `/dev/null`, opened once per hunt and duplicated per attempt
-/// (a `dup` instead of a path lookup and an open); `Stdio::null` when that fails.
-fn dev_null() -> Stdio {
-    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
-    DEV_NULL
-        .get_or_init(|| std::fs::File::open("/dev/null").ok())
-        .as_ref()
-        .and_then(|f| f.try_clone().ok())
-        .map_or_else(Stdio::null, Stdio::from)
 }
 
 /// Writes this process's pid in decimal to `fd` without allocating.

@@ -5,6 +5,7 @@ mod cancel;
 mod capture;
 mod launch;
 mod running;
+mod spawn;
 mod tree;
 mod watchdog;
 
@@ -12,5 +13,6 @@ pub use cancel::Cancel;
 pub use capture::Capture;
 pub use launch::{ChildSetup, Launch, Limit, Resource};
 pub use running::{Execution, Limits, Running, Status, Termination};
+pub use spawn::note_signal_handlers;
 pub use tree::{LeakedProcess, ProcessTree};
 pub use watchdog::{serve as serve_watchdog, Watchdog};

@@ -2,9 +2,9 @@
 //! graceful then forced kill of its process group, cancellation, and the sweep for anything it
 //! left behind. Main type: [`Running`], which ends as an [`Execution`].
 
+use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
-use std::process::{Child, ChildStderr, ChildStdout};
 use std::time::{Duration, Instant, SystemTime};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -88,10 +88,11 @@ pub struct Execution {
 
 /// A started attempt.
 pub struct Running<'t> {
-    child: Child,
+    /// The main process's pid, also its process group.
+    pid: u32,
     pidfd: OwnedFd,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdout: Option<File>,
+    stderr: Option<File>,
     started: Instant,
     started_at: SystemTime,
     tree: &'t ProcessTree,
@@ -104,32 +105,44 @@ impl<'t> Running<'t> {
     /// Starts `launch` in its own process group. `marker` is the `NAME=VALUE` environment entry
     /// that identifies this attempt's descendants (it must be among `launch.env`).
     pub fn spawn(launch: &Launch, tree: &'t ProcessTree, marker: String) -> io::Result<Self> {
-        let mut cmd = launch.command();
         let started_at = SystemTime::now();
         let started = Instant::now();
         let started_ticks = super::tree::boot_ticks();
-        let mut child = tree.spawn_registered(|| cmd.spawn(), Child::id)?;
-        let pidfd = match rustix::process::pidfd_open(pid(child.id()), PidfdFlags::empty()) {
+        let child = tree.spawn_registered(|| launch.spawn(), |c| c.pid)?;
+        let opened = match child.pidfd {
+            Some(fd) => Ok(fd),
+            None => rustix::process::pidfd_open(pid(child.pid), PidfdFlags::empty()),
+        };
+        let pidfd = match opened {
             Ok(fd) => fd,
             Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                tree.forget(child.id());
+                let _ = rustix::process::kill_process(pid(child.pid), Signal::KILL);
+                wait4(child.pid);
+                tree.forget(child.pid);
                 return Err(e.into());
             }
         };
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        Ok(Self { child, pidfd, stdout, stderr, started, started_at, tree, marker, started_ticks })
+        Ok(Self {
+            pid: child.pid,
+            pidfd,
+            stdout: Some(child.stdout),
+            stderr: Some(child.stderr),
+            started,
+            started_at,
+            tree,
+            marker,
+            started_ticks,
+        })
     }
 
     /// The main process's pid, which is also its process group id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
     /// Waits for the attempt to end, enforcing `limits` and honouring `cancel`.
     pub fn wait(mut self, limits: &Limits, cancel: &Cancel) -> Execution {
+        let _batch = BatchWhileWaiting::begin();
         // Hashing stdout is cheap next to starting a process, and lets the analysis compare
         // outputs (`--oracle majority`) over whole streams, not just what the cap kept.
         let mut out = Capture::hashing(limits.capture_cap, limits.tail_len, limits.stdout_mask.clone());
@@ -138,7 +151,7 @@ impl<'t> Running<'t> {
         // more than the reads of a quiet test.
         let mut buf = READ_BUFFER.with_borrow_mut(std::mem::take);
         buf.resize(READ_BUFFER_LEN, 0);
-        let pgid = self.child.id();
+        let pgid = self.pid;
         let mut deadline = self.started + limits.timeout;
         let mut timed_out = None;
         let mut cancelled = false;
@@ -210,7 +223,7 @@ impl<'t> Running<'t> {
             exited = exit_ready;
         }
         let seconds = self.started.elapsed().as_secs_f64();
-        let (status, cpu_seconds) = wait4(self.child.id());
+        let (status, cpu_seconds) = wait4(self.pid);
         self.tree.forget(pgid);
         if !cancelled && !killed && timed_out.is_none() && signalled_from_outside(status) {
             // A batch system ending the job (scancel, a pod's termination) signals every process
@@ -242,6 +255,36 @@ impl<'t> Running<'t> {
 }
 
 const READ_BUFFER_LEN: usize = 64 * 1024;
+
+/// The waiting thread's scheduling policy is `SCHED_BATCH` while it waits for an attempt, and
+/// back to `SCHED_OTHER` after. A batch thread does not preempt the running task when it wakes
+/// up, so the attempt's exit (which closes its stdout, then its stderr, then signals its pidfd)
+/// wakes flakehunt once, after the exit, instead of three times in the middle of it; and reading
+/// a chatty test's output never preempts the test. Left alone when flakehunt itself was started
+/// under another policy (`chrt`), so that it is not lost.
+struct BatchWhileWaiting {
+    switched: bool,
+}
+
+impl BatchWhileWaiting {
+    fn begin() -> Self {
+        // SAFETY: plain system calls on the calling thread with a valid parameter.
+        let switched = unsafe {
+            libc::sched_getscheduler(0) == libc::SCHED_OTHER
+                && libc::sched_setscheduler(0, libc::SCHED_BATCH, &libc::sched_param { sched_priority: 0 }) == 0
+        };
+        Self { switched }
+    }
+}
+
+impl Drop for BatchWhileWaiting {
+    fn drop(&mut self) {
+        if self.switched {
+            // SAFETY: as in `begin`.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &libc::sched_param { sched_priority: 0 }) };
+        }
+    }
+}
 
 /// How long flakehunt waits, after an attempt died of a signal it did not send, for a stop
 /// request of its own that would explain the death.
@@ -326,8 +369,8 @@ fn read_into<R: Read>(stream: &mut Option<R>, capture: &mut Capture, buf: &mut [
 
 /// Reads both streams until both reach end-of-file or `limit` passes.
 fn drain(
-    stdout: &mut Option<ChildStdout>,
-    stderr: &mut Option<ChildStderr>,
+    stdout: &mut Option<File>,
+    stderr: &mut Option<File>,
     out: &mut Capture,
     err: &mut Capture,
     buf: &mut [u8],

@@ -5,12 +5,12 @@ mod attempt;
 
 pub use attempt::{rfc3339, AttemptRunner, Finished, Room, Slot};
 
-use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::events::{Event, EventSink};
-use crate::plan::{AttemptSpec, CellSpec, Next, Plan};
+use crate::exec::Cancel;
+use crate::plan::{Next, Plan};
 use crate::record::RecordError;
 
 /// How a run ended.
@@ -52,11 +52,6 @@ pub struct Runner<'a> {
     pub budget: Option<Duration>,
 }
 
-enum Done {
-    Attempt(Box<Finished>),
-    Fatal(std::io::Error),
-}
-
 impl Runner<'_> {
     /// Runs `plan` to its end (or the budget's, or an interruption), sending events to `sink`.
     pub fn run(&self, plan: &mut dyn Plan, sink: &mut dyn EventSink) -> Result<RunEnd, RunError> {
@@ -65,102 +60,94 @@ impl Runner<'_> {
             return self.run_inline(plan, sink);
         }
         let started = Instant::now();
-        let (job_tx, job_rx) = mpsc::channel::<(AttemptSpec, CellSpec)>();
-        let job_rx = Mutex::new(job_rx);
-        let (done_tx, done_rx) = mpsc::channel::<Done>();
-        let mut end = RunEnd::default();
-        let mut fatal: Option<std::io::Error> = None;
-        let cancel = self.attempts.cancel;
-
-        std::thread::scope(|scope| -> Result<(), RunError> {
+        let shared = Mutex::new(Shared {
+            plan,
+            sink,
+            end: RunEnd::default(),
+            in_flight: 0,
+            stopping: false,
+            waiting: 0,
+            fatal: None,
+            error: None,
+        });
+        let finished = Condvar::new();
+        std::thread::scope(|scope| {
             for worker in 0..jobs {
-                let (job_rx, done_tx) = (&job_rx, done_tx.clone());
-                let attempts = &self.attempts;
-                scope.spawn(move || loop {
-                    let job = job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                    let Ok((spec, cell)) = job else { return };
-                    let done = match attempts.run(&spec, &cell, worker, Slot::default(), &[]) {
-                        Ok(f) => Done::Attempt(Box::new(f)),
-                        Err(e) => Done::Fatal(e),
-                    };
-                    if done_tx.send(done).is_err() {
-                        return;
-                    }
-                });
+                let (shared, finished) = (&shared, &finished);
+                scope.spawn(move || self.work(worker, shared, finished, started));
             }
-            drop(done_tx);
-
-            let mut in_flight = 0usize;
-            let mut stopping = false;
-            let result = (|| -> Result<(), RunError> {
-                loop {
-                    while !stopping && in_flight < jobs {
-                        if cancel.is_stopping() {
-                            stopping = true;
-                            end.interrupted = true;
-                            sink.event(&Event::Interrupted)?;
-                            break;
-                        }
-                        if self.budget.is_some_and(|b| started.elapsed() >= b) {
-                            stopping = true;
-                            end.budget_spent = true;
-                            sink.event(&Event::BudgetSpent)?;
-                            break;
-                        }
-                        match plan.next() {
-                            Next::Run(spec) => {
-                                let cell = plan.cells()[spec.cell].clone();
-                                // The workers outlive this loop only while the channel is open.
-                                let _ = job_tx.send((spec, cell));
-                                in_flight += 1;
-                            }
-                            Next::Wait => break,
-                            Next::Done => {
-                                if in_flight == 0 {
-                                    return Ok(());
-                                }
-                                break;
-                            }
-                        }
-                    }
-                    if in_flight == 0 {
-                        return Ok(());
-                    }
-                    let Ok(done) = done_rx.recv() else { return Ok(()) };
-                    in_flight -= 1;
-                    match done {
-                        Done::Attempt(f) if f.cancelled => {
-                            end.interrupted = true;
-                        }
-                        Done::Attempt(f) => {
-                            record(plan, sink, &f)?;
-                            end.recorded += 1;
-                        }
-                        Done::Fatal(e) => {
-                            if fatal.is_none() {
-                                fatal = Some(e);
-                            }
-                            stopping = true;
-                        }
-                    }
-                    if cancel.is_stopping() && !stopping {
-                        stopping = true;
-                        end.interrupted = true;
-                        sink.event(&Event::Interrupted)?;
-                    }
-                }
-            })();
-            drop(job_tx);
-            if result.is_err() {
-                // The record cannot be written: end what runs now rather than lose it silently.
-                cancel.request_kill();
-            }
-            result
-        })?;
-        if let Some(source) = fatal {
+        });
+        let shared = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = shared.error {
+            return Err(e);
+        }
+        if let Some(source) = shared.fatal {
             return Err(RunError::Spawn { program: self.attempts.target.program().to_owned(), source });
         }
-        Ok(end)
+        Ok(shared.end)
+    }
+
+    /// One worker of a parallel run. Each worker takes its next attempt from the plan and
+    /// records its results itself, under the lock they share: no thread hands attempts out or
+    /// collects results, which would cost two thread wake-ups per attempt, each one able to
+    /// preempt a running test.
+    fn work(&self, worker: usize, shared: &Mutex<Shared<'_>>, finished: &Condvar, started: Instant) {
+        let cancel = self.attempts.cancel;
+        let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = lock();
+        loop {
+            if s.stopping {
+                break;
+            }
+            if cancel.is_stopping() {
+                s.stop(&Event::Interrupted, cancel);
+                break;
+            }
+            if self.budget.is_some_and(|b| started.elapsed() >= b) {
+                s.stop(&Event::BudgetSpent, cancel);
+                break;
+            }
+            let spec = match s.plan.next() {
+                Next::Run(spec) => spec,
+                Next::Wait if s.in_flight > 0 => {
+                    s.waiting += 1;
+                    s = finished.wait(s).unwrap_or_else(|e| e.into_inner());
+                    s.waiting -= 1;
+                    continue;
+                }
+                // With nothing in flight, a plan that waits has nothing left to wait for.
+                Next::Wait | Next::Done => break,
+            };
+            let cell = s.plan.cells()[spec.cell].clone();
+            s.in_flight += 1;
+            drop(s);
+            let result = self.attempts.run(&spec, &cell, worker, Slot::default(), &[]);
+            s = lock();
+            s.in_flight -= 1;
+            match result {
+                Ok(f) if f.cancelled => s.end.interrupted = true,
+                Ok(f) => {
+                    let Shared { plan, sink, .. } = &mut *s;
+                    match record(&mut **plan, &mut **sink, &f) {
+                        Ok(()) => s.end.recorded += 1,
+                        Err(e) => s.fail(e, cancel),
+                    }
+                }
+                Err(e) => {
+                    s.fatal.get_or_insert(e);
+                    s.stopping = true;
+                }
+            }
+            if cancel.is_stopping() && !s.stopping {
+                s.stop(&Event::Interrupted, cancel);
+            }
+            if s.waiting > 0 {
+                finished.notify_all();
+            }
+        }
+        if s.waiting > 0 {
+            finished.notify_all();
+        }
     }
 
     /// One attempt at a time, on this thread: no hand-off to a worker and back, which costs two
@@ -198,6 +185,45 @@ impl Runner<'_> {
             record(plan, sink, &finished)?;
             end.recorded += 1;
         }
+    }
+}
+
+/// What the workers of a parallel run share, behind one lock.
+struct Shared<'p> {
+    plan: &'p mut dyn Plan,
+    sink: &'p mut dyn EventSink,
+    end: RunEnd,
+    /// Attempts running now.
+    in_flight: usize,
+    /// No attempt starts any more: interrupted, out of budget, or failed.
+    stopping: bool,
+    /// Workers waiting for an attempt in flight to end, because the plan said `Wait`.
+    waiting: usize,
+    /// The target could not be started.
+    fatal: Option<std::io::Error>,
+    /// The record could not be written.
+    error: Option<RunError>,
+}
+
+impl Shared<'_> {
+    /// Stops starting attempts, saying why (an interruption or the budget).
+    fn stop(&mut self, why: &Event<'_>, cancel: &Cancel) {
+        self.stopping = true;
+        match why {
+            Event::Interrupted => self.end.interrupted = true,
+            Event::BudgetSpent => self.end.budget_spent = true,
+            _ => {}
+        }
+        if let Err(e) = self.sink.event(why) {
+            self.fail(e.into(), cancel);
+        }
+    }
+
+    /// The record cannot be written: ends what runs now rather than lose it silently.
+    fn fail(&mut self, e: RunError, cancel: &Cancel) {
+        self.error.get_or_insert(e);
+        self.stopping = true;
+        cancel.request_kill();
     }
 }
 
