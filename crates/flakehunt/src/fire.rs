@@ -111,7 +111,7 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     }
     // A resumed record keeps the snapshot of the machine it started on.
     let snapshot = (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists())
-        .then(|| session.snapshot(hunt::snapshot_tools(config)));
+        .then(|| session.snapshot(hunt::snapshot_tools(config, Some(&manifest))));
     let mut display = Display::new(args.quiet);
     let result = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut display }, resumed.as_ref());
     display.finish();

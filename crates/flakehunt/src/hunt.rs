@@ -188,7 +188,8 @@ pub fn run(
         }
     };
     // A resumed record keeps the snapshot of the machine it started on.
-    let tools = (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists()).then(|| snapshot_tools(config));
+    let tools =
+        (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists()).then(|| snapshot_tools(config, Some(&manifest)));
     let (outcome, snapshot) = match execute(&manifest, &dir, &mut recorder, args, tools) {
         Ok(outcome) => outcome,
         Err(e) => {
@@ -331,12 +332,18 @@ impl Session {
     }
 }
 
-/// The tool version commands a snapshot records: the configuration's list, or the defaults.
-pub fn snapshot_tools(config: &Config) -> Vec<String> {
-    if config.snapshot.tools.is_empty() {
-        flakehunt_core::snapshot::default_tools()
-    } else {
-        config.snapshot.tools.clone()
+/// The tool version commands a snapshot records: the configuration's list, or those of the
+/// runtimes `hunt`'s target uses (every default one for `flakehunt snapshot`, which has no hunt).
+pub fn snapshot_tools(config: &Config, hunt: Option<&Manifest>) -> Vec<String> {
+    if !config.snapshot.tools.is_empty() {
+        return config.snapshot.tools.clone();
+    }
+    match hunt {
+        Some(m) => {
+            let adapter = m.extra.get("adapter").and_then(|a| a.get("name")).and_then(|n| n.as_str());
+            flakehunt_core::snapshot::tools_for(&m.target, adapter)
+        }
+        None => flakehunt_core::snapshot::default_tools(),
     }
 }
 

@@ -54,7 +54,7 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Probe { profiles, json } => probe::run(profiles, *json, &config()?),
         cli::Command::Profiles => probe::list(&config()?),
         cli::Command::Snapshot => {
-            let tools = hunt::snapshot_tools(&config()?);
+            let tools = hunt::snapshot_tools(&config()?, None);
             println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
             Ok(exit::OK)
         }

@@ -133,8 +133,8 @@ impl Resource {
 }
 
 /// Settings that only the child itself can apply before exec, so that its first instruction
-/// already runs under them. Any of them makes the spawn use fork+exec with a `pre_exec` hook
-/// instead of posix_spawn, which is slower; the default attempt path has none.
+/// already runs under them. Any of them makes the spawn fork through `Command` with a `pre_exec`
+/// hook instead of the cheaper clone the default attempt path uses (see `spawn.rs`).
 #[derive(Debug, Clone, Default)]
 pub struct ChildSetup {
     /// CPUs to pin the child to.

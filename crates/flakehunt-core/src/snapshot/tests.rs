@@ -125,6 +125,24 @@ fn default_tools_are_version_commands() {
 }
 
 #[test]
+fn a_hunt_records_the_runtimes_its_target_names_and_git() {
+    use crate::plan::Target;
+    let argv = |words: &[&str]| Target::argv(words.iter().map(|w| w.to_string()).collect());
+    assert_eq!(tools_for(&argv(&["true"]), None), ["git --version"]);
+    assert_eq!(tools_for(&argv(&["/usr/bin/python3", "t.py"]), None), ["python3 --version", "git --version"]);
+    assert_eq!(
+        tools_for(&argv(&["cargo", "test", "-q"]), None),
+        ["cargo --version", "rustc --version", "git --version"]
+    );
+    assert_eq!(tools_for(&Target::shell("go test ./... && node x.js".into()), None), ["go version", "git --version"]);
+    assert_eq!(
+        tools_for(&argv(&["target/debug/deps/ledger-0123", "t", "--exact"]), Some("cargo-test")),
+        ["cargo --version", "rustc --version", "git --version"]
+    );
+    assert_eq!(tools_for(&argv(&["python3", "-m", "pytest"]), Some("pytest")), ["python3 --version", "git --version"]);
+}
+
+#[test]
 fn tools_missing_failing_and_working() {
     let tools: Vec<String> = ["flakehunt-definitely-not-a-tool --version", "   ", "false", "echo hello world"]
         .into_iter()
