@@ -213,18 +213,15 @@ impl Snapshot {
 }
 
 /// The version commands a hunt of `target` records: those of the runtimes its command line
-/// names (the first three words, or the test runner an adapter stands for, `adapter`), and
+/// names (any word of it, or the test runner an adapter stands for, `adapter`), and
 /// git's. Every hunt used to run all of [`default_tools`], `java -version` for a Rust test
 /// included: CPU taken from the first attempts, and their timing disturbed, for versions that
 /// say nothing about the test. `flakehunt snapshot` still lists them all; `snapshot.tools` in the
 /// configuration chooses.
 pub fn tools_for(target: &crate::plan::Target, adapter: Option<&str>) -> Vec<String> {
-    let words: Vec<&str> = if target.shell {
-        target.argv.first().map(|s| s.split_whitespace().collect()).unwrap_or_default()
-    } else {
-        target.argv.iter().map(String::as_str).collect()
-    };
-    let names = words.iter().take(3).map(|w| w.rsplit('/').next().unwrap_or(w)).chain(adapter);
+    // Every word of the command line (a script given to `sh -c` included), but assignments.
+    let words = target.argv.iter().flat_map(|a| a.split_whitespace()).filter(|w| !w.contains('='));
+    let names = words.map(|w| w.rsplit('/').next().unwrap_or(w)).chain(adapter);
     let mut tools: Vec<&str> = Vec::new();
     for name in names {
         let runtime: &[&str] = match name {
@@ -233,7 +230,7 @@ pub fn tools_for(target: &crate::plan::Target, adapter: Option<&str>) -> Vec<Str
             "cargo" | "rustc" | "cargo-test" | "cargo-nextest" => &["cargo --version", "rustc --version"],
             "go" | "go-test" => &["go version"],
             "node" | "npm" | "npx" | "yarn" | "pnpm" => &["node --version"],
-            "java" | "mvn" | "gradle" | "gradlew" | "sbt" => &["java -version"],
+            "java" | "mvn" | "mvnw" | "gradle" | "gradlew" | "sbt" => &["java -version"],
             "gcc" | "cc" | "make" | "cmake" | "ctest" => &["gcc --version"],
             _ => &[],
         };

@@ -22,7 +22,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, OnceLock};
 
 use super::Launch;
@@ -44,15 +44,21 @@ impl Launch {
     /// Starts the process in its own process group, stdin from `/dev/null`, stdout and stderr
     /// piped to flakehunt. A program without a slash is looked up in the `PATH` the child gets.
     pub(crate) fn spawn(&self) -> io::Result<Spawned> {
-        let env = Environment::of(self);
+        let env = Environment::of(self)?;
         let program = resolve(&self.program, env.path(), self.cwd.as_deref())?;
-        if self.setup.is_empty() {
-            return self.clone_vfork(&program, &env);
+        if self.setup.is_empty() && CLONE_WORKS.load(Ordering::Relaxed) && *CLONE_IS_SAFE {
+            match self.clone_vfork(&program, &env) {
+                // Refused by a sandbox (seccomp, gVisor, an emulator): `Command` from now on.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EPERM)) => {
+                    CLONE_WORKS.store(false, Ordering::Relaxed);
+                }
+                started => return started,
+            }
         }
         self.spawn_forked(&program)
     }
 
-    /// Through `Command`, for a `pre_exec` hook. `program` is the resolved path; the child's
+    /// Through `Command`, for a `pre_exec` hook (or where the clone cannot be used). `program` is the resolved path; the child's
     /// `argv[0]` stays as given.
     fn spawn_forked(&self, program: &CString) -> io::Result<Spawned> {
         let mut child = self.command(OsStr::from_bytes(program.as_bytes())).arg0(&self.program).spawn()?;
@@ -178,6 +184,25 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
+/// Cleared when the kernel or a sandbox refuses the clone.
+static CLONE_WORKS: AtomicBool = AtomicBool::new(true);
+
+/// Whether this C library's `clone` wrapper leaves the calling thread's cached thread id alone
+/// for a child that shares its memory: glibc before 2.24 overwrote it (glibc bug 19957), which
+/// breaks `raise` and recursive locks on the spawning thread afterwards.
+static CLONE_IS_SAFE: LazyLock<bool> = LazyLock::new(|| {
+    #[cfg(target_env = "gnu")]
+    {
+        // SAFETY: returns a static NUL-terminated string.
+        let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+        let mut parts = version.to_str().unwrap_or("0.0").split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        (major, minor) >= (2, 24)
+    }
+    #[cfg(not(target_env = "gnu"))]
+    true
+});
+
 thread_local! {
     /// The stack the cloned child runs on until it execs: it needs well under a page.
     static STACK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 64 * 1024]);
@@ -235,6 +260,8 @@ pub fn note_signal_handlers() -> u64 {
 /// The environment an attempt gets: this process's own (read once), or none for a clean room,
 /// with the launch's variables set or removed (the last setting of a name wins).
 struct Environment {
+    /// Whether the child starts from an empty environment.
+    clear: bool,
     /// Inherited entries the launch does not override.
     inherited: Vec<&'static CString>,
     /// The launch's own `NAME=VALUE` entries, by name; `None` removes the name.
@@ -242,20 +269,27 @@ struct Environment {
 }
 
 impl Environment {
-    fn of(launch: &Launch) -> Self {
+    fn of(launch: &Launch) -> io::Result<Self> {
         let mut set: Vec<(Vec<u8>, Option<CString>)> = Vec::with_capacity(launch.env.len());
         for (name, value) in &launch.env {
             let name = name.as_bytes();
             set.retain(|(n, _)| n != name);
-            let entry = value.as_ref().map(|v| {
-                let mut e = Vec::with_capacity(name.len() + 1 + v.len());
-                e.extend_from_slice(name);
-                e.push(b'=');
-                e.extend_from_slice(v.as_bytes());
-                // A NUL cannot reach here: names and values come from arguments, files and this
-                // process's environment, none of which can hold one.
-                CString::new(e).unwrap_or_default()
-            });
+            let entry = match value {
+                Some(v) => {
+                    let mut e = Vec::with_capacity(name.len() + 1 + v.len());
+                    e.extend_from_slice(name);
+                    e.push(b'=');
+                    e.extend_from_slice(v.as_bytes());
+                    // A configuration file can write one ("\u0000").
+                    Some(CString::new(e).map_err(|_| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            format!("the variable {} holds a NUL byte", String::from_utf8_lossy(name)),
+                        )
+                    })?)
+                }
+                None => None,
+            };
             set.push((name.to_vec(), entry));
         }
         let inherited = if launch.env_clear {
@@ -263,7 +297,7 @@ impl Environment {
         } else {
             INHERITED.iter().filter(|e| !set.iter().any(|(n, _)| *n == e.name())).map(|e| &e.entry).collect()
         };
-        Self { inherited, set }
+        Ok(Self { clear: launch.env_clear, inherited, set })
     }
 
     fn entries(&self) -> impl Iterator<Item = &CString> {
@@ -274,7 +308,7 @@ impl Environment {
     fn path(&self) -> Option<&OsStr> {
         match self.set.iter().find(|(n, _)| n == b"PATH") {
             Some((_, entry)) => entry.as_deref().map(path_value),
-            None if self.inherited.is_empty() => None,
+            None if self.clear => None,
             None => INHERITED_PATH.as_deref().map(path_value),
         }
     }
@@ -388,7 +422,7 @@ fn dev_null() -> io::Result<BorrowedFd<'static>> {
         .get_or_init(|| File::open("/dev/null").ok().and_then(|f| above_stdio(OwnedFd::from(f)).ok()))
         .as_ref()
         .map(|fd| fd.as_fd())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "/dev/null cannot be opened"))
+        .ok_or_else(|| io::Error::other("/dev/null cannot be opened"))
 }
 
 /// The fd a `Command` child gets as stdin: a duplicate of the shared `/dev/null`.
@@ -414,19 +448,21 @@ mod tests {
     #[test]
     fn the_last_setting_of_a_name_wins_and_none_removes_it() {
         let l = launch("true", &[("A", Some("1")), ("B", Some("2")), ("A", Some("3")), ("B", None)], true);
-        let env = Environment::of(&l);
+        let env = Environment::of(&l).unwrap();
         let entries: Vec<&[u8]> = env.entries().map(|e| e.as_bytes()).collect();
         assert_eq!(entries, vec![b"A=3".as_slice()]);
+        let nul = launch("true", &[("A", Some("x\0y"))], true);
+        assert_eq!(Environment::of(&nul).err().map(|e| e.kind()), Some(io::ErrorKind::InvalidInput));
     }
 
     #[test]
     fn a_clean_room_inherits_nothing_and_an_override_replaces_the_inherited_value() {
-        assert_eq!(Environment::of(&launch("true", &[], true)).entries().count(), 0);
-        let env = Environment::of(&launch("true", &[("PATH", Some("/nowhere"))], false));
+        assert_eq!(Environment::of(&launch("true", &[], true)).unwrap().entries().count(), 0);
+        let env = Environment::of(&launch("true", &[("PATH", Some("/nowhere"))], false)).unwrap();
         let paths: Vec<&[u8]> = env.entries().map(|e| e.as_bytes()).filter(|e| e.starts_with(b"PATH=")).collect();
         assert_eq!(paths, vec![b"PATH=/nowhere".as_slice()]);
         assert_eq!(env.path(), Some(OsStr::new("/nowhere")));
-        let removed = Environment::of(&launch("true", &[("PATH", None)], false));
+        let removed = Environment::of(&launch("true", &[("PATH", None)], false)).unwrap();
         assert_eq!(removed.path(), None);
         assert!(removed.entries().all(|e| !e.as_bytes().starts_with(b"PATH=")));
     }

@@ -96,7 +96,8 @@ impl Runner<'_> {
         let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
         let mut s = lock();
         loop {
-            if s.stopping {
+            // A worker that panicked while holding the lock poisoned it: stop as it would have.
+            if s.stopping || shared.is_poisoned() {
                 break;
             }
             if cancel.is_stopping() {
@@ -121,11 +122,26 @@ impl Runner<'_> {
             let cell = s.plan.cells()[spec.cell].clone();
             s.in_flight += 1;
             drop(s);
-            let result = self.attempts.run(&spec, &cell, worker, Slot::default(), &[]);
+            let run = std::panic::AssertUnwindSafe(|| self.attempts.run(&spec, &cell, worker, Slot::default(), &[]));
+            let result = match std::panic::catch_unwind(run) {
+                Ok(result) => result,
+                Err(panic) => {
+                    // Stop the others too, rather than leave them waiting for this attempt.
+                    let mut s = lock();
+                    s.in_flight -= 1;
+                    s.stopping = true;
+                    cancel.request_kill();
+                    finished.notify_all();
+                    drop(s);
+                    std::panic::resume_unwind(panic);
+                }
+            };
             s = lock();
             s.in_flight -= 1;
             match result {
                 Ok(f) if f.cancelled => s.end.interrupted = true,
+                // The record failed: nothing more goes into it.
+                Ok(_) if s.error.is_some() => {}
                 Ok(f) => {
                     let Shared { plan, sink, .. } = &mut *s;
                     match record(&mut **plan, &mut **sink, &f) {

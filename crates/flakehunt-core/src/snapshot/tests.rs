@@ -134,7 +134,14 @@ fn a_hunt_records_the_runtimes_its_target_names_and_git() {
         tools_for(&argv(&["cargo", "test", "-q"]), None),
         ["cargo --version", "rustc --version", "git --version"]
     );
-    assert_eq!(tools_for(&Target::shell("go test ./... && node x.js".into()), None), ["go version", "git --version"]);
+    assert_eq!(
+        tools_for(&Target::shell("cd pkg && GOFLAGS=-race go test ./... && node x.js".into()), None),
+        ["go version", "node --version", "git --version"]
+    );
+    assert_eq!(
+        tools_for(&argv(&["sh", "-c", "cargo test -q"]), None),
+        ["cargo --version", "rustc --version", "git --version"]
+    );
     assert_eq!(
         tools_for(&argv(&["target/debug/deps/ledger-0123", "t", "--exact"]), Some("cargo-test")),
         ["cargo --version", "rustc --version", "git --version"]
