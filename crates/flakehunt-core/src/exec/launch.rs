@@ -133,8 +133,7 @@ impl Resource {
 }
 
 /// Settings that only the child itself can apply before exec, so that its first instruction
-/// already runs under them. Any of them makes the spawn fork through `Command` with a `pre_exec`
-/// hook instead of the cheaper clone the default attempt path uses (see `spawn.rs`).
+/// already runs under them.
 #[derive(Debug, Clone, Default)]
 pub struct ChildSetup {
     /// CPUs to pin the child to.
@@ -184,44 +183,73 @@ impl Launch {
             cmd.current_dir(dir);
         }
         if !self.setup.is_empty() {
-            let setup = self.setup.clone();
-            let mut cpuset = rustix::thread::CpuSet::new();
-            for &cpu in setup.cpus.iter().flatten() {
-                cpuset.set(cpu);
-            }
-            let cgroup_fds: Vec<i32> = setup.cgroup_procs.iter().map(|fd| fd.as_raw_fd()).collect();
-            // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-            // system calls on data prepared before the fork; it allocates nothing.
-            unsafe {
-                cmd.pre_exec(move || {
-                    for &fd in &cgroup_fds {
-                        write_own_pid(fd)?;
-                    }
-                    if setup.cpus.is_some() {
-                        rustix::thread::sched_setaffinity(None, &cpuset)?;
-                    }
-                    for limit in &setup.rlimits {
-                        let new = rustix::process::Rlimit { current: limit.soft, maximum: limit.hard };
-                        rustix::process::setrlimit(limit.resource.to_rustix(), new)?;
-                    }
-                    if setup.sched_idle {
-                        let param = libc::sched_param { sched_priority: 0 };
-                        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-                            // Refused (e.g. by a container policy): the profile falls back to
-                            // nice 19, and the effect read back says which one applied.
-                            let _ = libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-                        }
-                    }
-                    if let Some(nice) = setup.nice {
-                        if libc::setpriority(libc::PRIO_PROCESS, 0, nice) != 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    }
-                    Ok(())
-                });
-            }
+            let ready = self.setup.ready();
+            // SAFETY: `apply` makes only async-signal-safe system calls and allocates nothing.
+            unsafe { cmd.pre_exec(move || ready.apply()) };
         }
         cmd
+    }
+}
+
+/// A [`ChildSetup`] prepared for the child: applying it allocates nothing, so it can run between
+/// fork (or a vfork-style clone) and exec.
+#[derive(Debug)]
+pub(crate) struct ReadySetup {
+    cgroup_procs: Vec<Arc<OwnedFd>>,
+    cpus: Option<rustix::thread::CpuSet>,
+    rlimits: Vec<Limit>,
+    sched_idle: bool,
+    nice: Option<i32>,
+}
+
+impl ChildSetup {
+    pub(crate) fn ready(&self) -> ReadySetup {
+        let cpus = self.cpus.as_ref().map(|cpus| {
+            let mut set = rustix::thread::CpuSet::new();
+            cpus.iter().for_each(|&cpu| set.set(cpu));
+            set
+        });
+        ReadySetup {
+            cgroup_procs: self.cgroup_procs.clone(),
+            cpus,
+            rlimits: self.rlimits.clone(),
+            sched_idle: self.sched_idle,
+            nice: self.nice,
+        }
+    }
+}
+
+impl ReadySetup {
+    /// Applies the settings to the calling process, which is about to exec. Only
+    /// async-signal-safe system calls; nothing is allocated.
+    pub(crate) fn apply(&self) -> std::io::Result<()> {
+        for fd in &self.cgroup_procs {
+            write_own_pid(fd.as_raw_fd())?;
+        }
+        if let Some(cpus) = &self.cpus {
+            rustix::thread::sched_setaffinity(None, cpus)?;
+        }
+        for limit in &self.rlimits {
+            let new = rustix::process::Rlimit { current: limit.soft, maximum: limit.hard };
+            rustix::process::setrlimit(limit.resource.to_rustix(), new)?;
+        }
+        // SAFETY: plain system calls on the calling process with valid parameters.
+        unsafe {
+            if self.sched_idle {
+                let param = libc::sched_param { sched_priority: 0 };
+                if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                    // Refused (e.g. by a container policy): the profile falls back to nice 19,
+                    // and the effect read back says which one applied.
+                    let _ = libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+                }
+            }
+            if let Some(nice) = self.nice {
+                if libc::setpriority(libc::PRIO_PROCESS, 0, nice) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,18 +1,17 @@
 //! Starting an attempt's process, the one step every attempt pays for. Main function:
 //! [`Launch::spawn`].
 //!
-//! The common attempt needs nothing between fork and exec but its process group, its standard
-//! streams and its directory. It starts from `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)` on a
-//! stack kept per thread, with a child that makes only those few system calls before `execve`.
-//! `std::process::Command` (through `posix_spawn`) does more on every spawn, all of it while
-//! the spawning thread waits: it reads and sorts this process's whole environment, maps and
+//! An attempt needs little between fork and exec: its process group, its standard streams, its
+//! directory, and a profile's settings. It starts from `clone(CLONE_VM | CLONE_VFORK |
+//! CLONE_PIDFD)` on a stack kept per thread, with a child that makes only those few system
+//! calls before `execve`. `std::process::Command` does more on every spawn, all of it while the
+//! spawning thread waits (through `posix_spawn`; a `pre_exec` hook even forks the whole process): it reads and sorts this process's whole environment, maps and
 //! unmaps a stack, has the child reset all 64 signal dispositions one system call at a time and,
 //! for a bare program name, try every `PATH` directory in turn; and flakehunt then needs
 //! `pidfd_open` on top. Here the environment is read once per hunt, a program name is looked
 //! up once per `PATH`, the child resets only the signals flakehunt handles, and the kernel
-//! returns the pidfd with the pid. An attempt that needs settings applied before exec (a
-//! profile's affinity, rlimits, scheduling class or cgroup) goes through `Command` with a
-//! `pre_exec` hook, which forks anyway.
+//! returns the pidfd with the pid. `Command`, with a profile's settings in a `pre_exec` hook,
+//! remains for where the clone cannot be used.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -25,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, OnceLock};
 
+use super::launch::ReadySetup;
 use super::Launch;
 
 /// A started child: its pid (which is also its process group) and the read ends of its output.
@@ -46,7 +46,7 @@ impl Launch {
     pub(crate) fn spawn(&self) -> io::Result<Spawned> {
         let env = Environment::of(self)?;
         let program = resolve(&self.program, env.path(), self.cwd.as_deref())?;
-        if self.setup.is_empty() && CLONE_WORKS.load(Ordering::Relaxed) && *CLONE_IS_SAFE {
+        if CLONE_WORKS.load(Ordering::Relaxed) && *CLONE_IS_SAFE {
             match self.clone_vfork(&program, &env) {
                 // Refused by a sandbox (seccomp, gVisor, an emulator): `Command` from now on.
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EPERM)) => {
@@ -58,7 +58,7 @@ impl Launch {
         self.spawn_forked(&program)
     }
 
-    /// Through `Command`, for a `pre_exec` hook (or where the clone cannot be used). `program` is the resolved path; the child's
+    /// Through `Command`, where the clone cannot be used. `program` is the resolved path; the child's
     /// `argv[0]` stays as given.
     fn spawn_forked(&self, program: &CString) -> io::Result<Spawned> {
         let mut child = self.command(OsStr::from_bytes(program.as_bytes())).arg0(&self.program).spawn()?;
@@ -82,6 +82,7 @@ impl Launch {
         let mut envp: Vec<*const libc::c_char> = env.entries().map(|e| e.as_ptr()).collect();
         envp.push(std::ptr::null());
         let cwd = self.cwd.as_deref().map(|d| c_string(d.as_os_str())).transpose()?;
+        let setup = (!self.setup.is_empty()).then(|| self.setup.ready());
         let (out_read, out_write) = pipe()?;
         let (err_read, err_write) = pipe()?;
         let mut child = ChildArgs {
@@ -92,6 +93,7 @@ impl Launch {
             stdin: dev_null()?.as_raw_fd(),
             stdout: out_write.as_raw_fd(),
             stderr: err_write.as_raw_fd(),
+            setup: setup.as_ref().map_or(std::ptr::null(), |s| s as *const ReadySetup),
             reset: handled_signals() | 1 << (libc::SIGPIPE - 1),
             failed: 0,
         };
@@ -146,14 +148,17 @@ struct ChildArgs {
     stdin: libc::c_int,
     stdout: libc::c_int,
     stderr: libc::c_int,
+    /// A profile's settings; null for none.
+    setup: *const ReadySetup,
     /// Signals (bit `n - 1` for signal `n`) whose disposition goes back to the default.
     reset: u64,
     /// Set by the child to the `errno` of the step that failed.
     failed: libc::c_int,
 }
 
-/// The cloned child: takes its own process group, its streams and its directory, resets the
-/// signals flakehunt handles or ignores, unblocks signals and execs. Runs on the parent's memory
+/// The cloned child: takes its own process group, its streams and its directory, applies the
+/// profile's settings, resets the signals flakehunt handles or ignores, unblocks signals and
+/// execs. Runs on the parent's memory
 /// while the parent sleeps, so it calls nothing that allocates, locks or unwinds.
 extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's `ChildArgs`, alive until this child execs or exits; each
@@ -165,7 +170,14 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             && libc::dup2(a.stdout, 1) == 1
             && libc::dup2(a.stderr, 2) == 2
             && (a.cwd.is_null() || libc::chdir(a.cwd) == 0);
-        if ok {
+        let mut applied = ok;
+        if applied && !a.setup.is_null() {
+            if let Err(e) = (*a.setup).apply() {
+                a.failed = e.raw_os_error().unwrap_or(0);
+                applied = false;
+            }
+        }
+        if applied {
             for sig in 1..=64 {
                 if a.reset & 1 << (sig - 1) != 0 {
                     libc::signal(sig, libc::SIG_DFL);
@@ -176,7 +188,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             libc::execve(a.program, a.argv, a.envp);
         }
-        a.failed = *libc::__errno_location();
+        if a.failed == 0 {
+            a.failed = *libc::__errno_location();
+        }
         if a.failed == 0 {
             a.failed = libc::EINVAL;
         }
@@ -557,5 +571,25 @@ mod tests {
         std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
         let launch = Launch { program: not_executable.into_os_string(), ..Default::default() };
         assert_eq!(launch.spawn().unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+    }
+
+    #[test]
+    fn a_profiles_settings_apply_in_the_child_before_exec() {
+        let mut launch = sh("grep Cpus_allowed_list /proc/self/status; ulimit -n; cut -d' ' -f19 /proc/self/stat");
+        launch.setup.cpus = Some(vec![0]);
+        launch.setup.rlimits = vec![crate::exec::Limit::with_soft(crate::exec::Resource::Nofile, Some(64))];
+        launch.setup.nice = Some(7);
+        let (out, code) = run(&launch);
+        assert_eq!(code, 0, "{out}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0].split_whitespace().last(), Some("0"), "{out}");
+        assert_eq!(lines[1], "64");
+        assert_eq!(lines[2], "7");
+        // A setting the kernel refuses fails the start with its cause.
+        let mut refused = sh("true");
+        refused.setup.nice = Some(-100);
+        refused.setup.rlimits =
+            vec![crate::exec::Limit { resource: crate::exec::Resource::Nofile, soft: Some(10), hard: Some(5) }];
+        assert_eq!(refused.spawn().unwrap_err().raw_os_error(), Some(libc::EINVAL));
     }
 }
