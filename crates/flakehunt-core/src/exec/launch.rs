@@ -157,6 +157,22 @@ impl ChildSetup {
             && !self.sched_idle
             && self.cgroup_procs.is_empty()
     }
+
+    /// The settings prepared for the child (see [`ReadySetup`]).
+    pub(crate) fn ready(&self) -> ReadySetup {
+        let cpus = self.cpus.as_ref().map(|cpus| {
+            let mut set = rustix::thread::CpuSet::new();
+            cpus.iter().for_each(|&cpu| set.set(cpu));
+            set
+        });
+        ReadySetup {
+            cgroup_procs: self.cgroup_procs.clone(),
+            cpus,
+            rlimits: self.rlimits.clone(),
+            sched_idle: self.sched_idle,
+            nice: self.nice,
+        }
+    }
 }
 
 impl Launch {
@@ -200,23 +216,6 @@ pub(crate) struct ReadySetup {
     rlimits: Vec<Limit>,
     sched_idle: bool,
     nice: Option<i32>,
-}
-
-impl ChildSetup {
-    pub(crate) fn ready(&self) -> ReadySetup {
-        let cpus = self.cpus.as_ref().map(|cpus| {
-            let mut set = rustix::thread::CpuSet::new();
-            cpus.iter().for_each(|&cpu| set.set(cpu));
-            set
-        });
-        ReadySetup {
-            cgroup_procs: self.cgroup_procs.clone(),
-            cpus,
-            rlimits: self.rlimits.clone(),
-            sched_idle: self.sched_idle,
-            nice: self.nice,
-        }
-    }
 }
 
 impl ReadySetup {

@@ -5,13 +5,14 @@
 //! directory, and a profile's settings. It starts from `clone(CLONE_VM | CLONE_VFORK |
 //! CLONE_PIDFD)` on a stack kept per thread, with a child that makes only those few system
 //! calls before `execve`. `std::process::Command` does more on every spawn, all of it while the
-//! spawning thread waits (through `posix_spawn`; a `pre_exec` hook even forks the whole process): it reads and sorts this process's whole environment, maps and
-//! unmaps a stack, has the child reset all 64 signal dispositions one system call at a time and,
-//! for a bare program name, try every `PATH` directory in turn; and flakehunt then needs
-//! `pidfd_open` on top. Here the environment is read once per hunt, a program name is looked
-//! up once per `PATH`, the child resets only the signals flakehunt handles, and the kernel
-//! returns the pidfd with the pid. `Command`, with a profile's settings in a `pre_exec` hook,
-//! remains for where the clone cannot be used.
+//! spawning thread waits (through `posix_spawn`; a `pre_exec` hook even forks the whole
+//! process): it reads and sorts this process's whole environment, maps and unmaps a stack, has
+//! the child reset all 64 signal dispositions one system call at a time and, for a bare program
+//! name, try every `PATH` directory in turn; and flakehunt then needs `pidfd_open` on top. Here
+//! the environment is read once per hunt, a program name is looked up once per `PATH`, the
+//! child resets only the signals flakehunt handles, and the kernel returns the pidfd with the
+//! pid. `Command`, with a profile's settings in a `pre_exec` hook, remains for where the clone
+//! cannot be used.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -58,8 +59,8 @@ impl Launch {
         self.spawn_forked(&program)
     }
 
-    /// Through `Command`, where the clone cannot be used. `program` is the resolved path; the child's
-    /// `argv[0]` stays as given.
+    /// Through `Command`, where the clone cannot be used. `program` is the resolved path; the
+    /// child's `argv[0]` stays as given.
     fn spawn_forked(&self, program: &CString) -> io::Result<Spawned> {
         let mut child = self.command(OsStr::from_bytes(program.as_bytes())).arg0(&self.program).spawn()?;
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
@@ -158,8 +159,8 @@ struct ChildArgs {
 
 /// The cloned child: takes its own process group, its streams and its directory, applies the
 /// profile's settings, resets the signals flakehunt handles or ignores, unblocks signals and
-/// execs. Runs on the parent's memory
-/// while the parent sleeps, so it calls nothing that allocates, locks or unwinds.
+/// execs. Runs on the parent's memory while the parent sleeps, so it calls nothing that
+/// allocates, locks or unwinds.
 extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's `ChildArgs`, alive until this child execs or exits; each
     // call is a plain system call wrapper.

@@ -56,9 +56,6 @@ impl Runner<'_> {
     /// Runs `plan` to its end (or the budget's, or an interruption), sending events to `sink`.
     pub fn run(&self, plan: &mut dyn Plan, sink: &mut dyn EventSink) -> Result<RunEnd, RunError> {
         let jobs = self.jobs.max(1);
-        if jobs == 1 {
-            return self.run_inline(plan, sink);
-        }
         let started = Instant::now();
         let shared = Mutex::new(Shared {
             plan,
@@ -71,12 +68,17 @@ impl Runner<'_> {
             error: None,
         });
         let finished = Condvar::new();
-        std::thread::scope(|scope| {
-            for worker in 0..jobs {
-                let (shared, finished) = (&shared, &finished);
-                scope.spawn(move || self.work(worker, shared, finished, started));
-            }
-        });
+        if jobs == 1 {
+            // One attempt at a time: on this thread, no other to start.
+            self.work(0, &shared, &finished, started);
+        } else {
+            std::thread::scope(|scope| {
+                for worker in 0..jobs {
+                    let (shared, finished) = (&shared, &finished);
+                    scope.spawn(move || self.work(worker, shared, finished, started));
+                }
+            });
+        }
         let shared = shared.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = shared.error {
             return Err(e);
@@ -87,10 +89,10 @@ impl Runner<'_> {
         Ok(shared.end)
     }
 
-    /// One worker of a parallel run. Each worker takes its next attempt from the plan and
-    /// records its results itself, under the lock they share: no thread hands attempts out or
-    /// collects results, which would cost two thread wake-ups per attempt, each one able to
-    /// preempt a running test.
+    /// One worker of a run (the only one with one job). Each worker takes its next attempt from
+    /// the plan and records its results itself, under the lock they share: no thread hands
+    /// attempts out or collects results, which would cost two thread wake-ups per attempt, each
+    /// one able to preempt a running test.
     fn work(&self, worker: usize, shared: &Mutex<Shared<'_>>, finished: &Condvar, started: Instant) {
         let cancel = self.attempts.cancel;
         let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -165,46 +167,9 @@ impl Runner<'_> {
             finished.notify_all();
         }
     }
-
-    /// One attempt at a time, on this thread: no hand-off to a worker and back, which costs two
-    /// thread wake-ups per attempt and shows next to a test as short as `true`.
-    fn run_inline(&self, plan: &mut dyn Plan, sink: &mut dyn EventSink) -> Result<RunEnd, RunError> {
-        let started = Instant::now();
-        let cancel = self.attempts.cancel;
-        let mut end = RunEnd::default();
-        loop {
-            if cancel.is_stopping() {
-                end.interrupted = true;
-                sink.event(&Event::Interrupted)?;
-                return Ok(end);
-            }
-            if self.budget.is_some_and(|b| started.elapsed() >= b) {
-                end.budget_spent = true;
-                sink.event(&Event::BudgetSpent)?;
-                return Ok(end);
-            }
-            let spec = match plan.next() {
-                Next::Run(spec) => spec,
-                // Nothing is in flight here, so a plan that waits has nothing left to wait for.
-                Next::Wait | Next::Done => return Ok(end),
-            };
-            let finished = match self.attempts.run(&spec, &plan.cells()[spec.cell], 0, Slot::default(), &[]) {
-                Ok(f) => f,
-                Err(source) => {
-                    return Err(RunError::Spawn { program: self.attempts.target.program().to_owned(), source })
-                }
-            };
-            if finished.cancelled {
-                end.interrupted = true;
-                continue;
-            }
-            record(plan, sink, &finished)?;
-            end.recorded += 1;
-        }
-    }
 }
 
-/// What the workers of a parallel run share, behind one lock.
+/// What the workers of a run share, behind one lock.
 struct Shared<'p> {
     plan: &'p mut dyn Plan,
     sink: &'p mut dyn EventSink,
