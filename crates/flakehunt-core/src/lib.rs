@@ -12,6 +12,7 @@ pub mod events;
 pub mod exec;
 pub mod fire;
 pub mod host;
+pub mod hunt;
 pub mod oracle;
 pub mod plan;
 pub mod profile;

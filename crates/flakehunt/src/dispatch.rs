@@ -84,7 +84,7 @@ pub struct K8sArgs {
 }
 
 /// Prints the workflow or manifest; returns the exit code.
-pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
+pub fn run(cmd: &DispatchCommand) -> anyhow::Result<exit::Done> {
     let text = match cmd {
         DispatchCommand::Github(a) => {
             let hunt = sharded(&a.common, &a.hunt)?;
@@ -114,7 +114,7 @@ pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
         }
     };
     print!("{text}");
-    Ok(exit::OK)
+    Ok(exit::Done::Ok)
 }
 
 /// The hunt after the dispatch options, checked by parsing it as flakehunt would.

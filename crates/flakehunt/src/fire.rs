@@ -83,7 +83,7 @@ pub struct FireArgs {
 }
 
 /// Runs `flakehunt fire`; returns the exit code.
-pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
+pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<exit::Done> {
     let fresh = match &args.resume {
         Some(dir) => resume_record(dir)?,
         None => new_record(args)?,
@@ -131,7 +131,7 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     recorder.write_document(SUMMARY_FILE, &summary)?;
     crate::report::append_step_summary(&summary, &dir);
     hunt::print_summary(&summary, &dir, args.json, "level")?;
-    Ok(if end.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
+    Ok(exit::Done::Hunt(flakehunt_core::hunt::HuntEnd::of(&summary, end.interrupted)))
 }
 
 /// A record ready for the ladder: a new one, or a resumed one with what it keeps.

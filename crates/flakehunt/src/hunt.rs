@@ -150,7 +150,7 @@ pub fn run(
     kind: Kind,
     cell_header: &str,
     new: impl FnOnce(&Target) -> anyhow::Result<NewHunt>,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<exit::Done> {
     if let Some(shards) = args.slurm {
         return crate::slurm::run(args, shards, kind, cell_header, new);
     }
@@ -207,7 +207,7 @@ pub fn run(
     recorder.write_document(SUMMARY_FILE, &summary)?;
     crate::report::append_step_summary(&summary, &dir);
     print_summary(&summary, &dir, args.json, cell_header)?;
-    Ok(if outcome.interrupted { exit::INTERRUPTED } else { summary.exit_code() })
+    Ok(exit::Done::Hunt(flakehunt_core::hunt::HuntEnd::of(&summary, outcome.interrupted)))
 }
 
 /// Starts a new record: a fresh run id, the manifest, the directory (`record`, or

@@ -54,7 +54,7 @@ fn now() -> String {
 }
 
 /// Runs a `hypo` subcommand.
-pub fn run(cmd: &HypoCommand) -> anyhow::Result<i32> {
+pub fn run(cmd: &HypoCommand) -> anyhow::Result<exit::Done> {
     let entries = load()?;
     match cmd {
         HypoCommand::Add { text, command } => {
@@ -64,7 +64,7 @@ pub fn run(cmd: &HypoCommand) -> anyhow::Result<i32> {
             let id = entries.iter().filter(|e| matches!(e, Entry::Added { .. })).count() as u32 + 1;
             append(&Entry::Added { id, text: text.clone(), command: command.clone(), at: now() })?;
             println!("hypothesis {id} recorded: {text}");
-            Ok(exit::OK)
+            Ok(exit::Done::Ok)
         }
         HypoCommand::Run { id } => {
             let command = entries
@@ -99,7 +99,7 @@ pub fn run(cmd: &HypoCommand) -> anyhow::Result<i32> {
                 record: record.clone(),
             })?;
             println!("hypothesis {id}: {outcome}{}", record.map(|r| format!(" (record: {r})")).unwrap_or_default());
-            Ok(exit::OK)
+            Ok(exit::Done::Ok)
         }
         HypoCommand::List => {
             for e in &entries {
@@ -113,7 +113,7 @@ pub fn run(cmd: &HypoCommand) -> anyhow::Result<i32> {
                     println!("{id}  {state}  {text}\n   added {at}; kill test: {}", command.join(" "));
                 }
             }
-            Ok(exit::OK)
+            Ok(exit::Done::Ok)
         }
     }
 }

@@ -24,17 +24,14 @@ use flakehunt_core::config::Config;
 fn main() {
     let cli = cli::Cli::parse();
     let result = dispatch(&cli);
-    match result {
-        Ok(code) => std::process::exit(code),
-        Err(err) => {
-            // One line: the error and its causes, joined by ": ".
-            eprintln!("flakehunt: error: {err:#}");
-            std::process::exit(exit::code_of(&err));
-        }
+    if let Err(err) = &result {
+        // One line: the error and its causes, joined by ": ".
+        eprintln!("flakehunt: error: {err:#}");
     }
+    std::process::exit(exit::code(&result));
 }
 
-fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
+fn dispatch(cli: &cli::Cli) -> anyhow::Result<exit::Done> {
     let config = || -> anyhow::Result<Config> {
         let cwd = std::env::current_dir()?;
         let (config, _) = Config::load(cli.config.as_deref(), &cwd).map_err(|e| exit::usage(e.to_string()))?;
@@ -56,12 +53,12 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Snapshot => {
             let tools = hunt::snapshot_tools(&config()?, None);
             println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
-            Ok(exit::OK)
+            Ok(exit::Done::Ok)
         }
         cli::Command::ProbeWorkload { millis } => probe::workload(*millis),
         cli::Command::Watchdog { run_id } => {
             flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id);
-            Ok(exit::OK)
+            Ok(exit::Done::Ok)
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::exit;
 use crate::hunt::{self, NewHunt};
 
 /// Runs a matrix; returns the exit code.
-pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<i32> {
+pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<exit::Done> {
     hunt::run(&args.hunt, config, Kind::Matrix, "cell", |target| {
         let dimensions = dimensions(args, config, target)?;
         let cells = grid(&dimensions);

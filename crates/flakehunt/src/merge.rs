@@ -6,7 +6,7 @@ use crate::cli::MergeArgs;
 use crate::exit;
 
 /// Runs `flakehunt merge`; returns the exit code.
-pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
+pub fn run(args: &MergeArgs) -> anyhow::Result<exit::Done> {
     let (merge, _) = Merge::run(&args.dirs, &args.into).map_err(|e| match e {
         MergeError::Record(r) => exit::usage(r.to_string()),
         other => exit::usage(other.to_string()),
@@ -29,5 +29,5 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
         );
     }
     eprintln!("report it with: flakehunt report {}", args.into.display());
-    Ok(exit::OK)
+    Ok(exit::Done::Ok)
 }

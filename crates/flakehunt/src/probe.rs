@@ -57,7 +57,7 @@ struct WorkloadReport {
 
 /// The hidden workload: a busy loop of `millis` wall-clock milliseconds that records the CPUs it
 /// may use, the longest stall between two iterations and its own CPU share.
-pub fn workload(millis: u64) -> anyhow::Result<i32> {
+pub fn workload(millis: u64) -> anyhow::Result<exit::Done> {
     let cpus = flakehunt_core::profile::allowed_cpus();
     let start = Instant::now();
     let mut last = start;
@@ -75,7 +75,7 @@ pub fn workload(millis: u64) -> anyhow::Result<i32> {
         wall_seconds: start.elapsed().as_secs_f64(),
     };
     println!("{}", serde_json::to_string(&report)?);
-    Ok(exit::OK)
+    Ok(exit::Done::Ok)
 }
 
 /// `0,1,2,5` -> `0-2,5`.
@@ -220,7 +220,7 @@ fn which(program: &str) -> Option<String> {
 }
 
 /// `flakehunt probe`.
-pub fn run(names: &[String], json: bool, config: &Config) -> anyhow::Result<i32> {
+pub fn run(names: &[String], json: bool, config: &Config) -> anyhow::Result<exit::Done> {
     let python = Target::argv(vec!["python3".into()]);
     let profiles = if names.is_empty() {
         let mut all = Profile::builtins();
@@ -235,7 +235,7 @@ pub fn run(names: &[String], json: bool, config: &Config) -> anyhow::Result<i32>
     } else {
         print!("{}", render(&results));
     }
-    Ok(if results.iter().all(|r| r.applied || r.profile == "default") { exit::OK } else { exit::REFUSED })
+    Ok(if results.iter().all(|r| r.applied || r.profile == "default") { exit::Done::Ok } else { exit::Done::Refused })
 }
 
 fn render(results: &[ProbeResult]) -> String {
@@ -294,7 +294,7 @@ pub fn refuse_inert(profiles: &[Profile]) -> anyhow::Result<()> {
 }
 
 /// `flakehunt profiles`.
-pub fn list(config: &Config) -> anyhow::Result<i32> {
+pub fn list(config: &Config) -> anyhow::Result<exit::Done> {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
     table.set_header(vec!["profile", "source", "what it does"]);
@@ -308,5 +308,5 @@ pub fn list(config: &Config) -> anyhow::Result<i32> {
         println!("{}", line.trim_end());
     }
     println!("Also: cpu-starved=PCT for another quota. Default sweep: every built-in that applies here except one-core-native and jitter (tight-gil only for Python targets).");
-    Ok(exit::OK)
+    Ok(exit::Done::Ok)
 }

@@ -13,7 +13,7 @@ use crate::cli::{ReportArgs, ReportFormat};
 use crate::exit;
 
 /// Runs `flakehunt report`; returns the exit code.
-pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
+pub fn run(args: &ReportArgs) -> anyhow::Result<exit::Done> {
     let record = Record::open(&args.dir).map_err(|e| exit::usage(e.to_string()))?;
     let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", args.dir.display())))?;
     let format = match args.format {
@@ -33,7 +33,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         }
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
-    Ok(exit::OK)
+    Ok(exit::Done::Ok)
 }
 
 /// The summary of a record, recomputed from its attempts, and what the renderers need besides.

@@ -9,18 +9,18 @@ use crate::cli::Cli;
 use crate::exit;
 
 /// Prints the completion script for `shell`.
-pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<i32> {
+pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<exit::Done> {
     let mut cmd = Cli::command();
     let mut out = std::io::stdout().lock();
     clap_complete::generate(shell, &mut cmd, "flakehunt", &mut out);
     out.flush()?;
-    Ok(exit::OK)
+    Ok(exit::Done::Ok)
 }
 
 /// Prints the man page.
-pub fn man() -> anyhow::Result<i32> {
+pub fn man() -> anyhow::Result<exit::Done> {
     let mut out = std::io::stdout().lock();
     clap_mangen::Man::new(Cli::command()).render(&mut out)?;
     out.flush()?;
-    Ok(exit::OK)
+    Ok(exit::Done::Ok)
 }

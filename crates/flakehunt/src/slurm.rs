@@ -57,7 +57,7 @@ pub fn sharded_from_argv(argv: &[String], program: String, shards: u32, seed: u6
 
 /// `flakehunt slurm-script HUNT...`: the hunt parsed as if run with `--slurm`, printing the
 /// script instead of submitting it.
-pub fn print_script(hunt: &[String], config: Option<&Path>) -> anyhow::Result<i32> {
+pub fn print_script(hunt: &[String], config: Option<&Path>) -> anyhow::Result<exit::Done> {
     let mut argv = vec!["flakehunt".to_owned()];
     if let Some(c) = config {
         argv.extend(["--config".to_owned(), c.display().to_string()]);
@@ -96,7 +96,7 @@ pub fn run(
     kind: Kind,
     cell_header: &str,
     new: impl FnOnce(&Target) -> anyhow::Result<NewHunt>,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<exit::Done> {
     if shards == 0 {
         return Err(exit::usage("--slurm needs at least 1 shard"));
     }
@@ -119,7 +119,7 @@ pub fn run(
     let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &options });
     if args.slurm_print {
         print!("{text}");
-        return Ok(exit::OK);
+        return Ok(exit::Done::Ok);
     }
 
     if dir.join("manifest.json").exists() || dir.join("shard-1").exists() {
@@ -271,7 +271,7 @@ fn finish(
     exits: &BTreeMap<u32, i32>,
     args: &HuntArgs,
     cell_header: &str,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<exit::Done> {
     let failed: Vec<u32> = (0..shards).filter(|t| exits.get(t).is_none_or(|&c| c > 1)).collect();
     for &t in &failed {
         let why = match exits.get(&t) {
@@ -304,8 +304,12 @@ fn finish(
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
+    let end = flakehunt_core::hunt::HuntEnd {
+        incomplete: !incomplete.is_empty(),
+        ..flakehunt_core::hunt::HuntEnd::of(&summary, false)
+    };
     if incomplete.is_empty() {
-        return Ok(summary.exit_code());
+        return Ok(exit::Done::Hunt(end));
     }
     let list: Vec<String> = incomplete.iter().map(|i| format!("{i}/{shards}")).collect();
     let tasks: Vec<String> = incomplete.iter().map(|i| (i - 1).to_string()).collect();
@@ -319,5 +323,5 @@ fn finish(
         dir.display()
     );
     // A reproduced failure stands even with shards missing; "nothing reproduced" does not.
-    Ok(if summary.exit_code() == exit::OK { exit::REFUSED } else { summary.exit_code() })
+    Ok(exit::Done::Hunt(end))
 }

@@ -10,7 +10,7 @@ use crate::exit;
 use crate::hunt::{self, NewHunt};
 
 /// Runs a sweep; returns the exit code.
-pub fn run(args: &SweepArgs, config: &Config) -> anyhow::Result<i32> {
+pub fn run(args: &SweepArgs, config: &Config) -> anyhow::Result<exit::Done> {
     hunt::run(&args.hunt, config, Kind::Sweep, "profile", |target| {
         let profiles = select(&args.profiles, config, target)?;
         if args.strict {
