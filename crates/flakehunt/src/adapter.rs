@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 use flakehunt_core::plan::Target;
+use flakehunt_core::record::Adapter;
 
 use crate::cli::HuntArgs;
 use crate::exit;
@@ -17,7 +18,7 @@ pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", 
 /// The target an adapter option asks for and what the manifest records about it (`extra.adapter`),
 /// or none when no adapter option is given. A binary an adapter builds goes into the `record`
 /// directory.
-pub fn target(args: &HuntArgs, record: &Path) -> anyhow::Result<Option<(Target, serde_json::Value)>> {
+pub fn target(args: &HuntArgs, record: &Path) -> anyhow::Result<Option<(Target, Adapter)>> {
     if let Some(name) = &args.cargo_test {
         return cargo_test(name, args.package.as_deref()).map(Some);
     }
@@ -33,7 +34,7 @@ pub fn target(args: &HuntArgs, record: &Path) -> anyhow::Result<Option<(Target, 
 /// `--cargo-test NAME [-p PKG]`: `cargo test --no-run --message-format=json` once, then the test
 /// binary that lists NAME, run as `BIN NAME --exact` in its package's directory, as `cargo test`
 /// runs it (tests open their data files by paths relative to it).
-fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, serde_json::Value)> {
+fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, Adapter)> {
     let mut build = Command::new("cargo");
     build.args(["test", "--no-run", "--message-format=json"]);
     if let Some(p) = package {
@@ -80,10 +81,8 @@ fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, serd
     };
     let binary = bin.executable.display().to_string();
     let dir = relative_to_cwd(&bin.package_dir)?;
-    let adapter = serde_json::json!({
-        "name": "cargo-test", "test": test, "binary": binary, "package": package, "dir": dir,
-    });
-    Ok((Target::argv(vec![binary, test, "--exact".into()]).in_dir(dir), adapter))
+    let target = Target::argv(vec![binary.clone(), test.clone(), "--exact".into()]).in_dir(dir.clone());
+    Ok((target, Adapter::CargoTest { test, binary, package: package.map(str::to_owned), dir }))
 }
 
 /// A test executable cargo built, and the directory of the package it tests.
@@ -266,7 +265,7 @@ fn first_line(bytes: &[u8]) -> String {
 /// builds its test binary once into the record, and NAME is resolved to one top-level test with
 /// the binary's `-test.list`. Attempts run the binary in the package's directory, as `go test`
 /// does.
-fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, serde_json::Value)> {
+fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, Adapter)> {
     let (pkg, run) = go_args(values).map_err(exit::usage)?;
     let cache = go_cache()?;
     let list = go_command(cache.as_ref())
@@ -348,14 +347,13 @@ fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, serde_js
     let binary = binary.display().to_string();
     let argv = go_argv(&binary, test.as_deref(), subtests);
     let dir = relative_to_cwd(&package.dir)?;
-    let adapter = serde_json::json!({
-        "name": "go-test",
-        "package": package.import_path,
-        "test": test,
-        "binary": binary,
-        "dir": dir,
-        "build_seconds": (build_seconds * 1000.0).round() / 1000.0,
-    });
+    let adapter = Adapter::GoTest {
+        package: package.import_path,
+        test,
+        binary,
+        dir: dir.clone(),
+        build_seconds: (build_seconds * 1000.0).round() / 1000.0,
+    };
     Ok((Target::argv(argv).in_dir(dir), adapter))
 }
 
@@ -370,7 +368,7 @@ pub fn pytest_argv(node: &str) -> Vec<String> {
 }
 
 /// `--pytest NODEID`, after checking that pytest can be imported.
-fn pytest(node: &str) -> anyhow::Result<(Target, serde_json::Value)> {
+fn pytest(node: &str) -> anyhow::Result<(Target, Adapter)> {
     let ok = Command::new("python3")
         .args(["-m", "pytest", "--version"])
         .stdout(Stdio::null())
@@ -380,8 +378,7 @@ fn pytest(node: &str) -> anyhow::Result<(Target, serde_json::Value)> {
     if !ok {
         return Err(exit::usage("--pytest needs pytest for python3: `python3 -m pip install pytest`"));
     }
-    let adapter = serde_json::json!({ "name": "pytest", "node": node });
-    Ok((Target::argv(pytest_argv(node)), adapter))
+    Ok((Target::argv(pytest_argv(node)), Adapter::Pytest { node: node.to_owned() }))
 }
 
 #[cfg(test)]

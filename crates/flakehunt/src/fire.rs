@@ -204,7 +204,8 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
     };
     let seed = hunt::random_seed();
     let created_dir = args.record.as_ref().is_none_or(|d| !d.exists());
-    let hunt = NewHunt { cells, extra: serde_json::to_value(&options)?, oracle: None };
+    let extra = flakehunt_core::record::Extra { fire: Some(options.clone()), ..Default::default() };
+    let hunt = NewHunt { cells, extra, oracle: None };
     let (dir, manifest, recorder) =
         hunt::create_record(Kind::Fire, target, settings, hunt, seed, None, args.record.clone())?;
     Ok(Fresh { dir, manifest, recorder, options, normalizer, created_dir, resumed: None })
@@ -214,7 +215,11 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
 /// short runs again from a fresh sandbox.
 fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
     let record = hunt::open_for_resume(dir, Kind::Fire)?;
-    let options = FireOptions::from_extra(&record.manifest.extra)
+    let options = record
+        .manifest
+        .extra
+        .fire
+        .clone()
         .ok_or_else(|| exit::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
     if let Some(state) = &options.state {
         validate_source(state).map_err(|e| {

@@ -28,7 +28,7 @@ pub struct NewHunt {
     /// The cells; the first is the baseline.
     pub cells: Vec<CellSpec>,
     /// Hunt-specific manifest data.
-    pub extra: serde_json::Value,
+    pub extra: flakehunt_core::record::Extra,
     /// Oracles beyond the exit code.
     pub oracle: Option<OracleSpec>,
 }
@@ -177,12 +177,7 @@ pub fn run(
             };
             let mut hunt = new(&target)?;
             hunt.oracle = oracle;
-            if let Some(adapter) = adapter {
-                if !hunt.extra.is_object() {
-                    hunt.extra = serde_json::Value::Object(serde_json::Map::new());
-                }
-                hunt.extra["adapter"] = adapter;
-            }
+            hunt.extra.adapter = adapter;
             let seed = args.seed.unwrap_or_else(random_seed);
             create_record(kind, target, settings, hunt, seed, args.shard, Some(dir))?
         }
@@ -340,7 +335,7 @@ pub fn snapshot_tools(config: &Config, hunt: Option<&Manifest>) -> Vec<String> {
     }
     match hunt {
         Some(m) => {
-            let adapter = m.extra.get("adapter").and_then(|a| a.get("name")).and_then(|n| n.as_str());
+            let adapter = m.extra.adapter.as_ref().map(flakehunt_core::record::Adapter::name);
             flakehunt_core::snapshot::tools_for(&m.target, adapter)
         }
         None => flakehunt_core::snapshot::default_tools(),

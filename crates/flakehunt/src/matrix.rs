@@ -9,7 +9,7 @@ use flakehunt_core::config::Config;
 use flakehunt_core::exec::Resource;
 use flakehunt_core::plan::matrix::{grid, parse_limit, Dimension, DimensionKind};
 use flakehunt_core::plan::Target;
-use flakehunt_core::record::{Kind, Manifest};
+use flakehunt_core::record::{CleanRoomSpec, Extra, Kind, Manifest, MatrixExtra};
 use flakehunt_core::runner::Room;
 
 use crate::cli::MatrixArgs;
@@ -39,13 +39,11 @@ pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<exit::Done> {
             );
         }
         let project = std::env::current_dir()?;
-        let clean_room = args.clean_room.then(|| {
-            serde_json::json!({
-                "project": project.display().to_string(),
-                "setup": args.setup,
-                "keep_env": args.keep_env,
-                "keep": args.keep,
-            })
+        let clean_room = args.clean_room.then(|| CleanRoomSpec {
+            project: project.clone(),
+            setup: args.setup.clone(),
+            keep_env: args.keep_env.clone(),
+            keep: args.keep,
         });
         if args.clean_room {
             // Fail on a non-repository before any attempt, not after the first cell.
@@ -54,7 +52,10 @@ pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<exit::Done> {
         }
         Ok(NewHunt {
             cells,
-            extra: serde_json::json!({ "dimensions": dimensions, "confirm": args.confirm, "clean_room": clean_room }),
+            extra: Extra {
+                matrix: Some(MatrixExtra { dimensions, confirm: args.confirm, clean_room }),
+                ..Extra::default()
+            },
             oracle: None,
         })
     })
@@ -179,21 +180,17 @@ fn placeholders(text: &str) -> BTreeSet<String> {
 /// The clean rooms a matrix manifest asks for, one per cell, prepared before the hunt (and the
 /// rooms themselves, which must live as long as the hunt).
 pub fn clean_rooms(manifest: &Manifest, quiet: bool) -> anyhow::Result<(BTreeMap<String, Room>, Vec<CleanRoom>)> {
-    let Some(spec) = manifest.extra.get("clean_room").filter(|v| !v.is_null()) else {
+    let Some(spec) = manifest.extra.matrix.as_ref().and_then(|m| m.clean_room.as_ref()) else {
         return Ok((BTreeMap::new(), Vec::new()));
     };
-    let project = std::path::PathBuf::from(spec.get("project").and_then(|p| p.as_str()).unwrap_or("."));
-    let setup = spec.get("setup").and_then(|s| s.as_str());
-    let keep_env: Vec<String> =
-        spec.get("keep_env").and_then(|k| serde_json::from_value(k.clone()).ok()).unwrap_or_default();
-    let keep = spec.get("keep").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    let (project, setup, keep_env, keep) = (&spec.project, spec.setup.as_deref(), &spec.keep_env, spec.keep);
     let mut rooms = BTreeMap::new();
     let mut owned = Vec::new();
     for (i, cell) in manifest.cells.iter().enumerate() {
         if !quiet {
             eprintln!("clean room {}/{}: {}", i + 1, manifest.cells.len(), cell.name);
         }
-        let room = CleanRoom::create(&project, setup, &keep_env).map_err(|e| exit::usage(e.to_string()))?;
+        let room = CleanRoom::create(project, setup, keep_env).map_err(|e| exit::usage(e.to_string()))?;
         rooms.insert(cell.name.clone(), Room { cwd: room.dir(), env: room.env().to_vec() });
         owned.push(room);
     }

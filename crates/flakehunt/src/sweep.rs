@@ -17,7 +17,7 @@ pub fn run(args: &SweepArgs, config: &Config) -> anyhow::Result<exit::Done> {
             crate::probe::refuse_inert(&profiles)?;
         }
         let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
-        Ok(NewHunt { cells, extra: serde_json::Value::Null, oracle: None })
+        Ok(NewHunt { cells, extra: Default::default(), oracle: None })
     })
 }
 

@@ -13,6 +13,44 @@ use crate::plan::CellSpec;
 /// A cell counts as reproduced only at this many failures under the same overlay.
 pub const REPRODUCED_AT: u64 = 2;
 
+/// The matrix part of a summary's `details`: the grid, each cell's overlay and counts, what
+/// reproduced and the smallest overlays. Written through a `serde_json::Value`, so its keys are
+/// in the sorted order the document has always had.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixDetails {
+    /// The dimensions of the grid.
+    pub dimensions: Vec<Dimension>,
+    /// Every cell.
+    pub cells: Vec<MatrixCellDetails>,
+    /// The names of the reproduced cells.
+    pub reproduced: Vec<String>,
+    /// The first smallest overlay that still reproduces.
+    pub minimal_overlay: Option<BTreeMap<String, String>>,
+    /// Each distinct smallest overlay, in words.
+    pub minimal_overlays: Vec<String>,
+    /// Failures per dimension value.
+    pub attribution: Vec<Attribution>,
+}
+
+/// One cell in [`MatrixDetails`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixCellDetails {
+    /// The cell's name.
+    pub name: String,
+    /// Dimension -> value.
+    pub overlay: Option<BTreeMap<String, String>>,
+    /// Attempts.
+    pub attempts: u64,
+    /// Failures.
+    pub failures: u64,
+    /// Failed at least twice under its overlay.
+    pub reproduced: Option<bool>,
+    /// Confirmation attempts among `attempts`.
+    pub confirmations: u64,
+    /// The smallest overlay that still reproduces, for reproduced cells.
+    pub minimal_overlay: Option<BTreeMap<String, String>>,
+}
+
 /// Failures and attempts per dimension value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {
@@ -123,22 +161,27 @@ pub fn apply(summary: &mut Summary, dimensions: &[Dimension], cells: &[CellSpec]
     }
     summary.dimensions = Some(dimensions.to_vec());
     summary.attribution = Some(attribution.clone());
-    summary.details = serde_json::json!({
-        "dimensions": dimensions,
-        "cells": summary.cells.iter().map(|c| serde_json::json!({
-            "name": c.name,
-            "overlay": c.overlay,
-            "attempts": c.attempts,
-            "failures": c.failures,
-            "reproduced": c.reproduced,
-            "confirmations": c.confirmations,
-            "minimal_overlay": c.minimal_overlay,
-        })).collect::<Vec<_>>(),
-        "reproduced": summary.cells.iter().filter(|c| c.reproduced == Some(true)).map(|c| c.name.clone()).collect::<Vec<_>>(),
-        "minimal_overlay": minimal_overlays.first().map(|(m, _)| m.clone()),
-        "minimal_overlays": sentences,
-        "attribution": attribution,
-    });
+    let details = MatrixDetails {
+        dimensions: dimensions.to_vec(),
+        cells: summary
+            .cells
+            .iter()
+            .map(|c| MatrixCellDetails {
+                name: c.name.clone(),
+                overlay: c.overlay.clone(),
+                attempts: c.attempts,
+                failures: c.failures,
+                reproduced: c.reproduced,
+                confirmations: c.confirmations,
+                minimal_overlay: c.minimal_overlay.clone(),
+            })
+            .collect(),
+        reproduced: summary.cells.iter().filter(|c| c.reproduced == Some(true)).map(|c| c.name.clone()).collect(),
+        minimal_overlay: minimal_overlays.first().map(|(m, _)| m.clone()),
+        minimal_overlays: sentences,
+        attribution,
+    };
+    summary.details = serde_json::to_value(details).unwrap_or_default();
 }
 
 /// "fails with LC_ALL=C alone; TZ and nofile do not matter".
@@ -165,5 +208,29 @@ fn join_and(items: &[String]) -> String {
         0 => String::new(),
         1 => items[0].clone(),
         n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Summaries written by flakehunt before `details` was typed read back into the typed
+    /// details and write out byte for byte the same.
+    #[test]
+    fn summaries_written_before_round_trip_byte_for_byte() {
+        for text in [
+            include_str!("../../tests/records/matrix.summary.json"),
+            include_str!("../../tests/records/fire.summary.json"),
+        ] {
+            let summary: Summary = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string_pretty(&summary).unwrap(), text.trim_end());
+        }
+        let summary: Summary = serde_json::from_str(include_str!("../../tests/records/matrix.summary.json")).unwrap();
+        let details: MatrixDetails = serde_json::from_value(summary.details.clone()).unwrap();
+        assert_eq!(details.dimensions.len(), 1);
+        assert_eq!(details.cells.len(), 2);
+        assert_eq!(details.attribution.len(), 2);
+        assert_eq!(serde_json::to_value(&details).unwrap(), summary.details);
     }
 }

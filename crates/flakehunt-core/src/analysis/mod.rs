@@ -43,13 +43,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
         Kind::Matrix => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            let dimensions: Vec<crate::plan::matrix::Dimension> = record
-                .manifest
-                .extra
-                .get("dimensions")
-                .and_then(|d| serde_json::from_value(d.clone()).ok())
-                .unwrap_or_default();
-            matrix::apply(&mut summary, &dimensions, &cells, &tally);
+            matrix::apply(&mut summary, record.manifest.extra.dimensions(), &cells, &tally);
             summary
         }
         Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,

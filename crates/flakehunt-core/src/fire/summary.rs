@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::level_report::{LevelReport, LEVELS};
-use super::options::{reference_cell, FireOptions};
+use super::options::reference_cell;
 use super::Verdict;
 use crate::analysis::tally::{CellTally, Tally};
 use crate::analysis::Summary;
@@ -78,7 +78,7 @@ pub struct LevelSummary {
 /// ladder.
 pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<Summary, RecordError> {
     let manifest = &record.manifest;
-    let options = FireOptions::from_extra(&manifest.extra).ok_or_else(|| {
+    let options = manifest.extra.fire.clone().ok_or_else(|| {
         RecordError::Corrupt(record.dir.join("manifest.json"), "a fire record without its ladder".into())
     })?;
     let reports: Vec<LevelReport> = record.side_lines(LEVELS)?;

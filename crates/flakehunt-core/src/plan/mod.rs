@@ -57,7 +57,7 @@ pub trait Plan: Send {
 /// already recorded).
 pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
     if manifest.kind == crate::record::Kind::Matrix {
-        let confirm = manifest.extra.get("confirm").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let confirm = manifest.extra.confirm();
         return Box::new(matrix::MatrixPlan::new(
             manifest.cells.clone(),
             manifest.plan.runs,

@@ -61,6 +61,6 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oracle: Option<crate::oracle::OracleSpec>,
     /// Hunt-specific parameters (matrix dimensions, fire ladder...).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub extra: serde_json::Value,
+    #[serde(default, skip_serializing_if = "super::Extra::is_empty")]
+    pub extra: super::Extra,
 }

@@ -2,12 +2,14 @@
 //! killed flakehunt leaves a readable prefix, and read back by `report`, `merge` and `--resume`.
 
 mod attempt;
+mod extra;
 mod manifest;
 mod merge;
 mod reader;
 mod writer;
 
 pub use attempt::{Attempt, Effect, Outcome};
+pub use extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
 pub use reader::Record;

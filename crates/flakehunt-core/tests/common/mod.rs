@@ -40,7 +40,7 @@ impl Fixture {
             started_at: "2024-05-01T12:00:00.000Z".into(),
             shard: None,
             oracle: None,
-            extra: serde_json::Value::Null,
+            extra: Default::default(),
         };
         Self {
             dir: tempfile::tempdir().unwrap(),
@@ -213,7 +213,9 @@ pub fn matrix() -> Fixture {
     ];
     let cells = grid(&dimensions);
     let mut f = Fixture::new(Kind::Matrix, cells.clone(), 12);
-    f.manifest.extra = serde_json::json!({ "dimensions": dimensions, "confirm": 0 });
+    f.manifest.extra =
+        serde_json::from_value(serde_json::json!({ "dimensions": dimensions, "confirm": 0, "clean_room": null }))
+            .unwrap();
     for i in 1..=12u64 {
         for c in &cells {
             let (lc, w) = (c.overlay[0].value_text(), c.overlay[1].value_text());
@@ -236,10 +238,11 @@ pub fn fire() -> Fixture {
         .map(|n| CellSpec { name: (*n).into(), profile: None, overlay: vec![] })
         .collect();
     let mut f = Fixture::new(Kind::Fire, cells, 10);
-    f.manifest.extra = serde_json::json!({
+    f.manifest.extra = serde_json::from_value(serde_json::json!({
         "ladder": [{"workers": 2, "runs": 10}, {"workers": 8, "runs": 10}, {"workers": 20, "runs": 10}],
         "state": "app"
-    });
+    }))
+    .unwrap();
     for (level, (cell, workers)) in [("reference-10", 1u32), ("2x10", 2), ("8x10", 8)].into_iter().enumerate() {
         for i in 0..10u32 {
             let a = f.attempt(cell, Outcome::Pass, 0.2 + f64::from(i % 4) * 0.02, "");
