@@ -1,7 +1,11 @@
-//! The one interface between the runner and everything that reports: the runner emits
-//! [`Event`]s, sinks (the recorder, the terminal display) consume them. The runner never formats
-//! text.
+//! The one interface between the runner and everything that reports: the driver and the
+//! runners emit [`Event`]s, sinks (the recorder, the terminal display) consume them. Events are
+//! data: the runners never format text, the display alone words them.
 
+use std::path::Path;
+
+use crate::fire::{LevelReport, LevelSummary};
+use crate::plan::matrix::Dimension;
 use crate::plan::CellSpec;
 use crate::record::{Attempt, RecordError};
 
@@ -23,11 +27,121 @@ pub enum Event<'a> {
         stdout: &'a [u8],
         /// Captured stderr (up to the cap).
         stderr: &'a [u8],
+        /// Fire `--trace-tokens`: the run's `FLAKEHUNT_TOKEN`.
+        token: Option<&'a str>,
     },
     /// An adaptive plan added a cell.
     CellAdded(&'a CellSpec),
-    /// A phase of the hunt begins (matrix confirmation, fire level...), for the display.
-    Phase(&'a str),
+    /// A matrix is about to run its grid.
+    MatrixPlanned {
+        /// Cells in the grid.
+        cells: usize,
+        /// Its dimensions.
+        dimensions: &'a [Dimension],
+        /// Attempts per cell.
+        runs: u64,
+        /// Re-runs of a cell that failed once.
+        confirm: u64,
+    },
+    /// The clean room of a matrix cell is ready (1-based `index` of `of`).
+    CleanRoomReady {
+        /// Which room.
+        index: usize,
+        /// Rooms in all.
+        of: usize,
+        /// Its cell.
+        cell: &'a str,
+    },
+    /// `--keep`: the clean rooms stay, here.
+    CleanRoomsKept(&'a [String]),
+    /// Fire: a sequential reference starts in a fresh sandbox.
+    ReferenceStarted {
+        /// Its cell (`reference-40`).
+        cell: &'a str,
+        /// Runs, one after another.
+        runs: u64,
+    },
+    /// Fire: a level of the ladder starts (1-based `index` of `of`).
+    LevelStarted {
+        /// Position on the ladder.
+        index: u32,
+        /// Levels on the ladder.
+        of: usize,
+        /// Its cell name (`8x40`).
+        cell: &'a str,
+        /// Workers started together.
+        workers: u32,
+        /// Runs they share.
+        runs: u64,
+    },
+    /// Fire: what the state of a finished level or reference showed (a line of `levels.jsonl`).
+    LevelRecorded(&'a LevelReport),
+    /// Fire: a finished level's verdict, from the same analysis as the summary's.
+    LevelJudged(&'a LevelSummary),
+    /// Slurm: the job array is submitted.
+    ShardsSubmitted {
+        /// The job id.
+        job: &'a str,
+        /// Array tasks.
+        shards: u32,
+        /// The plan's seed.
+        seed: u64,
+        /// The batch script.
+        script: &'a Path,
+        /// The record every shard writes under.
+        dir: &'a Path,
+    },
+    /// Slurm: the queue changed.
+    ShardProgress {
+        /// The job id.
+        job: &'a str,
+        /// Tasks pending.
+        pending: usize,
+        /// Tasks running.
+        running: usize,
+        /// Shards that finished.
+        done: usize,
+        /// Attempts recorded over all shards.
+        attempts: u64,
+    },
+    /// Slurm: `squeue` does not answer (said once; the wait goes on).
+    QueueSilent {
+        /// The job id.
+        job: &'a str,
+    },
+    /// Slurm: an array task did not finish its shard.
+    ShardFailed {
+        /// The job id.
+        job: &'a str,
+        /// The array task (shard `task + 1`).
+        task: u32,
+        /// Shards in all.
+        shards: u32,
+        /// The exit code its shard left, if any.
+        exit: Option<i32>,
+        /// What Slurm says about the task, when it left no exit code.
+        state: Option<&'a str>,
+        /// The task's log.
+        log: &'a Path,
+    },
+    /// Slurm: shards are missing from the merged record (1-based indices).
+    ShardsIncomplete {
+        /// The missing shards.
+        missing: &'a [u32],
+        /// Shards in all.
+        shards: u32,
+        /// The batch script to re-submit them with.
+        script: &'a Path,
+        /// The record.
+        dir: &'a Path,
+    },
+    /// `$GITHUB_STEP_SUMMARY` could not be appended to (a courtesy: the hunt's result stands).
+    StepSummaryFailed {
+        /// The file.
+        path: &'a Path,
+        /// Why, on one line.
+        error: &'a str,
+    },
     /// The user interrupted: running attempts are being ended and will not be recorded.
     Interrupted,
     /// The budget ran out: no new attempts start.
@@ -48,6 +162,16 @@ impl EventSink for Fanout<'_> {
         for sink in &mut self.0 {
             sink.event(event)?;
         }
+        Ok(())
+    }
+}
+
+/// A sink that drops everything (probes, tests).
+#[derive(Debug, Default)]
+pub struct Discard;
+
+impl EventSink for Discard {
+    fn event(&mut self, _: &Event<'_>) -> Result<(), RecordError> {
         Ok(())
     }
 }

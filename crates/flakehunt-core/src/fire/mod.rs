@@ -15,5 +15,5 @@ pub use level_report::{CheckResult, LevelReport, LEVELS};
 pub use options::{reference_cell, FireOptions};
 pub use resume::{prepare as prepare_resume, Resumed};
 pub use runner::{FireEnd, FireError, FireRunner, FireSinks, SANDBOXES};
-pub use summary::{summarize, FireSummary, LevelSummary, ReferenceSummary};
+pub use summary::{headline_text, summarize, FireSummary, LevelSummary, ReferenceSummary};
 pub use verdict::Verdict;

@@ -4,14 +4,12 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::fs::OpenOptions;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Barrier};
 use std::time::Instant;
 
-use super::level_report::{CheckResult, LevelReport, LEVELS};
+use super::level_report::{CheckResult, LevelReport};
 use super::options::{reference_cell, FireOptions};
 use super::resume::Resumed;
 use super::Level;
@@ -97,39 +95,9 @@ impl FireSinks<'_> {
         self.display.event(event)
     }
 
-    fn phase(&mut self, text: &str) -> Result<(), RecordError> {
-        self.event(&Event::Phase(text))
-    }
-
-    /// Records a finished run and appends its line to `logs/worker-N.log`.
-    fn run_finished(&mut self, f: &Finished, worker: u32, token: Option<&str>) -> Result<(), RecordError> {
-        self.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr })?;
-        let a = &f.attempt;
-        let status = match (a.exit_code, a.signal) {
-            (Some(code), _) => format!("exit {code}"),
-            (None, Some(sig)) => format!("signal {}", crate::analysis::signature::signal_name(sig)),
-            (None, None) => "not started".to_owned(),
-        };
-        let mut line = format!(
-            "{} {} attempt {} run {} {status} {:.3}s {}",
-            a.started_at,
-            a.cell,
-            a.id,
-            a.iteration,
-            a.seconds,
-            a.outcome.name()
-        );
-        if let Some(token) = token {
-            line.push_str(&format!(" token {token}"));
-        }
-        line.push('\n');
-        let path = self.recorder.dir().join(format!("logs/worker-{worker}.log"));
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut file| file.write_all(line.as_bytes()))
-            .map_err(|source| RecordError::Io { path, source })
+    /// Records a finished run (and its line in `logs/worker-N.log`).
+    fn run_finished(&mut self, f: &Finished, token: Option<&str>) -> Result<(), RecordError> {
+        self.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr, token })
     }
 }
 
@@ -152,7 +120,6 @@ struct Group {
 
 /// One finished run, sent from a worker to the thread that records.
 struct Ran {
-    worker: u32,
     token: Option<String>,
     result: Result<Finished, std::io::Error>,
 }
@@ -224,7 +191,7 @@ impl FireRunner<'_> {
         end: &mut FireEnd,
     ) -> Result<Option<Reference>, FireError> {
         let cell = reference_cell(runs);
-        sinks.phase(&format!("{cell}: {runs} runs one after another in a fresh sandbox"))?;
+        sinks.event(&Event::ReferenceStarted { cell: &cell, runs })?;
         let mut sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, &cell)?;
         let group = self.run_group(&cell, 0, Level { workers: 1, runs }, sandbox.path(), sinks, next_id, end)?;
         if group.interrupted {
@@ -249,7 +216,7 @@ impl FireRunner<'_> {
             seconds: group.seconds,
             sandbox: self.keep(&mut sandbox, sinks.recorder.dir()),
         };
-        sinks.recorder.append_line(LEVELS, &report)?;
+        sinks.event(&Event::LevelRecorded(&report))?;
         self.dispose(sandbox)?;
         Ok(Some(Reference { cell, fingerprint, tokens_ok: report.findings.is_empty() }))
     }
@@ -266,10 +233,13 @@ impl FireRunner<'_> {
     ) -> Result<Option<bool>, FireError> {
         let cell = level.name();
         let ladder = self.options.ladder.0.len();
-        sinks.phase(&format!(
-            "level {index}/{ladder}: {cell}: {} workers started together, sharing {} runs",
-            level.workers, level.runs
-        ))?;
+        sinks.event(&Event::LevelStarted {
+            index,
+            of: ladder,
+            cell: &cell,
+            workers: level.workers,
+            runs: level.runs,
+        })?;
         let name = format!("level-{index}-{cell}");
         let mut sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, &name)?;
         let group = self.run_group(&cell, index, level, sandbox.path(), sinks, next_id, end)?;
@@ -302,7 +272,7 @@ impl FireRunner<'_> {
             seconds: group.seconds,
             sandbox: self.keep(&mut sandbox, sinks.recorder.dir()),
         };
-        sinks.recorder.append_line(LEVELS, &report)?;
+        sinks.event(&Event::LevelRecorded(&report))?;
         self.dispose(sandbox)?;
         Ok(Some(self.judge(index, sinks)?))
     }
@@ -314,8 +284,7 @@ impl FireRunner<'_> {
         let summary = crate::analysis::summarize(&Record::open(sinks.recorder.dir())?)?;
         let judged = summary.fire.as_ref().and_then(|f| f.levels.iter().find(|l| l.level == index));
         let Some(judged) = judged else { return Ok(false) };
-        let headline = super::summary::headline_text(&judged.findings);
-        sinks.phase(&format!("level {}: {}: {}{headline}", judged.name, judged.verdict.name(), judged.verdict_text))?;
+        sinks.event(&Event::LevelJudged(judged))?;
         Ok(judged.verdict.is_reject())
     }
 
@@ -369,7 +338,7 @@ impl FireRunner<'_> {
                             token.iter().map(|t| ("FLAKEHUNT_TOKEN".to_owned(), t.clone())).collect();
                         let slot = Slot { worker: Some(worker), level: Some(index) };
                         let result = runner.run(&spec, cell, worker as usize, slot, &env);
-                        if tx.send(Ran { worker, token, result }).is_err() {
+                        if tx.send(Ran { token, result }).is_err() {
                             return;
                         }
                     }
@@ -386,7 +355,7 @@ impl FireRunner<'_> {
                     Ok(f) if f.cancelled => group.interrupted = true,
                     Ok(_) if failure.is_some() => {}
                     Ok(f) => {
-                        if let Err(e) = sinks.run_finished(&f, ran.worker, ran.token.as_deref()) {
+                        if let Err(e) = sinks.run_finished(&f, ran.token.as_deref()) {
                             // The record cannot be written: end what runs now rather than lose
                             // it silently.
                             abort.store(true, Ordering::SeqCst);

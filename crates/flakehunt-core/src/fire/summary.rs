@@ -229,7 +229,7 @@ fn headline(findings: &[Finding]) -> Option<&Finding> {
 
 /// The most telling finding as the text that follows a verdict, ` (torn 3 in log: ...)`, or
 /// nothing when there are none: the same words live and in the summary.
-pub(crate) fn headline_text(findings: &[Finding]) -> String {
+pub fn headline_text(findings: &[Finding]) -> String {
     headline(findings).map(|f| format!(" ({} {} in {}: {})", f.kind, f.count, f.path, f.detail)).unwrap_or_default()
 }
 

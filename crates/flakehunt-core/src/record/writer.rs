@@ -76,6 +76,36 @@ impl Recorder {
         self.attempts.write_all(&self.line).map_err(|e| RecordError::io(&self.dir.join(ATTEMPTS), e))
     }
 
+    /// Appends a finished run's line to `logs/worker-N.log`: what each worker of a fire level
+    /// ran, in order.
+    fn worker_log(&self, a: &Attempt, worker: u32, token: Option<&str>) -> Result<(), RecordError> {
+        let status = match (a.exit_code, a.signal) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(sig)) => format!("signal {}", crate::analysis::signature::signal_name(sig)),
+            (None, None) => "not started".to_owned(),
+        };
+        let mut line = format!(
+            "{} {} attempt {} run {} {status} {:.3}s {}",
+            a.started_at,
+            a.cell,
+            a.id,
+            a.iteration,
+            a.seconds,
+            a.outcome.name()
+        );
+        if let Some(token) = token {
+            line.push_str(&format!(" token {token}"));
+        }
+        line.push('\n');
+        let path = self.dir.join(format!("{LOGS}/worker-{worker}.log"));
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(line.as_bytes()))
+            .map_err(|source| RecordError::Io { path, source })
+    }
+
     /// Writes any JSON document into the record (`summary.json`, `snapshot.json`, ...).
     pub fn write_document<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), RecordError> {
         write_json(&self.dir.join(name), value)
@@ -104,8 +134,15 @@ pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<
 impl EventSink for Recorder {
     fn event(&mut self, event: &Event<'_>) -> Result<(), RecordError> {
         match event {
-            Event::AttemptFinished { attempt, stdout, stderr } => self.append(attempt, stdout, stderr),
+            Event::AttemptFinished { attempt, stdout, stderr, token } => {
+                self.append(attempt, stdout, stderr)?;
+                match attempt.worker {
+                    Some(worker) => self.worker_log(attempt, worker, *token),
+                    None => Ok(()),
+                }
+            }
             Event::CellAdded(cell) => self.append_line(super::CELLS, cell),
+            Event::LevelRecorded(report) => self.append_line(crate::fire::LEVELS, report),
             _ => Ok(()),
         }
     }

@@ -215,6 +215,6 @@ fn record(plan: &mut dyn Plan, sink: &mut dyn EventSink, f: &Finished) -> Result
     for cell in &plan.cells()[cells_before..] {
         sink.event(&Event::CellAdded(cell))?;
     }
-    sink.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr })?;
+    sink.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr, token: None })?;
     Ok(())
 }
