@@ -43,7 +43,7 @@ pub enum Event<'a> {
         /// Re-runs of a cell that failed once.
         confirm: u64,
     },
-    /// The clean room of a matrix cell is ready (1-based `index` of `of`).
+    /// The clean room of a matrix cell is being made (1-based `index` of `of`).
     CleanRoomReady {
         /// Which room.
         index: usize,

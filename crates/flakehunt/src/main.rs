@@ -1,25 +1,19 @@
-//! The `flakehunt` command: parse arguments, dispatch to a subcommand, map errors to exit codes.
+//! The `flakehunt` command: parse arguments, turn a hunt's into the library's typed spec, run
+//! it with the display attached, print, and map the outcome to an exit code.
 
-mod adapter;
 mod cli;
-mod dispatch;
 mod display;
 mod exit;
-mod fire;
 mod hunt;
 mod hypo;
-mod matrix;
 mod merge;
-mod probe;
 mod report;
-mod shell;
-mod signals;
-mod slurm;
 mod style;
-mod sweep;
 
 use clap::Parser;
 use flakehunt_core::config::Config;
+
+use crate::exit::Done;
 
 fn main() {
     let cli = cli::Cli::parse();
@@ -31,34 +25,48 @@ fn main() {
     std::process::exit(exit::code(&result));
 }
 
-fn dispatch(cli: &cli::Cli) -> anyhow::Result<exit::Done> {
+fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
     let config = || -> anyhow::Result<Config> {
         let cwd = std::env::current_dir()?;
         let (config, _) = Config::load(cli.config.as_deref(), &cwd).map_err(|e| exit::usage(e.to_string()))?;
         Ok(config)
     };
     match &cli.command {
-        cli::Command::Sweep(args) => sweep::run(args, &config()?),
-        cli::Command::Matrix(args) => matrix::run(args, &config()?),
-        cli::Command::Fire(args) => fire::run(args, &config()?),
+        cli::Command::Sweep(_) | cli::Command::Matrix(_) | cli::Command::Fire(_) => {
+            let (spec, json) = cli::hunt_spec(&cli.command, config()?).expect("a hunt");
+            hunt::run(&spec, json)
+        }
         cli::Command::Hypo(cmd) => hypo::run(cmd),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Merge(args) => merge::run(args),
-        cli::Command::SlurmScript { hunt } => slurm::print_script(hunt, cli.config.as_deref()),
-        cli::Command::Dispatch(cmd) => dispatch::run(cmd),
-        cli::Command::Completions { shell } => shell::completions(*shell),
-        cli::Command::Man => shell::man(),
-        cli::Command::Probe { profiles, json } => probe::run(profiles, *json, &config()?),
-        cli::Command::Profiles => probe::list(&config()?),
-        cli::Command::Snapshot => {
-            let tools = hunt::snapshot_tools(&config()?, None);
-            println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
-            Ok(exit::Done::Ok)
+        cli::Command::SlurmScript { hunt } => {
+            let parsed = cli::parse_hunt(hunt, cli.config.as_deref())?;
+            let (spec, _) = cli::hunt_spec(&parsed.command, config()?).expect("a hunt");
+            hunt::slurm_script(&spec)
         }
-        cli::Command::ProbeWorkload { millis } => probe::workload(*millis),
+        cli::Command::Dispatch(cmd) => {
+            print!("{}", cli::dispatch_text(cmd)?);
+            Ok(Done::Ok)
+        }
+        cli::Command::Completions { shell } => cli::shell::completions(*shell),
+        cli::Command::Man => cli::shell::man(),
+        cli::Command::Probe { profiles, json } => hunt::probe(profiles, *json, &config()?),
+        cli::Command::Profiles => {
+            print!("{}", flakehunt_core::hunt::profiles_table(&config()?));
+            Ok(Done::Ok)
+        }
+        cli::Command::Snapshot => {
+            let tools = flakehunt_core::hunt::snapshot_tools(&config()?, None);
+            println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
+            Ok(Done::Ok)
+        }
+        cli::Command::ProbeWorkload { millis } => {
+            println!("{}", flakehunt_core::hunt::workload(*millis));
+            Ok(Done::Ok)
+        }
         cli::Command::Watchdog { run_id } => {
             flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id);
-            Ok(exit::Done::Ok)
+            Ok(Done::Ok)
         }
     }
 }

@@ -2,7 +2,6 @@
 //! format; and the Markdown job summary every hunt appends to `$GITHUB_STEP_SUMMARY`.
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::Context;
 use flakehunt_core::analysis::{self, Summary};
@@ -50,21 +49,4 @@ pub fn load(record: &Record) -> Result<(Summary, RenderContext), flakehunt_core:
     }
     let ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
     Ok((summary, ctx))
-}
-
-/// Appends the Markdown summary of a finished hunt to `$GITHUB_STEP_SUMMARY` when it is set.
-/// A job summary is a courtesy: failing to write it warns and never changes the hunt's result.
-pub fn append_step_summary(summary: &Summary, dir: &Path) {
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return };
-    let result = (|| -> anyhow::Result<()> {
-        let record = Record::open(dir)?;
-        let ctx = RenderContext::from_record(&record, 0)?;
-        let text = render::markdown::render(summary, &ctx);
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        writeln!(f, "{text}")?;
-        Ok(())
-    })();
-    if let Err(e) = result {
-        eprintln!("flakehunt: warning: cannot append to $GITHUB_STEP_SUMMARY ({}): {e:#}", Path::new(&path).display());
-    }
 }

@@ -1,5 +1,15 @@
-//! The command line: raw arguments as clap parses them. Validation into a plan happens in each
-//! subcommand's module, the only place that touches the OS.
+//! The command line: raw arguments as clap parses them, and their translation into the
+//! library's typed hunt ([`spec`]); the only module that knows clap. Validation, which touches
+//! the OS, happens in the library when the hunt is prepared.
+
+mod dispatch;
+mod fire;
+pub mod shell;
+mod spec;
+
+pub use dispatch::{text as dispatch_text, DispatchCommand};
+pub use fire::FireArgs;
+pub use spec::{hunt_spec, parse_hunt};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -45,7 +55,7 @@ pub enum Command {
     },
     /// Print a GitHub Actions workflow or a Kubernetes Indexed Job that runs a hunt's shards on many machines.
     #[command(subcommand)]
-    Dispatch(crate::dispatch::DispatchCommand),
+    Dispatch(DispatchCommand),
     /// Print a shell completion script (e.g. `flakehunt completions bash > /etc/bash_completion.d/flakehunt`).
     Completions {
         /// The shell.
@@ -73,7 +83,7 @@ pub enum Command {
         millis: u64,
     },
     /// Run a command concurrently with itself against copies of its state: does it lose, tear or corrupt anything?
-    Fire(Box<crate::fire::FireArgs>),
+    Fire(Box<FireArgs>),
     /// Internal: the watchdog that ends a hunt's processes if flakehunt dies.
     #[command(name = "__watchdog", hide = true)]
     Watchdog {
@@ -82,52 +92,48 @@ pub enum Command {
     },
 }
 
-/// Options every hunt shares.
+/// Options every hunt shares. Those in the group `plan` are recorded, so `--resume` (which
+/// takes them from the record) conflicts with the group.
 #[derive(Debug, Args)]
+#[group(skip)]
+#[command(group = clap::ArgGroup::new("plan").multiple(true).conflicts_with("resume"))]
 pub struct HuntArgs {
     /// Attempts per cell.
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    #[arg(long, default_value_t = 100, value_name = "N", group = "plan")]
     pub runs: u64,
     /// Attempts running at once.
-    #[arg(short, long, default_value_t = 1, value_name = "J")]
+    #[arg(short, long, default_value_t = 1, value_name = "J", group = "plan")]
     pub jobs: u32,
     /// Stop a cell after K failures.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", group = "plan")]
     pub until_fails: Option<u64>,
     /// Stop starting attempts after this long (e.g. 2m, 1h30m).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, group = "plan")]
     pub budget: Option<Duration>,
     /// Seed of the interleaving and of seeded mechanisms (default: random, recorded).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", group = "plan")]
     pub seed: Option<u64>,
     /// Per-attempt timeout: then SIGTERM to its process group, then SIGKILL after --grace.
-    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration, group = "plan")]
     pub timeout: Duration,
     /// Time between SIGTERM and SIGKILL.
-    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration, group = "plan")]
     pub grace: Duration,
     /// How long to keep reading output after the main process exits, while descendants may hold it.
     #[arg(long, default_value = "100ms", value_name = "DURATION", value_parser = parse_duration)]
     pub leak_timeout: Duration,
     /// Bytes of each output stream kept per attempt (the rest is counted and dropped).
-    #[arg(long, default_value = "1MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(long, default_value = "1MiB", value_name = "BYTES", value_parser = parse_bytes, group = "plan")]
     pub capture: u64,
     /// Write the run record here (default: .flakehunt/runs/<kind>-<timestamp>).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", group = "plan")]
     pub record: Option<PathBuf>,
     /// Continue the interrupted hunt recorded in DIR (its plan and target are reused, so the
     /// options that would change them cannot be given with it).
-    #[arg(
-        long,
-        value_name = "DIR",
-        conflicts_with_all = [
-            "record", "shell", "command", "runs", "jobs", "until_fails", "budget", "seed",
-            "timeout", "grace", "capture", "shard",
-        ]
-    )]
+    #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
     /// Run only shard I of N of the plan (join the records with `flakehunt merge`).
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", group = "plan")]
     pub shard: Option<flakehunt_core::plan::Shard>,
     /// Submit the hunt as a Slurm job array of SHARDS tasks, wait for it, and merge the shards into
     /// --record (which must be on a path every node shares).
@@ -174,10 +180,10 @@ pub struct HuntArgs {
     #[arg(long, value_name = "NODEID", help_heading = "Test runners", conflicts_with_all = ["command", "shell"])]
     pub pytest: Option<String>,
     /// Run this string through `sh -c` instead of an argv after `--`.
-    #[arg(long, value_name = "STRING", conflicts_with = "command")]
+    #[arg(long, value_name = "STRING", conflicts_with = "command", group = "plan")]
     pub shell: Option<String>,
     /// The command under test, run without a shell.
-    #[arg(last = true, value_name = "COMMAND")]
+    #[arg(last = true, value_name = "COMMAND", group = "plan", conflicts_with = "resume")]
     pub command: Vec<String>,
 }
 
@@ -188,20 +194,6 @@ pub enum OracleKind {
     Exit,
     /// Also: an attempt that exits 0 with another stdout than the most common one is wrong-output.
     Majority,
-}
-
-impl HuntArgs {
-    /// Whether an oracle or test-runner option is given (they come from the record on --resume).
-    pub fn has_new_target_options(&self) -> bool {
-        !self.fail_if.is_empty()
-            || !self.pass_if.is_empty()
-            || self.expect_stdout.is_some()
-            || !self.ignore.is_empty()
-            || self.oracle != OracleKind::Exit
-            || self.cargo_test.is_some()
-            || !self.go_test.is_empty()
-            || self.pytest.is_some()
-    }
 }
 
 /// `flakehunt sweep`.

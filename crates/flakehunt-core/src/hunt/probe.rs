@@ -1,19 +1,19 @@
-//! `flakehunt probe`: runs a small built-in workload under each profile and shows what each
-//! really does on this machine (applied or not, the mechanism, CPU share, CPUs seen, the longest
-//! stall a busy loop observed, the Python switch interval), before anyone spends an hour on a
-//! sweep. Also the hidden workload itself, and the `--strict` check of sweep.
+//! Profiles for a hunt: which ones a sweep compares ([`select`]), and `flakehunt probe`, which
+//! runs a small built-in workload under each profile and shows what each really does on this
+//! machine (applied or not, the mechanism, CPU share, CPUs seen, the longest stall a busy loop
+//! observed, the Python switch interval), before anyone spends an hour on a sweep. Also the
+//! hidden workload itself, and the `--strict` check of sweep.
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use flakehunt_core::config::Config;
-use flakehunt_core::exec::{Cancel, Limits, ProcessTree};
-use flakehunt_core::plan::{AttemptSpec, CellSpec, Target};
-use flakehunt_core::profile::{Profile, ProfileEnv};
-use flakehunt_core::runner::{AttemptRunner, Slot};
 use serde::Serialize;
 
-use crate::exit;
+use super::HuntError;
+use crate::config::Config;
+use crate::exec::{Cancel, Limits, ProcessTree};
+use crate::plan::{AttemptSpec, CellSpec, Target};
+use crate::profile::{Profile, ProfileEnv};
+use crate::runner::{AttemptRunner, Slot};
 
 /// What one profile did to the probe workload.
 #[derive(Debug, Serialize)]
@@ -56,9 +56,10 @@ struct WorkloadReport {
 }
 
 /// The hidden workload: a busy loop of `millis` wall-clock milliseconds that records the CPUs it
-/// may use, the longest stall between two iterations and its own CPU share.
-pub fn workload(millis: u64) -> anyhow::Result<exit::Done> {
-    let cpus = flakehunt_core::profile::allowed_cpus();
+/// may use, the longest stall between two iterations and its own CPU share; returns the line
+/// of JSON it prints.
+pub fn workload(millis: u64) -> String {
+    let cpus = crate::profile::allowed_cpus();
     let start = Instant::now();
     let mut last = start;
     let mut longest = Duration::ZERO;
@@ -74,8 +75,7 @@ pub fn workload(millis: u64) -> anyhow::Result<exit::Done> {
         cpu_seconds: cpu.tv_sec as f64 + cpu.tv_nsec as f64 * 1e-9,
         wall_seconds: start.elapsed().as_secs_f64(),
     };
-    println!("{}", serde_json::to_string(&report)?);
-    Ok(exit::Done::Ok)
+    serde_json::to_string(&report).unwrap_or_default()
 }
 
 /// `0,1,2,5` -> `0-2,5`.
@@ -94,12 +94,12 @@ fn compress(cpus: &[usize]) -> String {
 }
 
 /// Runs the probe workload under each profile.
-pub fn probe(profiles: &[Profile]) -> anyhow::Result<Vec<ProbeResult>> {
-    let exe = std::env::current_exe().context("cannot find flakehunt's own executable")?;
+pub fn probe(profiles: &[Profile]) -> Result<Vec<ProbeResult>, HuntError> {
+    let exe = std::env::current_exe().map_err(|e| HuntError::io("cannot find flakehunt's own executable", e))?;
     let python = which("python3");
     let tree = ProcessTree::default();
     ProcessTree::become_subreaper();
-    let cancel = Cancel::new()?;
+    let cancel = Cancel::new().map_err(|e| HuntError::io("cannot create the cancellation pipe", e))?;
     let env = ProfileEnv::new(&format!("probe-{}", std::process::id()), 1, true);
     let mut results = Vec::new();
     for (i, profile) in profiles.iter().enumerate() {
@@ -137,7 +137,9 @@ pub fn probe(profiles: &[Profile]) -> anyhow::Result<Vec<ProbeResult>> {
             oracle: None,
         };
         let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None };
-        let finished = runner.run(&spec, &CellSpec::for_profile(profile.clone()), 0, Slot::default(), &[])?;
+        let finished = runner
+            .run(&spec, &CellSpec::for_profile(profile.clone()), 0, Slot::default(), &[])
+            .map_err(|e| HuntError::io(format!("cannot start the probe workload {}", exe.display()), e))?;
         let e = &finished.attempt.effect;
         let report: Option<WorkloadReport> = serde_json::from_str(finished.attempt.stdout_tail.trim()).ok();
         let mut inert = e.inert.clone();
@@ -165,7 +167,7 @@ pub fn probe(profiles: &[Profile]) -> anyhow::Result<Vec<ProbeResult>> {
 }
 
 /// Judges from the workload's own measurements whether a profile did anything.
-fn measured_inert(profile: &Profile, e: &flakehunt_core::record::Effect, r: Option<&WorkloadReport>) -> Option<String> {
+fn measured_inert(profile: &Profile, e: &crate::record::Effect, r: Option<&WorkloadReport>) -> Option<String> {
     let k = &profile.knobs;
     if let (Some(q), Some(share)) = (k.cpu_quota, e.cpu_share) {
         if share > (q / 100.0 * 2.0).max(q / 100.0 + 0.3).min(0.9) {
@@ -176,7 +178,7 @@ fn measured_inert(profile: &Profile, e: &flakehunt_core::record::Effect, r: Opti
         return Some("no pause was delivered during the 300 ms workload".into());
     }
     if let (Some(n), Some(r)) = (k.cpus, r) {
-        let seen = flakehunt_core::analysis::summary::cpu_count(&r.cpus);
+        let seen = crate::analysis::summary::cpu_count(&r.cpus);
         if seen > n as usize {
             return Some(format!("the workload could still run on CPUs {}", r.cpus));
         }
@@ -219,26 +221,8 @@ fn which(program: &str) -> Option<String> {
     std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()).map(|p| p.display().to_string())
 }
 
-/// `flakehunt probe`.
-pub fn run(names: &[String], json: bool, config: &Config) -> anyhow::Result<exit::Done> {
-    let python = Target::argv(vec!["python3".into()]);
-    let profiles = if names.is_empty() {
-        let mut all = Profile::builtins();
-        all.extend(config.user_profiles());
-        all
-    } else {
-        crate::sweep::select(names, config, &python)?
-    };
-    let results = probe(&profiles)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
-    } else {
-        print!("{}", render(&results));
-    }
-    Ok(if results.iter().all(|r| r.applied || r.profile == "default") { exit::Done::Ok } else { exit::Done::Refused })
-}
-
-fn render(results: &[ProbeResult]) -> String {
+/// The table `flakehunt probe` prints.
+pub fn probe_table(results: &[ProbeResult]) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
     table.set_header(vec!["profile", "applied", "mechanism", "cpus seen", "cpu share", "longest stall", "measured"]);
@@ -279,7 +263,7 @@ fn render(results: &[ProbeResult]) -> String {
 }
 
 /// `--strict`: refuses (exit 3) before any attempt when a profile cannot act here.
-pub fn refuse_inert(profiles: &[Profile]) -> anyhow::Result<()> {
+pub fn refuse_inert(profiles: &[Profile]) -> Result<(), HuntError> {
     let to_check: Vec<Profile> = profiles.iter().filter(|p| !p.is_default()).cloned().collect();
     let results = probe(&to_check)?;
     let bad: Vec<String> = results
@@ -290,11 +274,11 @@ pub fn refuse_inert(profiles: &[Profile]) -> anyhow::Result<()> {
     if bad.is_empty() {
         return Ok(());
     }
-    Err(exit::Refused(format!("--strict: profile(s) with no effect on this machine: {}", bad.join("; "))).into())
+    Err(HuntError::Refused(format!("--strict: profile(s) with no effect on this machine: {}", bad.join("; "))))
 }
 
-/// `flakehunt profiles`.
-pub fn list(config: &Config) -> anyhow::Result<exit::Done> {
+/// The table `flakehunt profiles` prints: built-in and configured profiles.
+pub fn profiles_table(config: &Config) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
     table.set_header(vec!["profile", "source", "what it does"]);
@@ -304,9 +288,42 @@ pub fn list(config: &Config) -> anyhow::Result<exit::Done> {
     for p in config.user_profiles() {
         table.add_row(vec![p.name.clone(), "flakehunt.toml".into(), p.summary.clone()]);
     }
-    for line in table.to_string().lines() {
-        println!("{}", line.trim_end());
+    let mut out: String = table.to_string().lines().map(|l| format!("{}\n", l.trim_end())).collect();
+    out.push_str("Also: cpu-starved=PCT for another quota. Default sweep: every built-in that applies here except one-core-native and jitter (tight-gil only for Python targets).\n");
+    out
+}
+
+/// The profiles named by `--profiles` (built-in, `cpu-starved=PCT`, or from the configuration),
+/// or every built-in that applies on this machine. The baseline `default` comes first unless
+/// the list names its own first profile.
+pub fn select(names: &[String], config: &Config, target: &Target) -> Result<Vec<Profile>, HuntError> {
+    let user = config.user_profiles();
+    if names.is_empty() {
+        let env = ProfileEnv::new("select", 0, target.looks_like_python());
+        let defaults = Profile::builtins()
+            .into_iter()
+            // Opt-in: plain pinning hides multi-threading, and jitter only acts on native code.
+            .filter(|p| p.name != "one-core-native" && p.name != "jitter")
+            .filter(|p| !p.is_python_only() || target.looks_like_python())
+            .filter(|p| p.unapplicable(&env).is_none())
+            .collect();
+        return Ok(defaults);
     }
-    println!("Also: cpu-starved=PCT for another quota. Default sweep: every built-in that applies here except one-core-native and jitter (tight-gil only for Python targets).");
-    Ok(exit::Done::Ok)
+    let mut out: Vec<Profile> = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let profile =
+            Profile::builtin(name).or_else(|| user.iter().find(|p| p.name == name).cloned()).ok_or_else(|| {
+                let mut known: Vec<String> = Profile::builtins().into_iter().map(|p| p.name).collect();
+                known.extend(user.iter().map(|p| p.name.clone()));
+                HuntError::usage(format!(
+                    "unknown profile '{name}': choose from {}, or cpu-starved=PCT (see `flakehunt profiles`)",
+                    known.join(", ")
+                ))
+            })?;
+        if out.iter().any(|c| c.name == profile.name) {
+            return Err(HuntError::usage(format!("profile '{name}' is listed twice in --profiles")));
+        }
+        out.push(profile);
+    }
+    Ok(out)
 }

@@ -1,11 +1,11 @@
-//! `flakehunt dispatch github|k8s`: print a GitHub Actions workflow or a Kubernetes Indexed Job
-//! that runs a hunt's shards on many machines and merges them. The generators live in
-//! `flakehunt_core::dispatch`; this module parses and checks the hunt they carry.
+//! `flakehunt dispatch github|k8s`'s arguments: a GitHub Actions workflow or a Kubernetes
+//! Indexed Job that runs a hunt's shards on many machines and merges them. The generators live
+//! in `flakehunt_core::dispatch`; this module parses and checks the hunt they carry.
 
 use clap::{Args, Parser, Subcommand};
 use flakehunt_core::dispatch::{github, k8s, ShardedHunt};
 
-use crate::exit;
+use crate::exit::usage;
 
 /// The engines.
 #[derive(Debug, Subcommand)]
@@ -83,8 +83,8 @@ pub struct K8sArgs {
     pub hunt: Vec<String>,
 }
 
-/// Prints the workflow or manifest; returns the exit code.
-pub fn run(cmd: &DispatchCommand) -> anyhow::Result<exit::Done> {
+/// The workflow or manifest `cmd` asks for.
+pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
     let text = match cmd {
         DispatchCommand::Github(a) => {
             let hunt = sharded(&a.common, &a.hunt)?;
@@ -113,14 +113,13 @@ pub fn run(cmd: &DispatchCommand) -> anyhow::Result<exit::Done> {
             )
         }
     };
-    print!("{text}");
-    Ok(exit::Done::Ok)
+    Ok(text)
 }
 
 /// The hunt after the dispatch options, checked by parsing it as flakehunt would.
 fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
     if common.shards == 0 {
-        return Err(exit::usage("--shards must be at least 1"));
+        return Err(usage("--shards must be at least 1"));
     }
     let mut tokens: Vec<String> = hunt.to_vec();
     if !matches!(tokens.first().map(String::as_str), Some("sweep" | "matrix")) {
@@ -128,20 +127,20 @@ fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
         tokens.splice(0..0, ["sweep".to_owned(), "--".to_owned()]);
     }
     let argv = std::iter::once("flakehunt".to_owned()).chain(tokens.iter().cloned());
-    let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| exit::usage(e.to_string().trim().to_owned()))?;
+    let cli = super::Cli::try_parse_from(argv).map_err(|e| usage(e.to_string().trim().to_owned()))?;
     let args = match &cli.command {
-        crate::cli::Command::Sweep(a) => &a.hunt,
-        crate::cli::Command::Matrix(a) => &a.hunt,
-        _ => return Err(exit::usage("only a sweep or a matrix can be dispatched")),
+        super::Command::Sweep(a) => &a.hunt,
+        super::Command::Matrix(a) => &a.hunt,
+        _ => return Err(usage("only a sweep or a matrix can be dispatched")),
     };
     if args.record.is_some() || args.shard.is_some() || args.resume.is_some() || args.slurm.is_some() {
-        return Err(exit::usage(
+        return Err(usage(
             "leave --record, --shard, --resume and --slurm out of a dispatched hunt: each shard sets its own",
         ));
     }
     if args.command.is_empty() && args.shell.is_none() {
-        return Err(exit::usage("no command to run: end with -- CMD"));
+        return Err(usage("no command to run: end with -- CMD"));
     }
-    let seed = args.seed.unwrap_or_else(crate::hunt::random_seed);
-    crate::slurm::sharded_from_argv(&tokens, common.program.clone(), common.shards, seed)
+    let seed = args.seed.unwrap_or_else(flakehunt_core::hunt::random_seed);
+    Ok(flakehunt_core::hunt::sharded_from_argv(&tokens, common.program.clone(), common.shards, seed)?)
 }

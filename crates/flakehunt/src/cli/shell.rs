@@ -5,7 +5,7 @@ use std::io::Write;
 
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use super::Cli;
 use crate::exit;
 
 /// Prints the completion script for `shell`.

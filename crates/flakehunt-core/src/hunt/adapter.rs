@@ -4,12 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::Context;
-use flakehunt_core::plan::Target;
-use flakehunt_core::record::Adapter;
-
-use crate::cli::HuntArgs;
-use crate::exit;
+use super::{HuntError, TargetRequest};
+use crate::plan::Target;
+use crate::record::Adapter;
 
 /// The plugins that alter re-runs or order, disabled for `--pytest` (a `-p no:X` for a plugin
 /// that is not installed is accepted by pytest).
@@ -18,7 +15,7 @@ pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", 
 /// The target an adapter option asks for and what the manifest records about it (`extra.adapter`),
 /// or none when no adapter option is given. A binary an adapter builds goes into the `record`
 /// directory.
-pub fn target(args: &HuntArgs, record: &Path) -> anyhow::Result<Option<(Target, Adapter)>> {
+pub fn target(args: &TargetRequest, record: &Path) -> Result<Option<(Target, Adapter)>, HuntError> {
     if let Some(name) = &args.cargo_test {
         return cargo_test(name, args.package.as_deref()).map(Some);
     }
@@ -34,20 +31,21 @@ pub fn target(args: &HuntArgs, record: &Path) -> anyhow::Result<Option<(Target, 
 /// `--cargo-test NAME [-p PKG]`: `cargo test --no-run --message-format=json` once, then the test
 /// binary that lists NAME, run as `BIN NAME --exact` in its package's directory, as `cargo test`
 /// runs it (tests open their data files by paths relative to it).
-fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, Adapter)> {
+fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), HuntError> {
     let mut build = Command::new("cargo");
     build.args(["test", "--no-run", "--message-format=json"]);
     if let Some(p) = package {
         build.args(["-p", p]);
     }
     // Cargo's own progress goes to our stderr, so a long build is visible.
-    let output = build.stderr(Stdio::inherit()).output().context("cannot run `cargo test --no-run`")?;
+    let output =
+        build.stderr(Stdio::inherit()).output().map_err(|e| HuntError::io("cannot run `cargo test --no-run`", e))?;
     if !output.status.success() {
-        return Err(exit::usage(format!("`cargo test --no-run` failed ({}): fix the build first", output.status)));
+        return Err(HuntError::usage(format!("`cargo test --no-run` failed ({}): fix the build first", output.status)));
     }
     let binaries = test_executables(&String::from_utf8_lossy(&output.stdout));
     if binaries.is_empty() {
-        return Err(exit::usage("`cargo test --no-run` built no test binary"));
+        return Err(HuntError::usage("`cargo test --no-run` built no test binary"));
     }
     let mut found: Vec<(&TestBinary, String)> = Vec::new();
     for bin in &binaries {
@@ -55,14 +53,14 @@ fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, Adap
             .args(["--list", "--format", "terse"])
             .stderr(Stdio::null())
             .output()
-            .with_context(|| format!("cannot list the tests of {}", bin.executable.display()))?;
+            .map_err(|e| HuntError::io(format!("cannot list the tests of {}", bin.executable.display()), e))?;
         for test in matching_tests(&String::from_utf8_lossy(&list.stdout), name) {
             found.push((bin, test));
         }
     }
     let (bin, test) = match found.len() {
         0 => {
-            return Err(exit::usage(format!(
+            return Err(HuntError::usage(format!(
                 "no test named '{name}' in the {} test binaries `cargo test --no-run` built{}",
                 binaries.len(),
                 if package.is_none() { " (name the package with -p PKG?)" } else { "" }
@@ -72,7 +70,7 @@ fn cargo_test(name: &str, package: Option<&str>) -> anyhow::Result<(Target, Adap
         _ => {
             let places: Vec<String> =
                 found.iter().map(|(b, t)| format!("{t} in {}", file_name(&b.executable))).collect();
-            return Err(exit::usage(format!(
+            return Err(HuntError::usage(format!(
                 "'{name}' names {} tests ({}): give the full path of one, or -p PKG",
                 found.len(),
                 places.join(", ")
@@ -112,8 +110,8 @@ pub fn test_executables(messages: &str) -> Vec<TestBinary> {
 
 /// `dir` relative to the hunt's working directory when inside it, so that a clean room runs in
 /// its own copy; absolute otherwise.
-fn relative_to_cwd(dir: &Path) -> anyhow::Result<PathBuf> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+fn relative_to_cwd(dir: &Path) -> Result<PathBuf, HuntError> {
+    let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     Ok(match dir.strip_prefix(&cwd) {
         Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
         Ok(rel) => rel.to_owned(),
@@ -241,17 +239,19 @@ fn go_command(cache: Option<&tempfile::TempDir>) -> Command {
 }
 
 /// A temporary build cache when go has none (it says `off`).
-fn go_cache() -> anyhow::Result<Option<tempfile::TempDir>> {
+fn go_cache() -> Result<Option<tempfile::TempDir>, HuntError> {
     let out = match Command::new("go").args(["env", "GOCACHE"]).stderr(Stdio::null()).output() {
         Ok(out) => out,
-        Err(e) => return Err(exit::usage(format!("--go-test cannot run `go`: {e} (is Go installed?)"))),
+        Err(e) => return Err(HuntError::usage(format!("--go-test cannot run `go`: {e} (is Go installed?)"))),
     };
     let cache = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if out.status.success() && !cache.is_empty() && cache != "off" {
         return Ok(None);
     }
-    let dir =
-        tempfile::Builder::new().prefix("flakehunt-gocache-").tempdir().context("cannot create a Go build cache")?;
+    let dir = tempfile::Builder::new()
+        .prefix("flakehunt-gocache-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a Go build cache", e))?;
     Ok(Some(dir))
 }
 
@@ -265,35 +265,35 @@ fn first_line(bytes: &[u8]) -> String {
 /// builds its test binary once into the record, and NAME is resolved to one top-level test with
 /// the binary's `-test.list`. Attempts run the binary in the package's directory, as `go test`
 /// does.
-fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, Adapter)> {
-    let (pkg, run) = go_args(values).map_err(exit::usage)?;
+fn go_test(values: &[String], record: &Path) -> Result<(Target, Adapter), HuntError> {
+    let (pkg, run) = go_args(values).map_err(HuntError::usage)?;
     let cache = go_cache()?;
     let list = go_command(cache.as_ref())
         .args(["list", "-f", GO_LIST_FORMAT, &pkg])
         .output()
-        .context("cannot run `go list`")?;
+        .map_err(|e| HuntError::io("cannot run `go list`", e))?;
     if !list.status.success() {
-        return Err(exit::usage(format!("--go-test: no Go package '{pkg}': {}", first_line(&list.stderr))));
+        return Err(HuntError::usage(format!("--go-test: no Go package '{pkg}': {}", first_line(&list.stderr))));
     }
     let mut packages = parse_go_list(&String::from_utf8_lossy(&list.stdout));
     let package = match packages.len() {
         1 => packages.remove(0),
-        0 => return Err(exit::usage(format!("--go-test: '{pkg}' names no Go package"))),
+        0 => return Err(HuntError::usage(format!("--go-test: '{pkg}' names no Go package"))),
         n => {
-            return Err(exit::usage(format!(
+            return Err(HuntError::usage(format!(
                 "--go-test: '{pkg}' names {n} packages: give one (go test -c builds one test binary)"
             )))
         }
     };
     if !package.has_tests {
-        return Err(exit::usage(format!("--go-test: Go package {} has no test files", package.import_path)));
+        return Err(HuntError::usage(format!("--go-test: Go package {} has no test files", package.import_path)));
     }
 
     let out_dir = record.join(GO_BUILD_DIR);
     let new_record = !record.exists();
-    std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| HuntError::io(format!("cannot create {}", out_dir.display()), e))?;
     let binary = std::path::absolute(out_dir.join(go_binary_name(&package.import_path)))
-        .context("cannot name the Go test binary")?;
+        .map_err(|e| HuntError::io("cannot name the Go test binary", e))?;
     let started = std::time::Instant::now();
     // go's own messages (compile errors) go to our stderr: the user needs all of them.
     let status = go_command(cache.as_ref())
@@ -302,7 +302,7 @@ fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, Adapter)
         .arg(&pkg)
         .stdout(Stdio::inherit())
         .status()
-        .context("cannot run `go test -c`")?;
+        .map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
     let build_seconds = started.elapsed().as_secs_f64();
     drop(cache);
     let refuse = |message: String| {
@@ -310,7 +310,7 @@ fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, Adapter)
         if new_record {
             let _ = std::fs::remove_dir(record);
         }
-        Err(exit::usage(message))
+        Err(HuntError::Usage(message))
     };
     if !status.success() || !binary.exists() {
         return refuse(format!("--go-test: `go test -c {pkg}` failed ({status}): fix the build first"));
@@ -319,13 +319,13 @@ fn go_test(values: &[String], record: &Path) -> anyhow::Result<(Target, Adapter)
     let (test, subtests) = match run.as_deref().map(|r| r.split_once('/').map_or((r, None), |(t, s)| (t, Some(s)))) {
         None => (None, None),
         Some((top, subtests)) => {
-            let list = |pattern: &str| -> anyhow::Result<String> {
+            let list = |pattern: &str| -> Result<String, HuntError> {
                 let out = Command::new(&binary)
                     .args(["-test.list", pattern])
                     .current_dir(&package.dir)
                     .stderr(Stdio::null())
                     .output()
-                    .context("cannot list the tests of the Go test binary")?;
+                    .map_err(|e| HuntError::io("cannot list the tests of the Go test binary", e))?;
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
             };
             let all = list(".*")?;
@@ -368,7 +368,7 @@ pub fn pytest_argv(node: &str) -> Vec<String> {
 }
 
 /// `--pytest NODEID`, after checking that pytest can be imported.
-fn pytest(node: &str) -> anyhow::Result<(Target, Adapter)> {
+fn pytest(node: &str) -> Result<(Target, Adapter), HuntError> {
     let ok = Command::new("python3")
         .args(["-m", "pytest", "--version"])
         .stdout(Stdio::null())
@@ -376,7 +376,7 @@ fn pytest(node: &str) -> anyhow::Result<(Target, Adapter)> {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        return Err(exit::usage("--pytest needs pytest for python3: `python3 -m pip install pytest`"));
+        return Err(HuntError::usage("--pytest needs pytest for python3: `python3 -m pip install pytest`"));
     }
     Ok((Target::argv(pytest_argv(node)), Adapter::Pytest { node: node.to_owned() }))
 }

@@ -1,84 +1,76 @@
-//! `flakehunt matrix`: the target under a grid of environment conditions (variables, resource
-//! limits, argv placeholders, optionally in clean rooms); a cell reproduces only when it fails
-//! twice, and the smallest overlay that still reproduces is reported.
+//! A matrix's grid from `-D`, `--rlimit` and the configuration, validated (names, values, hard
+//! limits, placeholders the command uses), and its clean rooms, one per cell, made before the
+//! hunt. Main functions: [`cells`], [`clean_rooms`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use flakehunt_core::cleanroom::CleanRoom;
-use flakehunt_core::config::Config;
-use flakehunt_core::exec::Resource;
-use flakehunt_core::plan::matrix::{grid, parse_limit, Dimension, DimensionKind};
-use flakehunt_core::plan::Target;
-use flakehunt_core::record::{CleanRoomSpec, Extra, Kind, Manifest, MatrixExtra};
-use flakehunt_core::runner::Room;
+use super::{HuntError, MatrixRequest};
+use crate::cleanroom::CleanRoom;
+use crate::config::Config;
+use crate::events::{Event, EventSink};
+use crate::exec::Resource;
+use crate::plan::matrix::{grid, parse_limit, Dimension, DimensionKind};
+use crate::plan::{CellSpec, Target};
+use crate::record::{CleanRoomSpec, Extra, Manifest, MatrixExtra};
+use crate::runner::Room;
 
-use crate::cli::MatrixArgs;
-use crate::exit;
-use crate::hunt::{self, NewHunt};
-
-/// Runs a matrix; returns the exit code.
-pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<exit::Done> {
-    hunt::run(&args.hunt, config, Kind::Matrix, "cell", |target| {
-        let dimensions = dimensions(args, config, target)?;
-        let cells = grid(&dimensions);
-        if cells.len() > args.max_cells && !args.yes {
-            return Err(exit::usage(format!(
-                "the grid has {} cells, over the limit of {}: pass --yes to run it, or fewer values",
-                cells.len(),
-                args.max_cells
-            )));
-        }
-        if !args.hunt.quiet {
-            let sizes: Vec<String> = dimensions.iter().map(|d| format!("{} ({})", d.name, d.values.len())).collect();
-            eprintln!(
-                "matrix: {} cells from {}, {} runs each, confirm single failures up to {} times",
-                cells.len(),
-                sizes.join(" x "),
-                args.hunt.runs,
-                args.confirm
-            );
-        }
-        let project = std::env::current_dir()?;
-        let clean_room = args.clean_room.then(|| CleanRoomSpec {
-            project: project.clone(),
-            setup: args.setup.clone(),
-            keep_env: args.keep_env.clone(),
-            keep: args.keep,
-        });
-        if args.clean_room {
-            // Fail on a non-repository before any attempt, not after the first cell.
-            let probe = CleanRoom::create(&project, None, &[]).map_err(|e| exit::usage(e.to_string()))?;
-            drop(probe);
-        }
-        Ok(NewHunt {
-            cells,
-            extra: Extra {
-                matrix: Some(MatrixExtra { dimensions, confirm: args.confirm, clean_room }),
-                ..Extra::default()
-            },
-            oracle: None,
-        })
-    })
+/// The cells of a new matrix and what its manifest records, after the checks that need no
+/// attempt (a clean room needs a repository: that is tried once here, not after a cell).
+pub(crate) fn cells(
+    req: &MatrixRequest,
+    runs: u64,
+    config: &Config,
+    target: &Target,
+    sink: &mut dyn EventSink,
+) -> Result<(Vec<CellSpec>, Extra), HuntError> {
+    let dimensions = dimensions(req, config, target)?;
+    let cells = grid(&dimensions);
+    if cells.len() > req.max_cells && !req.yes {
+        return Err(HuntError::usage(format!(
+            "the grid has {} cells, over the limit of {}: pass --yes to run it, or fewer values",
+            cells.len(),
+            req.max_cells
+        )));
+    }
+    sink.event(&Event::MatrixPlanned { cells: cells.len(), dimensions: &dimensions, runs, confirm: req.confirm })?;
+    let project = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
+    let clean_room = req.clean_room.as_ref().map(|c| CleanRoomSpec {
+        project: project.clone(),
+        setup: c.setup.clone(),
+        keep_env: c.keep_env.clone(),
+        keep: c.keep,
+    });
+    if clean_room.is_some() {
+        // Fail on a non-repository before any attempt, not after the first cell.
+        let probe = CleanRoom::create(&project, None, &[]).map_err(|e| HuntError::usage(e.to_string()))?;
+        drop(probe);
+    }
+    let extra =
+        Extra { matrix: Some(MatrixExtra { dimensions, confirm: req.confirm, clean_room }), ..Extra::default() };
+    Ok((cells, extra))
 }
 
 /// The dimensions from `-D`, `--rlimit` and the configuration, validated.
-fn dimensions(args: &MatrixArgs, config: &Config, target: &Target) -> anyhow::Result<Vec<Dimension>> {
+fn dimensions(args: &MatrixRequest, config: &Config, target: &Target) -> Result<Vec<Dimension>, HuntError> {
     let argv_text = target.argv.join(" ");
     let used = placeholders(&argv_text);
     let mut dims: Vec<Dimension> = Vec::new();
-    let mut push = |d: Dimension| -> anyhow::Result<()> {
+    let mut push = |d: Dimension| -> Result<(), HuntError> {
         if dims.iter().any(|x| x.name == d.name) {
-            return Err(exit::usage(format!(
+            return Err(HuntError::usage(format!(
                 "dimension '{}' is given twice: give all its values in one -D {}=a,b",
                 d.name, d.name
             )));
         }
         if d.values.is_empty() || d.values.iter().any(String::is_empty) {
-            return Err(exit::usage(format!("dimension '{}' has an empty value: write -D {}=v1,v2", d.name, d.name)));
+            return Err(HuntError::usage(format!(
+                "dimension '{}' has an empty value: write -D {}=v1,v2",
+                d.name, d.name
+            )));
         }
         let distinct: BTreeSet<&String> = d.values.iter().collect();
         if distinct.len() != d.values.len() {
-            return Err(exit::usage(format!("dimension '{}' lists a value twice", d.name)));
+            return Err(HuntError::usage(format!("dimension '{}' lists a value twice", d.name)));
         }
         dims.push(d);
         Ok(())
@@ -87,19 +79,19 @@ fn dimensions(args: &MatrixArgs, config: &Config, target: &Target) -> anyhow::Re
         .define
         .iter()
         .map(|d| {
-            let (name, values) = d
-                .split_once('=')
-                .ok_or_else(|| exit::usage(format!("-D {d}: write -D NAME=value1,value2 (a value may be 'unset')")))?;
+            let (name, values) = d.split_once('=').ok_or_else(|| {
+                HuntError::usage(format!("-D {d}: write -D NAME=value1,value2 (a value may be 'unset')"))
+            })?;
             Ok((name.trim().to_owned(), values.split(',').map(|v| v.trim().to_owned()).collect::<Vec<_>>()))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, HuntError>>()?;
     for (name, values) in env_dims.into_iter().chain(config.matrix.env.iter().map(|(k, v)| (k.clone(), v.clone()))) {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(exit::usage(format!("dimension name '{name}': use letters, digits and '_'")));
+            return Err(HuntError::usage(format!("dimension name '{name}': use letters, digits and '_'")));
         }
         let kind = if used.contains(&name) { DimensionKind::Placeholder } else { DimensionKind::Env };
         if kind == DimensionKind::Placeholder && values.iter().any(|v| v == "unset") {
-            return Err(exit::usage(format!("placeholder {{{name}}} cannot be 'unset': give it a value")));
+            return Err(HuntError::usage(format!("placeholder {{{name}}} cannot be 'unset': give it a value")));
         }
         push(Dimension { name, kind, values })?;
     }
@@ -109,29 +101,29 @@ fn dimensions(args: &MatrixArgs, config: &Config, target: &Target) -> anyhow::Re
         .map(|d| {
             let (name, values) = d
                 .split_once('=')
-                .ok_or_else(|| exit::usage(format!("--rlimit {d}: write --rlimit nofile=1024,65535")))?;
+                .ok_or_else(|| HuntError::usage(format!("--rlimit {d}: write --rlimit nofile=1024,65535")))?;
             Ok((name.trim().to_owned(), values.split(',').map(|v| v.trim().to_owned()).collect::<Vec<_>>()))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, HuntError>>()?;
     let config_limits = config.matrix.rlimits.iter().map(|(k, v)| {
         (k.clone(), v.iter().map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned)).collect::<Vec<_>>())
     });
     for (name, values) in limit_dims.into_iter().chain(config_limits) {
         let resource = Resource::from_name(&name).ok_or_else(|| {
             let known: Vec<&str> = Resource::ALL.iter().map(|r| r.name()).collect();
-            exit::usage(format!("unknown rlimit '{name}': choose from {}", known.join(", ")))
+            HuntError::usage(format!("unknown rlimit '{name}': choose from {}", known.join(", ")))
         })?;
         let (_, hard) = resource.current();
         for v in &values {
-            let limit = parse_limit(v).map_err(|e| exit::usage(format!("--rlimit {name}: {e}")))?;
+            let limit = parse_limit(v).map_err(|e| HuntError::usage(format!("--rlimit {name}: {e}")))?;
             match (limit, hard) {
                 (None, Some(h)) => {
-                    return Err(exit::usage(format!(
+                    return Err(HuntError::usage(format!(
                         "--rlimit {name}=unlimited is above the hard limit {h}: use a value up to {h}"
                     )))
                 }
                 (Some(l), Some(h)) if l > h => {
-                    return Err(exit::usage(format!(
+                    return Err(HuntError::usage(format!(
                         "--rlimit {name}={v} is above the hard limit {h}: use a value up to {h}"
                     )))
                 }
@@ -142,13 +134,13 @@ fn dimensions(args: &MatrixArgs, config: &Config, target: &Target) -> anyhow::Re
     }
     for name in &used {
         if !dims.iter().any(|d| &d.name == name) {
-            return Err(exit::usage(format!(
+            return Err(HuntError::usage(format!(
                 "the command uses {{{name}}} but no dimension defines it: add -D {name}=value1,value2"
             )));
         }
     }
     if dims.is_empty() {
-        return Err(exit::usage(
+        return Err(HuntError::usage(
             "no dimensions: add -D NAME=v1,v2 or --rlimit nofile=1024,65535 (or [matrix] in flakehunt.toml)",
         ));
     }
@@ -179,7 +171,10 @@ fn placeholders(text: &str) -> BTreeSet<String> {
 
 /// The clean rooms a matrix manifest asks for, one per cell, prepared before the hunt (and the
 /// rooms themselves, which must live as long as the hunt).
-pub fn clean_rooms(manifest: &Manifest, quiet: bool) -> anyhow::Result<(BTreeMap<String, Room>, Vec<CleanRoom>)> {
+pub(crate) fn clean_rooms(
+    manifest: &Manifest,
+    sink: &mut dyn EventSink,
+) -> Result<(BTreeMap<String, Room>, Vec<CleanRoom>), HuntError> {
     let Some(spec) = manifest.extra.matrix.as_ref().and_then(|m| m.clean_room.as_ref()) else {
         return Ok((BTreeMap::new(), Vec::new()));
     };
@@ -187,18 +182,14 @@ pub fn clean_rooms(manifest: &Manifest, quiet: bool) -> anyhow::Result<(BTreeMap
     let mut rooms = BTreeMap::new();
     let mut owned = Vec::new();
     for (i, cell) in manifest.cells.iter().enumerate() {
-        if !quiet {
-            eprintln!("clean room {}/{}: {}", i + 1, manifest.cells.len(), cell.name);
-        }
-        let room = CleanRoom::create(project, setup, keep_env).map_err(|e| exit::usage(e.to_string()))?;
+        sink.event(&Event::CleanRoomReady { index: i + 1, of: manifest.cells.len(), cell: &cell.name })?;
+        let room = CleanRoom::create(project, setup, keep_env).map_err(|e| HuntError::usage(e.to_string()))?;
         rooms.insert(cell.name.clone(), Room { cwd: room.dir(), env: room.env().to_vec() });
         owned.push(room);
     }
     if keep {
         let kept: Vec<String> = owned.into_iter().map(|r| r.keep().display().to_string()).collect();
-        if !quiet {
-            eprintln!("clean rooms kept: {}", kept.join(" "));
-        }
+        sink.event(&Event::CleanRoomsKept(&kept))?;
         return Ok((rooms, Vec::new()));
     }
     Ok((rooms, owned))

@@ -1,0 +1,399 @@
+//! The one start and end sequence every hunt shares: create or resume the record, start the
+//! session (process tree, watchdog, signals, clean rooms), capture the snapshot meanwhile, run
+//! the plan (or fire's ladder) with the recorder and the caller's sink attached, then summarise
+//! the record. Main function: [`run`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{HuntEnd, HuntError, HuntKind, HuntSpec, RecordRequest};
+use crate::analysis::Summary;
+use crate::config::Config;
+use crate::events::{Event, EventSink, Fanout};
+use crate::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
+use crate::oracle::OracleSpec;
+use crate::plan::{self, CellSpec, Rng, Settings, Target};
+use crate::record::{Extra, Kind, Manifest, Record, Recorder, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE};
+use crate::runner::{rfc3339, RunError, Runner};
+use crate::state::Normalizer;
+
+/// What a finished hunt leaves for the caller to print.
+#[derive(Debug)]
+pub struct HuntReport {
+    /// The summary, as written to `summary.json`.
+    pub summary: Summary,
+    /// The record.
+    pub dir: PathBuf,
+    /// How it ended.
+    pub end: HuntEnd,
+    /// Slurm: the shards that did not complete, to say after the summary.
+    pub incomplete: Option<Incomplete>,
+}
+
+/// Shards of a Slurm hunt that did not complete.
+#[derive(Debug)]
+pub struct Incomplete {
+    /// Their 1-based indices.
+    pub missing: Vec<u32>,
+    /// Shards in all.
+    pub shards: u32,
+    /// The batch script that re-submits them.
+    pub script: PathBuf,
+}
+
+/// A record ready to run, with what its kind needs besides.
+struct Opened {
+    dir: PathBuf,
+    manifest: Manifest,
+    recorder: Recorder,
+    /// This invocation created the record (a failed start then discards it).
+    created: bool,
+    /// Fire: this invocation created the directory itself.
+    created_dir: bool,
+    ladder: Option<Ladder>,
+}
+
+/// What fire's ladder runs with.
+struct Ladder {
+    options: FireOptions,
+    normalizer: Normalizer,
+    resumed: Option<Resumed>,
+}
+
+/// Runs the hunt `spec` describes, sending its events to `sink` (after the recorder, so the
+/// sink never sees an unrecorded attempt).
+pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
+    if let Some(slurm) = &spec.slurm {
+        return super::slurm::run(spec, slurm, sink);
+    }
+    let mut opened = open(spec, sink)?;
+    let result = execute(spec, &mut opened, sink);
+    let Opened { dir, recorder, created, .. } = opened;
+    let (interrupted, snapshot) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            if created && spec.kind.record_kind() != Kind::Fire {
+                discard_if_empty(&dir);
+            }
+            return Err(e);
+        }
+    };
+    if let Some(snapshot) = snapshot {
+        recorder.write_document(SNAPSHOT_FILE, &snapshot)?;
+    }
+    let summary = crate::analysis::summarize(&Record::open(&dir)?)?;
+    recorder.write_document(SUMMARY_FILE, &summary)?;
+    step_summary(&summary, &dir, sink);
+    let end = HuntEnd::of(&summary, interrupted);
+    Ok(HuntReport { summary, dir, end, incomplete: None })
+}
+
+/// Creates the record of a new hunt, or opens the one `--resume` names.
+fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
+    let kind = spec.kind.record_kind();
+    match (&spec.record, &spec.kind) {
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_))
+            if spec.oracle.is_given() || spec.target.has_adapter() =>
+        {
+            Err(HuntError::usage(
+                "--resume continues the recorded hunt with its own target and oracles: drop the oracle and test-runner options",
+            ))
+        }
+        (RecordRequest::Resume(dir), HuntKind::Fire(_)) => {
+            let record = open_for_resume(dir, kind)?;
+            let (options, normalizer, resumed) = super::fire::resume(dir, record.manifest.extra.fire.clone())?;
+            let recorder = Recorder::resume(dir)?;
+            let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, created: false, created_dir: false, ladder })
+        }
+        (RecordRequest::Resume(dir), _) => {
+            let record = open_for_resume(dir, kind)?;
+            let recorder = Recorder::resume(dir)?;
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, created: false, created_dir: false, ladder: None })
+        }
+        (RecordRequest::New(record), HuntKind::Fire(req)) => {
+            // Everything that can be checked without touching the disk comes first.
+            let fire = super::fire::new(req, &spec.settings)?;
+            let target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
+            let record_dir = record.clone().unwrap_or_else(|| PathBuf::from(".flakehunt/runs"));
+            super::fire::check_record_dir(&record_dir, fire.options.state.as_deref())?;
+            let created_dir = record.as_ref().is_none_or(|d| !d.exists());
+            let extra = Extra { fire: Some(fire.options.clone()), ..Extra::default() };
+            let seed = spec.seed.unwrap_or_else(random_seed);
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            let (manifest, recorder) = create_record(kind, target, fire.settings, fire.cells, extra, None, seed, None, &dir)?;
+            let ladder = Some(Ladder { options: fire.options, normalizer: fire.normalizer, resumed: None });
+            Ok(Opened { dir, manifest, recorder, created: true, created_dir, ladder })
+        }
+        (RecordRequest::New(record), _) => {
+            let settings = settings_of(spec)?;
+            let oracle = oracle_of(spec)?;
+            // An adapter builds its test binary into the record, so a resumed hunt finds it.
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            Recorder::check_new(&dir).map_err(|e| HuntError::usage(e.to_string()))?;
+            let (target, adapter) = match super::adapter::target(&spec.target, &dir)? {
+                Some((target, adapter)) => (target, Some(adapter)),
+                None => (super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?, None),
+            };
+            let (cells, mut extra) = cells_of(spec, &target, sink)?;
+            extra.adapter = adapter;
+            let seed = spec.seed.unwrap_or_else(random_seed);
+            let (manifest, recorder) = create_record(kind, target, settings, cells, extra, oracle, seed, spec.shard, &dir)?;
+            Ok(Opened { dir, manifest, recorder, created: true, created_dir: false, ladder: None })
+        }
+    }
+}
+
+/// The cells of a new sweep or matrix and what its manifest records about them.
+pub(super) fn cells_of(
+    spec: &HuntSpec,
+    target: &Target,
+    sink: &mut dyn EventSink,
+) -> Result<(Vec<CellSpec>, Extra), HuntError> {
+    match &spec.kind {
+        HuntKind::Sweep { profiles, strict } => {
+            let profiles = super::probe::select(profiles, &spec.config, target)?;
+            if *strict {
+                super::probe::refuse_inert(&profiles)?;
+            }
+            Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
+        }
+        HuntKind::Matrix(req) => super::matrix::cells(req, spec.settings.runs, &spec.config, target, sink),
+        HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
+    }
+}
+
+/// The session, the snapshot and the run itself; `(interrupted, snapshot)`.
+fn execute(
+    spec: &HuntSpec,
+    opened: &mut Opened,
+    sink: &mut dyn EventSink,
+) -> Result<(bool, Option<crate::snapshot::Snapshot>), HuntError> {
+    let Opened { dir, manifest, recorder, created_dir, ladder, .. } = opened;
+    // A resumed record keeps the snapshot of the machine it started on.
+    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| snapshot_tools(&spec.config, Some(manifest)));
+    let leak_timeout = spec.settings.leak_timeout;
+    match ladder {
+        None => {
+            let mut plan = plan::from_manifest(manifest);
+            let mut done = 0u64;
+            for attempt in Record::open(dir)?.attempts()? {
+                plan.observe(&attempt?);
+                done += 1;
+            }
+            let session = super::Session::start(manifest, sink)?;
+            let snapshot = tools.map(|tools| session.snapshot(tools));
+            let runner = Runner {
+                attempts: session.attempts(manifest, leak_timeout),
+                jobs: manifest.plan.jobs as usize,
+                budget: manifest.plan.budget_seconds.map(Duration::from_secs_f64),
+            };
+            let result = {
+                let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
+                sinks.event(&Event::Started { planned: plan.planned(), done })?;
+                runner.run(plan.as_mut(), &mut sinks)
+            };
+            // Joined before the session ends, which kills every process it does not know.
+            let snapshot = snapshot.and_then(|s| s.join().ok());
+            session.finish();
+            match result {
+                Ok(end) => Ok((end.interrupted, snapshot)),
+                Err(RunError::Spawn { program, source }) => Err(HuntError::Usage(super::target::spawn_failure(
+                    &program,
+                    &source,
+                    manifest.target.dir.as_deref(),
+                ))),
+                Err(RunError::Record(e)) => Err(e.into()),
+            }
+        }
+        Some(ladder) => {
+            let sandboxes = dir.join(SANDBOXES);
+            std::fs::create_dir_all(&sandboxes)
+                .map_err(|e| HuntError::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
+            let session = super::Session::start(manifest, sink)?;
+            let fire = FireRunner {
+                attempts: session.attempts(manifest, leak_timeout),
+                options: ladder.options.clone(),
+                normalizer: ladder.normalizer.clone(),
+                sandboxes,
+                token_salt: (manifest.seed >> 32) as u32,
+            };
+            if let Err(e) = fire.check_state() {
+                session.finish();
+                // Nothing ran: leave no record behind for a refused state.
+                if *created_dir {
+                    let _ = std::fs::remove_dir_all(&*dir);
+                }
+                return Err(HuntError::Usage(super::fire::state_error(
+                    &e,
+                    &fire.sandboxes,
+                    fire.options.state.as_ref(),
+                )));
+            }
+            let snapshot = tools.map(|tools| session.snapshot(tools));
+            let result = fire.run(&mut FireSinks { recorder, display: sink }, ladder.resumed.as_ref());
+            let snapshot = snapshot.and_then(|s| s.join().ok());
+            session.finish();
+            match result {
+                Ok(end) => Ok((end.interrupted, snapshot)),
+                Err(FireError::Spawn { program, source }) => Err(HuntError::Usage(super::target::spawn_failure(
+                    &program,
+                    &source,
+                    manifest.target.dir.as_deref(),
+                ))),
+                Err(e) => Err(HuntError::Usage(super::error_chain(&e))),
+            }
+        }
+    }
+}
+
+/// Settings from the shared options, checked.
+pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
+    let s = &spec.settings;
+    if s.runs == 0 {
+        return Err(HuntError::usage("--runs must be at least 1"));
+    }
+    if s.jobs == 0 {
+        return Err(HuntError::usage("--jobs must be at least 1"));
+    }
+    if s.until_fails == Some(0) {
+        return Err(HuntError::usage("--until-fails must be at least 1"));
+    }
+    if s.timeout.is_zero() {
+        return Err(HuntError::usage("--timeout must be longer than 0s"));
+    }
+    Ok(Settings {
+        runs: s.runs,
+        jobs: s.jobs,
+        until_fails: s.until_fails,
+        budget_seconds: s.budget.map(|d| d.as_secs_f64()),
+        timeout_seconds: s.timeout.as_secs_f64(),
+        grace_seconds: s.grace.as_secs_f64(),
+        capture_bytes: s.capture,
+    })
+}
+
+/// The oracles the options ask for, checked; none when only the exit status judges.
+fn oracle_of(spec: &HuntSpec) -> Result<Option<OracleSpec>, HuntError> {
+    let o = &spec.oracle;
+    if !o.ignore.is_empty() && o.expect_stdout.is_none() && !o.majority {
+        return Err(HuntError::usage(
+            "--ignore masks stdout for --expect-stdout or --oracle majority: give one of them",
+        ));
+    }
+    let oracle =
+        OracleSpec::new(o.fail_if.clone(), o.pass_if.clone(), o.expect_stdout.as_deref(), o.ignore.clone(), o.majority)
+            .map_err(|e| HuntError::usage(super::error_chain(&e)))?;
+    Ok((!oracle.is_empty()).then_some(oracle))
+}
+
+/// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`.
+fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
+    let record = Record::open(dir).map_err(|e| HuntError::usage(e.to_string()))?;
+    if record.manifest.kind != kind {
+        let found = record.manifest.kind.name();
+        return Err(HuntError::usage(format!(
+            "{} holds a {found} record: resume it with `flakehunt {found}`",
+            dir.display()
+        )));
+    }
+    Ok(record)
+}
+
+/// Starts a new record in `dir`: a fresh run id and the manifest.
+#[expect(clippy::too_many_arguments, reason = "the manifest's parts, each from its own check")]
+fn create_record(
+    kind: Kind,
+    target: Target,
+    settings: Settings,
+    cells: Vec<CellSpec>,
+    extra: Extra,
+    oracle: Option<OracleSpec>,
+    seed: u64,
+    shard: Option<plan::Shard>,
+    dir: &Path,
+) -> Result<(Manifest, Recorder), HuntError> {
+    let now = std::time::SystemTime::now();
+    let run_id = format!("{}-{:04x}", stamp(now), Rng::new(random_seed()).next_u64() & 0xffff);
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        kind,
+        run_id,
+        target,
+        plan: settings,
+        cells,
+        seed,
+        host: crate::host::hostname(),
+        started_at: rfc3339(now),
+        shard,
+        oracle,
+        extra,
+    };
+    let recorder = Recorder::create(dir, &manifest).map_err(|e| HuntError::usage(e.to_string()))?;
+    Ok((manifest, recorder))
+}
+
+/// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
+pub fn default_record_dir(kind: Kind) -> PathBuf {
+    PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())))
+}
+
+/// A UTC time to the second without separators (`20240105T103000`).
+fn stamp(time: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned()
+}
+
+/// A seed from the clock and the pid, for hunts not given one.
+pub fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
+}
+
+/// The tool version commands a snapshot records: the configuration's list, or those of the
+/// runtimes `hunt`'s target uses (every default one for `flakehunt snapshot`, which has no hunt).
+pub fn snapshot_tools(config: &Config, hunt: Option<&Manifest>) -> Vec<String> {
+    if !config.snapshot.tools.is_empty() {
+        return config.snapshot.tools.clone();
+    }
+    match hunt {
+        Some(m) => {
+            let adapter = m.extra.adapter.as_ref().map(crate::record::Adapter::name);
+            crate::snapshot::tools_for(&m.target, adapter)
+        }
+        None => crate::snapshot::default_tools(),
+    }
+}
+
+/// Removes a record that a failed start left without a single attempt, so that the same
+/// `--record` directory can be used again once the command is fixed. Only the files a new
+/// record creates are removed, and directories only when empty.
+fn discard_if_empty(dir: &Path) {
+    let attempts = dir.join("attempts.jsonl");
+    if !attempts.metadata().is_ok_and(|m| m.len() == 0) {
+        return;
+    }
+    for file in ["attempts.jsonl", "manifest.json", crate::record::CELLS] {
+        let _ = std::fs::remove_file(dir.join(file));
+    }
+    let _ = std::fs::remove_dir(dir.join("logs"));
+    super::discard_build(dir);
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Appends the Markdown summary of a finished hunt to `$GITHUB_STEP_SUMMARY` when it is set.
+/// A job summary is a courtesy: failing to write it is told to `sink` and never changes the
+/// hunt's result.
+pub fn step_summary(summary: &Summary, dir: &Path, sink: &mut dyn EventSink) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return };
+    let result = (|| -> Result<(), String> {
+        let record = Record::open(dir).map_err(|e| super::error_chain(&e))?;
+        let ctx = crate::render::RenderContext::from_record(&record, 0).map_err(|e| super::error_chain(&e))?;
+        let text = crate::render::markdown::render(summary, &ctx);
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| e.to_string())?;
+        std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()).map_err(|e| e.to_string())
+    })();
+    if let Err(error) = result {
+        let _ = sink.event(&Event::StepSummaryFailed { path: Path::new(&path), error: &error });
+    }
+}

@@ -1,0 +1,112 @@
+//! What every hunt sets up around its attempts: the process tree (flakehunt as subreaper), the
+//! watchdog that ends attempts if flakehunt dies, the cancellation the termination signals
+//! trigger, the profiles' shared state, a matrix's clean rooms and the oracles. Main type:
+//! [`Session`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::HuntError;
+use crate::cleanroom::CleanRoom;
+use crate::events::EventSink;
+use crate::exec::{Cancel, Limits, ProcessTree, Watchdog};
+use crate::oracle::Oracle;
+use crate::profile::ProfileEnv;
+use crate::record::Manifest;
+use crate::runner::{AttemptRunner, Room};
+use crate::snapshot::Snapshot;
+
+/// The set-up of one hunt, ended by [`Session::finish`].
+pub struct Session {
+    /// The process tree bookkeeping, shared with the snapshot's thread.
+    pub tree: Arc<ProcessTree>,
+    /// The watchdog, when it could be started.
+    pub watchdog: Option<Watchdog>,
+    /// Cancellation, wired to the termination signals.
+    pub cancel: Arc<Cancel>,
+    /// What the hunt's profiles share.
+    pub profiles: ProfileEnv,
+    /// Matrix clean rooms by cell name.
+    pub rooms: BTreeMap<String, Room>,
+    /// The hunt's oracles beyond the exit code.
+    pub oracle: Option<Oracle>,
+    _kept_rooms: Vec<CleanRoom>,
+}
+
+impl Session {
+    /// Sets up the session of the hunt `manifest` describes; clean rooms are announced to `sink`.
+    pub fn start(manifest: &Manifest, sink: &mut dyn EventSink) -> Result<Self, HuntError> {
+        let tree = Arc::new(ProcessTree::default());
+        ProcessTree::become_subreaper();
+        let exe = std::env::current_exe()
+            .map_err(|e| HuntError::io("cannot find flakehunt's own executable for its watchdog", e))?;
+        let watchdog = Watchdog::spawn(&exe, &["__watchdog", &manifest.run_id]).ok();
+        if let Some(w) = &watchdog {
+            tree.register(w.pid());
+        }
+        let cancel = Arc::new(Cancel::new().map_err(|e| HuntError::io("cannot create the cancellation pipe", e))?);
+        install_signals(&cancel)?;
+        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
+        let (rooms, kept) = super::matrix::clean_rooms(manifest, sink)?;
+        let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
+        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, _kept_rooms: kept })
+    }
+
+    /// The attempt runner of `manifest`'s target and limits.
+    pub fn attempts(&self, manifest: &Manifest, leak_timeout: Duration) -> AttemptRunner<'_> {
+        let p = &manifest.plan;
+        let limits = Limits {
+            timeout: Duration::from_secs_f64(p.timeout_seconds),
+            grace: Duration::from_secs_f64(p.grace_seconds),
+            capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
+            stdout_mask: self.oracle.as_ref().and_then(Oracle::mask),
+            leak_timeout,
+            ..Limits::default()
+        };
+        AttemptRunner {
+            run_id: manifest.run_id.clone(),
+            target: manifest.target.clone(),
+            limits,
+            env: Vec::new(),
+            env_clear: false,
+            cwd: None,
+            tree: &self.tree,
+            watchdog: self.watchdog.as_ref(),
+            cancel: &self.cancel,
+            profiles: &self.profiles,
+            rooms: &self.rooms,
+            oracle: self.oracle.as_ref(),
+        }
+    }
+
+    /// Captures the environment snapshot on a thread while the hunt runs; its tool commands
+    /// are registered as flakehunt's own, so no attempt's sweep takes them for leaks.
+    pub fn snapshot(&self, tools: Vec<String>) -> std::thread::JoinHandle<Snapshot> {
+        let tree = Arc::clone(&self.tree);
+        std::thread::spawn(move || Snapshot::capture_in(&tools, Some(&tree)))
+    }
+
+    /// Ends whatever is left and lets the watchdog go.
+    pub fn finish(&self) {
+        self.tree.kill_all_unknown();
+        if let Some(w) = &self.watchdog {
+            w.finish();
+        }
+    }
+}
+
+/// Routes SIGINT, SIGTERM and SIGHUP to `cancel`: the first asks the hunt to stop gracefully,
+/// the second to kill at once. Attempts run in their own process groups, outside the terminal's
+/// foreground group, so they never see the terminal's signals: the runner ends them itself.
+fn install_signals(cancel: &Arc<Cancel>) -> Result<(), HuntError> {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let cancel = Arc::clone(cancel);
+        // SAFETY: `Cancel::request` is async-signal-safe (an atomic add and a write to a pipe).
+        unsafe { signal_hook::low_level::register(sig, move || cancel.request()) }
+            .map_err(|e| HuntError::io("cannot handle the termination signals", e))?;
+    }
+    // Attempts reset these handlers before they exec.
+    crate::exec::note_signal_handlers();
+    Ok(())
+}
