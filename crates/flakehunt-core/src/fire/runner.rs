@@ -14,9 +14,9 @@ use super::options::{reference_cell, FireOptions};
 use super::resume::Resumed;
 use super::Level;
 use crate::events::{Event, EventSink};
-use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
+use crate::plan::{AttemptSpec, CellSpec, Setting};
 use crate::record::{Outcome, Record, RecordError, Recorder};
-use crate::runner::{AttemptRunner, Finished, Slot};
+use crate::runner::{Execute, Finished, Slot};
 use crate::state::{
     compare, trace_tokens, Finding, FindingKind, Fingerprint, FingerprintError, Normalizer, Sandbox, SandboxError,
     TokenError,
@@ -31,10 +31,10 @@ const CHECK_IDS: u64 = 1 << 48;
 
 /// Runs a fire hunt.
 #[derive(Debug)]
-pub struct FireRunner<'a> {
-    /// Template of every run: target, limits, process tree, watchdog and cancellation. Each
-    /// level runs a clone of it in its sandbox.
-    pub attempts: AttemptRunner<'a>,
+pub struct FireRunner<E> {
+    /// Template of every run: target, limits, process tree, watchdog and cancellation (or a
+    /// fake, in tests). Each level runs a copy of it in its sandbox.
+    pub attempts: E,
     /// What to climb and how to judge.
     pub options: FireOptions,
     /// Masks volatile content before states are compared.
@@ -124,7 +124,7 @@ struct Ran {
     result: Result<Finished, std::io::Error>,
 }
 
-impl FireRunner<'_> {
+impl<E: Execute> FireRunner<E> {
     /// Copies the state once and fingerprints the copy, so that a state that is too large for
     /// the free space, or a file named like a database that is not one, is refused before any
     /// run. The copy, not the original, is read: SQLite may create `-wal`/`-shm` files even
@@ -147,7 +147,7 @@ impl FireRunner<'_> {
         sinks.event(&Event::Started { planned: self.options.planned_runs(ladder.len()), done })?;
         let mut references: HashMap<u64, Reference> = HashMap::new();
         for (i, &level) in ladder.iter().enumerate() {
-            if self.attempts.cancel.is_stopping() {
+            if self.attempts.cancel().is_stopping() {
                 end.interrupted = true;
                 break;
             }
@@ -315,7 +315,7 @@ impl FireRunner<'_> {
         let abort = AtomicBool::new(false);
         let (tx, rx) = mpsc::channel::<Ran>();
         let started = Instant::now();
-        let cancel = self.attempts.cancel;
+        let cancel = self.attempts.cancel();
         let mut group = Group::default();
         let mut failure: Option<FireError> = None;
         std::thread::scope(|scope| {
@@ -349,7 +349,7 @@ impl FireRunner<'_> {
                 match ran.result {
                     Err(source) => {
                         abort.store(true, Ordering::SeqCst);
-                        let program = self.attempts.target.program().to_owned();
+                        let program = self.attempts.program().to_owned();
                         failure.get_or_insert(FireError::Spawn { program, source });
                     }
                     Ok(f) if f.cancelled => group.interrupted = true,
@@ -383,8 +383,7 @@ impl FireRunner<'_> {
     fn checks(&self, dir: &Path, runs: u64) -> Result<Option<Vec<CheckResult>>, FireError> {
         let mut results = Vec::new();
         for (n, command) in self.options.checks.iter().enumerate() {
-            let mut runner = self.runner_in(dir, &[("FLAKEHUNT_RUNS", runs.to_string())]);
-            runner.target = Target::shell(command.clone());
+            let runner = self.runner_in(dir, &[("FLAKEHUNT_RUNS", runs.to_string())]).with_shell(command);
             let spec = AttemptSpec { id: CHECK_IDS + n as u64, cell: 0, iteration: 1, phase: Some("check".into()) };
             let cell = CellSpec { name: "check".into(), profile: None, overlay: Vec::new() };
             let f = runner
@@ -410,11 +409,10 @@ impl FireRunner<'_> {
     }
 
     /// The template runner, working in `dir` with `FLAKEHUNT_STATE` and `env` set.
-    fn runner_in(&self, dir: &Path, env: &[(&str, String)]) -> AttemptRunner<'_> {
-        let mut all = self.attempts.env.clone();
-        all.push(("FLAKEHUNT_STATE".into(), dir.to_string_lossy().into_owned()));
+    fn runner_in(&self, dir: &Path, env: &[(&str, String)]) -> E {
+        let mut all = vec![("FLAKEHUNT_STATE".to_owned(), dir.to_string_lossy().into_owned())];
         all.extend(env.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
-        AttemptRunner { cwd: Some(dir.to_owned()), env: all, ..self.attempts.clone() }
+        self.attempts.in_dir(dir, all)
     }
 
     /// The token of run `id`: a shared prefix ending in a separator, as tracing requires, then
@@ -440,5 +438,93 @@ impl FireRunner<'_> {
             sandbox.remove()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::events::Discard;
+    use crate::exec::Cancel;
+    use crate::fire::{FireOptions, Verdict};
+    use crate::record::Manifest;
+    use crate::runner::FakeExecution;
+
+    /// Climbs `ladder` with a fake execution that fails every run of level `failing`; returns
+    /// the verdicts of the levels that ran and the runs started.
+    fn climb(ladder: &str, failing: u32, all_levels: bool) -> (Vec<Verdict>, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let options = FireOptions {
+            ladder: ladder.parse().unwrap(),
+            state: None,
+            ignore: vec![],
+            ignore_columns: vec![],
+            checks: vec!["true".into()],
+            trace_tokens: false,
+            all_levels,
+            keep: false,
+        };
+        let mut cells: Vec<CellSpec> = Vec::new();
+        for level in &options.ladder.0 {
+            for name in [reference_cell(level.runs), level.name()] {
+                if !cells.iter().any(|c| c.name == name) {
+                    cells.push(CellSpec { name, profile: None, overlay: vec![] });
+                }
+            }
+        }
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "tool_version": "0", "kind": "fire", "run_id": "r",
+            "target": {"argv": ["t"]}, "plan": {"runs": 1, "jobs": 1, "timeout_seconds": 1.0,
+            "grace_seconds": 1.0, "capture_bytes": 1}, "cells": cells, "seed": 1, "host": "h",
+            "started_at": "2024-01-01T00:00:00Z", "extra": options
+        }))
+        .unwrap();
+        let record = dir.path().join("record");
+        let mut recorder = Recorder::create(&record, &manifest).unwrap();
+        std::fs::create_dir(record.join(SANDBOXES)).unwrap();
+        let decide = move |_: &AttemptSpec, _: &CellSpec, slot: Slot| {
+            if slot.level == Some(failing) {
+                Outcome::Fail
+            } else {
+                Outcome::Pass
+            }
+        };
+        let (cancel, runs) = (Cancel::new().unwrap(), AtomicU64::new(0));
+        let fire = FireRunner {
+            attempts: FakeExecution::new(&decide, &cancel, &runs),
+            options,
+            normalizer: Normalizer::new::<&str>(&[], &[]).unwrap(),
+            sandboxes: record.join(SANDBOXES),
+            token_salt: 0,
+        };
+        let end = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut Discard }, None).unwrap();
+        assert!(!end.interrupted);
+        let summary = crate::analysis::summarize(&Record::open(&record).unwrap()).unwrap();
+        let verdicts = summary.fire.unwrap().levels.iter().filter(|l| l.runs > 0).map(|l| l.verdict).collect();
+        (verdicts, runs.load(Ordering::SeqCst))
+    }
+
+    #[test]
+    fn the_ladder_stops_at_the_first_rejected_level() {
+        let (verdicts, runs) = climb("2x4,3x4,4x4", 2, false);
+        assert_eq!(verdicts, [Verdict::Accept, Verdict::RejectLoad]);
+        // One reference of 4 runs (shared by every level of 4 runs), then two levels.
+        assert_eq!(runs, 12);
+    }
+
+    #[test]
+    fn all_levels_keeps_climbing_after_a_rejection() {
+        let (verdicts, runs) = climb("2x4,3x4,4x4", 2, true);
+        assert_eq!(verdicts, [Verdict::Accept, Verdict::RejectLoad, Verdict::Accept]);
+        assert_eq!(runs, 16);
+    }
+
+    #[test]
+    fn a_ladder_that_never_fails_is_accepted_with_a_reference_per_run_count() {
+        let (verdicts, runs) = climb("2x2,2x6", 0, false);
+        assert_eq!(verdicts, [Verdict::Accept, Verdict::Accept]);
+        assert_eq!(runs, 2 + 2 + 6 + 6);
     }
 }

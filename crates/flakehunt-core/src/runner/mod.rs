@@ -2,8 +2,10 @@
 //! back to the plan and to the event sinks. Main type: [`Runner`].
 
 mod attempt;
+mod execute;
 
 pub use attempt::{rfc3339, AttemptRunner, Finished, Room, Slot};
+pub use execute::{Decide, Execute, FakeExecution};
 
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -41,18 +43,18 @@ pub enum RunError {
     Record(#[from] RecordError),
 }
 
-/// The plan runner.
+/// The plan runner, generic over how attempts run (real processes, or a fake in tests).
 #[derive(Debug)]
-pub struct Runner<'a> {
+pub struct Runner<E> {
     /// Per-attempt execution.
-    pub attempts: AttemptRunner<'a>,
+    pub attempts: E,
     /// Attempts at once.
     pub jobs: usize,
     /// Stop starting attempts after this long.
     pub budget: Option<Duration>,
 }
 
-impl Runner<'_> {
+impl<E: Execute> Runner<E> {
     /// Runs `plan` to its end (or the budget's, or an interruption), sending events to `sink`.
     pub fn run(&self, plan: &mut dyn Plan, sink: &mut dyn EventSink) -> Result<RunEnd, RunError> {
         let jobs = self.jobs.max(1);
@@ -84,7 +86,7 @@ impl Runner<'_> {
             return Err(e);
         }
         if let Some(source) = shared.fatal {
-            return Err(RunError::Spawn { program: self.attempts.target.program().to_owned(), source });
+            return Err(RunError::Spawn { program: self.attempts.program().to_owned(), source });
         }
         Ok(shared.end)
     }
@@ -94,7 +96,7 @@ impl Runner<'_> {
     /// attempts out or collects results, which would cost two thread wake-ups per attempt, each
     /// one able to preempt a running test.
     fn work(&self, worker: usize, shared: &Mutex<Shared<'_>>, finished: &Condvar, started: Instant) {
-        let cancel = self.attempts.cancel;
+        let cancel = self.attempts.cancel();
         let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
         let mut s = lock();
         loop {
@@ -218,3 +220,6 @@ fn record(plan: &mut dyn Plan, sink: &mut dyn EventSink, f: &Finished) -> Result
     sink.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr, token: None })?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
