@@ -159,13 +159,16 @@ fn render(words: &[Word<'_>]) -> String {
 
 /// Quotes `s` for a POSIX shell: unchanged when it holds only safe characters, else in single
 /// quotes (with `'` written as `'\''`). Inside single quotes every character is literal,
-/// newlines included, so this is exact for any string (argv cannot hold a NUL).
+/// newlines included, so this is exact for any string (argv cannot hold a NUL). A carriage
+/// return is written as `"$(printf '\r')"` instead, since sbatch refuses a script holding one
+/// before a newline (it takes it for a DOS file).
 pub fn quote(s: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
     if !s.is_empty() && s.chars().all(safe) {
         s.to_owned()
     } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
+        let parts: Vec<String> = s.split('\r').map(|p| format!("'{}'", p.replace('\'', r"'\''"))).collect();
+        parts.join("\"$(printf '\\r')\"")
     }
 }
 
@@ -337,6 +340,7 @@ mod tests {
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote(""), "''");
         assert_eq!(quote("$HOME"), "'$HOME'");
+        assert_eq!(quote("a\r\n"), "'a'\"$(printf '\\r')\"'\n'");
         assert_eq!(quote_program("A=b"), "'A=b'");
     }
 
@@ -352,6 +356,7 @@ mod tests {
     #[test]
     fn every_hostile_string_reaches_the_shell_as_one_exact_word() {
         let line: Vec<String> = HOSTILE.iter().map(|s| quote(s)).collect();
+        assert!(!line.concat().contains('\r'));
         assert_eq!(argv_through_sh(&line.join(" ")), HOSTILE);
     }
 
