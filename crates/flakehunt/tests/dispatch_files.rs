@@ -575,9 +575,10 @@ fn a_hostile_slurm_script_is_valid_and_runs_as_dispatched() {
     assert!(!mark.exists(), "a value ran as shell code");
 }
 
-/// The same hostile hunt, into a hostile record directory, submitted to a real Slurm with
-/// `--slurm`: sbatch reads the `#SBATCH` lines (the task logs land in the record directory, its
-/// `%` kept), every task gives the command exactly the dispatched argv, and the hunt merges.
+/// The same hostile hunt, into a hostile record directory and from a hostile working directory,
+/// submitted to a real Slurm with `--slurm`: sbatch reads the `#SBATCH` lines (the task logs
+/// land in the record directory, its `%` kept; the tasks start in the working directory), every
+/// task gives the command exactly the dispatched argv, and the hunt merges.
 #[test]
 fn a_hostile_hunt_runs_through_a_real_slurm() {
     let cluster = slurm_cluster::Cluster::start();
@@ -585,8 +586,7 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
     let mark = work.path().join("PWNED");
     let argv = hostile_argv(&mark);
     let record = hostile_dir(work.path(), "rec").join("run");
-    let argv_dir = work.path().join("argv");
-    std::fs::create_dir(&argv_dir).unwrap();
+    let cwd = hostile_dir(work.path(), "cwd");
     let out = assert_cmd::Command::new(bin())
         .args(["sweep", "--slurm", "2", "--runs", "2", "--profiles", "default", "--fail-if", HOSTILE_REGEX])
         .arg("--record")
@@ -594,17 +594,18 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
         .arg("--")
         .arg(fixture())
         .args(&argv)
-        .current_dir(work.path())
+        .current_dir(&cwd)
         .env("SLURM_CONF", &cluster.conf)
         .env("FLAKEHUNT_SLURM_POLL", "200ms")
-        .env("FLAKEHUNT_ARGV_OUT", argv_dir.join("argv"))
+        // Relative: the tasks must start in the working directory.
+        .env("FLAKEHUNT_ARGV_OUT", "argv")
         .env_remove("GITHUB_STEP_SUMMARY")
         .timeout(Duration::from_secs(300))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{}", cluster.logs());
-    assert_eq!(argv_written(&argv_dir.join("argv")), argv);
+    assert_eq!(argv_written(&cwd.join("argv")), argv);
     let logs: Vec<String> = std::fs::read_dir(&record)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
