@@ -589,6 +589,7 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
     let cwd = hostile_dir(work.path(), "cwd");
     let out = assert_cmd::Command::new(bin())
         .args(["sweep", "--slurm", "2", "--runs", "2", "--profiles", "default", "--fail-if", HOSTILE_REGEX])
+        .args(["--slurm-opt", "--comment=it's\"#1\"\\"])
         .arg("--record")
         .arg(&record)
         .arg("--")
@@ -612,6 +613,32 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
         .filter(|n| n.starts_with("slurm-") && n.ends_with(".out"))
         .collect();
     assert_eq!(logs.len(), 2, "the task logs, where --output said: {logs:?}");
+    // The batch script beside the record, re-submitted by hand as the README says: its own
+    // `#SBATCH` lines carry the option (sbatch gets none on its command line).
+    std::fs::remove_file(record.join("shard-1.exit")).unwrap();
+    let resubmit = Command::new(slurm_cluster::slurm_program("sbatch"))
+        .args(["--parsable", "--array=0"])
+        .arg(record.with_extension("sbatch"))
+        .env("SLURM_CONF", &cluster.conf)
+        .output()
+        .unwrap();
+    assert_ok(&resubmit, "sbatch of the script as written");
+    let job = String::from_utf8_lossy(&resubmit.stdout).trim().to_owned();
+    let shown = Command::new(slurm_cluster::slurm_program("scontrol"))
+        .args(["-o", "show", "job", &job])
+        .env("SLURM_CONF", &cluster.conf)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("Comment=it's\"#1\"\\ "), "the #SBATCH option as given: {shown}");
+    // The task continues its complete shard: wait for it (a generous deadline, never a fixed
+    // sleep), so that no task outlives the cluster.
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while !record.join("shard-1.exit").exists() {
+        assert!(std::time::Instant::now() < deadline, "the re-submitted task did not finish:\n{}", cluster.logs());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(record.join("shard-1.exit")).unwrap(), "0\n");
     let merge: Json = serde_json::from_str(&std::fs::read_to_string(record.join("merge.json")).unwrap()).unwrap();
     assert_eq!(merge["missing"], serde_json::json!([]));
     assert!(!mark.exists(), "a value ran as shell code");

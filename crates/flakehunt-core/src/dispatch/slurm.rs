@@ -63,7 +63,10 @@ pub fn script(hunt: &ShardedHunt, job: &SlurmJob<'_>) -> Result<String, SlurmScr
     let _ = writeln!(s, "#SBATCH --output={}", sbatch_value(&format!("{}/slurm-%A_%a.out", root.replace('%', "%%"))));
     let _ = writeln!(s, "#SBATCH --chdir={}", sbatch_value(&chdir));
     for option in job.options {
-        let _ = writeln!(s, "#SBATCH {option}");
+        // Each option as sbatch's command line would take it: quoted when it holds a quote, a
+        // backslash or a `#`, which the `#SBATCH` parser would read otherwise.
+        let plain = !option.contains(['"', '\\', '#', '\n', '\r']) && !option.contains(char::is_whitespace);
+        let _ = writeln!(s, "#SBATCH {}", if plain { option.clone() } else { sbatch_value(option) });
     }
     let _ = writeln!(s, "#");
     let _ = writeln!(s, "# {}: shard $((SLURM_ARRAY_TASK_ID+1)) of {} of", hunt.version, hunt.shards);
@@ -106,6 +109,9 @@ mod tests {
         let job = SlurmJob { root: Path::new("/a%j b"), chdir: Path::new("/"), options: &[] };
         let s = script(&super::super::example(), &job).unwrap();
         assert!(s.contains("#SBATCH --output=\"/a%%j b/slurm-%A_%a.out\"\n"), "{s}");
+        let opts = vec!["--comment=a\"b #c".to_owned()];
+        let s = script(&super::super::example(), &SlurmJob { options: &opts, ..job.clone() }).unwrap();
+        assert!(s.contains("#SBATCH \"--comment=a\\\"b #c\"\n"), "{s}");
         let job = SlurmJob { root: Path::new("/a\nb"), ..job };
         assert!(matches!(script(&super::super::example(), &job), Err(SlurmScriptError::Newline { .. })));
     }
