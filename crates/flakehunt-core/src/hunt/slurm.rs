@@ -46,7 +46,8 @@ pub fn sharded_from_argv(argv: &[String], program: String, shards: u32, seed: u6
             options.push(arg.clone());
         }
     }
-    Ok(ShardedHunt { program, globals, kind: kind.clone(), options, command, shards, seed })
+    let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
+    Ok(ShardedHunt { program, version, globals, kind: kind.clone(), options, command, shards, seed })
 }
 
 /// The batch script of a `--slurm` hunt, its record directory and working directory, after
@@ -78,7 +79,8 @@ fn prepare(
         RecordRequest::Resume(_) => return Err(HuntError::usage("--slurm cannot be given with --resume")),
     };
     let dir = cwd.join(record.unwrap_or_else(|| super::default_record_dir(kind)));
-    let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &slurm.options });
+    let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &slurm.options })
+        .map_err(|e| HuntError::usage(e.to_string()))?;
     Ok((text, dir, seed))
 }
 
