@@ -33,7 +33,7 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
     };
     match &cli.command {
         cli::Command::Sweep(_) | cli::Command::Matrix(_) | cli::Command::Fire(_) => {
-            let (spec, json) = cli::hunt_spec(&cli.command, config()?).expect("a hunt");
+            let (spec, json) = cli::hunt_spec(&cli.command, config()?, cli.config.as_deref()).expect("a hunt");
             hunt::run(&spec, json)
         }
         cli::Command::Hypo(cmd) => hypo::run(cmd),
@@ -41,7 +41,7 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
         cli::Command::Merge(args) => merge::run(args),
         cli::Command::SlurmScript { hunt } => {
             let parsed = cli::parse_hunt(hunt, cli.config.as_deref())?;
-            let (spec, _) = cli::hunt_spec(&parsed.command, config()?).expect("a hunt");
+            let (spec, _) = cli::hunt_spec(&parsed.command, config()?, parsed.config.as_deref()).expect("a hunt");
             hunt::slurm_script(&spec)
         }
         cli::Command::Dispatch(cmd) => {

@@ -10,6 +10,7 @@
 //! own preparation and plan and shares everything else here.
 
 mod adapter;
+mod args;
 mod driver;
 mod error;
 mod fire;
@@ -27,7 +28,7 @@ pub use driver::{default_record_dir, random_seed, run, snapshot_tools, step_summ
 pub use error::{error_chain, HuntError};
 pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
 pub use session::Session;
-pub use slurm::{script_of as slurm_script, sharded_from_argv};
+pub use slurm::script_of as slurm_script;
 pub use target::{check_program, target_from};
 
 use crate::config::Config;
@@ -55,6 +56,8 @@ pub struct HuntSpec {
     pub slurm: Option<SlurmRequest>,
     /// `flakehunt.toml`.
     pub config: Config,
+    /// `--config FILE`, given again to the shards.
+    pub config_path: Option<PathBuf>,
     /// Less to say while running (given to the shards a submitter starts).
     pub quiet: bool,
 }
@@ -211,11 +214,6 @@ pub struct SlurmRequest {
     pub shards: u32,
     /// `--slurm-opt`, split at spaces.
     pub options: Vec<String>,
-    /// Print the batch script instead of submitting it (`flakehunt slurm-script`).
-    pub print: bool,
-    /// The hunt's own command line (`[--config F] sweep|matrix OPTIONS -- CMD`), from which
-    /// each shard's is built.
-    pub argv: Vec<String>,
 }
 
 impl HuntKind {

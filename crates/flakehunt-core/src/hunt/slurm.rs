@@ -7,48 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{HuntEnd, HuntError, HuntReport, HuntSpec, Incomplete, RecordRequest, SlurmRequest};
+use super::{HuntEnd, HuntError, HuntKind, HuntReport, HuntSpec, Incomplete, RecordRequest, SlurmRequest};
 use crate::dispatch::slurm::{script, SlurmJob};
-use crate::dispatch::ShardedHunt;
 use crate::events::{Event, EventSink};
-use crate::record::{Kind, Merge};
-
-/// Options of a hunt that each shard's command line sets itself, or that only the submitter
-/// reads; they are taken out of the user's command line, with their values.
-const TAKEN_WITH_VALUE: &[&str] = &["--slurm", "--slurm-opt", "--record", "--seed", "--shard", "--resume"];
-const TAKEN_FLAGS: &[&str] = &["--json"];
-
-/// Splits a hunt's command line (`[--config F] sweep|matrix OPTIONS [-- CMD]`) into the parts a
-/// shard's command line is built from.
-pub fn sharded_from_argv(argv: &[String], program: String, shards: u32, seed: u64) -> Result<ShardedHunt, HuntError> {
-    let mut i = 0;
-    while i < argv.len() && argv[i] != "sweep" && argv[i] != "matrix" {
-        i += if argv[i] == "--config" { 2 } else { 1 };
-    }
-    let Some(kind) = argv.get(i) else {
-        return Err(HuntError::usage("only a sweep or a matrix can be sharded: give `sweep ...` or `matrix ...`"));
-    };
-    let globals = argv[..i].to_vec();
-    let mut options = Vec::new();
-    let mut command = Vec::new();
-    let mut rest = argv[i + 1..].iter();
-    while let Some(arg) = rest.next() {
-        if arg == "--" {
-            command = rest.cloned().collect();
-            break;
-        }
-        let name = arg.split_once('=').map_or(arg.as_str(), |(n, _)| n);
-        if TAKEN_WITH_VALUE.contains(&name) {
-            if !arg.contains('=') {
-                rest.next();
-            }
-        } else if !TAKEN_FLAGS.contains(&arg.as_str()) {
-            options.push(arg.clone());
-        }
-    }
-    let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
-    Ok(ShardedHunt { program, version, globals, kind: kind.clone(), options, command, shards, seed })
-}
+use crate::record::Merge;
 
 /// The batch script of a `--slurm` hunt, its record directory and working directory, after
 /// every check a shard would make, so nothing that would be refused reaches the queue.
@@ -66,13 +28,13 @@ fn prepare(
     let (cells, _) = super::driver::cells_of(spec, &target, sink)?;
     let seed = spec.seed.unwrap_or_else(super::random_seed);
     let program = std::env::current_exe().map_err(|e| HuntError::io("cannot find flakehunt's own executable", e))?;
-    let mut sharded = sharded_from_argv(&slurm.argv, program.display().to_string(), slurm.shards, seed)?;
     // Without --profiles each machine would pick the profiles that apply on it, and shards
     // of different plans cannot be merged: pin the list chosen here.
-    if kind == Kind::Sweep && !sharded.options.iter().any(|o| o == "--profiles" || o.starts_with("--profiles=")) {
-        let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
-        sharded.options.extend(["--profiles".to_owned(), names.join(",")]);
+    let mut pinned = spec.clone();
+    if let HuntKind::Sweep { profiles, .. } = &mut pinned.kind {
+        *profiles = cells.iter().map(|c| c.name.clone()).collect();
     }
+    let sharded = pinned.sharded(program.display().to_string(), slurm.shards, seed)?;
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let record = match &spec.record {
         RecordRequest::New(record) => record.clone(),

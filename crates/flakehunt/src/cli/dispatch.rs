@@ -160,5 +160,6 @@ fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
         return Err(usage("no command to run: end with -- CMD"));
     }
     let seed = args.seed.unwrap_or_else(flakehunt_core::hunt::random_seed);
-    Ok(flakehunt_core::hunt::sharded_from_argv(&tokens, common.program.clone(), common.shards, seed)?)
+    let (spec, _) = super::hunt_spec(&cli.command, Default::default(), cli.config.as_deref()).expect("a hunt");
+    Ok(spec.sharded(common.program.clone(), common.shards, seed)?)
 }

@@ -142,9 +142,6 @@ pub struct HuntArgs {
     /// Extra sbatch options for --slurm, e.g. '--partition=long --time=1:00:00' (split at spaces).
     #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true, requires = "slurm")]
     pub slurm_opt: Vec<String>,
-    /// Set by `flakehunt slurm-script`: print the batch script instead of submitting it.
-    #[arg(skip)]
-    pub slurm_print: bool,
     /// Print the summary as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,

@@ -15,7 +15,7 @@ use crate::exit::usage;
 
 /// The hunt a subcommand asks for, and whether its summary is printed as JSON; none for the
 /// subcommands that are not hunts.
-pub fn hunt_spec(command: &Command, config: Config) -> Option<(HuntSpec, bool)> {
+pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) -> Option<(HuntSpec, bool)> {
     let json = match command {
         Command::Sweep(a) => a.hunt.json,
         Command::Matrix(a) => a.hunt.json,
@@ -24,7 +24,8 @@ pub fn hunt_spec(command: &Command, config: Config) -> Option<(HuntSpec, bool)> 
     };
     let spec = match command {
         Command::Sweep(a) => {
-            shared(&a.hunt, HuntKind::Sweep { profiles: a.profiles.clone(), strict: a.strict }, config)
+            let kind = HuntKind::Sweep { profiles: a.profiles.clone(), strict: a.strict };
+            shared(&a.hunt, kind, config, config_path)
         }
         Command::Matrix(a) => {
             let kind = HuntKind::Matrix(MatrixRequest {
@@ -39,16 +40,16 @@ pub fn hunt_spec(command: &Command, config: Config) -> Option<(HuntSpec, bool)> 
                     keep: a.keep,
                 }),
             });
-            shared(&a.hunt, kind, config)
+            shared(&a.hunt, kind, config, config_path)
         }
-        Command::Fire(a) => fire(a, config),
+        Command::Fire(a) => fire(a, config, config_path),
         _ => return None,
     };
     Some((spec, json))
 }
 
 /// A sweep or a matrix from the options they share.
-fn shared(h: &HuntArgs, kind: HuntKind, config: Config) -> HuntSpec {
+fn shared(h: &HuntArgs, kind: HuntKind, config: Config, config_path: Option<&Path>) -> HuntSpec {
     HuntSpec {
         kind,
         target: TargetRequest {
@@ -82,15 +83,14 @@ fn shared(h: &HuntArgs, kind: HuntKind, config: Config) -> HuntSpec {
         slurm: h.slurm.map(|shards| SlurmRequest {
             shards,
             options: h.slurm_opt.iter().flat_map(|o| o.split_whitespace().map(str::to_owned)).collect(),
-            print: h.slurm_print,
-            argv: own_argv(),
         }),
         config,
+        config_path: config_path.map(Path::to_owned),
         quiet: h.quiet,
     }
 }
 
-fn fire(a: &FireArgs, config: Config) -> HuntSpec {
+fn fire(a: &FireArgs, config: Config, config_path: Option<&Path>) -> HuntSpec {
     HuntSpec {
         kind: HuntKind::Fire(FireRequest {
             state: a.state.clone(),
@@ -119,6 +119,7 @@ fn fire(a: &FireArgs, config: Config) -> HuntSpec {
         record: record(a.resume.as_deref(), a.record.as_deref()),
         slurm: None,
         config,
+        config_path: config_path.map(Path::to_owned),
         quiet: a.quiet,
     }
 }
@@ -130,15 +131,6 @@ fn record(resume: Option<&Path>, record: Option<&Path>) -> RecordRequest {
     }
 }
 
-/// The hunt's own command line, from this process's arguments (`slurm-script` taken out).
-fn own_argv() -> Vec<String> {
-    let mut argv: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(pos) = argv.iter().position(|a| a == "slurm-script") {
-        argv.remove(pos);
-    }
-    argv
-}
-
 /// `flakehunt slurm-script HUNT...`: the hunt parsed as if run with `--slurm`, to print its
 /// script instead of submitting it.
 pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli> {
@@ -147,15 +139,88 @@ pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli>
         argv.extend(["--config".to_owned(), c.display().to_string()]);
     }
     argv.extend(hunt.iter().cloned());
-    let mut cli = Cli::try_parse_from(&argv).map_err(|e| usage(e.to_string().trim().to_owned()))?;
-    let args = match &mut cli.command {
-        Command::Sweep(a) => &mut a.hunt,
-        Command::Matrix(a) => &mut a.hunt,
+    let cli = Cli::try_parse_from(&argv).map_err(|e| usage(e.to_string().trim().to_owned()))?;
+    let args = match &cli.command {
+        Command::Sweep(a) => &a.hunt,
+        Command::Matrix(a) => &a.hunt,
         _ => return Err(usage("slurm-script takes a sweep or a matrix: `flakehunt slurm-script sweep --slurm 8 ...`")),
     };
     if args.slurm.is_none() {
         return Err(usage("give the number of shards: `flakehunt slurm-script sweep --slurm 8 ...`"));
     }
-    args.slurm_print = true;
     Ok(cli)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(argv: &[&str]) -> HuntSpec {
+        let cli = Cli::try_parse_from(argv).unwrap();
+        hunt_spec(&cli.command, Config::default(), cli.config.as_deref()).unwrap().0
+    }
+
+    /// The library rebuilds shards' command lines from the options that differ from its
+    /// defaults, so they must be the command line's.
+    #[test]
+    fn the_command_lines_defaults_are_the_librarys() {
+        let d = SettingsRequest::default();
+        for argv in [&["flakehunt", "sweep", "--", "true"][..], &["flakehunt", "matrix", "-D", "A=1", "--", "true"]] {
+            let s = spec(argv).settings;
+            assert_eq!(
+                (s.runs, s.jobs, s.until_fails, s.budget, s.timeout, s.grace, s.leak_timeout, s.capture),
+                (d.runs, d.jobs, d.until_fails, d.budget, d.timeout, d.grace, d.leak_timeout, d.capture)
+            );
+        }
+        let m = spec(&["flakehunt", "matrix", "-D", "A=1", "--", "true"]);
+        let sharded = m.sharded("flakehunt".into(), 2, 1).unwrap();
+        assert_eq!(sharded.options, ["-D", "A=1"], "defaults are left out");
+    }
+
+    #[test]
+    fn shards_get_the_hunts_own_options_back() {
+        let argv = [
+            "flakehunt",
+            "--config",
+            "f.toml",
+            "sweep",
+            "--runs",
+            "7",
+            "-j",
+            "2",
+            "--profiles",
+            "default,noisy",
+            "--timeout",
+            "90s",
+            "--fail-if",
+            "panic",
+            "--seed",
+            "3",
+            "--record",
+            "r",
+            "--json",
+            "-q",
+            "--",
+            "t",
+            "a b",
+        ];
+        let sharded = spec(&argv).sharded("flakehunt".into(), 4, 9).unwrap();
+        assert_eq!(sharded.globals, ["--config", "f.toml"]);
+        assert_eq!(sharded.kind, "sweep");
+        assert_eq!(
+            sharded.options,
+            ["--profiles", "default,noisy", "--runs", "7", "--jobs", "2", "--timeout", "1m 30s", "--fail-if", "panic"]
+        );
+        assert_eq!(sharded.command, ["t", "a b"]);
+        assert_eq!((sharded.shards, sharded.seed), (4, 9));
+        let again = spec(
+            &["flakehunt", "--config", "f.toml", "sweep"]
+                .iter()
+                .copied()
+                .chain(sharded.options.iter().map(String::as_str))
+                .chain(["--", "t", "a b"])
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(again.sharded("flakehunt".into(), 4, 9).unwrap(), sharded, "a shard's command line is stable");
+    }
 }

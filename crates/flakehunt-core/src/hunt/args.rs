@@ -1,0 +1,135 @@
+//! A hunt's command line, rebuilt from its spec for the shards that run it elsewhere (Slurm, a
+//! GitHub Actions matrix, a Kubernetes Indexed Job): the options that differ from the defaults,
+//! in a fixed order. Each shard sets `--shard`, `--seed`, `--record` and `--quiet` itself, so
+//! they are never part of it. Main function: [`HuntSpec::sharded`].
+
+use super::{HuntError, HuntKind, HuntSpec, SettingsRequest};
+use crate::dispatch::ShardedHunt;
+
+impl Default for SettingsRequest {
+    /// The defaults of the command line's options (the binary's tests check that they agree).
+    fn default() -> Self {
+        use std::time::Duration;
+        Self {
+            runs: 100,
+            jobs: 1,
+            until_fails: None,
+            budget: None,
+            timeout: Duration::from_secs(600),
+            grace: Duration::from_secs(2),
+            leak_timeout: Duration::from_millis(100),
+            capture: 1 << 20,
+        }
+    }
+}
+
+impl HuntSpec {
+    /// This hunt split into `shards` shards of one plan seeded by `seed`, each run by `program`.
+    pub fn sharded(&self, program: String, shards: u32, seed: u64) -> Result<ShardedHunt, HuntError> {
+        let kind = match &self.kind {
+            HuntKind::Sweep { .. } => "sweep",
+            HuntKind::Matrix(_) => "matrix",
+            HuntKind::Fire(_) => {
+                return Err(HuntError::usage(
+                    "only a sweep or a matrix can be sharded: give `sweep ...` or `matrix ...`",
+                ))
+            }
+        };
+        let globals = match &self.config_path {
+            Some(path) => vec!["--config".to_owned(), path.display().to_string()],
+            None => Vec::new(),
+        };
+        let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
+        let (options, command) = self.options();
+        Ok(ShardedHunt { program, version, globals, kind: kind.to_owned(), options, command, shards, seed })
+    }
+
+    /// The options that differ from the defaults, and the command after `--`.
+    fn options(&self) -> (Vec<String>, Vec<String>) {
+        let mut o = Options(Vec::new());
+        match &self.kind {
+            HuntKind::Sweep { profiles, strict } => {
+                o.list("--profiles", profiles);
+                o.flag("--strict", *strict);
+            }
+            HuntKind::Matrix(m) => {
+                o.each("-D", &m.define);
+                o.each("--rlimit", &m.rlimit);
+                o.value_if("--confirm", m.confirm, m.confirm != 10);
+                o.flag("--yes", m.yes);
+                o.value_if("--max-cells", m.max_cells, m.max_cells != 256);
+                if let Some(room) = &m.clean_room {
+                    o.flag("--clean-room", true);
+                    o.opt("--setup", room.setup.as_ref());
+                    o.list("--keep-env", &room.keep_env);
+                    o.flag("--keep", room.keep);
+                }
+            }
+            HuntKind::Fire(_) => {}
+        }
+        let (s, d) = (&self.settings, SettingsRequest::default());
+        o.value_if("--runs", s.runs, s.runs != d.runs);
+        o.value_if("--jobs", s.jobs, s.jobs != d.jobs);
+        o.opt("--until-fails", s.until_fails.as_ref());
+        o.opt("--budget", s.budget.map(|b| humantime::format_duration(b).to_string()).as_ref());
+        for (name, value, default) in [
+            ("--timeout", s.timeout, d.timeout),
+            ("--grace", s.grace, d.grace),
+            ("--leak-timeout", s.leak_timeout, d.leak_timeout),
+        ] {
+            o.value_if(name, humantime::format_duration(value), value != default);
+        }
+        o.value_if("--capture", s.capture, s.capture != d.capture);
+        let r = &self.oracle;
+        o.each("--fail-if", &r.fail_if);
+        o.each("--pass-if", &r.pass_if);
+        o.opt("--expect-stdout", r.expect_stdout.as_ref().map(|p| p.display().to_string()).as_ref());
+        o.each("--ignore", &r.ignore);
+        o.value_if("--oracle", "majority", r.majority);
+        let t = &self.target;
+        o.opt("--cargo-test", t.cargo_test.as_ref());
+        o.opt("-p", t.package.as_ref());
+        if !t.go_test.is_empty() {
+            o.0.push("--go-test".to_owned());
+            o.0.extend(t.go_test.iter().cloned());
+        }
+        o.opt("--pytest", t.pytest.as_ref());
+        o.opt("--shell", t.shell.as_ref());
+        (o.0, t.command.clone())
+    }
+}
+
+/// Options being written.
+struct Options(Vec<String>);
+
+impl Options {
+    fn flag(&mut self, name: &str, on: bool) {
+        if on {
+            self.0.push(name.to_owned());
+        }
+    }
+
+    fn value_if(&mut self, name: &str, value: impl ToString, on: bool) {
+        if on {
+            self.0.extend([name.to_owned(), value.to_string()]);
+        }
+    }
+
+    fn opt(&mut self, name: &str, value: Option<&impl ToString>) {
+        if let Some(v) = value {
+            self.0.extend([name.to_owned(), v.to_string()]);
+        }
+    }
+
+    fn each(&mut self, name: &str, values: &[String]) {
+        for v in values {
+            self.0.extend([name.to_owned(), v.clone()]);
+        }
+    }
+
+    fn list(&mut self, name: &str, values: &[String]) {
+        if !values.is_empty() {
+            self.0.extend([name.to_owned(), values.join(",")]);
+        }
+    }
+}
