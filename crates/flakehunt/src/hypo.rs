@@ -8,8 +8,25 @@ use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::HypoCommand;
 use crate::exit;
+
+/// What `flakehunt hypo` is asked to do.
+pub enum HypoCommand<'a> {
+    /// Record a hypothesis and its kill test.
+    Add {
+        /// The hypothesis, in words.
+        text: &'a str,
+        /// The kill test.
+        command: &'a [String],
+    },
+    /// Run a hypothesis's kill test.
+    Run {
+        /// The hypothesis id.
+        id: u32,
+    },
+    /// List hypotheses and their outcomes.
+    List,
+}
 
 /// One line of the hypotheses file: a hypothesis added, or one run of its kill test.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,7 +71,7 @@ fn now() -> String {
 }
 
 /// Runs a `hypo` subcommand.
-pub fn run(cmd: &HypoCommand) -> anyhow::Result<exit::Done> {
+pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
     let entries = load()?;
     match cmd {
         HypoCommand::Add { text, command } => {
@@ -62,7 +79,7 @@ pub fn run(cmd: &HypoCommand) -> anyhow::Result<exit::Done> {
                 return Err(exit::usage("give the kill test after --, e.g. flakehunt hypo add \"fails only with LC_ALL=C\" -- flakehunt matrix -D LC_ALL=C.utf8 --runs 200 -- ./test.sh"));
             }
             let id = entries.iter().filter(|e| matches!(e, Entry::Added { .. })).count() as u32 + 1;
-            append(&Entry::Added { id, text: text.clone(), command: command.clone(), at: now() })?;
+            append(&Entry::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
             println!("hypothesis {id} recorded: {text}");
             Ok(exit::Done::Ok)
         }

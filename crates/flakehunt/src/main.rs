@@ -10,13 +10,12 @@ mod merge;
 mod report;
 mod style;
 
-use clap::Parser;
 use flakehunt_core::config::Config;
 
 use crate::exit::Done;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     let result = dispatch(&cli);
     if let Err(err) = &result {
         // One line: the error and its causes, joined by ": ".
@@ -36,9 +35,13 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
             let (spec, json) = cli::hunt_spec(&cli.command, config()?, cli.config.as_deref()).expect("a hunt");
             hunt::run(&spec, json)
         }
-        cli::Command::Hypo(cmd) => hypo::run(cmd),
-        cli::Command::Report(args) => report::run(args),
-        cli::Command::Merge(args) => merge::run(args),
+        cli::Command::Hypo(cmd) => hypo::run(&match cmd {
+            cli::HypoCommand::Add { text, command } => hypo::HypoCommand::Add { text, command },
+            cli::HypoCommand::Run { id } => hypo::HypoCommand::Run { id: *id },
+            cli::HypoCommand::List => hypo::HypoCommand::List,
+        }),
+        cli::Command::Report(a) => report::run(&a.dir, a.format.into(), a.output.as_deref()),
+        cli::Command::Merge(a) => merge::run(&a.dirs, &a.into),
         cli::Command::SlurmScript { hunt } => {
             let parsed = cli::parse_hunt(hunt, cli.config.as_deref())?;
             let (spec, _) = cli::hunt_spec(&parsed.command, config()?, parsed.config.as_deref()).expect("a hunt");

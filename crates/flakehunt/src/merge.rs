@@ -2,22 +2,19 @@
 
 use flakehunt_core::record::{Merge, MergeError};
 
-use crate::cli::MergeArgs;
+use std::path::{Path, PathBuf};
+
 use crate::exit;
 
-/// Runs `flakehunt merge`; returns the exit code.
-pub fn run(args: &MergeArgs) -> anyhow::Result<exit::Done> {
-    let (merge, _) = Merge::run(&args.dirs, &args.into).map_err(|e| match e {
+/// Runs `flakehunt merge`: the shard records `dirs` joined `into` one.
+pub fn run(dirs: &[PathBuf], into: &Path) -> anyhow::Result<exit::Done> {
+    let (merge, _) = Merge::run(dirs, into).map_err(|e| match e {
         MergeError::Record(r) => exit::usage(r.to_string()),
         other => exit::usage(other.to_string()),
     })?;
     let attempts: u64 = merge.merged_from.iter().map(|s| s.attempts).sum();
     let count = merge.merged_from.first().map_or(0, |s| s.shard.count);
-    eprintln!(
-        "merged {} of {count} shards ({attempts} attempts) into {}",
-        merge.merged_from.len(),
-        args.into.display()
-    );
+    eprintln!("merged {} of {count} shards ({attempts} attempts) into {}", merge.merged_from.len(), into.display());
     if !merge.missing.is_empty() {
         let missing: Vec<String> = merge.missing.iter().map(|i| format!("{i}/{count}")).collect();
         eprintln!("flakehunt: warning: shards {} are missing: the merged record is incomplete", missing.join(", "));
@@ -28,6 +25,6 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<exit::Done> {
             merge.duplicate_ids
         );
     }
-    eprintln!("report it with: flakehunt report {}", args.into.display());
+    eprintln!("report it with: flakehunt report {}", into.display());
     Ok(exit::Done::Ok)
 }

@@ -2,33 +2,26 @@
 //! format; and the Markdown job summary every hunt appends to `$GITHUB_STEP_SUMMARY`.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Context;
 use flakehunt_core::analysis::{self, Summary};
 use flakehunt_core::record::{Record, SUMMARY_FILE};
 use flakehunt_core::render::{self, Format, RenderContext, FAILING_PER_CELL};
 
-use crate::cli::{ReportArgs, ReportFormat};
 use crate::exit;
 
-/// Runs `flakehunt report`; returns the exit code.
-pub fn run(args: &ReportArgs) -> anyhow::Result<exit::Done> {
-    let record = Record::open(&args.dir).map_err(|e| exit::usage(e.to_string()))?;
-    let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", args.dir.display())))?;
-    let format = match args.format {
-        ReportFormat::Term => Format::Term,
-        ReportFormat::Md => Format::Markdown,
-        ReportFormat::Json => Format::Json,
-        ReportFormat::Junit => Format::Junit,
-        ReportFormat::Html => Format::Html,
-    };
+/// Runs `flakehunt report`: the record in `dir` in `format`, to `output` or stdout.
+pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<exit::Done> {
+    let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
+    let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", dir.display())))?;
     let text = render::render(format, &summary, &ctx);
-    match &args.output {
+    match output {
         Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
         None if format == Format::Term => {
             let mut out = anstream::stdout().lock();
             write!(out, "{}", crate::style::colour_table(&text))?;
-            writeln!(out, "record: {}", args.dir.display())?;
+            writeln!(out, "record: {}", dir.display())?;
         }
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }

@@ -236,6 +236,23 @@ pub enum ReportFormat {
     Html,
 }
 
+impl From<ReportFormat> for flakehunt_core::render::Format {
+    fn from(f: ReportFormat) -> Self {
+        match f {
+            ReportFormat::Term => Self::Term,
+            ReportFormat::Md => Self::Markdown,
+            ReportFormat::Json => Self::Json,
+            ReportFormat::Junit => Self::Junit,
+            ReportFormat::Html => Self::Html,
+        }
+    }
+}
+
+/// The command line of this process, parsed (clap prints usage errors and exits).
+pub fn parse() -> Cli {
+    Cli::parse()
+}
+
 /// `flakehunt merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
