@@ -2,17 +2,10 @@
 //! bounds), fixtures whose failure depends on a mechanism, inert detection, `--strict`,
 //! `flakehunt.toml` errors, `probe`, and cleanup of cgroups and stopped processes.
 
-use std::path::{Path, PathBuf};
-
 use assert_cmd::Command;
 use serde_json::Value;
 
-mod common;
-use common::{attempts_in, bin, cell, summary_of};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
+use crate::harness::{attempts_in, bin, cell, has_cpus, summary_of};
 
 /// Runs a sweep with `--json` into a fresh record; returns (exit code, summary, attempts).
 fn sweep(args: &[&str], target: &[&str]) -> (i32, Value, Vec<Value>) {
@@ -74,7 +67,7 @@ fn one_core_pins_and_tells_runtimes_the_unpinned_count() {
     let cpus = std::thread::available_parallelism().unwrap().get();
     let (_, summary, attempts) =
         sweep(&["--profiles", "default,one-core,one-core-native", "--runs", "2"], &["sh", "-c", "echo $GOMAXPROCS"]);
-    if cpus < 2 {
+    if !has_cpus(2, "one_core_pins_and_tells_runtimes_the_unpinned_count (pinning)") {
         assert_eq!(cell(&summary, "one-core")["inert"], true);
         return;
     }
@@ -89,10 +82,10 @@ fn one_core_pins_and_tells_runtimes_the_unpinned_count() {
 
 #[test]
 fn a_failure_that_needs_one_cpu_makes_one_core_sensitive() {
-    if std::thread::available_parallelism().unwrap().get() < 2 {
+    if !has_cpus(2, "a_failure_that_needs_one_cpu_makes_one_core_sensitive") {
         return;
     }
-    let script = fixtures().join("fail-when.sh");
+    let script = crate::harness::fixture("fail-when.sh");
     let (code, summary, _) = sweep(
         &["--profiles", "default,one-core", "--runs", "12"],
         // One CPU in the affinity list: no ',' and no '-' (`nproc` would honour OMP_NUM_THREADS).
@@ -200,7 +193,7 @@ fn user_profiles_compose_primitives_and_bad_ones_name_file_and_line() {
     std::fs::write(dir.path().join("flakehunt.toml"), "[profiles.go1]\ncpus = 1\nenv = { MARK = \"set\" }\n").unwrap();
     let out = Command::new(bin())
         .args(["sweep", "--profiles", "default,go1", "--runs", "2", "--json", "-q", "--record", "rec", "--"])
-        .args([fixtures().join("fail-when.sh").to_str().unwrap(), "[ \"$MARK\" = set ]"])
+        .args([crate::harness::fixture("fail-when.sh").to_str().unwrap(), "[ \"$MARK\" = set ]"])
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -238,10 +231,10 @@ fn unknown_profile_is_a_usage_error() {
 
 #[test]
 fn one_core_keeps_a_multi_threaded_runtime_racing_while_native_pinning_hides_it() {
-    if std::thread::available_parallelism().unwrap().get() < 2 {
+    if !has_cpus(2, "one_core_keeps_a_multi_threaded_runtime_racing_while_native_pinning_hides_it") {
         return;
     }
-    let fixture = fixtures().join("threads-race.py");
+    let fixture = crate::harness::fixture("threads-race.py");
     let (code, summary, _) = sweep_env(
         &["--profiles", "default,one-core,one-core-native", "--runs", "20"],
         &["python3", fixture.to_str().unwrap()],

@@ -1,5 +1,9 @@
-//! A small builder for running the real `flakehunt` binary against the fixtures, and for reading
-//! back what it printed and recorded. Main type: [`Hunt`], which ends as a [`Run`].
+//! The one harness of the integration tests: the binary, the fixtures, a small builder for
+//! running `flakehunt sweep` and reading back what it printed and recorded ([`Hunt`], which
+//! ends as a [`Run`]), bounded polling, process checks, and skips that say why. The Slurm test
+//! cluster is in [`slurm_cluster`].
+
+pub mod slurm_cluster;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -16,9 +20,49 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(180);
 /// Longest a test polls for a condition (a pid file to appear, a process to die).
 pub const POLL_LIMIT: Duration = Duration::from_secs(60);
 
-/// The path of a fixture in `fixtures/`.
+/// The path of a fixture in `fixtures/` (`fire/append.sh`, `adapters/go-flaky`...).
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(name)
+}
+
+/// The absolute path of a fixture, without `..`, as an argument for a command line.
+pub fn fixture_arg(name: &str) -> String {
+    let path = fixture(name);
+    path.canonicalize().unwrap_or_else(|e| panic!("no fixture {}: {e}", path.display())).display().to_string()
+}
+
+/// The `flakehunt` binary under test.
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("flakehunt")
+}
+
+/// The summary a `--json` hunt printed on stdout; without one, the test fails showing stderr.
+pub fn summary_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// The summary's entry for cell `name`.
+pub fn cell<'a>(summary: &'a Value, name: &str) -> &'a Value {
+    summary["cells"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no cell {name}"))
+}
+
+/// Whether this machine has at least `cpus` CPUs; if not, says on the test's stderr (which
+/// the test runner does not capture) that `test` is skipped and why, so a skip never passes
+/// silently.
+pub fn has_cpus(cpus: usize, test: &str) -> bool {
+    let here = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if here < cpus {
+        skip(test, &format!("it needs {cpus} CPUs and this machine has {here}"));
+        return false;
+    }
+    true
+}
+
+/// Says that `test` is skipped, and why, where the test runner's capture does not hide it.
+pub fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
 }
 
 /// One invocation of `flakehunt sweep`, recording into a fresh temporary directory.
@@ -326,10 +370,15 @@ pub fn attempts_in(dir: &Path) -> Vec<Value> {
 }
 
 /// Polls `cond` every 20 ms until it holds; panics naming `what` after `limit`.
-pub fn poll_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+pub fn poll_until(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
+    poll_until_explained(what, limit, cond, String::new);
+}
+
+/// [`poll_until`], adding what `explain` says to the panic (a cluster's logs).
+pub fn poll_until_explained(what: &str, limit: Duration, mut cond: impl FnMut() -> bool, explain: impl Fn() -> String) {
     let start = Instant::now();
     while !cond() {
-        assert!(start.elapsed() < limit, "gave up after {limit:?} waiting for {what}");
+        assert!(start.elapsed() < limit, "gave up after {limit:?} waiting for {what}{}", explain());
         std::thread::sleep(Duration::from_millis(20));
     }
 }

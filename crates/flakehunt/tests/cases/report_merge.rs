@@ -2,14 +2,10 @@
 //! run, merge refusals, the job summary, completions and the man page. Runs the real binary
 //! against `fixtures/flaky-every.sh`, which fails on every third iteration: deterministic.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::Value;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flaky-every.sh")
-}
 
 fn flakehunt() -> Command {
     let mut cmd = Command::cargo_bin("flakehunt").unwrap();
@@ -25,7 +21,7 @@ fn sweep(record: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
         .arg("--record")
         .arg(record)
         .arg("--")
-        .arg(fixture())
+        .arg(crate::harness::fixture("flaky-every.sh"))
         .arg("3")
         .assert()
 }
@@ -173,7 +169,7 @@ fn hunts_append_to_the_github_step_summary() {
         .args(["sweep", "--runs", "3", "--profiles", "default", "-q", "--record"])
         .arg(t.path().join("r"))
         .arg("--")
-        .arg(fixture())
+        .arg(crate::harness::fixture("flaky-every.sh"))
         .arg("3")
         .assert()
         .code(1);

@@ -9,8 +9,7 @@ use std::path::Path;
 use assert_cmd::Command;
 use serde_json::Value;
 
-mod common;
-use common::{attempts_in, bin, cell, summary_of};
+use crate::harness::{attempts_in, bin, cell, summary_of};
 
 fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<String> {
     compile_fixture(dir, "locker", name, extra)
@@ -18,7 +17,7 @@ fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<String> {
 
 fn compile_fixture(dir: &Path, fixture: &str, name: &str, extra: &[&str]) -> Option<String> {
     let exe = dir.join(name);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../fixtures/jitter/{fixture}.c"));
+    let src = crate::harness::fixture(&format!("jitter/{fixture}.c"));
     let status = std::process::Command::new("cc")
         .args(["-O1", "-pthread"])
         .args(extra)
@@ -65,7 +64,10 @@ fn jitter_delays_a_dynamic_pthread_program_and_counts_the_delays() {
 fn jitter_is_inert_for_a_static_binary() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = compile(dir.path(), "locker-static", &["-static"]) else {
-        eprintln!("skipped: this toolchain cannot link statically (no libc.a)");
+        crate::harness::skip(
+            "jitter_is_inert_for_a_static_binary",
+            "this toolchain cannot link statically (no libc.a)",
+        );
         return;
     };
     let (summary, _) = sweep(dir.path(), &exe);

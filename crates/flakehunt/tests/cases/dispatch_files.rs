@@ -10,7 +10,7 @@
 //! The validators come from PyPI (`.ci/run` installs them); without one a test fails under
 //! `CI=true` and otherwise says what it skipped.
 
-mod slurm_cluster;
+use crate::harness::slurm_cluster;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,12 +21,10 @@ use serde::Deserialize as _;
 use serde_json::Value as Json;
 use serde_yaml::Value;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("flakehunt")
-}
+use crate::harness::bin;
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/argv-nul.sh").canonicalize().unwrap()
+    PathBuf::from(crate::harness::fixture_arg("argv-nul.sh"))
 }
 
 /// The hostile argv given to the command under test; `mark` is a file that exists only if a

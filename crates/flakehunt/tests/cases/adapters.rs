@@ -7,17 +7,17 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-mod common;
-use common::bin;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/adapters").join(name)
-}
+use crate::harness::bin;
 
 /// Copies a fixture project into a fresh directory, so builds and caches stay out of the tree.
 fn copy_project(name: &str, into: &Path) -> PathBuf {
     let to = into.join(name);
-    let status = std::process::Command::new("cp").arg("-r").arg(fixture(name)).arg(&to).status().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::harness::fixture(&format!("adapters/{name}")))
+        .arg(&to)
+        .status()
+        .unwrap();
     assert!(status.success());
     to
 }

@@ -5,11 +5,11 @@
 //! their pids, also when the test fails. Needs `slurmctld`, `slurmd` and the client commands
 //! (Debian: `slurm-wlm`); without them the test fails, it does not skip.
 
-mod slurm_cluster;
+use crate::harness::slurm_cluster;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use slurm_cluster::{slurm_program, Cluster};
@@ -88,12 +88,8 @@ fn a_sweep_run_as_a_slurm_job_array_merges_into_the_unsharded_plan() {
 }
 
 /// Polls `cond` with a generous deadline (never a fixed sleep).
-fn poll_until(cluster: &Cluster, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while !cond() {
-        assert!(Instant::now() < deadline, "gave up waiting for {what}:\n{}", cluster.logs());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn poll_until(cluster: &Cluster, what: &str, cond: impl FnMut() -> bool) {
+    crate::harness::poll_until_explained(what, Duration::from_secs(180), cond, || format!(":\n{}", cluster.logs()));
 }
 
 /// Shard 2's attempts hang while a gate file exists; its task is cancelled with `scancel`. The

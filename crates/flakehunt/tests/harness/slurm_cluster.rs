@@ -3,9 +3,6 @@
 //! their pids when it is dropped, also when the test fails. Needs `slurmctld`, `slurmd` and the
 //! client commands (Debian: `slurm-wlm`); without them the test fails, it does not skip.
 
-// Each test binary that includes this module uses only part of it.
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,16 +2,13 @@
 //! combination of two; the twice rule and confirmation; placeholders; clean rooms; bad input;
 //! the environment snapshot; hypotheses.
 
-use std::path::Path;
-
 use assert_cmd::Command;
 use serde_json::Value;
 
-mod common;
-use common::{bin, cell};
+use crate::harness::{bin, cell};
 
 fn fail_when() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/fail-when.sh").display().to_string()
+    crate::harness::fixture("fail-when.sh").display().to_string()
 }
 
 struct Run {

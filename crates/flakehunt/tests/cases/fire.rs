@@ -14,10 +14,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/fire").join(name);
-    path.canonicalize().unwrap().to_string_lossy().into_owned()
-}
+/// Longest a fire test waits for a run to start or end.
+const FIRE_POLL: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// A finished `flakehunt fire --json` run.
 struct Fired {
@@ -123,7 +121,17 @@ fn unlocked_counter_is_silent_corruption_with_lost_updates() {
     let check = r#"test "$(cat counter)" -eq "$FLAKEHUNT_RUNS""#;
     let fired = fire(
         tmp.path(),
-        &["--state", "state", "--ladder", "2x6,4x12", "--check", check, "--", &fixture("counter.sh"), "broken"],
+        &[
+            "--state",
+            "state",
+            "--ladder",
+            "2x6,4x12",
+            "--check",
+            check,
+            "--",
+            &crate::harness::fixture_arg("fire/counter.sh"),
+            "broken",
+        ],
     );
     assert_eq!(fired.code, 1, "{}", fired.stderr);
     let s = &fired.summary;
@@ -170,8 +178,18 @@ fn unlocked_counter_is_silent_corruption_with_lost_updates() {
 #[test]
 fn chunked_appends_tear_lines() {
     let tmp = tempfile::tempdir().unwrap();
-    let fired =
-        fire(tmp.path(), &["--ladder", "2x6", "--trace-tokens", "--keep", "--", &fixture("append.sh"), "chunked"]);
+    let fired = fire(
+        tmp.path(),
+        &[
+            "--ladder",
+            "2x6",
+            "--trace-tokens",
+            "--keep",
+            "--",
+            &crate::harness::fixture_arg("fire/append.sh"),
+            "chunked",
+        ],
+    );
     assert_eq!(fired.code, 1, "{}", fired.stderr);
     let l = level(&fired.summary, 0);
     assert_eq!(l["verdict"], "reject-silent-corruption");
@@ -187,7 +205,10 @@ fn select_max_then_insert_duplicates_rows() {
     let tmp = tempfile::tempdir().unwrap();
     let state = sqlite_state(tmp.path());
     let before = tree(&state);
-    let fired = fire(tmp.path(), &["--state", "state", "--ladder", "2x6", "--", &fixture("sqlite_next.py"), "broken"]);
+    let fired = fire(
+        tmp.path(),
+        &["--state", "state", "--ladder", "2x6", "--", &crate::harness::fixture_arg("fire/sqlite_next.py"), "broken"],
+    );
     assert_eq!(fired.code, 1, "{}", fired.stderr);
     let l = level(&fired.summary, 0);
     assert_eq!(l["verdict"], "reject-silent-corruption");
@@ -202,7 +223,8 @@ fn select_max_then_insert_duplicates_rows() {
 #[test]
 fn writer_without_busy_timeout_cannot_handle_load() {
     let tmp = tempfile::tempdir().unwrap();
-    let fired = fire(tmp.path(), &["--ladder", "2x6", "--", &fixture("sqlite_config.py"), "nowait"]);
+    let fired =
+        fire(tmp.path(), &["--ladder", "2x6", "--", &crate::harness::fixture_arg("fire/sqlite_config.py"), "nowait"]);
     assert_eq!(fired.code, 1, "{}", fired.stderr);
     let s = &fired.summary;
     assert_eq!(s["reference"]["failures"], 0);
@@ -253,24 +275,27 @@ fn locked_counter_is_accepted() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("counter"), "0\n").unwrap();
     let check = r#"test "$(cat counter)" -eq "$FLAKEHUNT_RUNS""#;
-    assert_always_accepted(&["--check", check, "--", &fixture("counter.sh"), "locked"], Some(tmp.path()));
+    assert_always_accepted(
+        &["--check", check, "--", &crate::harness::fixture_arg("fire/counter.sh"), "locked"],
+        Some(tmp.path()),
+    );
 }
 
 #[test]
 fn single_write_appends_are_accepted_with_their_tokens() {
-    assert_always_accepted(&["--trace-tokens", "--", &fixture("append.sh"), "atomic"], None);
+    assert_always_accepted(&["--trace-tokens", "--", &crate::harness::fixture_arg("fire/append.sh"), "atomic"], None);
 }
 
 #[test]
 fn one_immediate_transaction_is_accepted() {
     let tmp = tempfile::tempdir().unwrap();
     let state = sqlite_state(tmp.path());
-    assert_always_accepted(&["--", &fixture("sqlite_next.py"), "tx"], Some(&state));
+    assert_always_accepted(&["--", &crate::harness::fixture_arg("fire/sqlite_next.py"), "tx"], Some(&state));
 }
 
 #[test]
 fn writer_with_busy_timeout_is_accepted() {
-    assert_always_accepted(&["--", &fixture("sqlite_config.py"), "wait"], None);
+    assert_always_accepted(&["--", &crate::harness::fixture_arg("fire/sqlite_config.py"), "wait"], None);
 }
 
 #[test]
@@ -350,7 +375,9 @@ fn ctrl_c_stops_the_ladder_and_leaves_no_process() {
         .spawn()
         .unwrap();
     // Wait for the first run to be under way (a condition, not a guess at a duration).
-    poll_until("the first run to start", || std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0));
+    crate::harness::poll_until("the first run to start", FIRE_POLL, || {
+        std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0)
+    });
     // SAFETY: kill(2) on a child we spawned and have not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();
@@ -364,16 +391,6 @@ fn ctrl_c_stops_the_ladder_and_leaves_no_process() {
         assert!(stat.is_empty() || state == "Z" || state == "X", "run {pid} outlived the hunt: {stat}");
     }
     assert!(!tmp.path().join("record/sandboxes").exists(), "sandboxes are removed on interruption");
-}
-
-/// Polls `cond` until it holds, failing the test after two minutes (far above what a loaded
-/// machine needs, so only a real hang fails).
-fn poll_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !cond() {
-        assert!(std::time::Instant::now() < deadline, "gave up waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 /// Whether process `pid` is gone (or a zombie, which runs nothing).
@@ -401,11 +418,13 @@ fn a_killed_fire_hunt_resumes_from_the_level_that_was_cut_short() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    poll_until("the second level to start", || std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0));
+    crate::harness::poll_until("the second level to start", FIRE_POLL, || {
+        std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0)
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     // The watchdog ends the hanging runs of the killed hunt.
-    poll_until("the watchdog to end the killed hunt's runs", || {
+    crate::harness::poll_until("the watchdog to end the killed hunt's runs", FIRE_POLL, || {
         std::fs::read_to_string(&pids).unwrap().lines().all(is_gone)
     });
     let record = tmp.path().join("record");

@@ -8,12 +8,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-mod common;
-use common::{attempts_in, bin, summary_of};
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/oracle").join(name).display().to_string()
-}
+use crate::harness::{attempts_in, bin, fixture_arg, summary_of};
 
 struct Run {
     code: i32,
@@ -52,7 +47,7 @@ fn set(xs: &[u64]) -> BTreeSet<u64> {
 
 #[test]
 fn fail_if_fails_matching_attempts_whatever_their_exit() {
-    let run = sweep(&["--runs", "12", "--fail-if", "DATA RACE"], &[&fixture("judge.sh")]);
+    let run = sweep(&["--runs", "12", "--fail-if", "DATA RACE"], &[&fixture_arg("oracle/judge.sh")]);
     assert_eq!(run.code, 1);
     // 3, 6, 9, 12 warn and exit 0; 4, 8 and 5, 10 exit 1.
     assert_eq!(run.summary["failures"], 8);
@@ -71,7 +66,7 @@ fn fail_if_fails_matching_attempts_whatever_their_exit() {
 
 #[test]
 fn pass_if_forgives_matching_failures_only() {
-    let run = sweep(&["--runs", "12", "--pass-if", "infra hiccup"], &[&fixture("judge.sh")]);
+    let run = sweep(&["--runs", "12", "--pass-if", "infra hiccup"], &[&fixture_arg("oracle/judge.sh")]);
     assert_eq!(run.code, 1);
     assert_eq!(run.summary["failures"], 2);
     assert_eq!(iterations(&run.attempts, "fail"), set(&[5, 10]));
@@ -85,8 +80,8 @@ fn pass_if_forgives_matching_failures_only() {
 #[test]
 fn expect_stdout_compares_after_masking() {
     let run = sweep(
-        &["--runs", "6", "--expect-stdout", &fixture("answer.expected"), "--ignore", r"pid=\d+"],
-        &[&fixture("answer.sh")],
+        &["--runs", "6", "--expect-stdout", &fixture_arg("oracle/answer.expected"), "--ignore", r"pid=\d+"],
+        &[&fixture_arg("oracle/answer.sh")],
     );
     assert_eq!(run.code, 1);
     assert_eq!(run.summary["failures"], 2);
@@ -109,7 +104,7 @@ fn expect_stdout_compares_after_masking() {
 
 #[test]
 fn without_an_oracle_a_wrong_output_passes() {
-    let run = sweep(&["--runs", "3"], &[&fixture("answer.sh")]);
+    let run = sweep(&["--runs", "3"], &[&fixture_arg("oracle/answer.sh")]);
     assert_eq!(run.code, 0);
     assert_eq!(run.summary["failures"], 0);
     assert!(run.summary.get("outputs").is_none());
@@ -121,7 +116,7 @@ fn race_sum(dir: &Path) -> String {
     let status = std::process::Command::new("cc")
         .args(["-O1", "-pthread", "-o"])
         .arg(&exe)
-        .arg(fixture("race_sum.c"))
+        .arg(fixture_arg("oracle/race_sum.c"))
         .status()
         .expect("a C compiler (cc) is needed for this test");
     assert!(status.success());

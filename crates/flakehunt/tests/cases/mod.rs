@@ -1,0 +1,16 @@
+//! The cases, one module per concern (each file's own `//!` says which).
+
+mod adapters;
+mod dispatch_files;
+mod fire;
+mod jitter;
+mod matrix;
+mod oracles;
+mod outcomes;
+mod plan;
+mod processes;
+mod profiles;
+mod record;
+mod report_merge;
+mod slurm;
+mod usage;
