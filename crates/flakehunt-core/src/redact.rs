@@ -384,12 +384,48 @@ pub fn argv(args: &[String]) -> Vec<String> {
     out
 }
 
-/// Redacts every string of a JSON document in place (values, not keys).
+/// Redacts every string of a JSON document in place. Besides the secrets inside each string,
+/// values are redacted whole where a name says they are secret: the `value`/`values` of an
+/// object whose `name` is secret (a matrix setting or dimension: `{"name": "API_TOKEN",
+/// "value": "x"}`), and the entries of an `env` or `hints` object whose key is secret.
 pub fn json(value: &mut serde_json::Value) {
+    use serde_json::Value;
     match value {
-        serde_json::Value::String(s) => in_place(s),
-        serde_json::Value::Array(items) => items.iter_mut().for_each(json),
-        serde_json::Value::Object(map) => map.values_mut().for_each(json),
+        Value::String(s) => in_place(s),
+        Value::Array(items) => items.iter_mut().for_each(json),
+        Value::Object(map) => {
+            let secret = map.get("name").and_then(Value::as_str).is_some_and(is_secret_name);
+            for (key, item) in map.iter_mut() {
+                if secret && (key == "value" || key == "values") {
+                    hide_strings(item);
+                } else if key == "env" || key == "hints" {
+                    match item {
+                        Value::Object(vars) => {
+                            for (name, v) in vars.iter_mut() {
+                                if is_secret_name(name) {
+                                    hide_strings(v);
+                                } else {
+                                    json(v);
+                                }
+                            }
+                        }
+                        other => json(other),
+                    }
+                } else {
+                    json(item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Replaces every string under `value` by the marker.
+fn hide_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) => REDACTED.clone_into(s),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(hide_strings),
+        serde_json::Value::Object(map) => map.values_mut().for_each(hide_strings),
         _ => {}
     }
 }

@@ -262,6 +262,24 @@ fn json_documents() {
     let mut doc = serde_json::json!({"a": ["x --password hunter2", 3], "b": {"c": "token=t1"}});
     json(&mut doc);
     assert_eq!(doc, serde_json::json!({"a": ["x --password <redacted>", 3], "b": {"c": "token=<redacted>"}}));
+    let mut doc = serde_json::json!({
+        "overlay": [{"kind": "env", "name": "API_TOKEN", "value": "t1"}, {"kind": "env", "name": "LC_ALL", "value": "C"}],
+        "dimensions": [{"name": "DB_PASSWORD", "kind": "env", "values": ["a", "b"]}],
+        "env": {"GH_PAT": "p", "HOME": "/home/u", "URL": "https://u:pw@h/"},
+        "hints": {"SESSION": "s"},
+        "keep_logs": "all"
+    });
+    json(&mut doc);
+    assert_eq!(
+        doc,
+        serde_json::json!({
+            "overlay": [{"kind": "env", "name": "API_TOKEN", "value": REDACTED}, {"kind": "env", "name": "LC_ALL", "value": "C"}],
+            "dimensions": [{"name": "DB_PASSWORD", "kind": "env", "values": [REDACTED, REDACTED]}],
+            "env": {"GH_PAT": REDACTED, "HOME": "/home/u", "URL": "https://u:<redacted>@h/"},
+            "hints": {"SESSION": REDACTED},
+            "keep_logs": "all"
+        })
+    );
 }
 
 #[test]
