@@ -77,7 +77,7 @@ pub fn grid(dimensions: &[Dimension]) -> Vec<CellSpec> {
         let names: Vec<String> = cells.iter().map(|c| redacted_cell_name(&c.overlay)).collect();
         for (i, (cell, name)) in cells.iter_mut().zip(&names).enumerate() {
             cell.name = if names.iter().filter(|n| *n == name).count() > 1 {
-                format!("{name} #{}", i + 1)
+                format!("{name} (cell {})", i + 1)
             } else {
                 name.clone()
             };
