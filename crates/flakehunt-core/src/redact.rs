@@ -179,8 +179,11 @@ enum Replace {
     /// From the matched bytes, where they start and the whole text; `None` leaves the match.
     /// For a rule with many harmless candidates (`pass=3`, `auth.rs:10`): finding a match is
     /// fast, resolving its capture groups is not.
-    Span(fn(&[u8], usize, &[u8]) -> Option<Vec<u8>>),
+    Span(SpanFn),
 }
+
+/// Matched bytes, where they start, the whole text -> the replacement, if any.
+type SpanFn = fn(&[u8], usize, &[u8]) -> Option<Vec<u8>>;
 
 /// A `key=value` or `key: value` candidate: the value redacted when the whole key (the match
 /// starts inside it) says it is secret.
