@@ -16,6 +16,7 @@ pub mod oracle;
 pub mod plan;
 pub mod profile;
 pub mod record;
+pub mod redact;
 pub mod render;
 pub mod runner;
 pub mod snapshot;

@@ -17,6 +17,10 @@ pub struct Cli {
     /// Configuration file (default: flakehunt.toml in the current directory, when present).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Write secrets as they are: no redaction of the record, logs, snapshot, reports and
+    /// generated job files (the target always gets its real environment and arguments).
+    #[arg(long, global = true)]
+    pub no_redact: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

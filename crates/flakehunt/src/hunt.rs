@@ -140,6 +140,12 @@ pub(crate) fn open_for_resume(dir: &Path, kind: Kind) -> anyhow::Result<Record> 
             dir.display()
         )));
     }
+    if record.manifest.withheld {
+        return Err(exit::usage(format!(
+            "{} cannot be resumed: its target's arguments or matrix values held secrets, which were not written; start a new hunt (or record with --no-redact)",
+            dir.display()
+        )));
+    }
     Ok(record)
 }
 
@@ -238,6 +244,8 @@ pub fn create_record(
         shard,
         oracle: hunt.oracle,
         extra: hunt.extra,
+        redacted: flakehunt_core::redact::enabled(),
+        withheld: false,
     };
     let dir = record.unwrap_or_else(|| default_record_dir(kind));
     let recorder = Recorder::create(&dir, &manifest).map_err(|e| exit::usage(e.to_string()))?;

@@ -53,7 +53,12 @@ pub fn sharded_from_argv(argv: &[String], program: String, shards: u32, seed: u6
         }
     }
     let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
-    Ok(ShardedHunt { program, version, globals, kind: kind.clone(), options, command, shards, seed })
+    let hunt = ShardedHunt { program, version, globals, kind: kind.clone(), options, command, shards, seed };
+    // Every generated file (batch script, workflow, Job) is built from this: none may hold a secret.
+    match hunt.secret_refusal() {
+        Some(refusal) => Err(exit::usage(refusal)),
+        None => Ok(hunt),
+    }
 }
 
 /// `flakehunt slurm-script HUNT...`: the hunt parsed as if run with `--slurm`, printing the
