@@ -49,6 +49,10 @@ pub struct FireArgs {
     /// Keep the sandboxes in the record (sandboxes/) to inspect them.
     #[arg(long)]
     pub keep: bool,
+    /// Copy what a symlink in the state that resolves outside it points to, instead of refusing the state (such a
+    /// link is never left pointing at the original; links inside the state are re-pointed into the copy).
+    #[arg(long)]
+    pub follow_outside_links: bool,
     /// Per-run timeout: then SIGTERM to its process group, then SIGKILL after --grace.
     #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -70,7 +74,8 @@ pub struct FireArgs {
     /// Continue the fire hunt recorded in DIR, killed or interrupted: finished levels are kept, the level that was
     /// cut short runs again from a fresh sandbox (with its reference). Takes its options from the record.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "state", "ladder", "all_levels", "checks", "ignore", "ignore_column", "trace_tokens", "keep", "timeout",
+        "state", "ladder", "all_levels", "checks", "ignore", "ignore_column", "trace_tokens", "keep",
+        "follow_outside_links", "timeout",
         "grace", "capture", "record", "shell", "command",
     ])]
     pub resume: Option<PathBuf>,
@@ -89,7 +94,8 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
         None => new_record(args)?,
     };
     let Fresh { dir, manifest, mut recorder, options, normalizer, created_dir, resumed } = fresh;
-    let sandboxes = dir.join(SANDBOXES);
+    // Absolute, like every path handed to a run, even with a relative --record.
+    let sandboxes = std::path::absolute(dir.join(SANDBOXES))?;
     std::fs::create_dir_all(&sandboxes)
         .map_err(|e| exit::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
 
@@ -101,13 +107,17 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
         sandboxes,
         token_salt: (manifest.seed >> 32) as u32,
     };
-    if let Err(e) = fire.check_state() {
-        session.finish();
-        // Nothing ran: leave no record behind for a refused state.
-        if created_dir {
-            let _ = std::fs::remove_dir_all(&dir);
+    match fire.check_state() {
+        Ok(copied) if fire.options.state.is_some() && !args.quiet => eprintln!("{}", copy_line(&copied)),
+        Ok(_) => {}
+        Err(e) => {
+            session.finish();
+            // Nothing ran: leave no record behind for a refused state.
+            if created_dir {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(exit::usage(state_error(&e, &fire)));
         }
-        return Err(exit::usage(state_error(&e, &fire)));
     }
     // A resumed record keeps the snapshot of the machine it started on.
     let snapshot = (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists())
@@ -183,6 +193,7 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
         trace_tokens: args.trace_tokens,
         all_levels: args.all_levels,
         keep: args.keep,
+        follow_outside_links: args.follow_outside_links,
     };
     let levels = &options.ladder.0;
     let mut cells: Vec<CellSpec> = Vec::new();
@@ -255,6 +266,19 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
     resolved.extend(rest.iter().rev());
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
     resolved.starts_with(dir)
+}
+
+/// What each sandbox copy of the state takes, in one line.
+fn copy_line(c: &flakehunt_core::copy::CopyStats) -> String {
+    let plural = if c.files == 1 { "" } else { "s" };
+    let mut line =
+        format!("state: {} file{plural}, {} bytes, {} bytes written per sandbox", c.files, c.bytes, c.written);
+    for (n, what) in [(c.cloned, "reflinked"), (c.links, "links re-pointed"), (c.followed, "outside links followed")] {
+        if n > 0 {
+            line.push_str(&format!(", {n} {what}"));
+        }
+    }
+    line
 }
 
 /// One line for a bad `--ignore` or `--ignore-column`: the regex parser's message spans
