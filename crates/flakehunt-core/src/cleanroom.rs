@@ -77,7 +77,8 @@ impl CleanRoom {
         let plan = Plan::of(project, Selection::Listed(&tracked_files(project)?), options.copy)?;
         let root = tempfile::Builder::new()
             .prefix("flakehunt-room-")
-            .tempdir_in(crate::copy::temp_dir())
+            // tempfile makes a relative TMPDIR absolute, so the room's paths are absolute.
+            .tempdir()
             .map_err(|source| CleanRoomError::Copy { path: project.to_owned(), source })?;
         let tracked = options.watchdog.map(|w| w.track_dir(root.path()));
         let work = root.path().join("work");

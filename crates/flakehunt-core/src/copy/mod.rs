@@ -146,13 +146,6 @@ pub enum CopyError {
     },
 }
 
-/// The temporary directory, absolute even when `TMPDIR` is relative: a path under it is handed
-/// to children that run elsewhere.
-pub fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir();
-    std::path::absolute(&dir).unwrap_or(dir)
-}
-
 /// One thing to make in the copy, at a path relative to its root.
 #[derive(Debug)]
 enum Op {
@@ -433,5 +426,129 @@ impl Planner<'_> {
             .iter()
             .rev()
             .find_map(|(phys, rel, _)| resolved.strip_prefix(phys).ok().map(|r| rel.join(r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FOLLOW: CopyOptions = CopyOptions { follow_outside_links: true };
+
+    /// A canonical temporary directory holding `state/`, and a destination `copy/`.
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+        let guard = tempfile::tempdir().unwrap();
+        let t = fs::canonicalize(guard.path()).unwrap();
+        fs::create_dir_all(t.join("state")).unwrap();
+        fs::create_dir_all(t.join("copy")).unwrap();
+        (guard, t.clone(), t.join("state"), t.join("copy"))
+    }
+
+    fn copy(state: &Path, dest: &Path, options: CopyOptions) -> Result<CopyStats, CopyError> {
+        Plan::of(state, Selection::Tree, options)?.execute(dest)
+    }
+
+    #[test]
+    fn inside_links_become_relative_links_into_the_copy() {
+        let (_g, t, state, dest) = setup();
+        fs::create_dir(state.join("sub")).unwrap();
+        fs::write(state.join("d.txt"), "x").unwrap();
+        symlink(state.join("d.txt"), state.join("sub/abs")).unwrap();
+        symlink("../../state/sub/../d.txt", state.join("sub/surplus")).unwrap();
+        symlink(t.join("state/sub"), state.join("dir-link")).unwrap();
+        let stats = copy(&state, &dest, CopyOptions::default()).unwrap();
+        assert_eq!(fs::read_link(dest.join("sub/abs")).unwrap(), Path::new("../d.txt"));
+        assert_eq!(fs::read_link(dest.join("sub/surplus")).unwrap(), Path::new("../d.txt"));
+        assert_eq!(fs::read_link(dest.join("dir-link")).unwrap(), Path::new("sub"));
+        assert_eq!((stats.files, stats.links), (1, 3));
+    }
+
+    #[test]
+    fn outside_links_are_refused_before_anything_is_written() {
+        let (_g, t, state, dest) = setup();
+        fs::write(state.join("a"), "x").unwrap();
+        fs::write(t.join("outside"), "o").unwrap();
+        symlink(t.join("outside"), state.join("z-link")).unwrap();
+        let err = Plan::of(&state, Selection::Tree, CopyOptions::default()).unwrap_err();
+        assert!(matches!(&err, CopyError::OutsideLink { link, .. } if link.ends_with("z-link")), "{err}");
+        assert!(fs::read_dir(&dest).unwrap().next().is_none());
+        // Followed: a new file with the content, not a link.
+        let stats = copy(&state, &dest, FOLLOW).unwrap();
+        assert!(fs::symlink_metadata(dest.join("z-link")).unwrap().is_file());
+        assert_eq!(fs::read(dest.join("z-link")).unwrap(), b"o");
+        assert_eq!(stats.followed, 1);
+    }
+
+    #[test]
+    fn a_followed_ancestor_is_a_loop_and_an_in_tree_self_link_is_just_a_link() {
+        let (_g, t, state, dest) = setup();
+        symlink(&t, state.join("ancestor")).unwrap();
+        symlink(".", state.join("self")).unwrap();
+        let err = Plan::of(&state, Selection::Tree, FOLLOW).unwrap_err();
+        assert!(matches!(&err, CopyError::Loop { link, .. } if link.ends_with("ancestor")), "{err}");
+        fs::remove_file(state.join("ancestor")).unwrap();
+        copy(&state, &dest, FOLLOW).unwrap();
+        assert_eq!(fs::read_link(dest.join("self")).unwrap(), Path::new("."));
+    }
+
+    #[test]
+    fn names_of_one_inode_share_one_new_inode() {
+        let (_g, t, state, dest) = setup();
+        fs::write(t.join("outside"), "o").unwrap();
+        fs::hard_link(t.join("outside"), state.join("a")).unwrap();
+        fs::hard_link(state.join("a"), state.join("b")).unwrap();
+        let stats = copy(&state, &dest, CopyOptions::default()).unwrap();
+        let (a, b) = (fs::metadata(dest.join("a")).unwrap(), fs::metadata(dest.join("b")).unwrap());
+        assert_eq!(a.ino(), b.ino());
+        assert_ne!(a.ino(), fs::metadata(t.join("outside")).unwrap().ino());
+        assert_eq!((stats.files, stats.hard_links), (1, 1));
+    }
+
+    #[test]
+    fn special_files() {
+        let (_g, _t, state, dest) = setup();
+        let mode = rustix::fs::Mode::from_raw_mode(0o640);
+        rustix::fs::mknodat(rustix::fs::CWD, state.join("fifo"), rustix::fs::FileType::Fifo, mode, 0).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(state.join("sock")).unwrap();
+        let stats = copy(&state, &dest, CopyOptions::default()).unwrap();
+        let fifo = fs::symlink_metadata(dest.join("fifo")).unwrap();
+        assert!(fifo.file_type().is_fifo());
+        assert_eq!(fifo.mode() & 0o777, 0o640);
+        assert!(!dest.join("sock").exists());
+        assert_eq!((stats.fifos, stats.left_out), (1, 1));
+        symlink("/dev/null", state.join("null")).unwrap();
+        assert!(matches!(Plan::of(&state, Selection::Tree, FOLLOW), Err(CopyError::Device { .. })));
+    }
+
+    #[test]
+    fn listed_paths_under_a_directory_that_became_a_link_follow_the_rule() {
+        let (_g, t, state, dest) = setup();
+        fs::create_dir_all(t.join("elsewhere")).unwrap();
+        fs::write(t.join("elsewhere/f"), "e").unwrap();
+        fs::create_dir(state.join("kept")).unwrap();
+        fs::write(state.join("kept/f"), "k").unwrap();
+        fs::write(state.join("untracked"), "u").unwrap();
+        // `moved/f` is tracked, but `moved` is now a link leading outside.
+        symlink(t.join("elsewhere"), state.join("moved")).unwrap();
+        let listed = [PathBuf::from("kept/f"), PathBuf::from("moved/f")];
+        let err = Plan::of(&state, Selection::Listed(&listed), CopyOptions::default()).unwrap_err();
+        assert!(matches!(&err, CopyError::OutsideLink { link, .. } if link.ends_with("moved")), "{err}");
+        Plan::of(&state, Selection::Listed(&listed[..1]), CopyOptions::default()).unwrap().execute(&dest).unwrap();
+        assert_eq!(fs::read(dest.join("kept/f")).unwrap(), b"k");
+        assert!(!dest.join("untracked").exists());
+    }
+
+    #[test]
+    fn read_only_directories_receive_their_contents() {
+        let (_g, _t, state, dest) = setup();
+        fs::create_dir(state.join("ro")).unwrap();
+        fs::write(state.join("ro/f"), "x").unwrap();
+        fs::set_permissions(state.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+        copy(&state, &dest, CopyOptions::default()).unwrap();
+        assert_eq!(fs::metadata(dest.join("ro")).unwrap().mode() & 0o777, 0o555);
+        assert_eq!(fs::read(dest.join("ro/f")).unwrap(), b"x");
+        for dir in [state.join("ro"), dest.join("ro")] {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).unwrap();
+        }
     }
 }

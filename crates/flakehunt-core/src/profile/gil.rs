@@ -41,7 +41,7 @@ del _chain
 impl GilHook {
     /// Writes the hook into a fresh temporary directory.
     pub fn create() -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("flakehunt-gil-").tempdir_in(crate::copy::temp_dir())?;
+        let dir = tempfile::Builder::new().prefix("flakehunt-gil-").tempdir()?;
         std::fs::write(dir.path().join("sitecustomize.py"), SITECUSTOMIZE)?;
         std::fs::create_dir(dir.path().join("reports"))?;
         Ok(Self { dir })

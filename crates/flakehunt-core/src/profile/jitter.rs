@@ -28,7 +28,7 @@ pub struct JitterReport {
 impl JitterLib {
     /// Compiles the library with `cc`.
     pub fn create() -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("flakehunt-jitter-").tempdir_in(crate::copy::temp_dir())?;
+        let dir = tempfile::Builder::new().prefix("flakehunt-jitter-").tempdir()?;
         let src = dir.path().join("jitter.c");
         std::fs::write(&src, SOURCE)?;
         std::fs::create_dir(dir.path().join("reports"))?;
