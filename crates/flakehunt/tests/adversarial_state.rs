@@ -110,6 +110,18 @@ fn links_that_re_enter_the_state_by_any_spelling_stay_inside_the_copy() {
 }
 
 #[test]
+fn a_run_that_links_to_its_sandbox_by_absolute_path_is_not_a_false_corruption() {
+    let (_guard, t) = tmp();
+    let state = t.join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("d.txt"), "v1\n").unwrap();
+    // Each sandbox lives at its own path: the same link made in each must compare equal.
+    let script = r#"ln -sfn "$FLAKEHUNT_STATE/d.txt" abs; ln -sfn "$(pwd -P)/d.txt" physical"#;
+    let out = fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--shell", script]);
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+}
+
+#[test]
 fn item_2_a_link_leaving_the_state_is_refused_by_name_or_its_content_copied() {
     let (_guard, t) = tmp();
     let state = t.join("state");
