@@ -467,3 +467,27 @@ fn is_gone(pid: &str) -> bool {
     let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("X");
     stat.is_empty() || state == "Z" || state == "X"
 }
+
+#[test]
+fn item_8_a_sigkilled_sweep_leaves_no_jitter_library_directory() {
+    let (_guard, t) = tmp();
+    let (temp, pids) = (t.join("temp"), t.join("pids"));
+    std::fs::create_dir(&temp).unwrap();
+    let script = format!("echo $$ >> {}; exec sleep 300", pids.display());
+    let mut child = Command::new(bin())
+        .current_dir(&t)
+        .env("TMPDIR", &temp)
+        .args(["sweep", "-q", "--profiles", "jitter", "--runs", "1", "--record", "rec", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    poll_until("the attempt to start", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
+    let helpers = || std::fs::read_dir(&temp).unwrap().count();
+    assert_eq!(helpers(), 1, "the jitter library's directory exists while the hunt runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    poll_until("the watchdog to end the attempt", || read(&pids).lines().all(is_gone));
+    poll_until("the watchdog to remove the library's directory", || helpers() == 0);
+}

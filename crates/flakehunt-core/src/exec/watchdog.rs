@@ -48,6 +48,19 @@ impl Pipe {
     }
 }
 
+/// A handle that tells the watchdog about temporary directories, for owners that outlive a
+/// borrow of the [`Watchdog`] (the profiles' shared helpers).
+#[derive(Debug, Clone)]
+pub struct DirTracker(Arc<Pipe>);
+
+impl DirTracker {
+    /// As [`Watchdog::track_dir`].
+    pub fn track(&self, path: &Path) -> TrackedDir {
+        self.0.send(&format!("+d {}\n", hex(path)));
+        TrackedDir { pipe: Arc::clone(&self.0), path: path.to_owned() }
+    }
+}
+
 /// A temporary directory the watchdog removes if flakehunt dies; dropping this (once the
 /// directory is removed, or when it is to be kept) tells the watchdog to forget it.
 #[derive(Debug)]
@@ -106,8 +119,12 @@ impl Watchdog {
     /// The directory `path` now exists and is flakehunt's alone: the watchdog removes it if
     /// flakehunt dies before the returned guard is dropped. `path` must be absolute.
     pub fn track_dir(&self, path: &Path) -> TrackedDir {
-        self.send(&format!("+d {}\n", hex(path)));
-        TrackedDir { pipe: Arc::clone(&self.pipe), path: path.to_owned() }
+        self.tracker().track(path)
+    }
+
+    /// A handle to track directories with, that does not borrow the watchdog.
+    pub fn tracker(&self) -> DirTracker {
+        DirTracker(Arc::clone(&self.pipe))
     }
 
     /// A cgroup directory now exists.
