@@ -50,7 +50,8 @@ pub struct FireArgs {
     #[arg(long)]
     pub keep: bool,
     /// Copy what a symlink in the state that resolves outside it points to, instead of refusing the state (such a
-    /// link is never left pointing at the original; links inside the state are re-pointed into the copy).
+    /// link is never left pointing at the original; links inside the state are re-pointed into the copy). Also
+    /// accepted with --resume.
     #[arg(long)]
     pub follow_outside_links: bool,
     /// Per-run timeout: then SIGTERM to its process group, then SIGKILL after --grace.
@@ -74,8 +75,7 @@ pub struct FireArgs {
     /// Continue the fire hunt recorded in DIR, killed or interrupted: finished levels are kept, the level that was
     /// cut short runs again from a fresh sandbox (with its reference). Takes its options from the record.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "state", "ladder", "all_levels", "checks", "ignore", "ignore_column", "trace_tokens", "keep",
-        "follow_outside_links", "timeout",
+        "state", "ladder", "all_levels", "checks", "ignore", "ignore_column", "trace_tokens", "keep", "timeout",
         "grace", "capture", "record", "shell", "command",
     ])]
     pub resume: Option<PathBuf>,
@@ -90,7 +90,7 @@ pub struct FireArgs {
 /// Runs `flakehunt fire`; returns the exit code.
 pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     let fresh = match &args.resume {
-        Some(dir) => resume_record(dir)?,
+        Some(dir) => resume_record(dir, args.follow_outside_links)?,
         None => new_record(args)?,
     };
     let Fresh { dir, manifest, mut recorder, options, normalizer, created_dir, resumed } = fresh;
@@ -222,11 +222,13 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
 }
 
 /// Opens the fire record in `dir` to continue it: levels that finished are kept, what was cut
-/// short runs again from a fresh sandbox.
-fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
+/// short runs again from a fresh sandbox. `follow_outside_links` may be added on resume (a state
+/// refused for an outside link can then continue); it is never taken away.
+fn resume_record(dir: &Path, follow_outside_links: bool) -> anyhow::Result<Fresh> {
     let record = hunt::open_for_resume(dir, Kind::Fire)?;
-    let options = FireOptions::from_extra(&record.manifest.extra)
+    let mut options = FireOptions::from_extra(&record.manifest.extra)
         .ok_or_else(|| exit::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
+    options.follow_outside_links |= follow_outside_links;
     if let Some(state) = &options.state {
         validate_source(state).map_err(|e| {
             exit::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))

@@ -491,3 +491,40 @@ fn item_8_a_sigkilled_sweep_leaves_no_jitter_library_directory() {
     poll_until("the watchdog to end the attempt", || read(&pids).lines().all(is_gone));
     poll_until("the watchdog to remove the library's directory", || helpers() == 0);
 }
+
+#[test]
+fn a_resumed_fire_applies_the_rule_to_the_state_as_it_is_now_and_may_follow_outside_links() {
+    let (_guard, t) = tmp();
+    let state = t.join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(t.join("outside.txt"), "o\n").unwrap();
+    let (pids, hang) = (t.join("pids"), t.join("hang"));
+    std::fs::write(&hang, "").unwrap();
+    let script = format!("if [ -e {} ]; then echo $$ >> {}; exec sleep 300; fi", hang.display(), pids.display());
+    let mut child = Command::new(bin())
+        .current_dir(&t)
+        .args(["fire", "--quiet", "--state", "state", "--ladder", "1x1", "--record", "rec", "--shell", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    poll_until("a run to start", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    poll_until("the watchdog to end the run", || read(&pids).lines().all(is_gone));
+    std::fs::remove_file(&hang).unwrap();
+    symlink(t.join("outside.txt"), state.join("link")).unwrap();
+    let resume = |extra: &[&str]| {
+        Command::new(bin())
+            .current_dir(&t)
+            .args(["fire", "--quiet", "--json", "--resume", "rec"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_refused(&resume(&[]), "--follow-outside-links");
+    let out = resume(&["--follow-outside-links"]);
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(read(&t.join("outside.txt")), "o\n");
+}
