@@ -121,9 +121,10 @@ impl Sandbox {
     /// ever read. `parent` must exist, and `parent/name` must not. The
     /// sandbox's path is absolute, whatever `parent` is.
     ///
-    /// Creation is refused when the source's regular files add up to more
-    /// than the free space of `parent`'s file system (even though reflinks
-    /// would need less), or when `parent` lies inside the source; every
+    /// Creation is refused when the blocks the source's regular files
+    /// allocate add up to more than the free space of `parent`'s file system
+    /// (even though reflinks would need less; holes need nothing), or when
+    /// `parent` lies inside the source; every
     /// refusal comes before anything is created. A partial copy is removed
     /// on error. With a `watchdog`, the sandbox is removed even if flakehunt
     /// is killed before it could remove it itself (until [`keep`](Sandbox::keep)).
@@ -420,6 +421,19 @@ mod tests {
         assert!(!tmp.path().join("box").exists());
 
         Sandbox::create_with(Some(&src), tmp.path(), "box", CopyOptions::default(), None, &|_| Ok(2048)).unwrap();
+    }
+
+    #[test]
+    fn a_sparse_file_needs_only_its_data_in_free_space() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("state");
+        fs::create_dir(&src).unwrap();
+        fs::File::create(src.join("sparse")).unwrap().set_len(1 << 30).unwrap();
+        let sandbox =
+            Sandbox::create_with(Some(&src), tmp.path(), "box", CopyOptions::default(), None, &|_| Ok(1 << 20))
+                .unwrap();
+        assert_eq!(sandbox.copied().bytes, 1 << 30);
+        assert!(fs::metadata(sandbox.path().join("sparse")).unwrap().blocks() < 2048);
     }
 
     #[test]
