@@ -528,3 +528,16 @@ fn a_resumed_fire_applies_the_rule_to_the_state_as_it_is_now_and_may_follow_outs
     assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
     assert_eq!(read(&t.join("outside.txt")), "o\n");
 }
+
+#[test]
+fn a_tracked_file_whose_name_is_not_utf8_is_in_the_clean_room() {
+    use std::os::unix::ffi::OsStrExt;
+    let (_guard, t) = tmp();
+    let (work, rooms) = (t.join("repo"), t.join("rooms"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&rooms).unwrap();
+    std::fs::write(work.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "x").unwrap();
+    repo(&work, &[("data.txt", "v1\n")]);
+    let out = matrix(&work, &rooms, &[], r#"test -f "$(printf 'caf\351.txt')""#);
+    assert_eq!(summary(&out)["failures"], 0, "{}", stderr(&out));
+}
