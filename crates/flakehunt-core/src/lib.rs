@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod cleanroom;
 pub mod config;
+pub mod copy;
 pub mod dispatch;
 pub mod events;
 pub mod exec;

@@ -314,6 +314,10 @@ pub struct MatrixArgs {
     /// With --clean-room: keep the copies afterwards.
     #[arg(long, requires = "clean_room")]
     pub keep: bool,
+    /// With --clean-room: copy what a tracked symlink that resolves outside the repository points to, instead of
+    /// refusing it (links inside the repository are re-pointed into the room).
+    #[arg(long, requires = "clean_room")]
+    pub follow_outside_links: bool,
     /// Shared hunt options.
     #[command(flatten)]
     pub hunt: HuntArgs,
