@@ -11,6 +11,8 @@ pub mod gotest;
 pub mod junit;
 pub mod libtest;
 pub mod order;
+pub mod python;
+pub mod record;
 pub mod repeat;
 pub mod summary;
 
