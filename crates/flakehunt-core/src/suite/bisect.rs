@@ -248,6 +248,7 @@ mod tests {
             assert_eq!(got.status, BisectStatus::Confirmed);
             assert_eq!(got.culprits, std::slice::from_ref(&polluter));
             assert_eq!(got.runs, calls);
+            eprintln!("single polluter at {p} of 2000: {} runs", got.runs);
             // 1 (whole prefix) + 11 (binary search) + 1 (alone) + 2 (confirmations).
             assert!(got.runs <= log2_ceil(2000) + 4, "polluter at {p}: {} runs", got.runs);
         }
@@ -260,6 +261,7 @@ mod tests {
         let got = Bisector::default().polluters(&prefix, |tests| tests.contains(&p1) && tests.contains(&p2));
         assert_eq!(got.status, BisectStatus::Confirmed);
         assert_eq!(got.culprits, [p1, p2], "in the order they ran");
+        eprintln!("two polluters (300, 1500) of 2000: {} runs", got.runs);
         assert!(got.runs <= 4 * log2_ceil(2000) + 4, "{} runs", got.runs);
     }
 
@@ -270,6 +272,7 @@ mod tests {
         let setter = prefix[123].clone();
         let got = Bisector::default().state_setters(&prefix, |tests| !tests.contains(&setter));
         assert_eq!((got.status, got.culprits.clone()), (BisectStatus::Confirmed, vec![setter]));
+        eprintln!("state-setter at 123 of 500: {} runs", got.runs);
         assert!(got.runs <= log2_ceil(500) + 4, "{} runs", got.runs);
     }
 
@@ -283,6 +286,7 @@ mod tests {
             [&a, &b, &c].iter().all(|t| tests.contains(t))
         });
         assert_eq!(got.culprits, [a, b, c]);
+        eprintln!("three polluters (10, 150, 299) of 300: {} runs", got.runs);
     }
 
     #[test]
