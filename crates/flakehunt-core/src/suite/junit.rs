@@ -2,11 +2,10 @@
 //! attempt's scratch directory. Main function: [`pytest_results`].
 //!
 //! Read with quick-xml rather than quick-junit's deserializer: quick-junit 0.5's reader is
-//! marked experimental, requires a `name` on `<testsuites>` (pytest writes one only since
-//! 8.x; Debian's python3-pytest 7 does not), and stops at the first thing it does not model
-//! (a `<testcase>` holding both a `<failure>` and an `<error>`, which pytest writes when a test
-//! fails and its teardown raises). quick-xml is what quick-junit itself is built on, so it
-//! costs no new package, and only three elements matter here.
+//! marked experimental and refuses what pytest before 8.4 writes (no `name` on
+//! `<testsuites>`, added by pytest-dev/pytest#13404; Debian's python3-pytest is older), see
+//! `quick_junit_refuses_what_pytest_before_8_4_writes`. quick-xml is what quick-junit itself is
+//! built on, so it costs no new package, and only three elements matter here.
 
 use std::collections::HashMap;
 
@@ -173,9 +172,9 @@ mod tests {
         );
     }
 
-    /// pytest 9.2's output for the fixture's polluter then victim, with a skip, a class, a
-    /// parametrized test, and a test whose call failed and whose teardown raised (pytest 7
-    /// writes the same testcases without a `name` on `<testsuites>`).
+    /// pytest 9.2's output for the fixture's polluter then victim, with a skip, a class and a
+    /// parametrized test; and, hand-made, a testcase holding both a failure and an error,
+    /// which quick-junit refuses ("multiple main status elements").
     const XML: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="2" skipped="1" tests="6" time="0.070" timestamp="2026-12-01T09:55:36.629883+00:00" hostname="vm"><testcase classname="tests.test_alpha" name="test_polluter" time="0.005" /><testcase classname="tests.test_beta" name="test_victim" time="0.001"><failure message="AssertionError: handlers left registered: ['audit']&#10;assert ['audit'] == []">def test_victim():
 &gt;       assert HANDLERS == [], f"handlers left registered: {HANDLERS}"
 E       AssertionError: handlers left registered: ['audit']</failure></testcase><testcase classname="tests.test_beta.TestBetaClass" name="test_clean_method" time="0.000"><system-out>hello</system-out></testcase><testcase classname="tests.test_gamma" name="test_clean_param[2]" time="0.000" /><testcase classname="tests.test_gamma" name="test_skipped" time="0.000"><skipped type="pytest.skip" message="skipped on purpose">tests/test_gamma.py:33: skipped on purpose</skipped></testcase><testcase classname="tests.test_gamma" name="test_teardown" time="0.000"><failure message="assert 0">x</failure><error message="failed on teardown with &quot;RuntimeError&quot;">y</error></testcase><testcase classname="" name="tests.test_bad" time="0.000"><error message="collection failure">ImportError</error></testcase></testsuite></testsuites>"#;
@@ -213,6 +212,38 @@ E       AssertionError: handlers left registered: ['audit']</failure></testcase>
         assert_eq!(got.results[4].message.as_deref(), Some("skipped on purpose"));
         assert_eq!(got.results[5].message.as_deref(), Some("assert 0"), "the failure outranks the teardown error");
         assert_eq!(got.unmatched, ["tests.test_bad"]);
+    }
+
+    #[test]
+    fn quick_junit_refuses_what_pytest_before_8_4_writes() {
+        // pytest 6.2's output (from pytest-dev/pytest#8662): no name on <testsuites>, and a
+        // timestamp without a UTC offset.
+        let old = r#"<?xml version="1.0" encoding="utf-8"?>
+<testsuites>
+    <testsuite errors="0" failures="0" hostname="myhost" name="pytest" skipped="0" tests="1"
+               time="0.438" timestamp="2021-05-11T11:17:44.943549">
+        <testcase classname="tests.rba.test_me.TestClass" name="test_foo" time="0.015"/>
+    </testsuite>
+</testsuites>"#;
+        assert!(quick_junit::Report::deserialize_from_str(old).is_err());
+        assert!(quick_junit::Report::deserialize_from_str(XML).is_err(), "nor a testcase with a failure and an error");
+        let got = pytest_results(old, &["tests/rba/test_me.py::TestClass::test_foo".into()]).unwrap();
+        assert_eq!(
+            got.results,
+            [TestResult::new("tests/rba/test_me.py::TestClass::test_foo", TestOutcome::Pass, None)]
+        );
+    }
+
+    #[test]
+    fn a_failed_call_and_a_failed_teardown_are_two_results() {
+        // pytest 9.2 writes a test whose call failed and whose fixture's teardown raised as
+        // two testcases (a single one holding both is read as a failure, above).
+        let xml = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="1" skipped="0" tests="2" time="0.040" timestamp="2026-12-01T10:36:50.295530+00:00" hostname="vm"><testcase classname="test_td" name="test_teardown" time="0.000"><failure message="assert 0">x</failure></testcase><testcase classname="test_td" name="test_teardown" time="0.000"><error message="failed on teardown with &quot;RuntimeError: teardown broke&quot;">y</error></testcase></testsuite></testsuites>"#;
+        let got = pytest_results(xml, &["test_td.py::test_teardown".into()]).unwrap();
+        let outcomes: Vec<TestOutcome> = got.results.iter().map(|r| r.outcome).collect();
+        assert_eq!(outcomes, [TestOutcome::Fail, TestOutcome::Error]);
+        assert!(quick_junit::Report::deserialize_from_str(xml).is_ok(), "quick-junit reads pytest 9.2's files");
+        assert_eq!(got.results[1].message.as_deref(), Some("failed on teardown with \"RuntimeError: teardown broke\""));
     }
 
     #[test]

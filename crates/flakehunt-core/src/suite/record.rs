@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::classify::{ConditionTally, TestTally};
-use super::{TestId, TestResult};
+use super::{TestId, TestOutcome, TestResult};
 
 /// Why an attempt ran what it ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,24 +88,17 @@ impl Tallies {
         match a.role {
             Role::Shuffled => self.add_shuffled(attempt, cell, a),
             Role::Alone => {
-                for r in a
-                    .tests
-                    .iter()
-                    .filter(|r| Some(&r.id) == a.subject.as_ref() && r.outcome != super::TestOutcome::Skip)
-                {
-                    let t = self.tests.entry(r.id.clone()).or_default();
+                for (id, failed) in per_test(&a.tests).into_iter().filter(|(id, _)| Some(*id) == a.subject.as_ref()) {
+                    let t = self.tests.entry(id.clone()).or_default();
                     t.alone_runs += 1;
-                    t.alone_failures += u64::from(r.outcome.is_failure());
+                    t.alone_failures += u64::from(failed);
                 }
             }
             Role::Repeat | Role::RepeatAll => {
                 // Consecutive runs of one test: a pair whose first run passed counts.
                 for pair in a.tests.windows(2).filter(|w| w[0].id == w[1].id) {
                     let wanted = a.role == Role::RepeatAll || Some(&pair[0].id) == a.subject.as_ref();
-                    if wanted
-                        && pair[0].outcome == super::TestOutcome::Pass
-                        && pair[1].outcome != super::TestOutcome::Skip
-                    {
+                    if wanted && pair[0].outcome == TestOutcome::Pass && pair[1].outcome != TestOutcome::Skip {
                         let t = self.tests.entry(pair[0].id.clone()).or_default();
                         t.repeat_runs += 1;
                         t.repeat_failures += u64::from(pair[1].outcome.is_failure());
@@ -117,10 +110,9 @@ impl Tallies {
     }
 
     fn add_shuffled(&mut self, attempt: u64, cell: &str, a: &AttemptTests) {
-        for r in a.tests.iter().filter(|r| r.outcome != super::TestOutcome::Skip) {
-            let t = self.tests.entry(r.id.clone()).or_default();
+        for (id, failed) in per_test(&a.tests) {
+            let t = self.tests.entry(id.clone()).or_default();
             t.attempts += 1;
-            let failed = r.outcome.is_failure();
             t.failures += u64::from(failed);
             match t.conditions.iter_mut().find(|c| c.name == cell) {
                 Some(c) => {
@@ -132,11 +124,11 @@ impl Tallies {
                 }
             }
             // A subtest is replayed as its top-level test.
-            let top = r.id.split('/').next().unwrap_or(&r.id);
+            let top = id.split('/').next().unwrap_or(id);
             let Some(pos) = a.order.iter().position(|t| t == top) else { continue };
             let prefix = || Prefix { attempt, before: a.order[..pos].to_vec(), shuffle: a.shuffle };
             let first = if failed { &mut self.first_failure } else { &mut self.first_pass };
-            first.entry(r.id.clone()).or_insert_with(prefix);
+            first.entry(id.clone()).or_insert_with(prefix);
         }
     }
 
@@ -149,11 +141,28 @@ impl Tallies {
     }
 }
 
+/// Each test that ran (was not skipped) once, in the order of its first result, and whether
+/// any of its results failed: pytest writes a test whose call failed and whose teardown raised
+/// as two results, which are one run of the test.
+fn per_test(results: &[TestResult]) -> Vec<(&TestId, bool)> {
+    let mut out: Vec<(&TestId, bool)> = Vec::new();
+    let mut at: std::collections::HashMap<&TestId, usize> = std::collections::HashMap::new();
+    for r in results.iter().filter(|r| r.outcome != TestOutcome::Skip) {
+        match at.get(&r.id) {
+            Some(&i) => out[i].1 |= r.outcome.is_failure(),
+            None => {
+                at.insert(&r.id, out.len());
+                out.push((&r.id, r.outcome.is_failure()));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::TestOutcome::{Fail, Pass, Skip};
-    use crate::suite::{TestOutcome, TestResult};
+    use crate::suite::TestOutcome::{Error, Fail, Pass, Skip};
 
     fn results(list: &[(&str, TestOutcome)]) -> Vec<TestResult> {
         list.iter()
@@ -237,6 +246,15 @@ mod tests {
         let mut cells = t.clone();
         cells.order_cells(&["cpu-starved".into(), "default".into()]);
         assert_eq!(cells.tests["v"].conditions[0].name, "cpu-starved");
+    }
+
+    #[test]
+    fn a_failed_call_and_teardown_are_one_run() {
+        let mut t = Tallies::default();
+        t.add(1, "default", &shuffled(&["a", "b"], &[("a", Fail), ("a", Error), ("b", Pass)]));
+        t.add(2, "default", &shuffled(&["b", "a"], &[("b", Pass), ("a", Pass)]));
+        assert_eq!((t.tests["a"].attempts, t.tests["a"].failures), (2, 1));
+        assert_eq!(t.tests["a"].conditions[0].runs, 2);
     }
 
     #[test]
