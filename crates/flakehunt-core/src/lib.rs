@@ -22,3 +22,4 @@ pub mod render;
 pub mod runner;
 pub mod snapshot;
 pub mod state;
+pub mod suite;
