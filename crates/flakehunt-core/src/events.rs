@@ -54,6 +54,8 @@ pub enum Event<'a> {
     },
     /// `--keep`: the clean rooms stay, here.
     CleanRoomsKept(&'a [String]),
+    /// Fire: the state was copied once and fingerprinted (what every sandbox will take).
+    StateCopied(&'a crate::copy::CopyStats),
     /// Fire: a sequential reference starts in a fresh sandbox.
     ReferenceStarted {
         /// Its cell (`reference-40`).

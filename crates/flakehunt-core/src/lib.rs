@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod cleanroom;
 pub mod config;
+pub mod copy;
 pub mod dispatch;
 pub mod events;
 pub mod exec;
@@ -17,7 +18,9 @@ pub mod oracle;
 pub mod plan;
 pub mod profile;
 pub mod record;
+pub mod redact;
 pub mod render;
 pub mod runner;
 pub mod snapshot;
 pub mod state;
+pub mod suite;

@@ -112,6 +112,7 @@ impl EventSink for Display {
             }
             Event::CleanRoomReady { index, of, cell } => self.say(&format!("clean room {index}/{of}: {cell}")),
             Event::CleanRoomsKept(dirs) => self.say(&format!("clean rooms kept: {}", dirs.join(" "))),
+            Event::StateCopied(stats) => self.say(&flakehunt_core::hunt::copy_line(stats)),
             Event::ReferenceStarted { cell, runs } => {
                 self.say(&format!("{cell}: {runs} runs one after another in a fresh sandbox"));
             }

@@ -16,6 +16,8 @@ use crate::exit::Done;
 
 fn main() {
     let cli = cli::parse();
+    // Decided once, before anything is written.
+    flakehunt_core::redact::set_enabled(!cli.no_redact);
     let result = dispatch(&cli);
     if let Err(err) = &result {
         // One line: the error and its causes, joined by ": ".

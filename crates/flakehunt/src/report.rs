@@ -15,7 +15,10 @@ use crate::exit;
 pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<exit::Done> {
     let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
     let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", dir.display())))?;
-    let text = render::render(format, &summary, &ctx);
+    let mut text = render::render(format, &summary, &ctx);
+    if unredacted(&record) {
+        flakehunt_core::redact::in_place(&mut text);
+    }
     match output {
         Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
         None if format == Format::Term => {
@@ -40,6 +43,15 @@ pub fn load(record: &Record) -> Result<(Summary, RenderContext), flakehunt_core:
             }
         }
     }
-    let ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
+    let mut ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
+    if let Some(snapshot) = ctx.snapshot.as_mut().filter(|_| unredacted(record)) {
+        flakehunt_core::redact::json(snapshot);
+    }
     Ok((summary, ctx))
+}
+
+/// Whether a report of `record` must redact what it shows: a record written before redaction
+/// existed, or with `--no-redact`, rendered without `--no-redact`.
+fn unredacted(record: &Record) -> bool {
+    flakehunt_core::redact::enabled() && !record.manifest.redacted
 }

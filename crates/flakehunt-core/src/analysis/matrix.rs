@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stats;
 use super::{Summary, Tally};
-use crate::plan::matrix::{cell_name, overlay_map, Dimension};
+use crate::plan::matrix::{cell_name, overlay_map, redacted_cell_name, Dimension};
 use crate::plan::CellSpec;
 
 /// A cell counts as reproduced only at this many failures under the same overlay.
@@ -78,8 +78,16 @@ pub fn apply(summary: &mut Summary, dimensions: &[Dimension], cells: &[CellSpec]
             .map(|(d, s)| d.values.iter().position(|v| *v == s.value_text()).unwrap_or(0))
             .collect()
     };
-    let name_of =
-        |idx: &[usize]| cell_name(&dimensions.iter().zip(idx).map(|(d, &i)| d.setting(i)).collect::<Vec<_>>());
+    // The name the record holds: the plain one, or the one redaction gave (see `plan::grid`).
+    let name_of = |idx: &[usize]| {
+        let overlay: Vec<_> = dimensions.iter().zip(idx).map(|(d, &i)| d.setting(i)).collect();
+        let plain = cell_name(&overlay);
+        if tally.cells.contains_key(&plain) {
+            plain
+        } else {
+            redacted_cell_name(&overlay)
+        }
+    };
 
     let mut minimal_overlays: Vec<(BTreeMap<String, String>, Vec<String>)> = Vec::new();
     for (spec, out) in cells.iter().zip(summary.cells.iter_mut()) {
@@ -216,15 +224,18 @@ mod tests {
     use super::*;
 
     /// Summaries written by flakehunt before `details` was typed read back into the typed
-    /// details and write out byte for byte the same.
+    /// details, and come out as the same document, the details byte for byte.
     #[test]
-    fn summaries_written_before_round_trip_byte_for_byte() {
+    fn summaries_written_before_round_trip() {
         for text in [
             include_str!("../../tests/records/matrix.summary.json"),
             include_str!("../../tests/records/fire.summary.json"),
         ] {
             let summary: Summary = serde_json::from_str(text).unwrap();
-            assert_eq!(serde_json::to_string_pretty(&summary).unwrap(), text.trim_end());
+            let written: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_value(&summary).unwrap(), written);
+            let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap();
+            assert_eq!(pretty(&summary.details), pretty(&written["details"]));
         }
         let summary: Summary = serde_json::from_str(include_str!("../../tests/records/matrix.summary.json")).unwrap();
         let details: MatrixDetails = serde_json::from_value(summary.details.clone()).unwrap();

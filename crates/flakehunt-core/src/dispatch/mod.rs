@@ -129,6 +129,34 @@ impl ShardedHunt {
         w
     }
 
+    /// Why this hunt must not be written into a job file, unless `--no-redact`: the first
+    /// argument that holds a secret (a generated script, workflow or manifest is committed,
+    /// attached and shown in clear), as one line saying what to do instead.
+    pub fn secret_refusal(&self) -> Option<String> {
+        if !crate::redact::enabled() {
+            return None;
+        }
+        let mut words: Vec<String> = self.globals.clone();
+        words.push(self.kind.clone());
+        words.extend(self.options.iter().cloned());
+        words.push("--".into());
+        words.extend(self.command.iter().cloned());
+        let redacted = crate::redact::argv(&words);
+        let i = words.iter().zip(&redacted).position(|(w, r)| w != r)?;
+        // The option a redacted value belongs to, when it is a word of its own (`--password X`).
+        let shown = match i.checked_sub(1).map(|p| &redacted[p]) {
+            Some(option) if option.starts_with('-') && redacted[i] == crate::redact::REDACTED => {
+                format!("{option} {}", redacted[i])
+            }
+            _ => redacted[i].clone(),
+        };
+        Some(format!(
+            "the argument `{shown}` holds a secret, which the generated file would hold in clear: \
+             give it to the jobs through the runner's environment or secrets store (a variable the target reads), \
+             or pass --no-redact to write it anyway"
+        ))
+    }
+
     /// The hunt's command line for humans, on one line (for a comment): `flakehunt sweep ... --
     /// CMD`, each word as [`display_word`] writes it.
     pub fn display_command(&self) -> String {

@@ -15,4 +15,4 @@ pub use launch::{ChildSetup, Launch, Limit, Resource};
 pub use running::{Execution, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;
 pub use tree::{LeakedProcess, ProcessTree};
-pub use watchdog::{serve as serve_watchdog, Watchdog};
+pub use watchdog::{serve as serve_watchdog, DirTracker, TrackedDir, Watchdog};

@@ -41,7 +41,12 @@ impl HuntSpec {
         };
         let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
         let (options, command) = self.options();
-        Ok(ShardedHunt { program, version, globals, kind: kind.to_owned(), options, command, shards, seed })
+        let hunt = ShardedHunt { program, version, globals, kind: kind.to_owned(), options, command, shards, seed };
+        // Every generated file (batch script, workflow, Job) is built from this: none may hold a secret.
+        match hunt.secret_refusal() {
+            Some(refusal) => Err(HuntError::Usage(refusal)),
+            None => Ok(hunt),
+        }
     }
 
     /// The options that differ from the defaults, and the command after `--`.
@@ -63,6 +68,7 @@ impl HuntSpec {
                     o.opt("--setup", room.setup.as_ref());
                     o.list("--keep-env", &room.keep_env);
                     o.flag("--keep", room.keep);
+                    o.flag("--follow-outside-links", room.follow_outside_links);
                 }
             }
             HuntKind::Fire(_) => {}

@@ -99,9 +99,10 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 "--resume continues the recorded hunt with its own target and oracles: drop the oracle and test-runner options",
             ))
         }
-        (RecordRequest::Resume(dir), HuntKind::Fire(_)) => {
+        (RecordRequest::Resume(dir), HuntKind::Fire(req)) => {
             let record = open_for_resume(dir, kind)?;
-            let (options, normalizer, resumed) = super::fire::resume(dir, record.manifest.extra.fire.clone())?;
+            let (options, normalizer, resumed) =
+                super::fire::resume(dir, record.manifest.extra.fire.clone(), req.follow_outside_links)?;
             let recorder = Recorder::resume(dir)?;
             let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, created: false, created_dir: false, ladder })
@@ -207,7 +208,9 @@ fn execute(
             }
         }
         Some(ladder) => {
-            let sandboxes = dir.join(SANDBOXES);
+            // Absolute, like every path handed to a run, even with a relative --record.
+            let sandboxes = std::path::absolute(dir.join(SANDBOXES))
+                .map_err(|e| HuntError::io(format!("cannot name {}", dir.join(SANDBOXES).display()), e))?;
             std::fs::create_dir_all(&sandboxes)
                 .map_err(|e| HuntError::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
             let session = super::Session::start(manifest, sink)?;
@@ -218,17 +221,18 @@ fn execute(
                 sandboxes,
                 token_salt: (manifest.seed >> 32) as u32,
             };
-            if let Err(e) = fire.check_state() {
-                session.finish();
-                // Nothing ran: leave no record behind for a refused state.
-                if *created_dir {
-                    let _ = std::fs::remove_dir_all(&*dir);
+            match fire.check_state() {
+                Ok(copied) if fire.options.state.is_some() => sink.event(&Event::StateCopied(&copied))?,
+                Ok(_) => {}
+                Err(e) => {
+                    session.finish();
+                    // Nothing ran: leave no record behind for a refused state.
+                    if *created_dir {
+                        let _ = std::fs::remove_dir_all(&*dir);
+                    }
+                    let state = fire.options.state.as_ref();
+                    return Err(HuntError::Usage(super::fire::state_error(&e, &fire.sandboxes, state)));
                 }
-                return Err(HuntError::Usage(super::fire::state_error(
-                    &e,
-                    &fire.sandboxes,
-                    fire.options.state.as_ref(),
-                )));
             }
             let snapshot = tools.map(|tools| session.snapshot(tools));
             let result = fire.run(&mut FireSinks { recorder, display: sink }, ladder.resumed.as_ref());
@@ -297,6 +301,12 @@ fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
             dir.display()
         )));
     }
+    if record.manifest.withheld {
+        return Err(HuntError::usage(format!(
+            "{} cannot be resumed: its target's arguments or matrix values held secrets, which were not written; start a new hunt (or record with --no-redact)",
+            dir.display()
+        )));
+    }
     Ok(record)
 }
 
@@ -329,6 +339,8 @@ fn create_record(
         shard,
         oracle,
         extra,
+        redacted: crate::redact::enabled(),
+        withheld: false,
     };
     let recorder = Recorder::create(dir, &manifest).map_err(|e| HuntError::usage(e.to_string()))?;
     Ok((manifest, recorder))

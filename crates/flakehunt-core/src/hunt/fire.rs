@@ -42,6 +42,7 @@ pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFi
         trace_tokens: req.trace_tokens,
         all_levels: req.all_levels,
         keep: req.keep,
+        follow_outside_links: req.follow_outside_links,
     };
     let levels = &options.ladder.0;
     let mut cells: Vec<CellSpec> = Vec::new();
@@ -78,12 +79,16 @@ pub(crate) fn check_record_dir(record: &Path, state: Option<&Path>) -> Result<()
 }
 
 /// What a resumed fire record keeps: its options, compiled masks, and the levels that finished.
+/// `follow_outside_links` may be added on resume (a state refused for an outside link can then
+/// continue); it is never taken away.
 pub(crate) fn resume(
     dir: &Path,
     options: Option<FireOptions>,
+    follow_outside_links: bool,
 ) -> Result<(FireOptions, Normalizer, Resumed), HuntError> {
-    let options =
+    let mut options =
         options.ok_or_else(|| HuntError::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
+    options.follow_outside_links |= follow_outside_links;
     if let Some(state) = &options.state {
         validate_source(state).map_err(|e| {
             HuntError::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))
@@ -93,6 +98,19 @@ pub(crate) fn resume(
         .map_err(|e| HuntError::usage(normalizer_error(&e)))?;
     let resumed = prepare_resume(dir, &options)?;
     Ok((options, normalizer, resumed))
+}
+
+/// What each sandbox copy of the state takes, in one line.
+pub fn copy_line(c: &crate::copy::CopyStats) -> String {
+    let plural = if c.files == 1 { "" } else { "s" };
+    let mut line =
+        format!("state: {} file{plural}, {} bytes, {} bytes written per sandbox", c.files, c.bytes, c.written);
+    for (n, what) in [(c.cloned, "reflinked"), (c.links, "links re-pointed"), (c.followed, "outside links followed")] {
+        if n > 0 {
+            line.push_str(&format!(", {n} {what}"));
+        }
+    }
+    line
 }
 
 /// Whether `path` (which may not exist yet) would lie inside `dir`.

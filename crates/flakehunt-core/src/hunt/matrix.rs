@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{HuntError, MatrixRequest};
-use crate::cleanroom::CleanRoom;
+use crate::cleanroom::{CleanRoom, RoomOptions};
 use crate::config::Config;
+use crate::copy::CopyOptions;
 use crate::events::{Event, EventSink};
-use crate::exec::Resource;
+use crate::exec::{Resource, Watchdog};
 use crate::plan::matrix::{grid, parse_limit, Dimension, DimensionKind};
 use crate::plan::{CellSpec, Target};
 use crate::record::{CleanRoomSpec, Extra, Manifest, MatrixExtra};
@@ -39,11 +40,12 @@ pub(crate) fn cells(
         setup: c.setup.clone(),
         keep_env: c.keep_env.clone(),
         keep: c.keep,
+        follow_outside_links: c.follow_outside_links,
     });
-    if clean_room.is_some() {
-        // Fail on a non-repository before any attempt, not after the first cell.
-        let probe = CleanRoom::create(&project, None, &[]).map_err(|e| HuntError::usage(e.to_string()))?;
-        drop(probe);
+    if let Some(room) = &clean_room {
+        // Fail on a non-repository or a refused link before any attempt, without copying.
+        let copy = CopyOptions { follow_outside_links: room.follow_outside_links };
+        CleanRoom::check(&project, copy).map_err(|e| HuntError::usage(e.to_string()))?;
     }
     let extra =
         Extra { matrix: Some(MatrixExtra { dimensions, confirm: req.confirm, clean_room }), ..Extra::default() };
@@ -170,24 +172,32 @@ fn placeholders(text: &str) -> BTreeSet<String> {
 }
 
 /// The clean rooms a matrix manifest asks for, one per cell, prepared before the hunt (and the
-/// rooms themselves, which must live as long as the hunt).
+/// rooms themselves, which must live as long as the hunt). The `watchdog` removes them if
+/// flakehunt dies.
 pub(crate) fn clean_rooms(
     manifest: &Manifest,
     sink: &mut dyn EventSink,
+    watchdog: Option<&Watchdog>,
 ) -> Result<(BTreeMap<String, Room>, Vec<CleanRoom>), HuntError> {
     let Some(spec) = manifest.extra.matrix.as_ref().and_then(|m| m.clean_room.as_ref()) else {
         return Ok((BTreeMap::new(), Vec::new()));
     };
-    let (project, setup, keep_env, keep) = (&spec.project, spec.setup.as_deref(), &spec.keep_env, spec.keep);
+    let options = RoomOptions {
+        setup: spec.setup.as_deref(),
+        keep_env: &spec.keep_env,
+        copy: CopyOptions { follow_outside_links: spec.follow_outside_links },
+        watchdog,
+        run_id: Some(&manifest.run_id),
+    };
     let mut rooms = BTreeMap::new();
     let mut owned = Vec::new();
     for (i, cell) in manifest.cells.iter().enumerate() {
         sink.event(&Event::CleanRoomReady { index: i + 1, of: manifest.cells.len(), cell: &cell.name })?;
-        let room = CleanRoom::create(project, setup, keep_env).map_err(|e| HuntError::usage(e.to_string()))?;
+        let room = CleanRoom::create(&spec.project, &options).map_err(|e| HuntError::usage(e.to_string()))?;
         rooms.insert(cell.name.clone(), Room { cwd: room.dir(), env: room.env().to_vec() });
         owned.push(room);
     }
-    if keep {
+    if spec.keep {
         let kept: Vec<String> = owned.into_iter().map(|r| r.keep().display().to_string()).collect();
         sink.event(&Event::CleanRoomsKept(&kept))?;
         return Ok((rooms, Vec::new()));

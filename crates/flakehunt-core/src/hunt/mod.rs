@@ -26,6 +26,7 @@ use std::time::Duration;
 pub use adapter::{discard_build, GO_BUILD_DIR, PYTEST_NO_PLUGINS};
 pub use driver::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
 pub use error::{error_chain, HuntError};
+pub use fire::copy_line;
 pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
 pub use session::Session;
 pub use slurm::script_of as slurm_script;
@@ -104,6 +105,8 @@ pub struct CleanRoomRequest {
     pub keep_env: Vec<String>,
     /// `--keep`.
     pub keep: bool,
+    /// `--follow-outside-links`.
+    pub follow_outside_links: bool,
 }
 
 /// `flakehunt fire`'s own options.
@@ -125,6 +128,8 @@ pub struct FireRequest {
     pub trace_tokens: bool,
     /// `--keep`.
     pub keep: bool,
+    /// `--follow-outside-links` (also given with `--resume`).
+    pub follow_outside_links: bool,
 }
 
 /// The command under test, as asked for.

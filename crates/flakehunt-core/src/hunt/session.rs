@@ -47,8 +47,9 @@ impl Session {
         }
         let cancel = Arc::new(Cancel::new().map_err(|e| HuntError::io("cannot create the cancellation pipe", e))?);
         install_signals(&cancel)?;
-        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
-        let (rooms, kept) = super::matrix::clean_rooms(manifest, sink)?;
+        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python())
+            .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
+        let (rooms, kept) = super::matrix::clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, _kept_rooms: kept })
     }

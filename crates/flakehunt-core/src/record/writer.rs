@@ -25,7 +25,7 @@ impl Recorder {
     pub fn create(dir: &Path, manifest: &Manifest) -> Result<Self, RecordError> {
         Self::check_new(dir)?;
         fs::create_dir_all(dir.join(LOGS)).map_err(|e| RecordError::io(dir, e))?;
-        write_json(&dir.join(MANIFEST), manifest)?;
+        write_json(&dir.join(MANIFEST), &manifest.to_written().map_err(RecordError::Json)?)?;
         let path = dir.join(ATTEMPTS);
         let attempts =
             OpenOptions::new().create_new(true).append(true).open(&path).map_err(|e| RecordError::io(&path, e))?;
@@ -106,19 +106,31 @@ impl Recorder {
             .map_err(|source| RecordError::Io { path, source })
     }
 
-    /// Writes any JSON document into the record (`summary.json`, `snapshot.json`, ...).
+    /// Writes any JSON document into the record (`summary.json`, `snapshot.json`, ...), redacted
+    /// unless `--no-redact`: most of what it holds was redacted before, and this catches the
+    /// rest (a fire level's findings, details of a hunt).
     pub fn write_document<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), RecordError> {
-        write_json(&self.dir.join(name), value)
+        write_json(&self.dir.join(name), &redacted_json(value)?)
     }
 
-    /// Appends one line to a JSONL side file (cells added by an adaptive plan, fire levels).
+    /// Appends one line to a JSONL side file (cells added by an adaptive plan, fire levels),
+    /// redacted as [`Self::write_document`] is.
     pub fn append_line<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), RecordError> {
         let path = self.dir.join(name);
-        let mut line = serde_json::to_vec(value).map_err(RecordError::Json)?;
+        let mut line = serde_json::to_vec(&redacted_json(value)?).map_err(RecordError::Json)?;
         line.push(b'\n');
         let mut f = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| RecordError::io(&path, e))?;
         f.write_all(&line).map_err(|e| RecordError::io(&path, e))
     }
+}
+
+/// `value` as JSON, its secrets redacted unless redaction is off.
+fn redacted_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, RecordError> {
+    let mut json = serde_json::to_value(value).map_err(RecordError::Json)?;
+    if crate::redact::enabled() {
+        crate::redact::json(&mut json);
+    }
+    Ok(json)
 }
 
 /// Writes pretty JSON atomically (temporary file, then rename), so a reader never sees half a

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use super::{rfc3339, AttemptRunner, Finished, Slot};
-use crate::exec::Cancel;
+use crate::exec::{Cancel, Watchdog};
 use crate::plan::{AttemptSpec, CellSpec, Target};
 use crate::record::{Attempt, Effect, Outcome};
 
@@ -27,6 +27,8 @@ pub trait Execute: Sync + Sized {
     fn cancel(&self) -> &Cancel;
     /// The program under test, for messages.
     fn program(&self) -> &str;
+    /// The watchdog that removes what the hunt leaves if flakehunt dies (sandboxes), if any.
+    fn watchdog(&self) -> Option<&Watchdog>;
     /// The same execution in `dir` with variables added (fire runs each level in a sandbox).
     fn in_dir(&self, dir: &Path, env: Vec<(String, String)>) -> Self;
     /// The same execution of a shell command instead of the target (fire's `--check`).
@@ -51,6 +53,10 @@ impl Execute for AttemptRunner<'_> {
 
     fn program(&self) -> &str {
         self.target.program()
+    }
+
+    fn watchdog(&self) -> Option<&Watchdog> {
+        self.watchdog
     }
 
     fn in_dir(&self, dir: &Path, env: Vec<(String, String)>) -> Self {
@@ -151,6 +157,10 @@ impl Execute for FakeExecution<'_> {
 
     fn program(&self) -> &str {
         "fake"
+    }
+
+    fn watchdog(&self) -> Option<&Watchdog> {
+        None
     }
 
     fn in_dir(&self, _dir: &Path, _env: Vec<(String, String)>) -> Self {

@@ -41,6 +41,11 @@ pub struct FireArgs {
     /// Keep the sandboxes in the record (sandboxes/) to inspect them.
     #[arg(long, group = "plan")]
     pub keep: bool,
+    /// Copy what a symlink in the state that resolves outside it points to, instead of refusing the state (such a
+    /// link is never left pointing at the original; links inside the state are re-pointed into the copy). Also
+    /// accepted with --resume.
+    #[arg(long)]
+    pub follow_outside_links: bool,
     /// Per-run timeout: then SIGTERM to its process group, then SIGKILL after --grace.
     #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration, group = "plan")]
     pub timeout: Duration,

@@ -38,6 +38,7 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
                     setup: a.setup.clone(),
                     keep_env: a.keep_env.clone(),
                     keep: a.keep,
+                    follow_outside_links: a.follow_outside_links,
                 }),
             });
             shared(&a.hunt, kind, config, config_path)
@@ -101,6 +102,7 @@ fn fire(a: &FireArgs, config: Config, config_path: Option<&Path>) -> HuntSpec {
             ignore_columns: a.ignore_column.clone(),
             trace_tokens: a.trace_tokens,
             keep: a.keep,
+            follow_outside_links: a.follow_outside_links,
         }),
         target: TargetRequest { command: a.command.clone(), shell: a.shell.clone(), ..TargetRequest::default() },
         settings: SettingsRequest {

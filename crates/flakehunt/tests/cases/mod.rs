@@ -1,6 +1,8 @@
 //! The cases, one module per concern (each file's own `//!` says which).
 
 mod adapters;
+mod adversarial_secrets;
+mod adversarial_state;
 mod dispatch_files;
 mod fire;
 mod jitter;
