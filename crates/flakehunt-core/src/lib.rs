@@ -5,6 +5,7 @@
 #![cfg(target_os = "linux")]
 
 pub mod analysis;
+pub mod bounds;
 pub mod cleanroom;
 pub mod config;
 pub mod dispatch;

@@ -2,7 +2,7 @@
 //! that runs a hunt's shards on many machines and merges them. The generators live in
 //! `flakehunt_core::dispatch`; this module parses and checks the hunt they carry.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 use flakehunt_core::dispatch::{github, k8s, ShardedHunt};
 
 use crate::exit;
@@ -128,7 +128,7 @@ fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
         tokens.splice(0..0, ["sweep".to_owned(), "--".to_owned()]);
     }
     let argv = std::iter::once("flakehunt".to_owned()).chain(tokens.iter().cloned());
-    let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| exit::usage(e.to_string().trim().to_owned()))?;
+    let cli = crate::cli::parse_nested(argv)?;
     let args = match &cli.command {
         crate::cli::Command::Sweep(a) => &a.hunt,
         crate::cli::Command::Matrix(a) => &a.hunt,

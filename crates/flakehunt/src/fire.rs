@@ -88,12 +88,27 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
         Some(dir) => resume_record(dir)?,
         None => new_record(args)?,
     };
-    let Fresh { dir, manifest, mut recorder, options, normalizer, created_dir, resumed } = fresh;
+    let Fresh { dir, manifest, mut recorder, options, normalizer, new_dir, resumed } = fresh;
+    // A new hunt refused before its first run leaves nothing behind: what it created in the
+    // record directory goes (only that), so the same --record can be given again.
+    let discard = || {
+        if let Some(new_dir) = &new_dir {
+            new_dir.discard(&[SANDBOXES]);
+        }
+    };
     let sandboxes = dir.join(SANDBOXES);
-    std::fs::create_dir_all(&sandboxes)
-        .map_err(|e| exit::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
+    if let Err(e) = std::fs::create_dir_all(&sandboxes) {
+        discard();
+        return Err(anyhow::Error::from(e).context(format!("cannot create {}", sandboxes.display())));
+    }
 
-    let session = Session::start(&manifest, args.quiet)?;
+    let session = match Session::start(&manifest, args.quiet) {
+        Ok(session) => session,
+        Err(e) => {
+            discard();
+            return Err(e);
+        }
+    };
     let fire = FireRunner {
         attempts: session.attempts(&manifest),
         options,
@@ -104,9 +119,7 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     if let Err(e) = fire.check_state() {
         session.finish();
         // Nothing ran: leave no record behind for a refused state.
-        if created_dir {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
+        discard();
         return Err(exit::usage(state_error(&e, &fire)));
     }
     // A resumed record keeps the snapshot of the machine it started on.
@@ -120,7 +133,11 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     let end = match result {
         Ok(end) => end,
         Err(FireError::Spawn { program, source }) => {
-            return Err(exit::usage(format!("cannot start '{program}': {source}")))
+            if recorder_is_empty(&dir) {
+                discard();
+            }
+            let dir = manifest.target.dir.as_deref();
+            return Err(exit::usage(flakehunt_core::exec::spawn_failure(&program, &source, dir)));
         }
         Err(e) => return Err(e.into()),
     };
@@ -142,8 +159,8 @@ struct Fresh {
     options: FireOptions,
     /// The options' masks, compiled.
     normalizer: Normalizer,
-    /// Whether this invocation created the directory (a refused state then removes it).
-    created_dir: bool,
+    /// The directory a new hunt checked (a refused start then removes what it created there).
+    new_dir: Option<flakehunt_core::record::NewDir>,
     resumed: Option<Resumed>,
 }
 
@@ -163,8 +180,15 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
         }
         None => None,
     };
-    let target = hunt::target_from(args.shell.as_deref(), &args.command, Kind::Fire)?;
-    let record_dir = args.record.clone().unwrap_or_else(|| PathBuf::from(".flakehunt/runs"));
+    let mut target = hunt::target_from(args.shell.as_deref(), &args.command, Kind::Fire)?;
+    // Runs start in their sandbox: a program path relative to here (where it was just found)
+    // would name nothing there.
+    if !target.shell && target.argv[0].contains('/') && Path::new(&target.argv[0]).is_relative() {
+        let absolute =
+            std::path::absolute(&target.argv[0]).map_err(|e| exit::usage(format!("{}: {e}", target.argv[0])))?;
+        target.argv[0] = absolute.display().to_string();
+    }
+    let record_dir = args.record.clone().unwrap_or_else(|| hunt::default_record_dir(Kind::Fire));
     if let Some(state) = &state {
         if is_inside(&record_dir, state) {
             return Err(exit::usage(format!(
@@ -203,11 +227,12 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
         capture_bytes: args.capture,
     };
     let seed = hunt::random_seed();
-    let created_dir = args.record.as_ref().is_none_or(|d| !d.exists());
+    // The last check, and the first to touch the disk.
+    let new_dir = flakehunt_core::record::check_new(&record_dir).map_err(exit::record)?;
     let hunt = NewHunt { cells, extra: serde_json::to_value(&options)?, oracle: None };
     let (dir, manifest, recorder) =
-        hunt::create_record(Kind::Fire, target, settings, hunt, seed, None, args.record.clone())?;
-    Ok(Fresh { dir, manifest, recorder, options, normalizer, created_dir, resumed: None })
+        hunt::create_record(Kind::Fire, target, settings, hunt, seed, None, Some(record_dir))?;
+    Ok(Fresh { dir, manifest, recorder, options, normalizer, new_dir: Some(new_dir), resumed: None })
 }
 
 /// Opens the fire record in `dir` to continue it: levels that finished are kept, what was cut
@@ -216,6 +241,7 @@ fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
     let record = hunt::open_for_resume(dir, Kind::Fire)?;
     let options = FireOptions::from_extra(&record.manifest.extra)
         .ok_or_else(|| exit::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
+    options.ladder.check().map_err(|e| exit::usage(format!("{}: the manifest's ladder: {e}", dir.display())))?;
     if let Some(state) = &options.state {
         validate_source(state).map_err(|e| {
             exit::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))
@@ -231,9 +257,14 @@ fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
         recorder,
         options,
         normalizer,
-        created_dir: false,
+        new_dir: None,
         resumed: Some(resumed),
     })
+}
+
+/// Whether the record holds no attempt yet.
+fn recorder_is_empty(dir: &Path) -> bool {
+    dir.join("attempts.jsonl").metadata().is_ok_and(|m| m.len() == 0)
 }
 
 /// Whether `path` (which may not exist yet) would lie inside `dir`.

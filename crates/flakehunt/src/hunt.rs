@@ -5,7 +5,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use flakehunt_core::analysis::Summary;
@@ -78,31 +77,9 @@ pub fn target_from(shell: Option<&str>, command: &[String], kind: Kind) -> anyho
         )))
         }
     };
-    check_program(target.program())?;
+    flakehunt_core::exec::check_program(target.program(), target.dir.as_deref())
+        .map_err(|e| exit::usage(e.to_string()))?;
     Ok(target)
-}
-
-/// Fails with one clear line when `program` cannot be started.
-fn check_program(program: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    if program.contains('/') {
-        let p = Path::new(program);
-        if !p.exists() {
-            return Err(exit::usage(format!("cannot start '{program}': no such file")));
-        }
-        if !executable(p) {
-            return Err(exit::usage(format!(
-                "cannot start '{program}': not executable (chmod +x it, or run it through its interpreter)"
-            )));
-        }
-        return Ok(());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
-        return Ok(());
-    }
-    Err(exit::usage(format!("cannot start '{program}': not found in PATH (install it, or give its path)")))
 }
 
 /// Settings from the shared options.
@@ -113,6 +90,10 @@ pub fn settings_of(args: &HuntArgs) -> anyhow::Result<Settings> {
     if args.jobs == 0 {
         return Err(exit::usage("--jobs must be at least 1"));
     }
+    flakehunt_core::bounds::check_runs("--runs", args.runs).map_err(|e| exit::usage(e.to_string()))?;
+    flakehunt_core::bounds::Machine::get()
+        .check_workers("--jobs", u64::from(args.jobs))
+        .map_err(|e| exit::usage(e.to_string()))?;
     if args.until_fails == Some(0) {
         return Err(exit::usage("--until-fails must be at least 1"));
     }
@@ -130,9 +111,19 @@ pub fn settings_of(args: &HuntArgs) -> anyhow::Result<Settings> {
     })
 }
 
+/// The checked durations of `manifest`'s plan; an error names the record's field.
+fn check_plan(manifest: &Manifest) -> anyhow::Result<plan::Durations> {
+    manifest.plan.check().map_err(|e| {
+        exit::usage(format!(
+            "the record's manifest.json holds plan.{e}: it was edited or damaged (fix the value, or start a new hunt)"
+        ))
+    })
+}
+
 /// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`.
 pub(crate) fn open_for_resume(dir: &Path, kind: Kind) -> anyhow::Result<Record> {
-    let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
+    let record = Record::open(dir).map_err(exit::record)?;
+    check_plan(&record.manifest).map_err(|e| exit::usage(format!("{}: {e}", dir.display())))?;
     if record.manifest.kind != kind {
         let found = record.manifest.kind.name();
         return Err(exit::usage(format!(
@@ -154,6 +145,9 @@ pub fn run(
     if let Some(shards) = args.slurm {
         return crate::slurm::run(args, shards, kind, cell_header, new);
     }
+    // The directory a new hunt checked, so that a start refused before any attempt removes
+    // what it created there.
+    let mut new_dir = None;
     let (dir, manifest, mut recorder) = match &args.resume {
         Some(_) if args.has_new_target_options() => {
             return Err(exit::usage(
@@ -170,7 +164,7 @@ pub fn run(
             let oracle = oracle_of(args)?;
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = args.record.clone().unwrap_or_else(|| default_record_dir(kind));
-            Recorder::check_new(&dir).map_err(|e| exit::usage(e.to_string()))?;
+            new_dir = Some(flakehunt_core::record::check_new(&dir).map_err(exit::record)?);
             let (target, adapter) = match crate::adapter::target(args, &dir)? {
                 Some((target, adapter)) => (target, Some(adapter)),
                 None => (target_of(args, kind)?, None),
@@ -193,8 +187,8 @@ pub fn run(
     let (outcome, snapshot) = match execute(&manifest, &dir, &mut recorder, args, tools) {
         Ok(outcome) => outcome,
         Err(e) => {
-            if args.resume.is_none() {
-                discard_if_empty(&dir);
+            if let Some(new_dir) = &new_dir {
+                discard_if_empty(new_dir);
             }
             return Err(e);
         }
@@ -240,7 +234,7 @@ pub fn create_record(
         extra: hunt.extra,
     };
     let dir = record.unwrap_or_else(|| default_record_dir(kind));
-    let recorder = Recorder::create(&dir, &manifest).map_err(|e| exit::usage(e.to_string()))?;
+    let recorder = Recorder::create(&dir, &manifest).map_err(exit::record)?;
     Ok((dir, manifest, recorder))
 }
 
@@ -269,12 +263,16 @@ pub struct Session {
     pub rooms: std::collections::BTreeMap<String, flakehunt_core::runner::Room>,
     /// The hunt's oracles beyond the exit code.
     pub oracle: Option<Oracle>,
+    /// The plan's durations, checked.
+    pub durations: plan::Durations,
     _kept_rooms: Vec<flakehunt_core::cleanroom::CleanRoom>,
 }
 
 impl Session {
     /// Sets up the session of the hunt `manifest` describes.
     pub fn start(manifest: &Manifest, quiet: bool) -> anyhow::Result<Self> {
+        // Checked again here, before anything starts, for a record edited since it was opened.
+        let durations = check_plan(manifest)?;
         let tree = Arc::new(ProcessTree::default());
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe().context("cannot find flakehunt's own executable for its watchdog")?;
@@ -287,15 +285,15 @@ impl Session {
         let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
         let (rooms, kept) = crate::matrix::clean_rooms(manifest, quiet)?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
-        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, _kept_rooms: kept })
+        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
     }
 
     /// The attempt runner of `manifest`'s target and limits.
     pub fn attempts(&self, manifest: &Manifest) -> AttemptRunner<'_> {
         let p = &manifest.plan;
         let limits = Limits {
-            timeout: Duration::from_secs_f64(p.timeout_seconds),
-            grace: Duration::from_secs_f64(p.grace_seconds),
+            timeout: self.durations.timeout,
+            grace: self.durations.grace,
             capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
             stdout_mask: self.oracle.as_ref().and_then(Oracle::mask),
             ..Limits::default()
@@ -368,11 +366,7 @@ fn execute(
     let snapshot = tools.map(|tools| session.snapshot(tools));
     let mut attempts = session.attempts(manifest);
     attempts.limits.leak_timeout = args.leak_timeout;
-    let runner = Runner {
-        attempts,
-        jobs: manifest.plan.jobs as usize,
-        budget: manifest.plan.budget_seconds.map(Duration::from_secs_f64),
-    };
+    let runner = Runner { attempts, jobs: manifest.plan.jobs as usize, budget: session.durations.budget };
     let mut display = Display::new(args.quiet);
     let result = {
         let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, &mut display]);
@@ -386,45 +380,22 @@ fn execute(
     match result {
         Ok(end) => Ok((end, snapshot)),
         Err(flakehunt_core::runner::RunError::Spawn { program, source }) => {
-            Err(exit::usage(spawn_failure(&program, &source, manifest.target.dir.as_deref())))
+            Err(exit::usage(flakehunt_core::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref())))
         }
         Err(e) => Err(e.into()),
     }
 }
 
-/// The one line for a target that passed `check_program` but still cannot be started. The
-/// kernel says "no such file" both for a missing program and for a script whose `#!`
-/// interpreter is missing, and for a missing working directory (a test runner's package
-/// directory, relative to where the hunt started); the program was just found, so it is one of
-/// those two.
-fn spawn_failure(program: &str, source: &std::io::Error, dir: Option<&Path>) -> String {
-    let missing_dir = dir.filter(|d| !d.is_dir());
-    if let (std::io::ErrorKind::NotFound, Some(d)) = (source.kind(), missing_dir) {
-        format!(
-            "cannot start '{program}' in {}: no such directory here (resume from the directory the hunt started in)",
-            d.display()
-        )
-    } else if source.kind() == std::io::ErrorKind::NotFound && check_program(program).is_ok() {
-        format!("cannot start '{program}': its interpreter was not found (check its #! line)")
-    } else {
-        format!("cannot start '{program}': {source}")
-    }
-}
-
 /// Removes a record that a failed start left without a single attempt, so that the same
-/// `--record` directory can be used again once the command is fixed. Only the files a new
-/// record creates are removed, and directories only when empty.
-fn discard_if_empty(dir: &Path) {
-    let attempts = dir.join("attempts.jsonl");
+/// `--record` directory can be used again once the command is fixed. Only what this run
+/// created is removed (see [`flakehunt_core::record::NewDir::discard`]).
+fn discard_if_empty(dir: &flakehunt_core::record::NewDir) {
+    let attempts = dir.path().join("attempts.jsonl");
     if !attempts.metadata().is_ok_and(|m| m.len() == 0) {
         return;
     }
-    for file in ["attempts.jsonl", "manifest.json", flakehunt_core::record::CELLS] {
-        let _ = std::fs::remove_file(dir.join(file));
-    }
-    let _ = std::fs::remove_dir(dir.join("logs"));
-    crate::adapter::discard_build(dir);
-    let _ = std::fs::remove_dir(dir);
+    crate::adapter::discard_build(dir.path());
+    dir.discard(&[crate::adapter::GO_BUILD_DIR]);
 }
 
 /// Prints the summary: the table on stdout, or JSON on stdout and the table on stderr.
@@ -449,21 +420,4 @@ pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &st
 pub fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_missing_working_directory_is_named_not_blamed_on_an_interpreter() {
-        let not_found = std::io::Error::from(std::io::ErrorKind::NotFound);
-        let m = spawn_failure("/bin/sh", &not_found, Some(Path::new("no/such/pkg")));
-        assert_eq!(
-            m,
-            "cannot start '/bin/sh' in no/such/pkg: no such directory here (resume from the directory the hunt started in)"
-        );
-        let m = spawn_failure("/bin/sh", &not_found, Some(Path::new("/")));
-        assert!(m.contains("interpreter was not found"), "{m}");
-    }
 }

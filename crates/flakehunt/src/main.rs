@@ -28,7 +28,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(err) => {
             // One line: the error and its causes, joined by ": ".
-            eprintln!("flakehunt: error: {err:#}");
+            eprintln!("flakehunt: error: {}", exit::message_of(&err));
             std::process::exit(exit::code_of(&err));
         }
     }

@@ -8,7 +8,7 @@ use crate::exit;
 /// Runs `flakehunt merge`; returns the exit code.
 pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
     let (merge, _) = Merge::run(&args.dirs, &args.into).map_err(|e| match e {
-        MergeError::Record(r) => exit::usage(r.to_string()),
+        MergeError::Record(r) => exit::record(r),
         other => exit::usage(other.to_string()),
     })?;
     let attempts: u64 = merge.merged_from.iter().map(|s| s.attempts).sum();

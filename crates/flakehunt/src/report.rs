@@ -14,7 +14,7 @@ use crate::exit;
 
 /// Runs `flakehunt report`; returns the exit code.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
-    let record = Record::open(&args.dir).map_err(|e| exit::usage(e.to_string()))?;
+    let record = Record::open(&args.dir).map_err(exit::record)?;
     let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", args.dir.display())))?;
     let format = match args.format {
         ReportFormat::Term => Format::Term,

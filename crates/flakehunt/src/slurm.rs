@@ -9,7 +9,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Parser;
 use flakehunt_core::dispatch::slurm::{script, SlurmJob};
 use flakehunt_core::dispatch::ShardedHunt;
 use flakehunt_core::plan::Target;
@@ -63,7 +62,7 @@ pub fn print_script(hunt: &[String], config: Option<&Path>) -> anyhow::Result<i3
         argv.extend(["--config".to_owned(), c.display().to_string()]);
     }
     argv.extend(hunt.iter().cloned());
-    let mut cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| exit::usage(e.to_string().trim().to_owned()))?;
+    let mut cli = crate::cli::parse_nested(argv.clone())?;
     let args = match &mut cli.command {
         crate::cli::Command::Sweep(a) => &mut a.hunt,
         crate::cli::Command::Matrix(a) => &mut a.hunt,
@@ -122,16 +121,26 @@ pub fn run(
         return Ok(exit::OK);
     }
 
-    if dir.join("manifest.json").exists() || dir.join("shard-1").exists() {
+    let new_dir = flakehunt_core::record::check_new(&dir).map_err(exit::record)?;
+    let name = dir.file_name().map_or_else(|| "flakehunt".into(), |n| n.to_string_lossy().into_owned());
+    let script_path = dir.parent().unwrap_or(&dir).join(format!("{name}.sbatch"));
+    if script_path.exists() {
         return Err(exit::usage(format!(
-            "{} already holds a record: choose another --record directory",
-            dir.display()
+            "{} exists: the batch script would replace it (move it, or choose another --record directory)",
+            script_path.display()
         )));
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let name = dir.file_name().map_or_else(|| "flakehunt".into(), |n| n.to_string_lossy().into_owned());
-    let script_path = dir.parent().unwrap_or(&dir).join(format!("{name}.sbatch"));
-    std::fs::write(&script_path, &text).with_context(|| format!("cannot write {}", script_path.display()))?;
+    // `create_new`: a file that appeared since the check is not overwritten either.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&script_path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        new_dir.discard(&[]);
+        return Err(anyhow::Error::from(e).context(format!("cannot write {}", script_path.display())));
+    }
 
     let job = submit(&script_path, shards, &options)?;
     if !args.quiet {
@@ -293,7 +302,10 @@ fn finish(
         ))
         .into());
     }
-    let (merge, summary) = Merge::run(&shard_dirs, dir).map_err(|e| exit::usage(e.to_string()))?;
+    let (merge, summary) = Merge::run_beside_shards(&shard_dirs, dir).map_err(|e| match e {
+        flakehunt_core::record::MergeError::Record(r) => exit::record(r),
+        other => exit::usage(other.to_string()),
+    })?;
     crate::report::append_step_summary(&summary, dir);
     crate::hunt::print_summary(&summary, dir, args.json, cell_header)?;
     let incomplete: Vec<u32> = merge

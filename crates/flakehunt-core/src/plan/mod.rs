@@ -12,7 +12,7 @@ mod target;
 pub use cell::{CellSpec, Setting};
 pub use rng::Rng;
 pub use schedule::Schedule;
-pub use settings::{Settings, Shard};
+pub use settings::{Durations, Settings, Shard};
 pub use target::Target;
 
 use crate::record::Attempt;

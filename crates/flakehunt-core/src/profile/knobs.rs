@@ -104,6 +104,10 @@ impl Knobs {
                 return Err(format!("cpu-quota = {q}: give a percentage of one CPU above 0, e.g. 15"));
             }
         }
+        // 0 (one per CPU) and u32::MAX (one per two CPUs) are counts the profile derives itself.
+        if let Some(n) = self.noise_threads.filter(|&n| n != 0 && n != u32::MAX) {
+            crate::bounds::Machine::get().check_noise_threads(u64::from(n)).map_err(|e| e.to_string())?;
+        }
         if let Some(n) = self.nice {
             if !(-20..=19).contains(&n) {
                 return Err(format!("nice = {n}: allowed -20 to 19"));

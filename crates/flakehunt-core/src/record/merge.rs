@@ -27,6 +27,9 @@ pub enum MergeError {
     /// The output already holds a record.
     #[error("{0} already holds a record: choose a new directory for --into")]
     OutExists(PathBuf),
+    /// The output is a file or a directory of the user's.
+    #[error("{0} exists and is not an empty directory: choose a new or empty directory for --into (nothing in it was changed)")]
+    OutNotEmpty(PathBuf),
     /// Nothing to merge.
     #[error("no records to merge: give the shard record directories")]
     Empty,
@@ -82,10 +85,28 @@ pub struct Merge {
 }
 
 impl Merge {
-    /// Merges the shard records in `dirs` into a new record at `out`, whose summary (also
-    /// written as `summary.json`) comes back with the merge.
+    /// Merges the shard records in `dirs` into a new record at `out` (a new or empty directory,
+    /// as for any new record), whose summary (also written as `summary.json`) comes back with
+    /// the merge.
     pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
-        Recorder::check_new(out).map_err(|_| MergeError::OutExists(out.to_owned()))?;
+        super::check_new(out).map_err(|e| match e {
+            RecordError::Exists(dir) => MergeError::OutExists(dir),
+            RecordError::NotEmpty(dir) | RecordError::NotADirectory(dir) => MergeError::OutNotEmpty(dir),
+            other => MergeError::Record(other),
+        })?;
+        Self::join(dirs, out)
+    }
+
+    /// Merges into the directory a `--slurm` hunt created for its shards, which holds them and
+    /// their logs: only a record already there is refused.
+    pub fn run_beside_shards(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
+        if out.join(super::writer::MANIFEST).exists() || out.join(ATTEMPTS).exists() {
+            return Err(MergeError::OutExists(out.to_owned()));
+        }
+        Self::join(dirs, out)
+    }
+
+    fn join(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
         let mut records = Vec::new();
         for dir in dirs {
             let record = Record::open(dir)?;

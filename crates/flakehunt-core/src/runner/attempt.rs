@@ -130,9 +130,8 @@ impl AttemptRunner<'_> {
 
         let running = match Running::spawn(&launch, self.tree, format!("FLAKEHUNT_ATTEMPT={attempt_tag}")) {
             Ok(r) => r,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) => {
-                return Err(e)
-            }
+            // It will fail the same way every time: not evidence, the end of the hunt.
+            Err(e) if crate::exec::error_repeats(&e) => return Err(e),
             Err(e) => return Ok(self.spawn_error(spec, cell, slot, &e)),
         };
         // The watchdog is not told about each attempt: it finds the hunt's processes (and their
