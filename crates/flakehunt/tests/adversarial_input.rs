@@ -302,3 +302,60 @@ fn a_usage_error_says_error_once_with_the_subcommands_usage() {
         assert!(!out.stdout.is_empty());
     }
 }
+
+// Item 18: an unwritable working directory says why, and what to do.
+
+#[test]
+fn a_record_that_cannot_be_created_says_the_cause_and_exits_4() {
+    let s = Scratch::new();
+    // A file where the default record directory's parent must go: refused even for root.
+    s.write(".flakehunt", b"not a directory");
+    let out = s.run(&sweep_args(&["--", "true"]));
+    let line = refused_with(&out, 4, ".flakehunt/runs/sweep-");
+    assert!(line.contains("Not a directory"), "{line}");
+    assert!(line.contains("(a file stands where a directory is needed"), "{line}");
+    assert_eq!(std::fs::read(s.path(".flakehunt")).unwrap(), b"not a directory");
+    // A read-only directory, where permissions apply (not to root).
+    if rustix::process::geteuid().is_root() {
+        return;
+    }
+    let ro = s.path("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = Command::new(common::bin()).args(sweep_args(&["--", "true"])).current_dir(&ro).output().unwrap();
+    let line = refused_with(&out, 4, "cannot create the record directory .flakehunt/runs/sweep-");
+    assert!(line.contains("Permission denied"), "{line}");
+    assert!(line.contains("check that directory's permissions, or give --record DIR on a writable path"), "{line}");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+// Item 16: a shard cut short is not a complete shard.
+
+#[test]
+fn merge_says_which_attempts_a_truncated_shard_lacks() {
+    let s = Scratch::new();
+    for i in 1..=2 {
+        let shard = format!("--shard={i}/2");
+        let out = s.run(&sweep_args(&[&shard, "--seed", "7", "--record", &format!("s{i}"), "--", "true"]));
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Cut shard 2's last line in the middle, as a writer killed mid-line leaves it.
+    let attempts = s.path("s2/attempts.jsonl");
+    let text = std::fs::read_to_string(&attempts).unwrap();
+    let last_start = text[..text.len() - 1].rfind('\n').map_or(0, |i| i + 1);
+    let last: serde_json::Value = serde_json::from_str(text[last_start..].trim()).unwrap();
+    std::fs::write(&attempts, &text[..last_start + 10]).unwrap();
+    let out = s.run(&["merge", "s1", "s2", "--into", "out"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("1 missing) into out"), "{stderr}");
+    let id = last["id"].as_u64().unwrap();
+    assert!(
+        stderr.contains(&format!("shard 2/2 (s2) is missing 1 attempts (ids {id}); its last line was cut")),
+        "{stderr}"
+    );
+    let merge: serde_json::Value = serde_json::from_slice(&std::fs::read(s.path("out/merge.json")).unwrap()).unwrap();
+    assert_eq!(merge["missing_attempts"], 1, "{merge:#}");
+    assert_eq!(merge["merged_from"][1]["missing_ids"], serde_json::json!([id]));
+    assert_eq!(merge["merged_from"][0]["missing_attempts"], 0);
+}

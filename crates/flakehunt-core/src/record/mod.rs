@@ -37,6 +37,16 @@ pub enum RecordError {
         #[source]
         source: std::io::Error,
     },
+    /// The record directory cannot be created (an unwritable working directory, a file in the
+    /// way).
+    #[error("cannot create the record directory {path}")]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Serialisation failed.
     #[error("cannot encode record data")]
     Json(#[source] serde_json::Error),
@@ -77,7 +87,7 @@ impl RecordError {
     /// Whether the file system failed (permission, space, a vanished file), rather than the
     /// user naming the wrong directory.
     pub fn is_io(&self) -> bool {
-        matches!(self, Self::Io { .. })
+        matches!(self, Self::Io { .. } | Self::Create { .. })
     }
 }
 

@@ -28,7 +28,7 @@ impl Recorder {
         if dir.join(MANIFEST).exists() || dir.join(ATTEMPTS).exists() {
             return Err(RecordError::Exists(dir.to_owned()));
         }
-        fs::create_dir_all(dir.join(LOGS)).map_err(|e| RecordError::io(dir, e))?;
+        fs::create_dir_all(dir.join(LOGS)).map_err(|source| RecordError::Create { path: dir.to_owned(), source })?;
         write_json(&dir.join(MANIFEST), manifest)?;
         let path = dir.join(ATTEMPTS);
         let attempts =
