@@ -11,7 +11,8 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "flakehunt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 nothing reproduced (or every fire level accepted), 1 reproduced (or a level rejected), \
-2 usage or configuration error, 3 the environment refused what was asked, 130 interrupted."
+2 usage or configuration error, 3 the environment refused what was asked, 4 a file could not be read or written, \
+130 interrupted."
 )]
 pub struct Cli {
     /// Configuration file (default: flakehunt.toml in the current directory, when present).

@@ -110,7 +110,10 @@ pub fn run(cmd: &HypoCommand) -> anyhow::Result<i32> {
                         Some(Entry::Ran { outcome, at, .. }) => format!("{outcome} ({} run(s), last {at})", runs.len()),
                         _ => "untested".into(),
                     };
-                    println!("{id}  {state}  {text}\n   added {at}; kill test: {}", command.join(" "));
+                    println!(
+                        "{id}  {state}  {text}\n   added {at}; kill test: {}",
+                        flakehunt_core::plan::shell_words(command)
+                    );
                 }
             }
             Ok(exit::OK)

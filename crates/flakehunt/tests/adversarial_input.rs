@@ -359,3 +359,19 @@ fn merge_says_which_attempts_a_truncated_shard_lacks() {
     assert_eq!(merge["merged_from"][1]["missing_ids"], serde_json::json!([id]));
     assert_eq!(merge["merged_from"][0]["missing_attempts"], 0);
 }
+
+// Item 7: a kill test is shown as the words that run exactly it.
+
+#[test]
+fn hypo_list_shows_each_kill_test_as_the_shell_words_that_run_it() {
+    let s = Scratch::new();
+    let out = s.run(&["hypo", "add", "multi-line", "--", "sh", "-c", "true\ntouch /tmp/PWNED\n#"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = s.run(&["hypo", "add", "quotes", "--", "echo", "{a,b}", "it's", "", "\u{1b}[2J"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = s.run(&["hypo", "list"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("kill test: sh -c $'true\\ntouch /tmp/PWNED\\n#'\n"), "{stdout}");
+    assert!(stdout.contains(r"kill test: echo '{a,b}' 'it'\''s' '' $'\x1b[2J'"), "{stdout}");
+    assert!(!stdout.contains('\u{1b}'), "no raw escape reaches the terminal: {stdout}");
+}
