@@ -15,6 +15,10 @@ pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 /// millisecond each take eleven days, and sums of such counts cannot overflow.
 pub const MAX_RUNS: u64 = 1_000_000_000;
 
+/// The most cells a matrix may have, even with `--yes`: each is kept in the manifest and run
+/// `--runs` times, and the grid is built in memory before the first attempt.
+pub const MAX_CELLS: u64 = 1_000_000;
+
 /// Competitor threads per CPU beyond which noise only adds scheduler overhead: each CPU is
 /// already contended many times over.
 const NOISE_PER_CPU: u64 = 16;

@@ -240,7 +240,9 @@ pub fn create_record(
 
 /// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
 pub(crate) fn default_record_dir(kind: Kind) -> PathBuf {
-    PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())))
+    let base =
+        PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())));
+    flakehunt_core::record::unused_dir(&base)
 }
 
 /// A UTC time to the second without separators (`20240105T103000`).

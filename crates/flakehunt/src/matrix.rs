@@ -20,14 +20,22 @@ use crate::hunt::{self, NewHunt};
 pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<i32> {
     hunt::run(&args.hunt, config, Kind::Matrix, "cell", |target| {
         let dimensions = dimensions(args, config, target)?;
-        let cells = grid(&dimensions);
-        if cells.len() > args.max_cells && !args.yes {
+        // Counted before it is built: a grid of many dimensions can be larger than memory.
+        let size = flakehunt_core::plan::matrix::grid_size(&dimensions).unwrap_or(u64::MAX);
+        let max = flakehunt_core::bounds::MAX_CELLS;
+        if size > max {
             return Err(exit::usage(format!(
-                "the grid has {} cells, over the limit of {}: pass --yes to run it, or fewer values",
-                cells.len(),
+                "the grid has {} cells, more than the {max} a matrix can have: give fewer dimensions or values",
+                if size == u64::MAX { "more than 18446744073709551615".to_owned() } else { size.to_string() }
+            )));
+        }
+        if size > args.max_cells as u64 && !args.yes {
+            return Err(exit::usage(format!(
+                "the grid has {size} cells, over the limit of {}: pass --yes to run it, or fewer values",
                 args.max_cells
             )));
         }
+        let cells = grid(&dimensions);
         if !args.hunt.quiet {
             let sizes: Vec<String> = dimensions.iter().map(|d| format!("{} ({})", d.name, d.values.len())).collect();
             eprintln!(
@@ -70,6 +78,12 @@ fn dimensions(args: &MatrixArgs, config: &Config, target: &Target) -> anyhow::Re
             return Err(exit::usage(format!(
                 "dimension '{}' is given twice: give all its values in one -D {}=a,b",
                 d.name, d.name
+            )));
+        }
+        if d.values.iter().any(|v| v.contains('\0')) {
+            return Err(exit::usage(format!(
+                "dimension '{}' has a value with a NUL byte, which no program can be given",
+                d.name
             )));
         }
         if d.values.is_empty() || d.values.iter().any(String::is_empty) {

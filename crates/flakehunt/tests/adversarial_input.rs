@@ -375,3 +375,56 @@ fn hypo_list_shows_each_kill_test_as_the_shell_words_that_run_it() {
     assert!(stdout.contains(r"kill test: echo '{a,b}' 'it'\''s' '' $'\x1b[2J'"), "{stdout}");
     assert!(!stdout.contains('\u{1b}'), "no raw escape reaches the terminal: {stdout}");
 }
+
+// Beyond the list: siblings found while fixing it.
+
+#[test]
+fn a_grid_larger_than_memory_is_refused_before_it_is_built() {
+    let s = Scratch::new();
+    let ten = "1,2,3,4,5,6,7,8,9,10";
+    let defines: Vec<String> = "ABCDEFGHIJKLMNOPQRST".chars().map(|c| format!("-D{c}={ten}")).collect();
+    let mut args = vec!["matrix", "--yes", "--runs", "1", "-q"];
+    args.extend(defines.iter().map(String::as_str));
+    args.extend(["--", "true"]);
+    let out = s.run(&args);
+    refused(&out, "more than the 1000000 a matrix can have");
+    let out = s.run(&[
+        "matrix",
+        "-D",
+        &format!("A={ten}"),
+        "-D",
+        &format!("B={ten}"),
+        "-D",
+        &format!("C={ten}"),
+        "--",
+        "true",
+    ]);
+    refused(&out, "the grid has 1000 cells, over the limit of 256");
+}
+
+#[test]
+fn a_nul_byte_in_a_configured_variable_is_refused_with_its_line() {
+    let s = Scratch::new();
+    s.write("flakehunt.toml", b"[profiles.p]\nenv = { A = \"x\\u0000y\" }\n");
+    let out = s.run(&["sweep", "--runs", "2", "--profiles", "p", "--", "true"]);
+    refused(&out, "flakehunt.toml:1: profile 'p': env A holds a NUL byte");
+    s.write("flakehunt.toml", b"[matrix.env]\nA = [\"1\", \"x\\u0000y\"]\n");
+    let out = s.run(&["matrix", "--runs", "1", "--", "true"]);
+    refused(&out, "dimension 'A' has a value with a NUL byte");
+    assert!(!s.path(".flakehunt").exists());
+}
+
+#[test]
+fn a_pattern_that_matches_every_output_is_refused() {
+    let s = Scratch::new();
+    for (option, pattern) in [("--fail-if", ""), ("--pass-if", "x*"), ("--ignore", "")] {
+        let mut args = sweep_args(&[option, pattern]);
+        if option == "--ignore" {
+            args.extend(["--oracle", "majority"]);
+        }
+        args.extend(["--", "true"]);
+        refused(&s.run(&args), "matches the empty text, so it matches every output");
+    }
+    let out = s.run(&["fire", "--ladder", "1x1", "--ignore", "(x)?", "--", "true"]);
+    refused(&out, "matches the empty text, so it would mask everything");
+}

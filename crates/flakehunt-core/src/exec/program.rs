@@ -107,7 +107,11 @@ pub fn error_repeats(e: &io::Error) -> bool {
                 | libc::EISDIR
                 | libc::ELIBBAD
         )
-    ) || matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied)
+    ) || matches!(
+        e.kind(),
+        // InvalidInput: a NUL byte in an argument or a variable, which no attempt can pass.
+        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied | io::ErrorKind::InvalidInput
+    )
 }
 
 /// The one line for a target that cannot be started: why, and what to change. `dir` is the
@@ -190,6 +194,7 @@ mod tests {
         for errno in [libc::ENOEXEC, libc::ENOENT, libc::EACCES, libc::ENOTDIR, libc::E2BIG, libc::ELOOP] {
             assert!(error_repeats(&io::Error::from_raw_os_error(errno)), "{errno}");
         }
+        assert!(error_repeats(&io::Error::new(io::ErrorKind::InvalidInput, "the variable A holds a NUL byte")));
         for errno in [libc::EAGAIN, libc::ENOMEM, libc::EMFILE, libc::ENFILE, libc::ETXTBSY, libc::EINTR] {
             assert!(!error_repeats(&io::Error::from_raw_os_error(errno)), "{errno}");
         }

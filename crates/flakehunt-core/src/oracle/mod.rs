@@ -60,6 +60,15 @@ pub enum OracleError {
         #[source]
         source: regex::Error,
     },
+    /// A pattern matches the empty text, so it matches every output (and `--ignore` would mask
+    /// the empty gap between every two bytes).
+    #[error("{option} '{pattern}' matches the empty text, so it matches every output: give a pattern that needs at least one character")]
+    MatchesEmpty {
+        /// The option (`--fail-if`...).
+        option: &'static str,
+        /// The pattern.
+        pattern: String,
+    },
     /// The expected stdout cannot be read.
     #[error("cannot read --expect-stdout file '{path}'")]
     Expected {
@@ -87,11 +96,14 @@ impl OracleSpec {
     ) -> Result<Self, OracleError> {
         for (option, list) in [("--fail-if", &fail_if), ("--pass-if", &pass_if), ("--ignore", &ignore)] {
             for pattern in list {
-                Regex::new(pattern).map_err(|source| OracleError::Regex {
+                let re = Regex::new(pattern).map_err(|source| OracleError::Regex {
                     option,
                     pattern: pattern.clone(),
                     source,
                 })?;
+                if re.is_match("") {
+                    return Err(OracleError::MatchesEmpty { option, pattern: pattern.clone() });
+                }
             }
         }
         let mask = Mask::of(&ignore);

@@ -145,6 +145,14 @@ impl Knobs {
                 ));
             }
         }
+        for (name, value) in &self.env {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(format!("env name {name:?}: a variable name cannot be empty or hold '=' or a NUL byte"));
+            }
+            if value.contains('\0') {
+                return Err(format!("env {name} holds a NUL byte, which no program can be given: remove it"));
+            }
+        }
         for name in self.rlimits.keys() {
             if crate::exec::Resource::from_name(name).is_none() {
                 let known: Vec<&str> = crate::exec::Resource::ALL.iter().map(|r| r.name()).collect();

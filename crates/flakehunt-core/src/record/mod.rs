@@ -11,7 +11,7 @@ mod writer;
 pub use attempt::{Attempt, Effect, Outcome};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
-pub use new_dir::{check_new, NewDir};
+pub use new_dir::{check_new, unused_dir, NewDir};
 pub use reader::Record;
 pub use writer::Recorder;
 pub(crate) use writer::ATTEMPTS;

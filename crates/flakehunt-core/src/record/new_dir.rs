@@ -42,6 +42,17 @@ pub fn check_new(dir: &Path) -> Result<NewDir, RecordError> {
     Ok(NewDir { path: dir.to_owned(), existed: true })
 }
 
+/// `base`, or when something is there already `base-2`, `base-3`...: the default record
+/// directory is named by the second, and two hunts started in the same second must not collide.
+pub fn unused_dir(base: &Path) -> PathBuf {
+    let taken = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    if !taken(base) {
+        return base.to_owned();
+    }
+    let name = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    (2u32..).map(|n| base.with_file_name(format!("{name}-{n}"))).find(|p| !taken(p)).expect("some suffix is free")
+}
+
 impl NewDir {
     /// The directory.
     pub fn path(&self) -> &Path {
@@ -106,6 +117,17 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         assert!(matches!(check_new(&file), Err(RecordError::NotADirectory(_))));
         assert_eq!(std::fs::read_to_string(user.join("summary.json")).unwrap(), "mine");
+    }
+
+    #[test]
+    fn a_default_directory_taken_in_the_same_second_gets_a_suffix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("sweep-20261201T103200");
+        assert_eq!(unused_dir(&base), base);
+        std::fs::create_dir(&base).unwrap();
+        assert_eq!(unused_dir(&base), tmp.path().join("sweep-20261201T103200-2"));
+        std::fs::create_dir(tmp.path().join("sweep-20261201T103200-2")).unwrap();
+        assert_eq!(unused_dir(&base), tmp.path().join("sweep-20261201T103200-3"));
     }
 
     #[test]
