@@ -298,7 +298,6 @@ fn normalizer_error(e: &NormalizerError) -> String {
             format!("{e}: {}", last.trim_start_matches("error: "))
         }
         NormalizerError::InvalidColumn { .. } => format!("--ignore-column: {e}"),
-        NormalizerError::MatchesEmpty { .. } => e.to_string(),
     }
 }
 

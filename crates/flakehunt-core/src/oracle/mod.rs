@@ -60,8 +60,7 @@ pub enum OracleError {
         #[source]
         source: regex::Error,
     },
-    /// A pattern matches the empty text, so it matches every output (and `--ignore` would mask
-    /// the empty gap between every two bytes).
+    /// A `--fail-if` or `--pass-if` pattern matches the empty text, so it matches every output.
     #[error("{option} '{pattern}' matches the empty text, so it matches every output: give a pattern that needs at least one character")]
     MatchesEmpty {
         /// The option (`--fail-if`...).
@@ -101,7 +100,8 @@ impl OracleSpec {
                     pattern: pattern.clone(),
                     source,
                 })?;
-                if re.is_match("") {
+                // Masks skip empty matches; a verdict cannot.
+                if option != "--ignore" && re.is_match("") {
                     return Err(OracleError::MatchesEmpty { option, pattern: pattern.clone() });
                 }
             }

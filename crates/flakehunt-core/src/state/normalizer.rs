@@ -39,12 +39,6 @@ pub enum NormalizerError {
         #[source]
         source: regex::Error,
     },
-    /// A user pattern matches the empty text: it would mask the gap between every two bytes.
-    #[error("--ignore {pattern:?} matches the empty text, so it would mask everything: give a pattern that needs at least one character")]
-    MatchesEmpty {
-        /// The pattern as given.
-        pattern: String,
-    },
     /// An ignored column is not written `TABLE.COLUMN`.
     #[error("invalid ignored column {column:?}, expected TABLE.COLUMN")]
     InvalidColumn {
@@ -63,11 +57,8 @@ impl Normalizer {
             let pattern = pattern.as_ref();
             // Each pattern is compiled alone first so that an error names
             // the faulty pattern rather than the combined alternation.
-            let re = Regex::new(pattern)
+            Regex::new(pattern)
                 .map_err(|source| NormalizerError::InvalidRegex { pattern: pattern.to_owned(), source })?;
-            if re.is_match("") {
-                return Err(NormalizerError::MatchesEmpty { pattern: pattern.to_owned() });
-            }
             alternatives.push(format!("(?:{pattern})"));
         }
         alternatives.push(format!("(?:{UUID})"));
