@@ -316,7 +316,7 @@ pub struct Prepared {
 
 impl Prepared {
     /// Called right after the child `pid` started.
-    pub fn start(self, pid: u32) -> Active {
+    pub fn start(self, pid: u32, cancel: &crate::exec::Cancel) -> Active {
         let mut effect =
             Effect { hints: self.hints, inert: self.inert, mechanism: self.mechanism, ..Effect::default() };
         if self.read_cpus {
@@ -333,7 +333,7 @@ impl Prepared {
             (None, Some(schedule)) => Some(Stopper::start(pid, schedule)),
             (None, None) => None,
         };
-        let noise = self.noise.map(|(n, cpus)| Noise::start(n, &cpus));
+        let noise = self.noise.map(|(n, cpus)| Noise::start(n, &cpus, cancel));
         Active {
             effect,
             quota: self.quota,

@@ -140,7 +140,7 @@ impl AttemptRunner<'_> {
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.track_cgroup(c));
         }
-        let active = prepared.start(running.pid());
+        let active = prepared.start(running.pid(), self.cancel);
         let execution = running.wait(&self.limits, self.cancel);
         let effect = active.finish(self.profiles, execution.seconds, execution.cpu_seconds);
         if let Some(w) = self.watchdog {
