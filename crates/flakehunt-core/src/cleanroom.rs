@@ -1,15 +1,38 @@
 //! Clean rooms for the matrix: a fresh copy of a project's tracked files with its own empty
 //! `HOME` and `TMPDIR`, prepared by an optional setup command, run with a scrubbed environment.
+//! The copy follows the same rule as fire's sandboxes ([`crate::copy`]): a tracked link into the
+//! repository is re-pointed into the room, one leading outside is refused or its content copied.
 //! Main type: [`CleanRoom`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use crate::copy::{CopyError, CopyOptions, CopyStats, Plan, Selection};
+use crate::exec::{TrackedDir, Watchdog};
 
 /// One clean room; removed when dropped unless kept.
 #[derive(Debug)]
 pub struct CleanRoom {
     root: tempfile::TempDir,
     env: Vec<(String, String)>,
+    copied: CopyStats,
+    /// Tells the watchdog to remove the room if flakehunt dies; dropped after `root`.
+    _tracked: Option<TrackedDir>,
+}
+
+/// How clean rooms are made.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RoomOptions<'a> {
+    /// Run through `sh -c` in the room before its attempts.
+    pub setup: Option<&'a str>,
+    /// Variables passed through besides `PATH`.
+    pub keep_env: &'a [String],
+    /// How links leaving the repository are treated.
+    pub copy: CopyOptions,
+    /// Removes the room if flakehunt dies (until it is kept).
+    pub watchdog: Option<&'a Watchdog>,
+    /// The hunt's `FLAKEHUNT_RUN_ID`, given to the setup command so the watchdog ends it too.
+    pub run_id: Option<&'a str>,
 }
 
 /// Why a clean room could not be made.
@@ -18,6 +41,9 @@ pub enum CleanRoomError {
     /// `git ls-files` failed: not a repository, or no git.
     #[error("--clean-room copies the tracked files of a git repository, and {0} is not one (or git is missing)")]
     NotARepository(PathBuf),
+    /// The tracked files cannot be copied as they are (a link leading outside the repository).
+    #[error("--clean-room: {0}")]
+    Refused(#[from] CopyError),
     /// Copying failed.
     #[error("cannot copy {path} into the clean room")]
     Copy {
@@ -38,65 +64,47 @@ pub enum CleanRoomError {
 }
 
 impl CleanRoom {
-    /// Copies the files git tracks in `project` into a fresh directory, then runs `setup` there.
-    /// `keep_env` names variables passed through besides `PATH`.
-    pub fn create(project: &Path, setup: Option<&str>, keep_env: &[String]) -> Result<Self, CleanRoomError> {
-        let listed = Command::new("git")
-            .arg("-C")
-            .arg(project)
-            .args(["ls-files", "-z", "--cached"])
-            .stderr(Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .ok_or_else(|| CleanRoomError::NotARepository(project.to_owned()))?;
+    /// Checks that `project` is a repository whose tracked files can be copied, without
+    /// copying anything: a refusal comes before any attempt.
+    pub fn check(project: &Path, copy: CopyOptions) -> Result<(), CleanRoomError> {
+        Plan::of(project, Selection::Listed(&tracked_files(project)?), copy)?;
+        Ok(())
+    }
+
+    /// Copies the files git tracks in `project` into a fresh directory, then runs the setup
+    /// command there. Every path of the room (its directory, `HOME`, `TMPDIR`) is absolute.
+    pub fn create(project: &Path, options: &RoomOptions<'_>) -> Result<Self, CleanRoomError> {
+        let plan = Plan::of(project, Selection::Listed(&tracked_files(project)?), options.copy)?;
         let root = tempfile::Builder::new()
             .prefix("flakehunt-room-")
+            // tempfile makes a relative TMPDIR absolute, so the room's paths are absolute.
             .tempdir()
             .map_err(|source| CleanRoomError::Copy { path: project.to_owned(), source })?;
+        let tracked = options.watchdog.map(|w| w.track_dir(root.path()));
         let work = root.path().join("work");
         for dir in ["work", "home", "tmp"] {
             std::fs::create_dir_all(root.path().join(dir))
                 .map_err(|source| CleanRoomError::Copy { path: root.path().join(dir), source })?;
         }
-        for name in listed.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
-            let rel = Path::new(std::str::from_utf8(name).unwrap_or_default());
-            let from = project.join(rel);
-            let to = work.join(rel);
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|source| CleanRoomError::Copy { path: from.clone(), source })?;
-            }
-            let meta = match std::fs::symlink_metadata(&from) {
-                Ok(m) => m,
-                // Tracked but deleted in the working tree: the room has what is there.
-                Err(_) => continue,
-            };
-            let copied = if meta.file_type().is_symlink() {
-                std::fs::read_link(&from).and_then(|target| std::os::unix::fs::symlink(target, &to))
-            } else if meta.is_file() {
-                std::fs::copy(&from, &to).map(|_| ())
-            } else {
-                Ok(())
-            };
-            copied.map_err(|source| CleanRoomError::Copy { path: from.clone(), source })?;
-        }
+        let copied = plan.execute(&work)?;
         let mut env = vec![
             ("HOME".to_owned(), root.path().join("home").display().to_string()),
             ("TMPDIR".to_owned(), root.path().join("tmp").display().to_string()),
         ];
-        for name in std::iter::once("PATH").chain(keep_env.iter().map(String::as_str)) {
+        for name in std::iter::once("PATH").chain(options.keep_env.iter().map(String::as_str)) {
             if let Ok(value) = std::env::var(name) {
                 env.push((name.to_owned(), value));
             }
         }
-        let room = Self { root, env };
-        if let Some(script) = setup {
+        let room = Self { root, env, copied, _tracked: tracked };
+        if let Some(script) = options.setup {
+            let marker = options.run_id.map(|id| ("FLAKEHUNT_RUN_ID", id));
             let out = Command::new("sh")
                 .args(["-c", script])
                 .current_dir(room.dir())
                 .env_clear()
-                .envs(room.env.iter().map(|(k, v)| (k, v)))
+                .envs(room.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .envs(marker)
                 .stdin(Stdio::null())
                 .output()
                 .map_err(|source| CleanRoomError::Copy { path: PathBuf::from("sh"), source })?;
@@ -121,8 +129,34 @@ impl CleanRoom {
         &self.env
     }
 
+    /// What copying the tracked files made and wrote.
+    pub fn copied(&self) -> CopyStats {
+        self.copied
+    }
+
     /// Keeps the room on disk after the hunt; returns where it is.
     pub fn keep(self) -> PathBuf {
+        // The watchdog forgets the room when the guard drops, here.
         self.root.keep()
     }
+}
+
+/// The paths git tracks in `project`, relative to it.
+fn tracked_files(project: &Path) -> Result<Vec<PathBuf>, CleanRoomError> {
+    use std::os::unix::ffi::OsStrExt;
+    let listed = Command::new("git")
+        .arg("-C")
+        .arg(project)
+        .args(["ls-files", "-z", "--cached"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .ok_or_else(|| CleanRoomError::NotARepository(project.to_owned()))?;
+    Ok(listed
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(|n| PathBuf::from(std::ffi::OsStr::from_bytes(n)))
+        .collect())
 }

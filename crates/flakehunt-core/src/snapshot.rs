@@ -9,17 +9,15 @@
 //! Capture is best effort throughout: whatever cannot be read (a missing
 //! `/proc` file, a non-Linux system, a tool that is not installed) becomes
 //! `None` or an empty collection, never an error or a panic. Environment
-//! variables are redacted with [`redact`] before they are stored, because
-//! run records get attached to bug reports.
+//! variables (by name and value) and every other text are redacted with
+//! [`crate::redact`] before they are stored, because run records get attached
+//! to bug reports.
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::LazyLock;
 use std::time::{Duration, Instant};
-
-use regex::Regex;
 
 use crate::exec::ProcessTree;
 use serde::{Deserialize, Serialize};
@@ -38,13 +36,7 @@ const TOOL_OUTPUT_CAP: usize = 8 * 1024;
 /// Longest tool version line kept, in characters.
 const TOOL_LINE_CAP: usize = 200;
 
-/// What replaces a secret value.
-pub const REDACTED: &str = "<redacted>";
-
-/// Environment variable name fragments (matched case-insensitively) whose
-/// values are never stored.
-const SECRET_NAME_PARTS: &[&str] =
-    &["TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"];
+pub use crate::redact::REDACTED;
 
 /// cgroup v1 controller names, used to tell controllers apart from mount
 /// options (`rw`, `relatime`, ...) in the options column of `/proc/mounts`.
@@ -202,13 +194,32 @@ impl Snapshot {
             },
             tools: run_tools(tools, TOOL_TIMEOUT, tree),
             env: std::env::vars_os()
-                .map(|(name, value)| {
-                    let name = name.to_string_lossy().into_owned();
-                    let value = redact(&name, &value.to_string_lossy());
-                    (name, value)
-                })
+                .map(|(name, value)| (name.to_string_lossy().into_owned(), value.to_string_lossy().into_owned()))
                 .collect(),
         }
+        .redacted()
+    }
+
+    /// The snapshot with its secrets redacted, unless `--no-redact`: environment variables by
+    /// name and value ([`redact`]), and every other text it holds (a tool's version line, a
+    /// cgroup path, the locale) by value.
+    fn redacted(mut self) -> Snapshot {
+        if !crate::redact::enabled() {
+            return self;
+        }
+        for (name, value) in &mut self.env {
+            *value = redact(name, value);
+        }
+        let texts = [&mut self.hostname, &mut self.os, &mut self.kernel, &mut self.cpu_model, &mut self.timezone];
+        texts.into_iter().flatten().for_each(crate::redact::in_place);
+        let locale = [&mut self.locale.lang, &mut self.locale.lc_all, &mut self.locale.lc_ctype];
+        locale.into_iter().flatten().for_each(crate::redact::in_place);
+        self.cgroup.membership.iter_mut().for_each(crate::redact::in_place);
+        self.tools.values_mut().flatten().for_each(crate::redact::in_place);
+        let tools = std::mem::take(&mut self.tools);
+        self.tools =
+            tools.into_iter().map(|(command, line)| (crate::redact::text(&command).into_owned(), line)).collect();
+        self
     }
 }
 
@@ -261,36 +272,11 @@ pub fn default_tools() -> Vec<String> {
     .collect()
 }
 
-/// Returns `value` as it may be stored for the environment variable `name`.
-///
-/// * If `name` contains (case-insensitively) `TOKEN`, `SECRET`, `PASSWORD`,
-///   `PASSWD`, `KEY`, `CREDENTIAL`, `AUTH`, `COOKIE`, `SESSION` or `PRIVATE`,
-///   the whole value becomes `<redacted>`. This over-redacts harmless names
-///   such as `KEYBOARD_LAYOUT` or `SSH_AUTH_SOCK` on purpose: a false
-///   positive costs a debugging detail, a false negative leaks a secret.
-/// * Otherwise, passwords embedded in URLs (`scheme://user:pass@host`, as in
-///   `DATABASE_URL` or `https_proxy`) are replaced, keeping the rest of the
-///   URL: `postgres://app:<redacted>@db:5432/app`. Every URL in the value is
-///   handled, and a password that itself contains `@` is masked up to the
-///   last `@` before the host.
+/// Returns `value` as it may be stored for the environment variable `name`: see
+/// [`crate::redact::env_value`]. Over-redacting a harmless name costs a debugging detail; a
+/// false negative leaks a secret into a bug report.
 pub fn redact(name: &str, value: &str) -> String {
-    let upper = name.to_ascii_uppercase();
-    if SECRET_NAME_PARTS.iter().any(|part| upper.contains(part)) {
-        return REDACTED.to_owned();
-    }
-    // scheme ":" "//" user ":" password "@": the user part stops at the
-    // first ':', the password runs (greedily) to the last '@' before a '/'
-    // or whitespace, so `p@ss` in `u:p@ss@host` is masked whole.
-    static URL_PASSWORD: LazyLock<Option<Regex>> =
-        LazyLock::new(|| Regex::new(r"(?P<prefix>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/\s]*@").ok());
-    match URL_PASSWORD.as_ref() {
-        Some(re) => {
-            re.replace_all(value, |caps: &regex::Captures<'_>| format!("{}:{REDACTED}@", &caps["prefix"])).into_owned()
-        }
-        // The pattern is a constant and compiles; if it somehow did not,
-        // dropping the value is the safe choice.
-        None => REDACTED.to_owned(),
-    }
+    crate::redact::env_value(name, value).into_owned()
 }
 
 /// Reads a small text file, `None` on any error.

@@ -18,6 +18,10 @@ pub struct Cli {
     /// Configuration file (default: flakehunt.toml in the current directory, when present).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Write secrets as they are: no redaction of the record, logs, snapshot, reports and
+    /// generated job files (the target always gets its real environment and arguments).
+    #[arg(long, global = true)]
+    pub no_redact: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -311,6 +315,10 @@ pub struct MatrixArgs {
     /// With --clean-room: keep the copies afterwards.
     #[arg(long, requires = "clean_room")]
     pub keep: bool,
+    /// With --clean-room: copy what a tracked symlink that resolves outside the repository points to, instead of
+    /// refusing it (links inside the repository are re-pointed into the room).
+    #[arg(long, requires = "clean_room")]
+    pub follow_outside_links: bool,
     /// Shared hunt options.
     #[command(flatten)]
     pub hunt: HuntArgs,

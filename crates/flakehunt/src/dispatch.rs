@@ -43,9 +43,16 @@ pub struct GithubArgs {
     /// The runner label.
     #[arg(long, default_value = "ubuntu-latest", value_name = "LABEL")]
     pub runs_on: String,
-    /// The command that installs flakehunt on the runner.
-    #[arg(long, default_value = "cargo install --locked flakehunt", value_name = "CMD")]
-    pub install: String,
+    /// A shell command that installs flakehunt on a runner (into $FLAKEHUNT_INSTALL_ROOT/bin or on
+    /// PATH), e.g. 'cargo install --locked --git URL --rev REV --root "$FLAKEHUNT_INSTALL_ROOT" flakehunt'.
+    #[arg(long, value_name = "CMD", conflicts_with = "install_from_git")]
+    pub install: Option<String>,
+    /// Install flakehunt on the runners with `cargo install --locked --git URL flakehunt`.
+    #[arg(long, value_name = "URL")]
+    pub install_from_git: Option<String>,
+    /// With --install-from-git: the commit, tag or branch to build.
+    #[arg(long, value_name = "REV", requires = "install_from_git")]
+    pub rev: Option<String>,
     /// Minutes each shard job may run.
     #[arg(long, default_value_t = 360, value_name = "MINUTES")]
     pub timeout_minutes: u32,
@@ -60,7 +67,7 @@ pub struct K8sArgs {
     /// Shared options.
     #[command(flatten)]
     pub common: Common,
-    /// The container image (holding flakehunt and the command under test).
+    /// The container image: it holds flakehunt (of this version, at --program) and the command under test.
     #[arg(long, value_name = "IMAGE")]
     pub image: String,
     /// The Job's name.
@@ -87,16 +94,26 @@ pub struct K8sArgs {
 pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
     let text = match cmd {
         DispatchCommand::Github(a) => {
+            // No flakehunt is published to install by default: the user says where it comes from.
+            let install =
+                match (&a.install, &a.install_from_git) {
+                    (Some(cmd), _) => github::Install::Command(cmd.clone()),
+                    (None, Some(url)) => github::Install::Git { url: url.clone(), rev: a.rev.clone() },
+                    (None, None) => return Err(exit::usage(
+                        "say how the runners get flakehunt: --install 'COMMAND' or --install-from-git URL [--rev REV]",
+                    )),
+                };
             let hunt = sharded(&a.common, &a.hunt)?;
             github::workflow(
                 &hunt,
                 &github::GithubJob {
                     name: &a.name,
                     runs_on: &a.runs_on,
-                    install: &a.install,
+                    install: &install,
                     timeout_minutes: a.timeout_minutes,
                 },
             )
+            .map_err(|e| exit::usage(e.to_string()))?
         }
         DispatchCommand::K8s(a) => {
             let hunt = sharded(&a.common, &a.hunt)?;
@@ -111,6 +128,7 @@ pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
                     workdir: a.workdir.as_deref(),
                 },
             )
+            .map_err(|e| exit::usage(e.to_string()))?
         }
     };
     print!("{text}");

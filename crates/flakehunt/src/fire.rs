@@ -49,6 +49,11 @@ pub struct FireArgs {
     /// Keep the sandboxes in the record (sandboxes/) to inspect them.
     #[arg(long)]
     pub keep: bool,
+    /// Copy what a symlink in the state that resolves outside it points to, instead of refusing the state (such a
+    /// link is never left pointing at the original; links inside the state are re-pointed into the copy). Also
+    /// accepted with --resume.
+    #[arg(long)]
+    pub follow_outside_links: bool,
     /// Per-run timeout: then SIGTERM to its process group, then SIGKILL after --grace.
     #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -85,7 +90,7 @@ pub struct FireArgs {
 /// Runs `flakehunt fire`; returns the exit code.
 pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     let fresh = match &args.resume {
-        Some(dir) => resume_record(dir)?,
+        Some(dir) => resume_record(dir, args.follow_outside_links)?,
         None => new_record(args)?,
     };
     let Fresh { dir, manifest, mut recorder, options, normalizer, new_dir, resumed } = fresh;
@@ -96,11 +101,15 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
             new_dir.discard(&[SANDBOXES]);
         }
     };
-    let sandboxes = dir.join(SANDBOXES);
-    if let Err(e) = std::fs::create_dir_all(&sandboxes) {
-        discard();
-        return Err(anyhow::Error::from(e).context(format!("cannot create {}", sandboxes.display())));
-    }
+    // Absolute, like every path handed to a run, even with a relative --record.
+    let sandboxes = match std::path::absolute(dir.join(SANDBOXES)).and_then(|s| std::fs::create_dir_all(&s).map(|()| s))
+    {
+        Ok(sandboxes) => sandboxes,
+        Err(e) => {
+            discard();
+            return Err(anyhow::Error::from(e).context(format!("cannot create {}", dir.join(SANDBOXES).display())));
+        }
+    };
 
     let session = match Session::start(&manifest, args.quiet) {
         Ok(session) => session,
@@ -116,11 +125,15 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
         sandboxes,
         token_salt: (manifest.seed >> 32) as u32,
     };
-    if let Err(e) = fire.check_state() {
-        session.finish();
-        // Nothing ran: leave no record behind for a refused state.
-        discard();
-        return Err(exit::usage(state_error(&e, &fire)));
+    match fire.check_state() {
+        Ok(copied) if fire.options.state.is_some() && !args.quiet => eprintln!("{}", copy_line(&copied)),
+        Ok(_) => {}
+        Err(e) => {
+            session.finish();
+            // Nothing ran: leave no record behind for a refused state.
+            discard();
+            return Err(exit::usage(state_error(&e, &fire)));
+        }
     }
     // A resumed record keeps the snapshot of the machine it started on.
     let snapshot = (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists())
@@ -207,6 +220,7 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
         trace_tokens: args.trace_tokens,
         all_levels: args.all_levels,
         keep: args.keep,
+        follow_outside_links: args.follow_outside_links,
     };
     let levels = &options.ladder.0;
     let mut cells: Vec<CellSpec> = Vec::new();
@@ -236,12 +250,14 @@ fn new_record(args: &FireArgs) -> anyhow::Result<Fresh> {
 }
 
 /// Opens the fire record in `dir` to continue it: levels that finished are kept, what was cut
-/// short runs again from a fresh sandbox.
-fn resume_record(dir: &Path) -> anyhow::Result<Fresh> {
+/// short runs again from a fresh sandbox. `follow_outside_links` may be added on resume (a state
+/// refused for an outside link can then continue); it is never taken away.
+fn resume_record(dir: &Path, follow_outside_links: bool) -> anyhow::Result<Fresh> {
     let record = hunt::open_for_resume(dir, Kind::Fire)?;
-    let options = FireOptions::from_extra(&record.manifest.extra)
+    let mut options = FireOptions::from_extra(&record.manifest.extra)
         .ok_or_else(|| exit::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
     options.ladder.check().map_err(|e| exit::usage(format!("{}: the manifest's ladder: {e}", dir.display())))?;
+    options.follow_outside_links |= follow_outside_links;
     if let Some(state) = &options.state {
         validate_source(state).map_err(|e| {
             exit::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))
@@ -286,6 +302,19 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
     resolved.extend(rest.iter().rev());
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
     resolved.starts_with(dir)
+}
+
+/// What each sandbox copy of the state takes, in one line.
+fn copy_line(c: &flakehunt_core::copy::CopyStats) -> String {
+    let plural = if c.files == 1 { "" } else { "s" };
+    let mut line =
+        format!("state: {} file{plural}, {} bytes, {} bytes written per sandbox", c.files, c.bytes, c.written);
+    for (n, what) in [(c.cloned, "reflinked"), (c.links, "links re-pointed"), (c.followed, "outside links followed")] {
+        if n > 0 {
+            line.push_str(&format!(", {n} {what}"));
+        }
+    }
+    line
 }
 
 /// One line for a bad `--ignore` or `--ignore-column`: the regex parser's message spans

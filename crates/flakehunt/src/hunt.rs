@@ -131,6 +131,12 @@ pub(crate) fn open_for_resume(dir: &Path, kind: Kind) -> anyhow::Result<Record> 
             dir.display()
         )));
     }
+    if record.manifest.withheld {
+        return Err(exit::usage(format!(
+            "{} cannot be resumed: its target's arguments or matrix values held secrets, which were not written; start a new hunt (or record with --no-redact)",
+            dir.display()
+        )));
+    }
     Ok(record)
 }
 
@@ -232,6 +238,8 @@ pub fn create_record(
         shard,
         oracle: hunt.oracle,
         extra: hunt.extra,
+        redacted: flakehunt_core::redact::enabled(),
+        withheld: false,
     };
     let dir = record.unwrap_or_else(|| default_record_dir(kind));
     let recorder = Recorder::create(&dir, &manifest).map_err(exit::record)?;
@@ -284,8 +292,9 @@ impl Session {
         }
         let cancel = Arc::new(Cancel::new().context("cannot create the cancellation pipe")?);
         crate::signals::install(&cancel)?;
-        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python());
-        let (rooms, kept) = crate::matrix::clean_rooms(manifest, quiet)?;
+        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python())
+            .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
+        let (rooms, kept) = crate::matrix::clean_rooms(manifest, quiet, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
     }

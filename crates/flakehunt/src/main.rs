@@ -23,6 +23,8 @@ use flakehunt_core::config::Config;
 
 fn main() {
     let cli = cli::Cli::parse();
+    // Decided once, before anything is written.
+    flakehunt_core::redact::set_enabled(!cli.no_redact);
     let result = dispatch(&cli);
     match result {
         Ok(code) => std::process::exit(code),

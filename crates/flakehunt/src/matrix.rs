@@ -4,8 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use flakehunt_core::cleanroom::CleanRoom;
+use flakehunt_core::cleanroom::{CleanRoom, RoomOptions};
 use flakehunt_core::config::Config;
+use flakehunt_core::copy::CopyOptions;
 use flakehunt_core::exec::Resource;
 use flakehunt_core::plan::matrix::{grid, parse_limit, Dimension, DimensionKind};
 use flakehunt_core::plan::Target;
@@ -53,12 +54,13 @@ pub fn run(args: &MatrixArgs, config: &Config) -> anyhow::Result<i32> {
                 "setup": args.setup,
                 "keep_env": args.keep_env,
                 "keep": args.keep,
+                "follow_outside_links": args.follow_outside_links,
             })
         });
         if args.clean_room {
-            // Fail on a non-repository before any attempt, not after the first cell.
-            let probe = CleanRoom::create(&project, None, &[]).map_err(|e| exit::usage(e.to_string()))?;
-            drop(probe);
+            // Fail on a non-repository or a refused link before any attempt, without copying.
+            let copy = CopyOptions { follow_outside_links: args.follow_outside_links };
+            CleanRoom::check(&project, copy).map_err(|e| exit::usage(e.to_string()))?;
         }
         Ok(NewHunt {
             cells,
@@ -191,8 +193,13 @@ fn placeholders(text: &str) -> BTreeSet<String> {
 }
 
 /// The clean rooms a matrix manifest asks for, one per cell, prepared before the hunt (and the
-/// rooms themselves, which must live as long as the hunt).
-pub fn clean_rooms(manifest: &Manifest, quiet: bool) -> anyhow::Result<(BTreeMap<String, Room>, Vec<CleanRoom>)> {
+/// rooms themselves, which must live as long as the hunt). The `watchdog` removes them if
+/// flakehunt dies.
+pub fn clean_rooms(
+    manifest: &Manifest,
+    quiet: bool,
+    watchdog: Option<&flakehunt_core::exec::Watchdog>,
+) -> anyhow::Result<(BTreeMap<String, Room>, Vec<CleanRoom>)> {
     let Some(spec) = manifest.extra.get("clean_room").filter(|v| !v.is_null()) else {
         return Ok((BTreeMap::new(), Vec::new()));
     };
@@ -201,13 +208,21 @@ pub fn clean_rooms(manifest: &Manifest, quiet: bool) -> anyhow::Result<(BTreeMap
     let keep_env: Vec<String> =
         spec.get("keep_env").and_then(|k| serde_json::from_value(k.clone()).ok()).unwrap_or_default();
     let keep = spec.get("keep").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    let follow = spec.get("follow_outside_links").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    let options = RoomOptions {
+        setup,
+        keep_env: &keep_env,
+        copy: CopyOptions { follow_outside_links: follow },
+        watchdog,
+        run_id: Some(&manifest.run_id),
+    };
     let mut rooms = BTreeMap::new();
     let mut owned = Vec::new();
     for (i, cell) in manifest.cells.iter().enumerate() {
         if !quiet {
             eprintln!("clean room {}/{}: {}", i + 1, manifest.cells.len(), cell.name);
         }
-        let room = CleanRoom::create(&project, setup, &keep_env).map_err(|e| exit::usage(e.to_string()))?;
+        let room = CleanRoom::create(&project, &options).map_err(|e| exit::usage(e.to_string()))?;
         rooms.insert(cell.name.clone(), Room { cwd: room.dir(), env: room.env().to_vec() });
         owned.push(room);
     }

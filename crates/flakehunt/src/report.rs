@@ -23,7 +23,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         ReportFormat::Junit => Format::Junit,
         ReportFormat::Html => Format::Html,
     };
-    let text = render::render(format, &summary, &ctx);
+    let mut text = render::render(format, &summary, &ctx);
+    if unredacted(&record) {
+        flakehunt_core::redact::in_place(&mut text);
+    }
     match &args.output {
         Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
         None if format == Format::Term => {
@@ -48,8 +51,17 @@ pub fn load(record: &Record) -> Result<(Summary, RenderContext), flakehunt_core:
             }
         }
     }
-    let ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
+    let mut ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
+    if let Some(snapshot) = ctx.snapshot.as_mut().filter(|_| unredacted(record)) {
+        flakehunt_core::redact::json(snapshot);
+    }
     Ok((summary, ctx))
+}
+
+/// Whether a report of `record` must redact what it shows: a record written before redaction
+/// existed, or with `--no-redact`, rendered without `--no-redact`.
+fn unredacted(record: &Record) -> bool {
+    flakehunt_core::redact::enabled() && !record.manifest.redacted
 }
 
 /// Appends the Markdown summary of a finished hunt to `$GITHUB_STEP_SUMMARY` when it is set.

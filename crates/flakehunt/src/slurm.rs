@@ -51,7 +51,13 @@ pub fn sharded_from_argv(argv: &[String], program: String, shards: u32, seed: u6
             options.push(arg.clone());
         }
     }
-    Ok(ShardedHunt { program, globals, kind: kind.clone(), options, command, shards, seed })
+    let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
+    let hunt = ShardedHunt { program, version, globals, kind: kind.clone(), options, command, shards, seed };
+    // Every generated file (batch script, workflow, Job) is built from this: none may hold a secret.
+    match hunt.secret_refusal() {
+        Some(refusal) => Err(exit::usage(refusal)),
+        None => Ok(hunt),
+    }
 }
 
 /// `flakehunt slurm-script HUNT...`: the hunt parsed as if run with `--slurm`, printing the
@@ -115,7 +121,8 @@ pub fn run(
     let cwd = std::env::current_dir()?;
     let dir = cwd.join(args.record.clone().unwrap_or_else(|| crate::hunt::default_record_dir(kind)));
     let options: Vec<String> = args.slurm_opt.iter().flat_map(|o| o.split_whitespace().map(str::to_owned)).collect();
-    let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &options });
+    let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &options })
+        .map_err(|e| exit::usage(e.to_string()))?;
     if args.slurm_print {
         print!("{text}");
         return Ok(exit::OK);

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stats;
 use super::{Summary, Tally};
-use crate::plan::matrix::{cell_name, overlay_map, Dimension};
+use crate::plan::matrix::{cell_name, overlay_map, redacted_cell_name, Dimension};
 use crate::plan::CellSpec;
 
 /// A cell counts as reproduced only at this many failures under the same overlay.
@@ -40,8 +40,16 @@ pub fn apply(summary: &mut Summary, dimensions: &[Dimension], cells: &[CellSpec]
             .map(|(d, s)| d.values.iter().position(|v| *v == s.value_text()).unwrap_or(0))
             .collect()
     };
-    let name_of =
-        |idx: &[usize]| cell_name(&dimensions.iter().zip(idx).map(|(d, &i)| d.setting(i)).collect::<Vec<_>>());
+    // The name the record holds: the plain one, or the one redaction gave (see `plan::grid`).
+    let name_of = |idx: &[usize]| {
+        let overlay: Vec<_> = dimensions.iter().zip(idx).map(|(d, &i)| d.setting(i)).collect();
+        let plain = cell_name(&overlay);
+        if tally.cells.contains_key(&plain) {
+            plain
+        } else {
+            redacted_cell_name(&overlay)
+        }
+    };
 
     let mut minimal_overlays: Vec<(BTreeMap<String, String>, Vec<String>)> = Vec::new();
     for (spec, out) in cells.iter().zip(summary.cells.iter_mut()) {

@@ -17,4 +17,4 @@ pub use program::{check_program, error_repeats, spawn_failure, ProgramError};
 pub use running::{Execution, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;
 pub use tree::{LeakedProcess, ProcessTree};
-pub use watchdog::{serve as serve_watchdog, Watchdog};
+pub use watchdog::{serve as serve_watchdog, DirTracker, TrackedDir, Watchdog};

@@ -7,14 +7,19 @@
 //! End-of-file without a clean `done` means flakehunt died: the watchdog then kills every process
 //! that carries the hunt's `FLAKEHUNT_RUN_ID` in its environment and the process group of each
 //! (which catches a group member that cleared its environment), plus the cgroups flakehunt
-//! told it about, and removes those. Attempts are found by their environment
+//! told it about, and removes those, then removes the temporary directories (clean rooms,
+//! sandboxes) flakehunt told it about. Attempts are found by their environment
 //! rather than announced, so the watchdog costs nothing per attempt.
+//!
+//! The protocol is one line per message: `+c PATH` / `-c PATH` for a cgroup, `+d HEX` / `-d HEX`
+//! for a directory tree to remove (its path's bytes in hexadecimal, so that no byte of a path,
+//! a newline included, can forge another message), and `done`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rustix::process::{Pid, Signal};
 
@@ -23,8 +28,68 @@ use super::tree::{environ_has, settled_environ, Environ};
 /// The flakehunt side of the watchdog.
 #[derive(Debug)]
 pub struct Watchdog {
-    pipe: Mutex<Option<ChildStdin>>,
+    pipe: Arc<Pipe>,
     pid: u32,
+}
+
+/// The write end of the watchdog's pipe, shared with the [`TrackedDir`]s.
+#[derive(Debug)]
+struct Pipe(Mutex<Option<ChildStdin>>);
+
+impl Pipe {
+    fn send(&self, line: &str) {
+        let mut pipe = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pipe.as_mut() {
+            // One write per message; a dead watchdog (EPIPE) is not the attempt's problem.
+            if p.write_all(line.as_bytes()).is_err() {
+                *pipe = None;
+            }
+        }
+    }
+}
+
+/// A handle that tells the watchdog about temporary directories, for owners that outlive a
+/// borrow of the [`Watchdog`] (the profiles' shared helpers).
+#[derive(Debug, Clone)]
+pub struct DirTracker(Arc<Pipe>);
+
+impl DirTracker {
+    /// As [`Watchdog::track_dir`].
+    pub fn track(&self, path: &Path) -> TrackedDir {
+        self.0.send(&format!("+d {}\n", hex(path)));
+        TrackedDir { pipe: Arc::clone(&self.0), path: path.to_owned() }
+    }
+}
+
+/// A temporary directory the watchdog removes if flakehunt dies; dropping this (once the
+/// directory is removed, or when it is to be kept) tells the watchdog to forget it.
+#[derive(Debug)]
+pub struct TrackedDir {
+    pipe: Arc<Pipe>,
+    path: PathBuf,
+}
+
+impl Drop for TrackedDir {
+    fn drop(&mut self) {
+        self.pipe.send(&format!("-d {}\n", hex(&self.path)));
+    }
+}
+
+fn hex(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    let bytes = (0..text.len())
+        .step_by(2)
+        .map(|i| text.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+        .collect::<Option<Vec<u8>>>()?;
+    Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }
 
 impl Watchdog {
@@ -39,7 +104,7 @@ impl Watchdog {
             .stderr(Stdio::inherit())
             .spawn()?;
         let pipe = child.stdin.take();
-        Ok(Self { pipe: Mutex::new(pipe), pid: child.id() })
+        Ok(Self { pipe: Arc::new(Pipe(Mutex::new(pipe))), pid: child.id() })
     }
 
     /// The watchdog's pid (a child of flakehunt that is not an attempt).
@@ -48,13 +113,18 @@ impl Watchdog {
     }
 
     fn send(&self, line: &str) {
-        let mut pipe = self.pipe.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = pipe.as_mut() {
-            // One write per message; a dead watchdog (EPIPE) is not the attempt's problem.
-            if p.write_all(line.as_bytes()).is_err() {
-                *pipe = None;
-            }
-        }
+        self.pipe.send(line);
+    }
+
+    /// The directory `path` now exists and is flakehunt's alone: the watchdog removes it if
+    /// flakehunt dies before the returned guard is dropped. `path` must be absolute.
+    pub fn track_dir(&self, path: &Path) -> TrackedDir {
+        self.tracker().track(path)
+    }
+
+    /// A handle to track directories with, that does not borrow the watchdog.
+    pub fn tracker(&self) -> DirTracker {
+        DirTracker(Arc::clone(&self.pipe))
     }
 
     /// A cgroup directory now exists.
@@ -70,7 +140,7 @@ impl Watchdog {
     /// Tells the watchdog the hunt ended cleanly, and lets it go.
     pub fn finish(&self) {
         self.send("done\n");
-        self.pipe.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.pipe.0.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
 
@@ -94,16 +164,27 @@ pub fn serve(input: impl Read, run_id: &str) {
         .filter(|&g| g > 0)
         .collect::<Vec<i32>>();
     let mut cgroups: Vec<PathBuf> = Vec::new();
+    let mut dirs: Vec<PathBuf> = Vec::new();
     for line in BufReader::new(input).lines() {
         let Ok(line) = line else { break };
         match line.split_once(' ') {
             Some(("+c", c)) => cgroups.push(PathBuf::from(c)),
             Some(("-c", c)) => cgroups.retain(|x| x != Path::new(c)),
+            Some(("+d", d)) => dirs.extend(unhex(d).filter(|d| d.is_absolute())),
+            Some(("-d", d)) => {
+                if let Some(d) = unhex(d) {
+                    dirs.retain(|x| *x != d);
+                }
+            }
             _ if line == "done" => return,
             _ => {}
         }
     }
     cleanup(&cgroups, run_id, &protected);
+    // After the processes are gone, so none is still writing into a room.
+    for dir in &dirs {
+        let _ = crate::state::remove_tree(dir);
+    }
 }
 
 fn cleanup(cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
@@ -142,5 +223,21 @@ fn cleanup(cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
     }
     for cg in cgroups {
         let _ = std::fs::remove_dir(cg);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_paths_cross_the_pipe_byte_for_byte() {
+        use std::os::unix::ffi::OsStringExt;
+        let hostile = PathBuf::from(std::ffi::OsString::from_vec(b"/tmp/a b\n+d 2f\xff".to_vec()));
+        let line = hex(&hostile);
+        assert!(line.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(unhex(&line), Some(hostile));
+        assert_eq!(unhex("2"), None);
+        assert_eq!(unhex("zz"), None);
     }
 }

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::copy::CopyStats;
 use crate::state::Finding;
 
 /// Side file of a fire record holding one [`LevelReport`] per finished level or reference.
@@ -38,6 +39,10 @@ pub struct LevelReport {
     /// Where the sandbox was kept (`--keep`), relative to the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// What copying `--state` into the sandbox made and wrote (bytes written stay small for
+    /// sparse files and reflinks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copied: Option<CopyStats>,
 }
 
 /// One `--check` run on a final state.

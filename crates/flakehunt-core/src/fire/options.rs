@@ -34,6 +34,10 @@ pub struct FireOptions {
     /// Keep the sandboxes in the record (`sandboxes/`) instead of removing them.
     #[serde(default)]
     pub keep: bool,
+    /// Copy what a symlink in the state that leads outside it points to, instead of refusing
+    /// the state (`--follow-outside-links`).
+    #[serde(default)]
+    pub follow_outside_links: bool,
 }
 
 impl FireOptions {
@@ -78,6 +82,7 @@ mod tests {
             trace_tokens: false,
             all_levels: false,
             keep: false,
+            follow_outside_links: false,
         };
         assert_eq!(options.planned_runs(1), 20);
         assert_eq!(options.planned_runs(2), 30);

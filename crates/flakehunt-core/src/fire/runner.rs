@@ -15,6 +15,7 @@ use super::level_report::{CheckResult, LevelReport, LEVELS};
 use super::options::{reference_cell, FireOptions};
 use super::resume::Resumed;
 use super::Level;
+use crate::copy::{CopyOptions, CopyStats};
 use crate::events::{Event, EventSink};
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
 use crate::record::{Outcome, Record, RecordError, Recorder};
@@ -162,11 +163,25 @@ impl FireRunner<'_> {
     /// the free space, or a file named like a database that is not one, is refused before any
     /// run. The copy, not the original, is read: SQLite may create `-wal`/`-shm` files even
     /// for a read-only connection, and the original must stay byte-identical.
-    pub fn check_state(&self) -> Result<(), FireError> {
-        let sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, "check")?;
+    /// Returns what the copy made and wrote, as every sandbox will.
+    pub fn check_state(&self) -> Result<CopyStats, FireError> {
+        let sandbox = self.sandbox("check", self.attempts.watchdog)?;
         Fingerprint::of(sandbox.path(), &self.normalizer)?;
+        let copied = sandbox.copied();
         sandbox.remove()?;
-        Ok(())
+        Ok(copied)
+    }
+
+    /// A fresh copy of the state named `name` in `sandboxes/`. A sandbox the user will not
+    /// keep is the watchdog's to remove if flakehunt dies; a kept one belongs to the record.
+    fn sandbox(&self, name: &str, watchdog: Option<&crate::exec::Watchdog>) -> Result<Sandbox, SandboxError> {
+        let options = CopyOptions { follow_outside_links: self.options.follow_outside_links };
+        Sandbox::create(self.options.state.as_deref(), &self.sandboxes, name, options, watchdog)
+    }
+
+    /// The watchdog a level's sandbox is told to, unless sandboxes are kept.
+    fn level_watchdog(&self) -> Option<&crate::exec::Watchdog> {
+        self.attempts.watchdog.filter(|_| !self.options.keep)
     }
 
     /// Climbs the ladder, recording into `sinks`. Stops at the first rejected level unless
@@ -225,7 +240,7 @@ impl FireRunner<'_> {
     ) -> Result<Option<Reference>, FireError> {
         let cell = reference_cell(runs);
         sinks.phase(&format!("{cell}: {runs} runs one after another in a fresh sandbox"))?;
-        let mut sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, &cell)?;
+        let mut sandbox = self.sandbox(&cell, self.level_watchdog())?;
         let group = self.run_group(&cell, 0, Level { workers: 1, runs }, sandbox.path(), sinks, next_id, end)?;
         if group.interrupted {
             end.interrupted = true;
@@ -247,6 +262,7 @@ impl FireRunner<'_> {
             findings,
             checks,
             seconds: group.seconds,
+            copied: self.options.state.is_some().then(|| sandbox.copied()),
             sandbox: self.keep(&mut sandbox, sinks.recorder.dir()),
         };
         sinks.recorder.append_line(LEVELS, &report)?;
@@ -271,7 +287,7 @@ impl FireRunner<'_> {
             level.workers, level.runs
         ))?;
         let name = format!("level-{index}-{cell}");
-        let mut sandbox = Sandbox::create(self.options.state.as_deref(), &self.sandboxes, &name)?;
+        let mut sandbox = self.sandbox(&name, self.level_watchdog())?;
         let group = self.run_group(&cell, index, level, sandbox.path(), sinks, next_id, end)?;
         if group.interrupted {
             end.interrupted = true;
@@ -300,6 +316,7 @@ impl FireRunner<'_> {
             checks,
             tokens_traced,
             seconds: group.seconds,
+            copied: self.options.state.is_some().then(|| sandbox.copied()),
             sandbox: self.keep(&mut sandbox, sinks.recorder.dir()),
         };
         sinks.recorder.append_line(LEVELS, &report)?;
@@ -462,7 +479,9 @@ impl FireRunner<'_> {
         }
         sandbox.keep();
         let path = sandbox.path();
-        Some(path.strip_prefix(record).unwrap_or(path).to_string_lossy().into_owned())
+        // The sandbox's path is absolute; the record's may not be.
+        let record = std::path::absolute(record).unwrap_or_else(|_| record.to_owned());
+        Some(path.strip_prefix(&record).unwrap_or(path).to_string_lossy().into_owned())
     }
 
     /// Removes a sandbox now unless it is kept.

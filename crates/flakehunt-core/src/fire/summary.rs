@@ -72,6 +72,9 @@ pub struct LevelSummary {
     /// Where its sandbox was kept, relative to the record (`--keep`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// What copying `--state` into its sandbox made and wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copied: Option<crate::copy::CopyStats>,
 }
 
 /// Summarises a fire record: the common summary of its cells, with the fire verdict and the
@@ -165,6 +168,7 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
             seconds: report.seconds,
             reference: report.reference.clone().unwrap_or_default(),
             sandbox: report.sandbox.clone(),
+            copied: report.copied,
         });
         if verdict.is_reject() && !options.all_levels {
             if index < options.ladder.0.len() as u32 {

@@ -71,7 +71,45 @@ pub fn grid_size(dimensions: &[Dimension]) -> Option<u64> {
 
 /// The grid's cells, in odometer order with the last dimension varying fastest; the first cell
 /// is the baseline (every dimension at its first value).
+///
+/// A cell's name holds its values, and it is written everywhere (record, logs, reports, the
+/// terminal): unless `--no-redact`, secret values are redacted in it ([`redacted_cell_name`]),
+/// the overlay itself keeping the real values the attempts need. Two cells whose names
+/// redaction made equal (`API_TOKEN=a`, `API_TOKEN=b`) are told apart by their position.
 pub fn grid(dimensions: &[Dimension]) -> Vec<CellSpec> {
+    let mut cells = raw_grid(dimensions);
+    if crate::redact::enabled() {
+        let names: Vec<String> = cells.iter().map(|c| redacted_cell_name(&c.overlay)).collect();
+        for (i, (cell, name)) in cells.iter_mut().zip(&names).enumerate() {
+            cell.name = if names.iter().filter(|n| *n == name).count() > 1 {
+                format!("{name} (cell {})", i + 1)
+            } else {
+                name.clone()
+            };
+        }
+    }
+    cells
+}
+
+/// [`cell_name`] with secret values redacted: by the variable's name, then by value.
+pub fn redacted_cell_name(overlay: &[Setting]) -> String {
+    if overlay.is_empty() {
+        return "baseline".into();
+    }
+    let pair = |s: &Setting| {
+        let value = s.value_text();
+        let value = match s {
+            Setting::Env { .. } | Setting::Placeholder { .. } => {
+                crate::redact::env_value(s.name(), &value).into_owned()
+            }
+            Setting::Rlimit { .. } => value,
+        };
+        crate::redact::text(&format!("{}={value}", s.name())).into_owned()
+    };
+    overlay.iter().map(pair).collect::<Vec<_>>().join(" ")
+}
+
+fn raw_grid(dimensions: &[Dimension]) -> Vec<CellSpec> {
     let total: usize = dimensions.iter().map(|d| d.values.len()).product();
     (0..total)
         .map(|mut n| {

@@ -46,6 +46,11 @@ impl JitterLib {
         Ok(Self { dir })
     }
 
+    /// The temporary directory holding the library and the reports.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     /// The shared object to preload.
     pub fn path(&self) -> PathBuf {
         self.dir.path().join("libflakehunt_jitter.so")

@@ -262,6 +262,11 @@ pub struct ProfileEnv {
     quota: OnceLock<QuotaBackend>,
     gil: OnceLock<Option<GilHook>>,
     jitter: OnceLock<Option<JitterLib>>,
+    /// Tells the watchdog about the helpers' temporary directories, so that a killed flakehunt
+    /// leaves none behind.
+    tracker: Option<crate::exec::DirTracker>,
+    /// Declared after the helpers: dropped once their directories are removed.
+    tracked: std::sync::Mutex<Vec<crate::exec::TrackedDir>>,
 }
 
 impl ProfileEnv {
@@ -275,6 +280,20 @@ impl ProfileEnv {
             quota: OnceLock::new(),
             gil: OnceLock::new(),
             jitter: OnceLock::new(),
+            tracker: None,
+            tracked: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Has the watchdog remove the helpers' temporary directories if flakehunt dies.
+    pub fn with_tracker(mut self, tracker: Option<crate::exec::DirTracker>) -> Self {
+        self.tracker = tracker;
+        self
+    }
+
+    fn track(&self, dir: &std::path::Path) {
+        if let Some(t) = &self.tracker {
+            self.tracked.lock().unwrap_or_else(|e| e.into_inner()).push(t.track(dir));
         }
     }
 
@@ -285,12 +304,28 @@ impl ProfileEnv {
 
     /// The jitter library, compiled on first use.
     pub fn jitter(&self) -> Option<&JitterLib> {
-        self.jitter.get_or_init(|| JitterLib::create().ok()).as_ref()
+        self.jitter
+            .get_or_init(|| {
+                let lib = JitterLib::create().ok();
+                if let Some(l) = &lib {
+                    self.track(l.dir());
+                }
+                lib
+            })
+            .as_ref()
     }
 
     /// The Python hook, created on first use.
     pub fn gil(&self) -> Option<&GilHook> {
-        self.gil.get_or_init(|| GilHook::create().ok()).as_ref()
+        self.gil
+            .get_or_init(|| {
+                let hook = GilHook::create().ok();
+                if let Some(h) = &hook {
+                    self.track(h.path());
+                }
+                hook
+            })
+            .as_ref()
     }
 }
 

@@ -63,4 +63,42 @@ pub struct Manifest {
     /// Hunt-specific parameters (matrix dimensions, fire ladder...).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub extra: serde_json::Value,
+    /// Whether the record's files are redacted (no `--no-redact`): secrets in the target's
+    /// arguments, the matrix values, the environment, the snapshot, output and logs replaced by
+    /// `<redacted>`. Records written before redaction existed read as `false`.
+    #[serde(default)]
+    pub redacted: bool,
+    /// Whether redaction removed secrets from this manifest (arguments of the target, matrix
+    /// values), so that the hunt cannot be resumed from it: it would run with `<redacted>`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub withheld: bool,
+}
+
+impl Manifest {
+    /// The manifest as written into the record: redacted when [`Self::redacted`] says so, and
+    /// then marked [`Self::withheld`] when that removed something.
+    pub fn to_written(&self) -> Result<serde_json::Value, serde_json::Error> {
+        let raw = serde_json::to_value(self)?;
+        if !self.redacted {
+            return Ok(raw);
+        }
+        let mut written = raw.clone();
+        if let Some(argv) = written.pointer_mut("/target/argv") {
+            // An argv is redacted as one: the word after `--password` is a secret too.
+            *argv = serde_json::to_value(if self.target.shell {
+                self.target.argv.iter().map(|a| crate::redact::text(a).into_owned()).collect()
+            } else {
+                crate::redact::argv(&self.target.argv)
+            })?;
+        }
+        for field in ["cells", "oracle", "extra", "plan"] {
+            if let Some(v) = written.get_mut(field) {
+                crate::redact::json(v);
+            }
+        }
+        if written != raw {
+            written["withheld"] = serde_json::Value::Bool(true);
+        }
+        Ok(written)
+    }
 }

@@ -29,7 +29,7 @@ impl Recorder {
             return Err(RecordError::Exists(dir.to_owned()));
         }
         fs::create_dir_all(dir.join(LOGS)).map_err(|source| RecordError::Create { path: dir.to_owned(), source })?;
-        write_json(&dir.join(MANIFEST), manifest)?;
+        write_json(&dir.join(MANIFEST), &manifest.to_written().map_err(RecordError::Json)?)?;
         let path = dir.join(ATTEMPTS);
         let attempts =
             OpenOptions::new().create_new(true).append(true).open(&path).map_err(|e| RecordError::io(&path, e))?;
@@ -71,19 +71,31 @@ impl Recorder {
         self.attempts.write_all(&self.line).map_err(|e| RecordError::io(&self.dir.join(ATTEMPTS), e))
     }
 
-    /// Writes any JSON document into the record (`summary.json`, `snapshot.json`, ...).
+    /// Writes any JSON document into the record (`summary.json`, `snapshot.json`, ...), redacted
+    /// unless `--no-redact`: most of what it holds was redacted before, and this catches the
+    /// rest (a fire level's findings, details of a hunt).
     pub fn write_document<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), RecordError> {
-        write_json(&self.dir.join(name), value)
+        write_json(&self.dir.join(name), &redacted_json(value)?)
     }
 
-    /// Appends one line to a JSONL side file (cells added by an adaptive plan, fire levels).
+    /// Appends one line to a JSONL side file (cells added by an adaptive plan, fire levels),
+    /// redacted as [`Self::write_document`] is.
     pub fn append_line<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), RecordError> {
         let path = self.dir.join(name);
-        let mut line = serde_json::to_vec(value).map_err(RecordError::Json)?;
+        let mut line = serde_json::to_vec(&redacted_json(value)?).map_err(RecordError::Json)?;
         line.push(b'\n');
         let mut f = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| RecordError::io(&path, e))?;
         f.write_all(&line).map_err(|e| RecordError::io(&path, e))
     }
+}
+
+/// `value` as JSON, its secrets redacted unless redaction is off.
+fn redacted_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, RecordError> {
+    let mut json = serde_json::to_value(value).map_err(RecordError::Json)?;
+    if crate::redact::enabled() {
+        crate::redact::json(&mut json);
+    }
+    Ok(json)
 }
 
 /// Writes pretty JSON atomically (temporary file, then rename), so a reader never sees half a

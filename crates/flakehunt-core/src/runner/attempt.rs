@@ -171,8 +171,20 @@ impl AttemptRunner<'_> {
             let judged = o.judge(outcome, &ex);
             (outcome, oracle, keep_distinct) = (judged.outcome, judged.reason, judged.keep_logs);
         }
-        let stderr_tail = ex.stderr.tail_text();
-        let stdout_tail = ex.stdout.tail_text();
+        // Redacted here, once per attempt and before the signature is taken from the tails, so
+        // that the record, the logs, the live display and every report get the same text.
+        let redact = crate::redact::enabled();
+        let mut stderr_tail = ex.stderr.tail_text();
+        let mut stdout_tail = ex.stdout.tail_text();
+        let mut leaked = ex.leaked;
+        if redact {
+            crate::redact::in_place(&mut stderr_tail);
+            crate::redact::in_place(&mut stdout_tail);
+            if let Some(reason) = &mut oracle {
+                crate::redact::in_place(reason);
+            }
+            leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
+        }
         let signature = outcome.is_failure().then(|| match &oracle {
             Some(reason) => signature::of_oracle(outcome, exit_code, reason),
             None => signature::of_streams(outcome, exit_code, signal, &stdout_tail, &stderr_tail),
@@ -194,8 +206,8 @@ impl AttemptRunner<'_> {
             stdout_bytes: ex.stdout.total(),
             stderr_bytes: ex.stderr.total(),
             oracle,
-            leaked: ex.leaked,
-            effect,
+            leaked,
+            effect: if redact { redacted_effect(effect) } else { effect },
             signature,
             worker: slot.worker,
             level: slot.level,
@@ -204,8 +216,11 @@ impl AttemptRunner<'_> {
             load: crate::host::load_average_1m(),
             error: None,
         };
-        let (stdout, stderr) =
-            if keep_logs { (ex.stdout.into_head(), ex.stderr.into_head()) } else { (Vec::new(), Vec::new()) };
+        let (stdout, stderr) = match (keep_logs, redact) {
+            (false, _) => (Vec::new(), Vec::new()),
+            (true, false) => (ex.stdout.into_head(), ex.stderr.into_head()),
+            (true, true) => (redacted_log(ex.stdout.into_head()), redacted_log(ex.stderr.into_head())),
+        };
         Finished { attempt, stdout, stderr, cancelled: ex.cancelled }
     }
 
@@ -238,6 +253,23 @@ impl AttemptRunner<'_> {
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false }
     }
+}
+
+/// A log with its secrets redacted (the common case, none, does not copy it).
+fn redacted_log(log: Vec<u8>) -> Vec<u8> {
+    match crate::redact::bytes(&log) {
+        std::borrow::Cow::Borrowed(_) => log,
+        std::borrow::Cow::Owned(redacted) => redacted,
+    }
+}
+
+/// A profile's measurements with the variables it set redacted (a profile's `env` may carry a
+/// token the target needs).
+fn redacted_effect(mut effect: Effect) -> Effect {
+    for (name, value) in &mut effect.hints {
+        *value = crate::redact::env_value(name, value).into_owned();
+    }
+    effect
 }
 
 /// RFC 3339 with milliseconds, UTC.

@@ -110,7 +110,7 @@ impl Fingerprint {
             let entry = if file.is_symlink {
                 let target = fs::read_link(&file.path)
                     .map_err(|source| FingerprintError::Read { path: file.path.clone(), source })?;
-                Entry::Symlink { target: target.to_string_lossy().into_owned() }
+                Entry::Symlink { target: link_target(&target, dir) }
             } else {
                 file_entry(&file.path, norm)?
             };
@@ -154,6 +154,19 @@ impl Entry {
             *lines.entry(line).or_insert(0) += 1;
         })?;
         Ok(is_text.then_some(Entry::Text(lines)))
+    }
+}
+
+/// A link's target as compared: an absolute target into the state directory `dir` is written
+/// relative to it (`{state}/d.txt`), since each sandbox lives at its own path and a run that
+/// links to `$FLAKEHUNT_STATE/d.txt` made the same link in every one of them.
+fn link_target(target: &Path, dir: &Path) -> String {
+    // As the run was told (`FLAKEHUNT_STATE`) or as `pwd -P` spells it.
+    let spellings = [std::path::absolute(dir).ok(), fs::canonicalize(dir).ok()];
+    let inside = spellings.iter().flatten().find_map(|d| target.strip_prefix(d).ok());
+    match inside {
+        Some(rest) if target.is_absolute() => format!("{{state}}/{}", rest.to_string_lossy()),
+        _ => target.to_string_lossy().into_owned(),
     }
 }
 
@@ -265,6 +278,23 @@ mod tests {
 
     fn line(text: &str, terminated: bool) -> Line {
         Line { text: text.to_owned(), terminated }
+    }
+
+    #[test]
+    fn absolute_links_into_the_state_compare_alike_in_every_sandbox() {
+        let tmp = tempfile::tempdir().unwrap();
+        let norm = Normalizer::default();
+        let mut fingerprints = Vec::new();
+        for name in ["reference-1", "level-1-2x1"] {
+            let dir = tmp.path().join(name);
+            fs::create_dir(&dir).unwrap();
+            std::os::unix::fs::symlink(dir.join("d.txt"), dir.join("abs")).unwrap();
+            std::os::unix::fs::symlink("/etc/hostname", dir.join("outside")).unwrap();
+            fingerprints.push(Fingerprint::of(&dir, &norm).unwrap());
+        }
+        assert_eq!(fingerprints[0], fingerprints[1]);
+        assert_eq!(fingerprints[0].get("abs"), Some(&Entry::Symlink { target: "{state}/d.txt".into() }));
+        assert_eq!(fingerprints[0].get("outside"), Some(&Entry::Symlink { target: "/etc/hostname".into() }));
     }
 
     #[test]

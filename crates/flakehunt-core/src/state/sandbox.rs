@@ -1,10 +1,13 @@
 //! Sandboxes: disposable copies of the user's state directory that runs can
 //! mutate without ever touching the original.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
+
+use crate::copy::{CopyError, CopyOptions, CopyStats, Plan, Selection};
+use crate::exec::{TrackedDir, Watchdog};
 
 /// A fresh copy of a state directory, removed on drop unless
 /// [`keep`](Sandbox::keep) was called.
@@ -12,6 +15,9 @@ use std::path::{Component, Path, PathBuf};
 pub struct Sandbox {
     path: PathBuf,
     keep: bool,
+    copied: CopyStats,
+    /// Tells the watchdog to remove the sandbox if flakehunt dies; dropped after the removal.
+    tracked: Option<TrackedDir>,
 }
 
 /// Why a sandbox could not be created, or a state directory is unusable.
@@ -85,15 +91,10 @@ pub enum SandboxError {
         #[source]
         source: io::Error,
     },
-    /// A file, directory or symlink cannot be copied.
-    #[error("cannot copy state {}", .path.display())]
-    Copy {
-        /// The source path that failed.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
+    /// An entry of the state cannot be copied, or is refused by the copy rule (a link
+    /// leading outside, a device node).
+    #[error(transparent)]
+    Copy(#[from] CopyError),
 }
 
 /// Checks that `path` is an existing, readable directory, so that a bad
@@ -114,20 +115,27 @@ pub fn validate_source(path: &Path) -> Result<(), SandboxError> {
 
 impl Sandbox {
     /// Creates `parent/name` as a copy of `source`, or as an empty directory
-    /// when there is no source.
+    /// when there is no source, by the rule of [`crate::copy`]: links inside
+    /// the state are re-pointed into the sandbox, links outside refused (or
+    /// their content copied), sparse files kept sparse. The source is only
+    /// ever read. `parent` must exist, and `parent/name` must not. The
+    /// sandbox's path is absolute, whatever `parent` is.
     ///
-    /// Regular files are reflinked when the file system supports it and
-    /// copied otherwise; permissions, nested directories and symlinks are
-    /// preserved; absolute symlinks into the source are rebased into the
-    /// sandbox. Sockets, FIFOs and devices are left out. The source is only
-    /// ever read. `parent` must exist, and `parent/name` must not.
-    ///
-    /// Creation is refused when the source's regular files add up to more
-    /// than the free space of `parent`'s file system (even though reflinks
-    /// would need less), or when `parent` lies inside the source. A partial
-    /// copy is removed on error.
-    pub fn create(source: Option<&Path>, parent: &Path, name: &str) -> Result<Sandbox, SandboxError> {
-        Self::create_with(source, parent, name, &free_space)
+    /// Creation is refused when the blocks the source's regular files
+    /// allocate add up to more than the free space of `parent`'s file system
+    /// (even though reflinks would need less; holes need nothing), or when
+    /// `parent` lies inside the source; every
+    /// refusal comes before anything is created. A partial copy is removed
+    /// on error. With a `watchdog`, the sandbox is removed even if flakehunt
+    /// is killed before it could remove it itself (until [`keep`](Sandbox::keep)).
+    pub fn create(
+        source: Option<&Path>,
+        parent: &Path,
+        name: &str,
+        options: CopyOptions,
+        watchdog: Option<&Watchdog>,
+    ) -> Result<Sandbox, SandboxError> {
+        Self::create_with(source, parent, name, options, watchdog, &free_space)
     }
 
     /// [`create`](Sandbox::create) with the free-space query injected, so
@@ -136,37 +144,47 @@ impl Sandbox {
         source: Option<&Path>,
         parent: &Path,
         name: &str,
+        options: CopyOptions,
+        watchdog: Option<&Watchdog>,
         free_space: &dyn Fn(&Path) -> io::Result<u64>,
     ) -> Result<Sandbox, SandboxError> {
         let mut components = Path::new(name).components();
         if !matches!((components.next(), components.next()), (Some(Component::Normal(_)), None)) {
             return Err(SandboxError::InvalidName { name: name.to_owned() });
         }
-        if let Some(source) = source {
-            validate_source(source)?;
-            check_not_inside(source, parent)?;
-            let needed = tree_size(source)?;
-            let available =
-                free_space(parent).map_err(|err| SandboxError::FreeSpace { path: parent.to_owned(), source: err })?;
-            if needed > available {
-                return Err(SandboxError::TooLarge {
-                    path: source.to_owned(),
-                    needed,
-                    available,
-                    parent: parent.to_owned(),
-                });
+        let plan = match source {
+            Some(source) => {
+                validate_source(source)?;
+                check_not_inside(source, parent)?;
+                let plan = Plan::of(source, Selection::Tree, options)?;
+                let needed = plan.needed_bytes();
+                let available = free_space(parent)
+                    .map_err(|err| SandboxError::FreeSpace { path: parent.to_owned(), source: err })?;
+                if needed > available {
+                    return Err(SandboxError::TooLarge {
+                        path: source.to_owned(),
+                        needed,
+                        available,
+                        parent: parent.to_owned(),
+                    });
+                }
+                Some(plan)
             }
-        }
+            None => None,
+        };
 
-        let path = parent.join(name);
+        // Absolute: the path is handed to runs as their working directory, FLAKEHUNT_STATE
+        // and {state}, and a relative one would not resolve from inside itself.
+        let path = std::path::absolute(parent.join(name))
+            .map_err(|source| SandboxError::Create { path: parent.join(name), source })?;
         // `create_dir` rather than `create_dir_all`: an existing directory
         // belongs to someone else and must not be reused, let alone removed.
         fs::create_dir(&path).map_err(|source| SandboxError::Create { path: path.clone(), source })?;
         // From here on, dropping the sandbox cleans up a partial copy.
-        let sandbox = Sandbox { path, keep: false };
-        if let Some(source) = source {
-            let copier = Copier { source_roots: absolute_forms(source), sandbox_root: &sandbox.path };
-            copier.copy_dir_contents(source, &sandbox.path)?;
+        let tracked = watchdog.map(|w| w.track_dir(&path));
+        let mut sandbox = Sandbox { path, keep: false, copied: CopyStats::default(), tracked };
+        if let (Some(source), Some(plan)) = (source, plan) {
+            sandbox.copied = plan.execute(&sandbox.path)?;
             copy_permissions(source, &sandbox.path)?;
         }
         Ok(sandbox)
@@ -181,6 +199,12 @@ impl Sandbox {
     /// inspect the state of a failing run.
     pub fn keep(&mut self) {
         self.keep = true;
+        self.tracked = None;
+    }
+
+    /// What copying the state made and wrote.
+    pub fn copied(&self) -> CopyStats {
+        self.copied
     }
 
     /// Removes the sandbox now, reporting errors that drop would swallow.
@@ -218,112 +242,10 @@ fn free_space(path: &Path) -> io::Result<u64> {
     Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
-/// Total size of the regular files under `dir`, without following symlinks.
-fn tree_size(dir: &Path) -> Result<u64, SandboxError> {
-    let mut total = 0u64;
-    for entry in read_dir(dir)? {
-        let meta = entry.symlink_metadata().map_err(|source| copy_error(&entry, source))?;
-        if meta.is_dir() {
-            total = total.saturating_add(tree_size(&entry)?);
-        } else if meta.is_file() {
-            total = total.saturating_add(meta.len());
-        }
-    }
-    Ok(total)
-}
-
-/// The entries of `dir`, as full paths.
-fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, SandboxError> {
-    fs::read_dir(dir)
-        .and_then(|entries| entries.map(|e| e.map(|e| e.path())).collect())
-        .map_err(|source| copy_error(dir, source))
-}
-
-fn copy_error(path: &Path, source: io::Error) -> SandboxError {
-    SandboxError::Copy { path: path.to_owned(), source }
-}
-
-/// The forms under which absolute symlinks may name the source: as given
-/// (made absolute) and canonical.
-fn absolute_forms(source: &Path) -> Vec<PathBuf> {
-    let mut forms = Vec::new();
-    if let Ok(path) = std::path::absolute(source) {
-        forms.push(path);
-    }
-    if let Ok(path) = fs::canonicalize(source) {
-        if !forms.contains(&path) {
-            forms.push(path);
-        }
-    }
-    forms
-}
-
-/// Copies a source tree into a sandbox.
-struct Copier<'a> {
-    /// The source directory, as absolute symlinks may name it.
-    source_roots: Vec<PathBuf>,
-    /// The sandbox directory.
-    sandbox_root: &'a Path,
-}
-
-impl Copier<'_> {
-    /// Copies the entries of `from` into the existing directory `to`.
-    fn copy_dir_contents(&self, from: &Path, to: &Path) -> Result<(), SandboxError> {
-        for entry in read_dir(from)? {
-            let Some(name) = entry.file_name() else {
-                continue;
-            };
-            let dest = to.join(name);
-            let meta = entry.symlink_metadata().map_err(|source| copy_error(&entry, source))?;
-            let file_type = meta.file_type();
-            if file_type.is_dir() {
-                fs::create_dir(&dest).map_err(|source| copy_error(&entry, source))?;
-                self.copy_dir_contents(&entry, &dest)?;
-                // Permissions come last: a read-only directory must still
-                // receive its contents.
-                copy_permissions(&entry, &dest)?;
-            } else if file_type.is_symlink() {
-                self.copy_symlink(&entry, &dest)?;
-            } else if file_type.is_file() {
-                copy_file(&entry, &dest)?;
-            }
-            // Sockets, FIFOs and devices hold no state of their own and
-            // cannot be meaningfully copied, so they are left out.
-        }
-        Ok(())
-    }
-
-    /// Copies a symlink as a link, never following it. An absolute link
-    /// into the source is rebased into the sandbox, so that a run cannot
-    /// reach the real state through it; other links are copied verbatim.
-    fn copy_symlink(&self, from: &Path, to: &Path) -> Result<(), SandboxError> {
-        let target = fs::read_link(from).map_err(|source| copy_error(from, source))?;
-        let inside = self.source_roots.iter().find_map(|root| target.strip_prefix(root).ok());
-        let target = match inside {
-            Some(inside) if target.is_absolute() => self.sandbox_root.join(inside),
-            _ => target,
-        };
-        symlink(&target, to).map_err(|source| copy_error(from, source))
-    }
-}
-
-/// Copies one regular file: a reflink when the file system can share the
-/// blocks, a kernel-side `copy_file_range` copy otherwise.
-fn copy_file(from: &Path, to: &Path) -> Result<(), SandboxError> {
-    let mut src = File::open(from).map_err(|source| copy_error(from, source))?;
-    let mut dst = File::options().write(true).create_new(true).open(to).map_err(|source| copy_error(from, source))?;
-    if rustix::fs::ioctl_ficlone(&dst, &src).is_err() {
-        // `io::copy` between two files uses `copy_file_range` on Linux and
-        // falls back to read/write by itself where that is unsupported.
-        io::copy(&mut src, &mut dst).map_err(|source| copy_error(from, source))?;
-    }
-    let perms = src.metadata().map_err(|source| copy_error(from, source))?.permissions();
-    dst.set_permissions(perms).map_err(|source| copy_error(from, source))
-}
-
 fn copy_permissions(from: &Path, to: &Path) -> Result<(), SandboxError> {
-    let perms = fs::metadata(from).map_err(|source| copy_error(from, source))?.permissions();
-    fs::set_permissions(to, perms).map_err(|source| copy_error(from, source))
+    let perms = fs::metadata(from).map_err(|source| CopyError::Read { path: from.to_owned(), source })?.permissions();
+    fs::set_permissions(to, perms)
+        .map_err(|source| CopyError::Write { path: from.to_owned(), dest: to.to_owned(), source }.into())
 }
 
 /// Removes a directory tree, first making its directories writable when a
@@ -377,7 +299,7 @@ fn human_bytes(bytes: u64) -> String {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{symlink, MetadataExt};
 
     /// Every entry under `dir` with its mode and content or link target, to
     /// compare whole trees.
@@ -413,7 +335,6 @@ mod tests {
         fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
         fs::set_permissions(src.join("counter"), fs::Permissions::from_mode(0o444)).unwrap();
         symlink("nested/log.txt", src.join("relative-link")).unwrap();
-        symlink("/etc/hostname", src.join("outside-link")).unwrap();
         symlink("missing", src.join("dangling-link")).unwrap();
         src
     }
@@ -424,7 +345,7 @@ mod tests {
         let src = sample_source(tmp.path());
         let before = snapshot(&src);
 
-        let sandbox = Sandbox::create(Some(&src), tmp.path(), "run-0").unwrap();
+        let sandbox = Sandbox::create(Some(&src), tmp.path(), "run-0", CopyOptions::default(), None).unwrap();
         assert_eq!(sandbox.path(), tmp.path().join("run-0"));
         assert_eq!(snapshot(sandbox.path()), before);
         assert_eq!(snapshot(&src), before);
@@ -435,15 +356,15 @@ mod tests {
     }
 
     #[test]
-    fn absolute_links_into_the_source_are_rebased() {
+    fn absolute_links_into_the_source_become_relative_links_in_the_copy() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("state");
         fs::create_dir_all(src.join("sub")).unwrap();
         fs::write(src.join("data"), "x").unwrap();
         symlink(src.join("data"), src.join("sub/abs-link")).unwrap();
 
-        let sandbox = Sandbox::create(Some(&src), tmp.path(), "box").unwrap();
-        assert_eq!(fs::read_link(sandbox.path().join("sub/abs-link")).unwrap(), sandbox.path().join("data"));
+        let sandbox = Sandbox::create(Some(&src), tmp.path(), "box", CopyOptions::default(), None).unwrap();
+        assert_eq!(fs::read_link(sandbox.path().join("sub/abs-link")).unwrap(), Path::new("../data"));
     }
 
     #[test]
@@ -454,7 +375,7 @@ mod tests {
         fs::write(src.join("ro/file"), "x").unwrap();
         fs::set_permissions(src.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
 
-        let sandbox = Sandbox::create(Some(&src), tmp.path(), "box").unwrap();
+        let sandbox = Sandbox::create(Some(&src), tmp.path(), "box", CopyOptions::default(), None).unwrap();
         let path = sandbox.path().to_owned();
         assert_eq!(fs::read(path.join("ro/file")).unwrap(), b"x");
         assert_eq!(fs::metadata(path.join("ro")).unwrap().mode() & 0o777, 0o555);
@@ -466,7 +387,7 @@ mod tests {
     #[test]
     fn empty_sandbox_without_source() {
         let tmp = tempfile::tempdir().unwrap();
-        let sandbox = Sandbox::create(None, tmp.path(), "empty").unwrap();
+        let sandbox = Sandbox::create(None, tmp.path(), "empty", CopyOptions::default(), None).unwrap();
         assert!(fs::read_dir(sandbox.path()).unwrap().next().is_none());
     }
 
@@ -474,12 +395,12 @@ mod tests {
     fn removed_on_drop_unless_kept() {
         let tmp = tempfile::tempdir().unwrap();
         let src = sample_source(tmp.path());
-        let dropped = Sandbox::create(Some(&src), tmp.path(), "dropped").unwrap();
+        let dropped = Sandbox::create(Some(&src), tmp.path(), "dropped", CopyOptions::default(), None).unwrap();
         let dropped_path = dropped.path().to_owned();
         drop(dropped);
         assert!(!dropped_path.exists());
 
-        let mut kept = Sandbox::create(Some(&src), tmp.path(), "kept").unwrap();
+        let mut kept = Sandbox::create(Some(&src), tmp.path(), "kept", CopyOptions::default(), None).unwrap();
         kept.keep();
         let kept_path = kept.path().to_owned();
         drop(kept);
@@ -493,12 +414,26 @@ mod tests {
         fs::create_dir(&src).unwrap();
         fs::write(src.join("big"), vec![0u8; 2048]).unwrap();
 
-        let err = Sandbox::create_with(Some(&src), tmp.path(), "box", &|_| Ok(1000)).unwrap_err();
+        let err = Sandbox::create_with(Some(&src), tmp.path(), "box", CopyOptions::default(), None, &|_| Ok(1000))
+            .unwrap_err();
         assert!(matches!(err, SandboxError::TooLarge { needed: 2048, available: 1000, .. }));
         assert!(err.to_string().contains("needs 2.0 KiB but only 1000 B are free"));
         assert!(!tmp.path().join("box").exists());
 
-        Sandbox::create_with(Some(&src), tmp.path(), "box", &|_| Ok(2048)).unwrap();
+        Sandbox::create_with(Some(&src), tmp.path(), "box", CopyOptions::default(), None, &|_| Ok(2048)).unwrap();
+    }
+
+    #[test]
+    fn a_sparse_file_needs_only_its_data_in_free_space() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("state");
+        fs::create_dir(&src).unwrap();
+        fs::File::create(src.join("sparse")).unwrap().set_len(1 << 30).unwrap();
+        let sandbox =
+            Sandbox::create_with(Some(&src), tmp.path(), "box", CopyOptions::default(), None, &|_| Ok(1 << 20))
+                .unwrap();
+        assert_eq!(sandbox.copied().bytes, 1 << 30);
+        assert!(fs::metadata(sandbox.path().join("sparse")).unwrap().blocks() < 2048);
     }
 
     #[test]
@@ -506,11 +441,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let src = sample_source(tmp.path());
         fs::create_dir(src.join("boxes")).unwrap();
-        let err = Sandbox::create(Some(&src), &src.join("boxes"), "box").unwrap_err();
+        let err = Sandbox::create(Some(&src), &src.join("boxes"), "box", CopyOptions::default(), None).unwrap_err();
         assert!(matches!(err, SandboxError::ParentInsideSource { .. }));
         assert!(!src.join("boxes/box").exists());
         for name in ["", "..", "a/b", "/abs"] {
-            let err = Sandbox::create(None, tmp.path(), name).unwrap_err();
+            let err = Sandbox::create(None, tmp.path(), name, CopyOptions::default(), None).unwrap_err();
             assert!(matches!(err, SandboxError::InvalidName { .. }), "{name}");
         }
     }
@@ -520,7 +455,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         fs::create_dir(tmp.path().join("box")).unwrap();
         fs::write(tmp.path().join("box/precious"), "x").unwrap();
-        let err = Sandbox::create(None, tmp.path(), "box").unwrap_err();
+        let err = Sandbox::create(None, tmp.path(), "box", CopyOptions::default(), None).unwrap_err();
         assert!(matches!(err, SandboxError::Create { .. }));
         assert!(tmp.path().join("box/precious").exists());
     }

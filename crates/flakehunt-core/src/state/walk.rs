@@ -96,9 +96,21 @@ pub(crate) fn read_lines(reader: impl io::Read, mut line: impl FnMut(&str, bool)
     }
 }
 
-/// Opens a file found by [`walk`], mapping errors.
+/// Opens a regular file found by [`walk`], mapping errors. Never follows a link nor blocks: a
+/// run may have replaced the file by a link or a FIFO since the walk, and opening a FIFO for
+/// reading would wait for a writer forever.
 pub(crate) fn open(path: &Path) -> Result<File, FingerprintError> {
-    File::open(path).map_err(|source| FingerprintError::Read { path: path.to_owned(), source })
+    use std::os::unix::fs::OpenOptionsExt;
+    let read_error = |source| FingerprintError::Read { path: path.to_owned(), source };
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_error)?;
+    if !file.metadata().map_err(read_error)?.is_file() {
+        return Err(read_error(io::Error::other("not a regular file any more")));
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -122,6 +134,16 @@ mod tests {
     fn binary_is_not_text() {
         assert!(lines(b"a\0b\n").is_none());
         assert!(lines(b"ok\n\xff\xfe\n").is_none());
+    }
+
+    #[test]
+    fn open_refuses_a_fifo_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        let mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+        assert!(open(&fifo).is_err());
+        assert!(walk(tmp.path()).unwrap().is_empty(), "a FIFO is not part of the fingerprint");
     }
 
     #[test]

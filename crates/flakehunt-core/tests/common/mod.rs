@@ -41,6 +41,8 @@ impl Fixture {
             shard: None,
             oracle: None,
             extra: serde_json::Value::Null,
+            redacted: true,
+            withheld: false,
         };
         Self {
             dir: tempfile::tempdir().unwrap(),

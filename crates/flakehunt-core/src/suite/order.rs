@@ -1,0 +1,345 @@
+//! What an attempt runs, and in which order: the seeded shuffle of the selection and the argv
+//! of each runner's attempt, bisection run, repetition and reproducer. Main types:
+//! [`Pytest`], [`GoTest`], [`Invocation`].
+
+use std::path::{Path, PathBuf};
+
+use super::repeat;
+use super::TestId;
+use crate::plan::Rng;
+
+/// Separates the order's random stream from the interleaving's and the profiles' streams of
+/// the same seed.
+const ORDER_SALT: u64 = 0x5017_e0de;
+
+/// The order attempt `attempt` runs the selection in: a seeded shuffle (the project's
+/// SplitMix64, Fisher–Yates), the same for the same seed and attempt on every machine, so a
+/// shard, a resumed hunt and a replay run what the first run ran.
+pub fn attempt_order(selection: &[TestId], seed: u64, attempt: u64) -> Vec<TestId> {
+    let mut order = selection.to_vec();
+    Rng::stream(seed ^ ORDER_SALT, attempt).shuffle(&mut order);
+    order
+}
+
+/// The `-test.shuffle` seed of Go attempt `attempt`: Go shuffles the top-level tests itself
+/// (`math/rand` seeded with this value), so the order is read back from the event stream.
+/// Below 2^63: the flag is parsed as an int64.
+pub fn go_shuffle_seed(seed: u64, attempt: u64) -> u64 {
+    Rng::stream(seed ^ ORDER_SALT, attempt).next_u64() >> 1
+}
+
+/// Why Rust suites get no order analysis, for the summary's notes.
+pub const LIBTEST_ORDER_NOTE: &str = "libtest cannot run tests in a given order on stable Rust (it runs them in name order, or concurrently; --shuffle needs -Z unstable-options): Rust tests get per-test tallies and conditions, without order analysis";
+
+/// The pytest plugins that alter re-runs or order, disabled in every pytest run (a
+/// `-p no:X` for a plugin that is not installed is accepted by pytest).
+pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "cacheprovider", "rerunfailures", "flaky"];
+
+/// A process to start: its argv and the variables to set on top of the attempt's environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Variables to set, in order.
+    pub env: Vec<(String, String)>,
+}
+
+impl Invocation {
+    fn argv(argv: Vec<String>) -> Self {
+        Self { argv, env: Vec::new() }
+    }
+
+    /// One argv a user can paste (no shell involved): `env K=V ... PROGRAM ARGS` when
+    /// variables are set.
+    pub fn reproducer(&self) -> Vec<String> {
+        if self.env.is_empty() {
+            return self.argv.clone();
+        }
+        let mut argv = vec!["env".to_owned()];
+        argv.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+        argv.extend(self.argv.iter().cloned());
+        argv
+    }
+}
+
+/// pytest, run as `PYTHON -m pytest` from the suite's root directory (its node ids are
+/// relative to pytest's rootdir).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pytest {
+    /// The interpreter the user means (`--python`, `$VIRTUAL_ENV`, `./.venv`, `python3`).
+    pub python: String,
+}
+
+impl Pytest {
+    fn base(&self) -> Vec<String> {
+        let mut argv = vec![self.python.clone(), "-m".into(), "pytest".into()];
+        for plugin in PYTEST_NO_PLUGINS {
+            argv.extend(["-p".into(), format!("no:{plugin}")]);
+        }
+        argv.push("-q".into());
+        argv
+    }
+
+    /// The collection: `--collect-only -q` lists one node id a line.
+    pub fn collect_argv(&self, paths: &[String]) -> Vec<String> {
+        let mut argv = self.base();
+        argv.push("--collect-only".into());
+        argv.extend(paths.iter().cloned());
+        argv
+    }
+
+    /// An attempt, or a bisection run: pytest runs node ids given explicitly in the order given
+    /// (each is collected on its own, files and all, and items keep the order of the
+    /// arguments; checked against pytest 9.2 by `pytest_runs_node_ids_in_the_order_given`), and
+    /// writes each test's result to `junit` (a file in the attempt's scratch directory).
+    pub fn run(&self, order: &[TestId], junit: &Path) -> Invocation {
+        let mut argv = self.base();
+        argv.extend(["--junitxml".into(), junit.display().to_string()]);
+        argv.extend(order.iter().cloned());
+        Invocation::argv(argv)
+    }
+
+    /// `tests` run twice each, in a row, in one session: pytest would run a node id given
+    /// twice only once, even with `--keep-duplicates`, so flakehunt's plugin (written into
+    /// `plugin_dir` by [`repeat::write_plugin`]) repeats them. The plugin directory goes on
+    /// `PYTHONPATH` before `python_path`, the attempt's own value.
+    pub fn repeat(
+        &self,
+        tests: &[TestId],
+        plugin_dir: &Path,
+        python_path: Option<&str>,
+        junit: Option<&Path>,
+    ) -> Invocation {
+        let mut argv = self.base();
+        argv.extend(["-p".into(), repeat::PLUGIN_MODULE.into()]);
+        for t in tests {
+            argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
+        }
+        if let Some(junit) = junit {
+            argv.extend(["--junitxml".into(), junit.display().to_string()]);
+        }
+        argv.extend(tests.iter().cloned());
+        let dir = plugin_dir.display().to_string();
+        let path = match python_path {
+            Some(p) if !p.is_empty() => format!("{dir}:{p}"),
+            _ => dir,
+        };
+        Invocation { argv, env: vec![("PYTHONPATH".into(), path)] }
+    }
+
+    /// Every test of `order` twice in a row, in one session: the pass that finds the
+    /// non-idempotent tests among all of them (a test whose second run fails and whose first
+    /// passed), each then confirmed with [`Self::repeat`] alone.
+    pub fn repeat_all(
+        &self,
+        order: &[TestId],
+        plugin_dir: &Path,
+        python_path: Option<&str>,
+        junit: &Path,
+    ) -> Invocation {
+        let mut inv = self.repeat(&[], plugin_dir, python_path, Some(junit));
+        inv.argv.push(repeat::REPEAT_ALL_OPTION.into());
+        inv.argv.extend(order.iter().cloned());
+        inv
+    }
+
+    /// The reproducer of an order-dependent failure: the culprits, then the test, in the order
+    /// they ran (`python -m pytest -p no:randomly ... tests/a.py::test_p tests/b.py::test_v`).
+    pub fn reproducer(&self, tests: &[TestId]) -> Vec<String> {
+        let mut argv = self.base();
+        argv.extend(tests.iter().cloned());
+        argv
+    }
+}
+
+/// A Go package's test binary, built once (`go test -c`), run in the package's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoTest {
+    /// The `go` command (for `go tool test2json`).
+    pub go: String,
+    /// The package's import path (test2json's `-p`).
+    pub package: String,
+    /// The test binary.
+    pub binary: PathBuf,
+    /// Go 1.20 or later: `-test.v=test2json`, whose framing keeps a test's output that looks
+    /// like `--- FAIL` from being read as a result; older binaries reject the value and get
+    /// plain `-test.v`.
+    pub framing: bool,
+}
+
+impl GoTest {
+    /// `BIN -test.list .`: the top-level tests, benchmarks, examples and fuzz targets.
+    pub fn collect_argv(&self) -> Vec<String> {
+        vec![self.binary.display().to_string(), "-test.list".into(), ".".into()]
+    }
+
+    fn binary_args(&self, shuffle: Option<u64>, tests: Option<&[TestId]>, count: u32, verbose: bool) -> Vec<String> {
+        let mut argv = vec![self.binary.display().to_string()];
+        if verbose {
+            argv.push(if self.framing { "-test.v=test2json".into() } else { "-test.v".into() });
+        }
+        if let Some(s) = shuffle {
+            argv.push(format!("-test.shuffle={s}"));
+        }
+        if let Some(tests) = tests {
+            argv.push(format!("-test.run={}", run_pattern(tests)));
+        }
+        if count != 1 {
+            argv.push(format!("-test.count={count}"));
+        }
+        argv
+    }
+
+    fn through_test2json(&self, binary_args: Vec<String>) -> Invocation {
+        let mut argv =
+            vec![self.go.clone(), "tool".into(), "test2json".into(), "-t".into(), "-p".into(), self.package.clone()];
+        argv.extend(binary_args);
+        Invocation::argv(argv)
+    }
+
+    /// An attempt: the whole binary, or `tests` only, shuffled by Go with `shuffle`
+    /// ([`go_shuffle_seed`]); its stdout is the test2json event stream ([`super::gotest`]).
+    pub fn run(&self, shuffle: u64, tests: Option<&[TestId]>) -> Invocation {
+        self.through_test2json(self.binary_args(Some(shuffle), tests, 1, true))
+    }
+
+    /// A bisection run: `culprits` then the test, in the order a failing attempt ran them.
+    /// Go shuffles the whole list of the binary's tests with the seed and then skips those
+    /// `-test.run` does not match, so the same seed keeps any subset in its relative order.
+    pub fn subset(&self, shuffle: u64, tests: &[TestId]) -> Invocation {
+        self.run(shuffle, Some(tests))
+    }
+
+    /// The test twice in a row in one process (`-test.count=2`).
+    pub fn repeat(&self, test: &TestId) -> Invocation {
+        self.through_test2json(self.binary_args(None, Some(std::slice::from_ref(test)), 2, true))
+    }
+
+    /// The reproducer of an order-dependent failure, without test2json:
+    /// `BIN -test.shuffle=SEED -test.run=^(TestP|TestV)$`.
+    pub fn reproducer(&self, shuffle: Option<u64>, tests: &[TestId]) -> Vec<String> {
+        self.binary_args(shuffle, Some(tests), 1, false)
+    }
+
+    /// The reproducer of a non-idempotent test: `BIN -test.run=^TestX$ -test.count=2`.
+    pub fn repeat_reproducer(&self, test: &TestId) -> Vec<String> {
+        self.binary_args(None, Some(std::slice::from_ref(test)), 2, false)
+    }
+}
+
+/// A `-test.run` pattern matching exactly these top-level tests: `^(TestA|TestB)$`. Go splits
+/// the pattern at `/` into levels, so a subtest (`TestA/sub`) runs as its parent.
+pub fn run_pattern(tests: &[TestId]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let names: Vec<String> = tests
+        .iter()
+        .map(|t| regex::escape(t.split('/').next().unwrap_or(t)))
+        .filter(|n| seen.insert(n.clone()))
+        .collect();
+    if names.len() == 1 {
+        format!("^{}$", names[0])
+    } else {
+        format!("^({})$", names.join("|"))
+    }
+}
+
+/// A libtest run of `tests` (or all): one thread, so that tests that share process state meet
+/// in one order (name order); `--exact` so a name does not also select the tests it prefixes.
+pub fn libtest_run(binary: &Path, tests: Option<&[TestId]>) -> Invocation {
+    let mut argv = vec![binary.display().to_string(), "--test-threads=1".into()];
+    if let Some(tests) = tests {
+        argv.push("--exact".into());
+        argv.extend(tests.iter().cloned());
+    }
+    Invocation::argv(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(n: usize) -> Vec<TestId> {
+        (0..n).map(|i| format!("t.py::test_{i}")).collect()
+    }
+
+    #[test]
+    fn an_attempts_order_is_a_seeded_permutation() {
+        let sel = ids(50);
+        let a = attempt_order(&sel, 7, 3);
+        assert_eq!(a, attempt_order(&sel, 7, 3), "same seed and attempt, same order");
+        assert_ne!(a, attempt_order(&sel, 7, 4), "another attempt, another order");
+        assert_ne!(a, sel);
+        let mut sorted = a.clone();
+        sorted.sort();
+        let mut want = sel.clone();
+        want.sort();
+        assert_eq!(sorted, want);
+        assert!(go_shuffle_seed(7, 3) < 1 << 63);
+        assert_ne!(go_shuffle_seed(7, 3), go_shuffle_seed(7, 4));
+    }
+
+    #[test]
+    fn pytest_argvs() {
+        let py = Pytest { python: "/venv/bin/python".into() };
+        let order = vec!["b.py::test_v".to_owned(), "a.py::test_p".to_owned()];
+        let run = py.run(&order, Path::new("/rec/scratch/3/junit.xml"));
+        assert_eq!(
+            run.argv.join(" "),
+            "/venv/bin/python -m pytest -p no:randomly -p no:cacheprovider -p no:rerunfailures -p no:flaky -q --junitxml /rec/scratch/3/junit.xml b.py::test_v a.py::test_p"
+        );
+        assert!(run.env.is_empty());
+        let rep = py.repeat(&order[..1], Path::new("/rec/plugin"), Some("/src"), None);
+        assert_eq!(
+            rep.reproducer().join(" "),
+            "env PYTHONPATH=/rec/plugin:/src /venv/bin/python -m pytest -p no:randomly -p no:cacheprovider -p no:rerunfailures -p no:flaky -q -p flakehunt_repeat --flakehunt-repeat b.py::test_v b.py::test_v"
+        );
+        assert_eq!(
+            py.repeat(&order[..1], Path::new("/p"), None, None).env,
+            [("PYTHONPATH".to_owned(), "/p".to_owned())]
+        );
+        assert_eq!(py.reproducer(&order).last().unwrap(), "a.py::test_p");
+        assert_eq!(py.collect_argv(&["tests".into()])[12..], ["--collect-only", "tests"]);
+    }
+
+    #[test]
+    fn go_argvs() {
+        let go =
+            GoTest { go: "go".into(), package: "example.com/s".into(), binary: "/rec/s.test".into(), framing: false };
+        let tests = vec!["TestPolluter".to_owned(), "TestVictim".to_owned()];
+        assert_eq!(
+            go.run(42, None).argv.join(" "),
+            "go tool test2json -t -p example.com/s /rec/s.test -test.v -test.shuffle=42"
+        );
+        assert_eq!(
+            go.subset(42, &tests).argv.join(" "),
+            "go tool test2json -t -p example.com/s /rec/s.test -test.v -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
+        );
+        assert_eq!(
+            go.repeat(&tests[1]).argv[6..].join(" "),
+            "/rec/s.test -test.v -test.run=^TestVictim$ -test.count=2"
+        );
+        assert_eq!(
+            go.reproducer(Some(42), &tests).join(" "),
+            "/rec/s.test -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
+        );
+        assert_eq!(go.repeat_reproducer(&tests[0]).join(" "), "/rec/s.test -test.run=^TestPolluter$ -test.count=2");
+        let framed = GoTest { framing: true, ..go };
+        assert!(framed.run(1, None).argv.contains(&"-test.v=test2json".to_owned()));
+        assert_eq!(framed.collect_argv(), ["/rec/s.test", "-test.list", "."]);
+    }
+
+    #[test]
+    fn run_patterns_name_top_level_tests_exactly() {
+        assert_eq!(run_pattern(&["TestA".into()]), "^TestA$");
+        assert_eq!(run_pattern(&["TestA/sub".into(), "TestA/other".into(), "TestB".into()]), "^(TestA|TestB)$");
+        let re = regex::Regex::new(&run_pattern(&["TestA".into(), "TestB".into()])).unwrap();
+        assert!(re.is_match("TestB") && !re.is_match("TestAB") && !re.is_match("TestA2"));
+    }
+
+    #[test]
+    fn libtest_runs_one_thread_and_exact_names() {
+        let inv = libtest_run(Path::new("/t/bin"), Some(&["tests::a".into()]));
+        assert_eq!(inv.argv, ["/t/bin", "--test-threads=1", "--exact", "tests::a"]);
+        assert_eq!(libtest_run(Path::new("/t/bin"), None).argv, ["/t/bin", "--test-threads=1"]);
+    }
+}

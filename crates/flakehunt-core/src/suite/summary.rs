@@ -1,0 +1,190 @@
+//! The suite part of the summary document (kind `suite`): one entry per test that failed at
+//! least once, with its category, culprits and a checked reproducer. Main type:
+//! [`SuiteSummary`], flattened into [`crate::analysis::Summary`] the way fire's is (`tests`,
+//! `framework`, ... beside the common fields), so other kinds' documents do not change. Its
+//! fields are a contract (DESIGN.md): add freely, never rename.
+
+use serde::{Deserialize, Serialize};
+
+use super::classify::{classify, Category, TestTally};
+use super::{Framework, TestId};
+
+/// What a suite hunt found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSummary {
+    /// The runner.
+    pub framework: Framework,
+    /// Tests collected.
+    pub collected: u64,
+    /// Whether attempts ran the selection in shuffled orders (not for libtest: see
+    /// [`super::order::LIBTEST_ORDER_NOTE`]).
+    pub shuffled: bool,
+    /// Every test that failed at least once, most failures first.
+    pub tests: Vec<TestSummary>,
+}
+
+/// One test that failed at least once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSummary {
+    /// The test's id (node id, Go or libtest name).
+    pub id: TestId,
+    /// Attempts that ran it.
+    pub attempts: u64,
+    /// Attempts it failed in.
+    pub failures: u64,
+    /// failures / attempts.
+    pub rate: f64,
+    /// Why it fails.
+    pub category: Category,
+    /// The condition it fails more under (`condition-sensitive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// The tests after which it fails (`order-dependent-victim`), in the order they ran.
+    pub polluters: Vec<TestId>,
+    /// The tests after which it passes (`order-dependent-brittle`), in the order they ran.
+    pub state_setters: Vec<TestId>,
+    /// An argv that makes it fail, checked to fail twice before it was recorded; empty when
+    /// none was found (a `flaky` test has no reliable one).
+    pub reproducer: Vec<String>,
+    /// The first failure's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl TestSummary {
+    /// The entry of a test from its tally, or none when it never failed.
+    pub fn new(id: TestId, tally: &TestTally, reproducer: Vec<String>, message: Option<String>) -> Option<Self> {
+        let c = classify(tally)?;
+        Some(TestSummary {
+            id,
+            attempts: tally.attempts,
+            failures: tally.failures,
+            rate: if tally.attempts == 0 { 0.0 } else { tally.failures as f64 / tally.attempts as f64 },
+            category: c.category,
+            condition: c.condition,
+            polluters: tally.polluters.clone(),
+            state_setters: tally.state_setters.clone(),
+            reproducer,
+            message,
+        })
+    }
+}
+
+impl SuiteSummary {
+    /// The summary of `tests` (id, tally, reproducer, message): the ones that never failed
+    /// are left out; the rest are sorted by failures, then id.
+    pub fn build(
+        framework: Framework,
+        collected: u64,
+        tests: impl IntoIterator<Item = (TestId, TestTally, Vec<String>, Option<String>)>,
+    ) -> Self {
+        let mut tests: Vec<TestSummary> = tests
+            .into_iter()
+            .filter_map(|(id, tally, reproducer, message)| TestSummary::new(id, &tally, reproducer, message))
+            .collect();
+        tests.sort_by(|a, b| b.failures.cmp(&a.failures).then_with(|| a.id.cmp(&b.id)));
+        SuiteSummary { framework, collected, shuffled: framework.orders(), tests }
+    }
+
+    /// The verdict's machine name: `flaky-tests` when any test failed, else `not-reproduced`;
+    /// the hunt exits 1 on the first, as other hunts do when a failure was reproduced.
+    pub fn verdict(&self) -> &'static str {
+        if self.tests.is_empty() {
+            "not-reproduced"
+        } else {
+            "flaky-tests"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> SuiteSummary {
+        let victim = TestTally {
+            attempts: 20,
+            failures: 9,
+            alone_runs: 3,
+            polluters: vec!["tests/test_alpha.py::test_polluter".into()],
+            ..Default::default()
+        };
+        let brittle = TestTally {
+            attempts: 20,
+            failures: 11,
+            alone_runs: 3,
+            alone_failures: 3,
+            state_setters: vec!["tests/test_alpha.py::test_state_setter".into()],
+            ..Default::default()
+        };
+        let clean = TestTally { attempts: 20, alone_runs: 0, ..Default::default() };
+        let reproducer = |tests: &[&str]| -> Vec<String> {
+            let mut argv: Vec<String> = ["python3", "-m", "pytest", "-p", "no:randomly"].map(String::from).to_vec();
+            argv.extend(tests.iter().map(|t| t.to_string()));
+            argv
+        };
+        SuiteSummary::build(
+            Framework::Pytest,
+            13,
+            [
+                (
+                    "tests/test_beta.py::test_victim".to_owned(),
+                    victim,
+                    reproducer(&["tests/test_alpha.py::test_polluter", "tests/test_beta.py::test_victim"]),
+                    Some("AssertionError: handlers left registered: ['audit']".into()),
+                ),
+                (
+                    "tests/test_beta.py::test_brittle".to_owned(),
+                    brittle,
+                    reproducer(&["tests/test_beta.py::test_brittle"]),
+                    None,
+                ),
+                ("tests/test_beta.py::test_clean_beta".to_owned(), clean, Vec::new(), None),
+            ],
+        )
+    }
+
+    #[test]
+    fn only_failing_tests_most_failures_first_with_the_contract_fields() {
+        let s = example();
+        assert_eq!(s.verdict(), "flaky-tests");
+        let ids: Vec<&str> = s.tests.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["tests/test_beta.py::test_brittle", "tests/test_beta.py::test_victim"]);
+        let json = serde_json::to_value(&s).unwrap();
+        let victim = &json["tests"][1];
+        for field in ["id", "attempts", "failures", "category", "polluters", "state_setters", "reproducer"] {
+            assert!(victim.get(field).is_some(), "{field} missing: {victim}");
+        }
+        assert_eq!(victim["category"], "order-dependent-victim");
+        assert_eq!(victim["polluters"][0], "tests/test_alpha.py::test_polluter");
+        assert_eq!(json["tests"][0]["category"], "order-dependent-brittle");
+        assert_eq!(json["framework"], "pytest");
+        assert_eq!(SuiteSummary::build(Framework::Libtest, 3, []).verdict(), "not-reproduced");
+        assert!(!SuiteSummary::build(Framework::Libtest, 3, []).shuffled);
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        let s = example();
+        let text = serde_json::to_string_pretty(&s).unwrap();
+        let back: SuiteSummary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn flattens_beside_the_common_fields() {
+        // The way it joins the summary document: `#[serde(flatten)] suite: Option<SuiteSummary>`.
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Doc {
+            kind: String,
+            #[serde(flatten)]
+            suite: Option<SuiteSummary>,
+        }
+        let doc = Doc { kind: "suite".into(), suite: Some(example()) };
+        let json = serde_json::to_value(&doc).unwrap();
+        assert_eq!(json["tests"][1]["id"], "tests/test_beta.py::test_victim");
+        assert_eq!(serde_json::from_value::<Doc>(json).unwrap(), doc);
+        let other: Doc = serde_json::from_str(r#"{"kind": "sweep"}"#).unwrap();
+        assert_eq!(other.suite, None, "other kinds' documents read back without suite fields");
+    }
+}

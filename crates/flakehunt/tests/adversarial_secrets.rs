@@ -1,0 +1,291 @@
+//! Secrets of every family, handed to real hunts through the environment, the target's
+//! arguments, `--shell` and `-D` values, and printed by a failing target on both streams: no
+//! file of the record, no report and no generated job file may hold one, and `--no-redact`
+//! keeps them all.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::bin;
+
+/// Variables whose NAME makes them secret, with plain values nothing else could recognise.
+const BY_NAME: &[(&str, &str)] = &[
+    ("MYSQL_PWD", "mysqlpwd-7f3k"),
+    ("PGPASS", "pgpass-2m9x"),
+    ("PGPASSWORD", "pgpassword-8q1z"),
+    ("DOCKER_PASS", "dockerpass-4v6n"),
+    ("GH_PAT", "ghpat-5t2w"),
+    ("JWT", "jwtvalue-3r8p"),
+    ("MY_API_KEY", "apikey-6y4u"),
+    ("CLIENT_SECRET", "clientsecret-1a2b"),
+    ("SESSION_COOKIE", "cookie-9c8d"),
+    ("AWS_SECRET_ACCESS_KEY", "awssecret-wJalrXUtnFEMI"),
+    ("NPM_CONFIG__AUTH", "npmauth-0e1f"),
+    ("APP_CREDENTIALS", "creds-5g6h"),
+    ("SENTRY_DSN", "https://sentrykey0123456789abcdef01@o1.ingest.sentry.io/2"),
+    ("SLACK_WEBHOOK", "https://hooks.slack.com/services/T0SECRET/B0SECRET/slackhooksecret9"),
+];
+
+/// Variables with innocent names whose VALUE holds a secret, and the secret part of it.
+const BY_VALUE: &[(&str, &str, &str)] = &[
+    (
+        "DEPLOY_SSH",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUSECRETPEMBODY1\nAAAAMwAAAAtzc2gtZWQyNTUxOQAAACDd\n-----END OPENSSH PRIVATE KEY-----",
+        "SECRETPEMBODY1",
+    ),
+    ("CONN", "Server=db;Uid=sa;Password=connpw-k2l3;Database=app", "connpw-k2l3"),
+    ("DATABASE_URL", "postgres://app:url/pw-m4n5@db/app", "pw-m4n5"),
+    ("CALLBACK", "https://h/cb?password=querypw-p6q7&x=1", "querypw-p6q7"),
+    ("UPSTREAM", "app:schemeless-r8s9@db.internal", "schemeless-r8s9"),
+    ("DEPLOY_ARGS", "--password=argpw-t0u1", "argpw-t0u1"),
+    ("GITHUB_THING", "ghp_0123456789abcdefghijSECRETGHPTOKEN01", "SECRETGHPTOKEN01"),
+    ("FINE_GRAINED", "github_pat_11ABCDEFG0_finegrainedsecret0123", "finegrainedsecret0123"),
+    ("SLACK_BOT", "xoxb-1234567890-slackbotsecret", "slackbotsecret"),
+    ("CLOUD_ID", "AKIAIOSFODNN7SECRET1", "IOSFODNN7SECRET1"),
+    ("GITLAB", "glpat-gitlabsecret0123456789", "gitlabsecret0123456789"),
+    ("STRIPE", "sk_live_stripesecret0123456789", "stripesecret0123456789"),
+    ("NPMRC", "npm_npmtokensecret0123456789abcdefghijkl", "npmtokensecret0123456789"),
+    ("GOOGLE", "AIzaSyGoogleSecret0123456789abcdefghijk", "SyGoogleSecret0123456789"),
+    (
+        "SIGNED",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzZWNyZXRqd3QifQ.jwtsignaturesecret",
+        "eyJzdWIiOiJzZWNyZXRqd3QifQ",
+    ),
+];
+
+/// Secrets the fixture is given as arguments, or prints itself.
+const IN_ARGS: &[&str] = &["--password", "argvpw-c1c1", "--token=argvtok-c2c2", "--api-key", "argvkey-c3c3"];
+const ARG_SECRETS: &[&str] = &["argvpw-c1c1", "argvtok-c2c2", "argvkey-c3c3", "fixturepw-x9y8"];
+
+/// Every secret value the tests look for.
+fn secrets() -> Vec<&'static str> {
+    let mut all: Vec<&str> = BY_NAME.iter().map(|(_, v)| *v).collect();
+    // The parts that are secret in the two URL-shaped values, which keep their host.
+    all.extend(["sentrykey0123456789abcdef01", "slackhooksecret9"]);
+    all.extend(BY_VALUE.iter().map(|(_, _, s)| *s));
+    all.extend(ARG_SECRETS);
+    all
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/leak-secrets.sh")
+}
+
+/// Runs flakehunt in `dir` with every secret variable set.
+fn flakehunt(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(args).current_dir(dir);
+    for (name, value) in BY_NAME {
+        cmd.env(name, value);
+    }
+    for (name, value, _) in BY_VALUE {
+        cmd.env(name, value);
+    }
+    cmd.output().unwrap()
+}
+
+/// Every file under `dir`, with its content.
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// The record's files, the hunt's own output and every report format of the record.
+fn everything_written(dir: &Path, record: &Path, hunt: &Output) -> Vec<(String, Vec<u8>)> {
+    let mut all: Vec<(String, Vec<u8>)> =
+        files(record).into_iter().map(|(p, c)| (p.display().to_string(), c)).collect();
+    let names: Vec<String> = all.iter().map(|(p, _)| p.clone()).collect();
+    for expected in ["manifest.json", "attempts.jsonl", "snapshot.json", "summary.json"] {
+        assert!(names.iter().any(|n| n.ends_with(expected)), "no {expected} in {names:?}");
+    }
+    assert!(names.iter().any(|n| n.contains("/logs/")), "no logs in {names:?}");
+    all.push(("hunt stdout".into(), hunt.stdout.clone()));
+    all.push(("hunt stderr".into(), hunt.stderr.clone()));
+    for format in ["html", "md", "json", "junit", "term"] {
+        let out = flakehunt(dir, &["report", record.to_str().unwrap(), "--format", format]);
+        assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!out.stdout.is_empty(), "report --format {format} is empty");
+        all.push((format!("report --format {format}"), out.stdout));
+    }
+    all
+}
+
+#[track_caller]
+fn assert_no_secret(written: &[(String, Vec<u8>)]) {
+    for secret in secrets() {
+        for (name, content) in written {
+            assert!(!contains(content, secret), "{secret:?} written in {name}:\n{}", String::from_utf8_lossy(content));
+        }
+    }
+}
+
+fn sweep_args<'a>(extra: &[&'a str], fixture: &'a str) -> Vec<&'a str> {
+    let mut args = extra.to_vec();
+    args.extend(["sweep", "--profiles", "default", "--runs", "2", "--record", "rec", "--", fixture]);
+    args.extend(IN_ARGS);
+    args
+}
+
+#[test]
+fn a_sweep_writes_no_secret_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture();
+    let hunt = flakehunt(dir.path(), &sweep_args(&[], fixture.to_str().unwrap()));
+    assert_eq!(hunt.status.code(), Some(1), "{}", String::from_utf8_lossy(&hunt.stderr));
+    let record = dir.path().join("rec");
+    let written = everything_written(dir.path(), &record, &hunt);
+    assert_no_secret(&written);
+    // What is not secret stays readable.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["redacted"], true);
+    assert_eq!(manifest["target"]["argv"][1], "--password");
+    assert_eq!(manifest["target"]["argv"][2], "<redacted>");
+    let snapshot = std::fs::read_to_string(record.join("snapshot.json")).unwrap();
+    assert!(snapshot.contains("postgres://app:<redacted>@db/app"), "{snapshot}");
+    assert!(snapshot.contains("\"PATH\""), "{snapshot}");
+    let attempts = std::fs::read_to_string(record.join("attempts.jsonl")).unwrap();
+    assert!(attempts.contains("password=<redacted>&user=bob"), "{attempts}");
+    // A resumed hunt would run `<redacted>` as the password: refused in one line.
+    let resume = flakehunt(dir.path(), &["sweep", "--resume", "rec"]);
+    assert_eq!(resume.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&resume.stderr);
+    assert!(stderr.contains("cannot be resumed") && stderr.lines().count() == 1, "{stderr}");
+}
+
+#[test]
+fn a_shell_target_is_redacted_in_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("MYSQL_PWD=shellpw-e1e1 {} --password shellarg-e2e2", fixture().display());
+    let hunt = flakehunt(
+        dir.path(),
+        &["sweep", "--profiles", "default", "--runs", "1", "--record", "rec", "--shell", &script],
+    );
+    assert_eq!(hunt.status.code(), Some(1), "{}", String::from_utf8_lossy(&hunt.stderr));
+    let written = everything_written(dir.path(), &dir.path().join("rec"), &hunt);
+    assert_no_secret(&written);
+    for secret in ["shellpw-e1e1", "shellarg-e2e2"] {
+        for (name, content) in &written {
+            assert!(!contains(content, secret), "{secret:?} written in {name}");
+        }
+    }
+}
+
+#[test]
+fn a_matrix_of_secret_values_writes_none_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture();
+    let mut args = vec![
+        "matrix",
+        "-D",
+        "API_TOKEN=mtok-d1d1,mtok-d2d2",
+        "-D",
+        "DB_URL=postgres://u:mpw-d3d3@h/db,postgres://u:mpw-d4d4@h/db",
+        "--runs",
+        "1",
+        "--confirm",
+        "0",
+        "--record",
+        "rec",
+        "--",
+        fixture.to_str().unwrap(),
+    ];
+    args.extend(IN_ARGS);
+    let hunt = flakehunt(dir.path(), &args);
+    // Every cell fails, the baseline too: not a condition, whatever the verdict says.
+    assert!(matches!(hunt.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&hunt.stderr));
+    let written = everything_written(dir.path(), &dir.path().join("rec"), &hunt);
+    assert_no_secret(&written);
+    for secret in ["mtok-d1d1", "mtok-d2d2", "mpw-d3d3", "mpw-d4d4"] {
+        for (name, content) in &written {
+            assert!(!contains(content, secret), "{secret:?} written in {name}");
+        }
+    }
+    // Four cells, still told apart, every one of them run.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("rec/summary.json")).unwrap()).unwrap();
+    let cells = summary["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4, "{summary}");
+    let mut names: Vec<&str> = cells.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names.iter().all(|n| n.contains("API_TOKEN=<redacted>")), "{names:?}");
+    assert!(cells.iter().all(|c| c["attempts"] == 1), "{summary}");
+}
+
+#[test]
+fn no_redact_keeps_every_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture();
+    let hunt = flakehunt(dir.path(), &sweep_args(&["--no-redact"], fixture.to_str().unwrap()));
+    assert_eq!(hunt.status.code(), Some(1), "{}", String::from_utf8_lossy(&hunt.stderr));
+    let record = dir.path().join("rec");
+    let all: Vec<u8> = files(&record).into_iter().flat_map(|(_, c)| c).collect();
+    for secret in secrets() {
+        assert!(contains(&all, secret), "{secret:?} is missing from the --no-redact record");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["redacted"], false);
+    let snapshot = std::fs::read_to_string(record.join("snapshot.json")).unwrap();
+    assert!(snapshot.contains("mysqlpwd-7f3k"), "{snapshot}");
+    // Its reports are redacted unless asked otherwise.
+    let html = flakehunt(dir.path(), &["report", "rec", "--format", "html"]);
+    assert!(!contains(&html.stdout, "mysqlpwd-7f3k") && !contains(&html.stdout, "SECRETGHPTOKEN01"));
+    let raw = flakehunt(dir.path(), &["--no-redact", "report", "rec", "--format", "html"]);
+    assert!(contains(&raw.stdout, "mysqlpwd-7f3k"));
+}
+
+#[test]
+fn generated_job_files_refuse_a_secret_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let hunts: [&[&str]; 4] = [
+        &["slurm-script", "sweep", "--runs", "2", "--slurm", "2", "--", "true", "--password", "hunter2"],
+        &["dispatch", "github", "--shards", "2", "sweep", "--runs", "2", "--", "true", "--token=hunter2"],
+        &[
+            "dispatch",
+            "k8s",
+            "--shards",
+            "2",
+            "--image",
+            "i",
+            "--pvc",
+            "p",
+            "matrix",
+            "-D",
+            "GH_PAT=hunter2,x",
+            "--",
+            "true",
+        ],
+        &["dispatch", "github", "--shards", "2", "sweep", "--shell", "curl https://u:hunter2@h/"],
+    ];
+    for args in hunts {
+        let out = flakehunt(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!contains(&out.stdout, "hunter2") && !stderr.contains("hunter2"), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("holds a secret") && stderr.contains("--no-redact"), "{args:?}: {stderr}");
+        // With --no-redact the user gets what was asked, the secret included.
+        let mut raw = vec!["--no-redact"];
+        raw.extend(args);
+        let out = flakehunt(dir.path(), &raw);
+        assert!(out.status.success(), "{raw:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(contains(&out.stdout, "hunter2"), "{raw:?}");
+    }
+}
