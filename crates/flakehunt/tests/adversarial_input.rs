@@ -284,7 +284,7 @@ fn a_usage_error_says_error_once_with_the_subcommands_usage() {
     for args in [
         vec!["sweep", "--bogus"],
         vec!["slurm-script", "sweep", "--bogus", "--", "true"],
-        vec!["dispatch", "github", "--shards", "2", "sweep", "--bogus", "--", "true"],
+        vec!["dispatch", "github", "--shards", "2", "--install", "true", "sweep", "--bogus", "--", "true"],
     ] {
         let out = s.run(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
