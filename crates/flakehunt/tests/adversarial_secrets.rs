@@ -256,7 +256,20 @@ fn generated_job_files_refuse_a_secret_argument() {
     let dir = tempfile::tempdir().unwrap();
     let hunts: [&[&str]; 4] = [
         &["slurm-script", "sweep", "--runs", "2", "--slurm", "2", "--", "true", "--password", "hunter2"],
-        &["dispatch", "github", "--shards", "2", "sweep", "--runs", "2", "--", "true", "--token=hunter2"],
+        &[
+            "dispatch",
+            "github",
+            "--shards",
+            "2",
+            "--install",
+            "true",
+            "sweep",
+            "--runs",
+            "2",
+            "--",
+            "true",
+            "--token=hunter2",
+        ],
         &[
             "dispatch",
             "k8s",
@@ -272,7 +285,7 @@ fn generated_job_files_refuse_a_secret_argument() {
             "--",
             "true",
         ],
-        &["dispatch", "github", "--shards", "2", "sweep", "--shell", "curl https://u:hunter2@h/"],
+        &["dispatch", "github", "--shards", "2", "--install", "true", "sweep", "--shell", "curl https://u:hunter2@h/"],
     ];
     for args in hunts {
         let out = flakehunt(dir.path(), args);
