@@ -103,6 +103,13 @@ pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
                         "say how the runners get flakehunt: --install 'COMMAND' or --install-from-git URL [--rev REV]",
                     )),
                 };
+            refuse_secrets(&[
+                ("--install", a.install.as_deref()),
+                ("--install-from-git", a.install_from_git.as_deref()),
+                ("--rev", a.rev.as_deref()),
+                ("--runs-on", Some(&a.runs_on)),
+                ("--name", Some(&a.name)),
+            ])?;
             let hunt = sharded(&a.common, &a.hunt)?;
             github::workflow(
                 &hunt,
@@ -116,6 +123,12 @@ pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
             .map_err(|e| exit::usage(e.to_string()))?
         }
         DispatchCommand::K8s(a) => {
+            refuse_secrets(&[
+                ("--image", Some(&a.image)),
+                ("--name", Some(&a.name)),
+                ("--pvc", Some(&a.pvc)),
+                ("--workdir", a.workdir.as_deref()),
+            ])?;
             let hunt = sharded(&a.common, &a.hunt)?;
             k8s::manifest(
                 &hunt,
@@ -133,6 +146,26 @@ pub fn run(cmd: &DispatchCommand) -> anyhow::Result<i32> {
     };
     print!("{text}");
     Ok(exit::OK)
+}
+
+/// Refuses a dispatch option whose value holds a secret (a token in an install URL, say): the
+/// generated file is committed and shown in clear, as the hunt's own arguments are
+/// ([`ShardedHunt::secret_refusal`]), unless `--no-redact`.
+fn refuse_secrets(options: &[(&str, Option<&str>)]) -> anyhow::Result<()> {
+    if !flakehunt_core::redact::enabled() {
+        return Ok(());
+    }
+    for (option, value) in options {
+        let Some(value) = value else { continue };
+        let redacted = flakehunt_core::redact::text(value);
+        if redacted != *value {
+            return Err(exit::usage(format!(
+                "{option} `{redacted}` holds a secret, which the generated file would hold in clear: \
+                 give it to the jobs through the runner's secrets store, or pass --no-redact to write it anyway"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The hunt after the dispatch options, checked by parsing it as flakehunt would.
