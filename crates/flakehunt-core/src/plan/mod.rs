@@ -11,6 +11,7 @@ mod target;
 
 pub use cell::{CellSpec, Setting};
 pub use rng::Rng;
+pub(crate) use schedule::RunningMajority;
 pub use schedule::Schedule;
 pub use settings::{Settings, Shard};
 pub use target::Target;

@@ -14,7 +14,7 @@ mod stopper;
 
 pub use gil::GilHook;
 pub use jitter::{JitterLib, JitterReport};
-pub use knobs::{Knobs, Pause, Policy};
+pub use knobs::{Knobs, Pause, Policy, MAX_COPIES, MIN_PAUSE_MS};
 pub use noise::Noise;
 pub use quota::{QuotaBackend, QuotaGroup};
 pub use stopper::{Schedule, Stopper, Stops};
@@ -122,9 +122,9 @@ impl Profile {
 
     /// `pause` scaled to a target (`pause=LEN/GAP`): pauses of LEN/2 to LEN after gaps of 0 to
     /// GAP, both in whole microseconds (the stopper's resolution), LEN at least
-    /// [`knobs::MIN_PAUSE_MS`].
+    /// [`MIN_PAUSE_MS`].
     pub fn paused(len_us: u64, gap_us: u64) -> Self {
-        let min_us = (len_us / 2).max((knobs::MIN_PAUSE_MS * 1000.0) as u64);
+        let min_us = (len_us / 2).max((MIN_PAUSE_MS * 1000.0) as u64);
         let len_us = len_us.max(min_us);
         let (min, len, gap) = (min_us as f64 / 1000.0, len_us as f64 / 1000.0, gap_us as f64 / 1000.0);
         Profile {
@@ -175,8 +175,7 @@ impl Profile {
                 "pause" => {
                     let (len, gap) = level.split_once('/')?;
                     let (len, gap) = (parse_us(len)?, parse_us(gap)?);
-                    let valid =
-                        len >= (knobs::MIN_PAUSE_MS * 1000.0) as u64 && len <= 3_600_000_000 && gap <= 3_600_000_000;
+                    let valid = len >= (MIN_PAUSE_MS * 1000.0) as u64 && len <= 3_600_000_000 && gap <= 3_600_000_000;
                     valid.then(|| Self::paused(len, gap))
                 }
                 "jitter" => {
@@ -188,7 +187,7 @@ impl Profile {
                 }
                 "copies" => {
                     let n: u32 = level.parse().ok()?;
-                    (2..=knobs::MAX_COPIES).contains(&n).then(|| Self::copies(n))
+                    (2..=MAX_COPIES).contains(&n).then(|| Self::copies(n))
                 }
                 _ => None,
             };
