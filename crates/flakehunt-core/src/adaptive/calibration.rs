@@ -168,6 +168,8 @@ pub const STRETCHES: [f64; 3] = [3.0, 10.0, 30.0];
 /// The lowest quota cgroups accept: `cpu.max` and `cpu.cfs_quota_us` refuse a quota under 1 ms per
 /// period, and flakehunt's period is 100 ms (the duty cycle clamps its share to 1 % as well).
 pub const MIN_QUOTA_PERCENT: f64 = 1.0;
+/// The period of flakehunt's CPU quotas, in seconds (see `profile/quota.rs`).
+const QUOTA_PERIOD: f64 = 0.1;
 /// Noise threads per CPU, per level.
 pub const NOISE_PER_CPU: [u32; 3] = [1, 2, 4];
 /// Jitter rates, per level (the first is the built-in `jitter`).
@@ -226,22 +228,25 @@ impl Calibration {
         let mut skipped = Vec::new();
         let mut skip = |family: &str, reason: String| skipped.push(Skipped { family: family.into(), reason });
 
-        // CPU quota: stretch the attempt xK. With c CPU-seconds per wall-second (at most one CPU's
-        // worth of it waiting on nothing), a quota q of one CPU makes the attempt last about
-        // (1 - min(c, 1)) w + c w / q; solving for K w gives q = c / (K - 1 + min(c, 1)), which is
-        // 1/K for a CPU-bound program and less for one that mostly waits. Unmeasured CPU use is
-        // taken as one CPU (the quota is then the mildest that could stretch it that much).
+        // CPU quota: stretch the attempt xK. The target is busy b = min(c, 1) w of its w seconds
+        // and uses C = c w CPU-seconds. A quota q of one CPU per period P (100 ms) lets q P run
+        // at full speed in each period and stops the group for the rest, so the busy part takes
+        // about max(b, C / q - P): the last period is not waited out, and a burst under q P is
+        // never slowed (15 % does nothing to 10 ms of work). Solving (w - b) + C / q - P = K w
+        // gives q = C / (K w - (w - b) + P): 1/K for a long CPU-bound target, less for one that
+        // mostly waits, more for one shorter than a period. Unmeasured CPU use is taken as one
+        // CPU busy throughout (the quota is then the mildest that could stretch it that much).
         let c = self.cpu_per_wall.unwrap_or(1.0);
+        let (cpu, busy) = (c * w, c.min(1.0) * w);
         if c < 1e-3 {
             skip("cpu-starved", format!("the target used {c:.4} CPU-seconds per second: a quota cannot slow it"));
         } else {
             let mut levels: Vec<Level> = Vec::new();
             for k in STRETCHES {
-                let wanted = 100.0 * c / (k - 1.0 + c.min(1.0));
+                let wanted = 100.0 * cpu / (k * w - (w - busy) + QUOTA_PERIOD);
                 let pct = round_sig(wanted.max(MIN_QUOTA_PERCENT), 2);
                 // What the rounded, bounded quota really stretches by.
-                let q = pct / 100.0;
-                let stretch = if q >= c { 1.0 } else { (1.0 - c.min(1.0)) + c / q };
+                let stretch = ((w - busy) + busy.max(cpu / (pct / 100.0) - QUOTA_PERIOD)) / w;
                 let duplicate =
                     levels.iter().any(|l| l.cell.profile.as_ref().and_then(|p| p.knobs.cpu_quota) == Some(pct));
                 if stretch >= MIN_STRETCH && !duplicate {
@@ -397,8 +402,9 @@ mod tests {
         assert_eq!(cal.cpu_per_wall, Some(1.0));
         let arms = cal.arms();
         assert_eq!(arms.families[0].name, "default");
-        // 100 / K percent for a CPU-bound program.
-        assert_eq!(names(&arms, "cpu-starved"), ["cpu-starved=33", "cpu-starved=10", "cpu-starved=3.3"]);
+        // 20 ms of CPU against quotas that stretch it x3, x10, x30: a burst of 20 ms runs at full
+        // speed under any quota above 20 %, so the quotas are lower than 100 / K would say.
+        assert_eq!(names(&arms, "cpu-starved"), ["cpu-starved=13", "cpu-starved=6.7", "cpu-starved=2.9"]);
         assert_eq!(names(&arms, "pause"), ["pause=2ms/10ms", "pause=10ms/10ms", "pause=50ms/20ms"]);
         assert_eq!(names(&arms, "noisy"), ["noisy=x1", "noisy=x2", "noisy=x4"]);
         assert_eq!(names(&arms, "copies"), ["copies=2", "copies=4"]);
@@ -416,16 +422,19 @@ mod tests {
         }
         let x30 = &arms.families[1].levels[2];
         assert!((x30.expected_seconds / 0.02 - 30.0).abs() < 1.0, "{}", x30.expected_seconds);
+        // A long CPU-bound target gets about 100 / K percent.
+        let long = Calibration::measure(&[m(20.0, Some(20.0))], RuntimeKind::Native, 2).unwrap().arms();
+        assert_eq!(names(&long, "cpu-starved"), ["cpu-starved=33", "cpu-starved=10", "cpu-starved=3.3"]);
         assert_eq!(cal.unlock_after(), 20);
     }
 
     #[test]
     fn a_mostly_waiting_target_gets_lower_quotas_bounded_at_one_percent() {
-        // 0.1 CPU-seconds per second: x3 needs 0.1 / 2.1 = 4.8 %, x10 0.1 / 9.1 = 1.1 %, and x30
-        // 0.34 %, bounded to the 1 % cgroups accept (which stretches it x10.9, not x30).
+        // 0.1 CPU-seconds per second for 1 s: x3 needs 0.1 / (3 - 0.9 + 0.1) = 4.5 %, x10 1.1 %,
+        // and x30 0.34 %, bounded to the 1 % cgroups accept (which stretches it x10.8, not x30).
         let cal = Calibration::measure(&[m(1.0, Some(0.1))], RuntimeKind::Unknown, 4).unwrap();
         let arms = cal.arms();
-        assert_eq!(names(&arms, "cpu-starved"), ["cpu-starved=4.8", "cpu-starved=1.1", "cpu-starved=1"]);
+        assert_eq!(names(&arms, "cpu-starved"), ["cpu-starved=4.5", "cpu-starved=1.1", "cpu-starved=1"]);
         assert_eq!(names(&arms, "copies"), ["copies=4", "copies=8"]);
         assert_eq!(cal.unlock_after(), 3);
         // A sleeper: no quota stretches it.
