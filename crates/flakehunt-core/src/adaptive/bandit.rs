@@ -12,8 +12,10 @@ use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Rng, RunningMajority};
 use crate::profile::Profile;
 use crate::record::Attempt;
 
-/// What the hunt is given besides its target.
-#[derive(Debug, Clone, PartialEq)]
+/// What the hunt is given besides its target. Serialisable, so a record can hold it and a
+/// resumed hunt rebuilds the same plan.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
 pub struct BanditOptions {
     /// Seed of every decision.
     pub seed: u64,
@@ -470,6 +472,10 @@ impl Plan for BanditPlan {
     fn planned(&self) -> u64 {
         self.next_id.max(self.options.calibration_attempts)
     }
+
+    fn timeout(&self, cell: usize) -> Option<Duration> {
+        self.timeout_for(cell)
+    }
 }
 
 #[cfg(test)]
@@ -758,6 +764,15 @@ mod tests {
     }
 
     #[test]
+    fn options_round_trip_through_a_record() {
+        let o = BanditOptions { timeout: Some(Duration::from_millis(2500)), majority: true, ..options(13) };
+        let json = serde_json::to_value(&o).unwrap();
+        assert_eq!(json["calibration-attempts"], 5);
+        assert_eq!(serde_json::from_value::<BanditOptions>(json).unwrap(), o);
+        assert_eq!(serde_json::from_str::<BanditOptions>("{}").unwrap(), BanditOptions::default());
+    }
+
+    #[test]
     fn hangs_are_judged_from_passed_attempts() {
         let mut plan = BanditPlan::new(options(12));
         assert_eq!(plan.timeout_for(0), None, "nothing passed yet");
@@ -769,5 +784,8 @@ mod tests {
         assert!((t - 4.0 * plan.arms[x10].expected_seconds / 0.2).abs() < 1e-6, "{t}");
         let explicit = BanditPlan::new(BanditOptions { timeout: Some(Duration::from_secs(9)), ..options(12) });
         assert_eq!(explicit.timeout_for(0), Some(Duration::from_secs(9)));
+        // The runner asks through the trait.
+        let as_plan: &dyn Plan = &plan;
+        assert_eq!(as_plan.timeout(0), Some(Duration::from_secs(4)));
     }
 }
