@@ -29,6 +29,9 @@ pub struct BanditOptions {
     pub baseline_share: f64,
     /// Confirmation attempts per side (arm, baseline) at most.
     pub confirm_max: u64,
+    /// Pairs after which confirmation gives up when the arm has failed no more often than the
+    /// baseline (a failure no condition explains need not spend the whole confirmation budget).
+    pub confirm_futile_after: u64,
     /// The p-value below which confirmation says the arm is the condition.
     pub alpha: f64,
     /// `--oracle majority`: an output unlike the majority formed so far counts as a failure.
@@ -45,7 +48,8 @@ impl Default for BanditOptions {
             runtime: RuntimeKind::Unknown,
             calibration_attempts: 5,
             baseline_share: 0.1,
-            confirm_max: 40,
+            confirm_max: 100,
+            confirm_futile_after: 20,
             alpha: 0.01,
             majority: false,
             timeout: None,
@@ -427,7 +431,9 @@ impl Plan for BanditPlan {
                 self.confirm_issued.0 = self.confirm_issued.0.max(c.arm_attempts);
                 self.confirm_issued.1 = self.confirm_issued.1.max(c.base_attempts);
                 let paired = c.arm_attempts == c.base_attempts && c.arm_attempts > 0;
-                if (paired && c.confirmed(alpha)) || (c.arm_attempts >= max && c.base_attempts >= max) {
+                let futile =
+                    paired && c.arm_attempts >= self.options.confirm_futile_after && c.arm_failures <= c.base_failures;
+                if (paired && (c.confirmed(alpha) || futile)) || (c.arm_attempts >= max && c.base_attempts >= max) {
                     self.stage = Stage::Done;
                 }
             }
@@ -582,7 +588,7 @@ mod tests {
         assert_eq!(names[0], "default");
         assert!(names.contains(&"cpu-starved=2.9") && names.contains(&"pause=2ms/10ms") && names.contains(&"copies=4"));
         assert_eq!(plan.calibration().unwrap().median_seconds, 0.02);
-        assert_eq!(plan.unlock_after(), 20);
+        assert_eq!(plan.unlock_after(), 10);
         assert_eq!(plan.skipped()[0].family, "tight-gil");
     }
 
@@ -700,12 +706,22 @@ mod tests {
     #[test]
     fn a_failure_no_condition_explains_is_not_confirmed() {
         // Every cell fails on one attempt id in 15, whatever its condition.
-        let mut plan = BanditPlan::new(BanditOptions { confirm_max: 30, ..options(7) });
+        let mut plan = BanditPlan::new(BanditOptions { confirm_max: 30, confirm_futile_after: 1000, ..options(7) });
         let (_, _) = drive(&mut plan, 20_000, |_, spec, _| if spec.id % 15 == 7 { fail(0.02) } else { pass(0.02) });
         assert_eq!(plan.stage(), &Stage::Done);
         let c = *plan.confirmation().unwrap();
         assert_eq!((c.arm_attempts, c.base_attempts), (30, 30));
         assert!(!c.confirmed(0.01), "{c:?}");
+        // With the futility rule, it gives up once the arm has failed no more than the baseline
+        // after 20 pairs, or at the first pair past that where it has not.
+        let mut plan = BanditPlan::new(BanditOptions { confirm_max: 30, ..options(7) });
+        let (_, attempts) =
+            drive(&mut plan, 20_000, |_, spec, _| if spec.id % 15 == 7 { fail(0.02) } else { pass(0.02) });
+        let c = *plan.confirmation().unwrap();
+        assert!(!c.confirmed(0.01), "{c:?}");
+        assert!(c.arm_attempts >= 20 && (c.arm_failures <= c.base_failures || c.arm_attempts == 30), "{c:?}");
+        let confirm = attempts.iter().filter(|a| a.phase.as_deref() == Some(CONFIRM)).count() as u64;
+        assert_eq!(confirm, c.arm_attempts + c.base_attempts);
     }
 
     #[test]

@@ -211,13 +211,15 @@ impl Calibration {
     }
 
     /// Attempts a level must have run without a failure before the next level of its family
-    /// opens: about three seconds of the target, at least 3 and at most 20 attempts. Twenty
-    /// failure-free attempts put the level's rate below 14 % (95 %, the zero-failure bound), and
-    /// a condition that matters usually shows well above that, so a fast target escalates after
-    /// a second or so of nothing; a slow one escalates after 3 attempts, because each further
-    /// attempt of a level that shows nothing costs its whole (stretched) length.
+    /// opens: about a second of the target, at least 3 and at most 10 attempts. Opening a level
+    /// does not close the one below (the bandit still weighs both), so this only has to say "the
+    /// level below is no strong condition": ten failure-free attempts put its rate below 26 %
+    /// (95 %, the zero-failure bound), where the conditions that bring a flaky failure out
+    /// usually show it far more often. A slow target escalates after 3, because each attempt of a
+    /// level that shows nothing costs its whole (stretched) length, and the strongest level is
+    /// often the one that matters (a timing window that only a 3 % quota opens).
     pub fn unlock_after(&self) -> u64 {
-        ((3.0 / self.median_seconds).ceil() as u64).clamp(3, 20)
+        ((1.0 / self.median_seconds).ceil() as u64).clamp(3, 10)
     }
 
     /// The arms for this target: every family that applies, each with its levels; the others
@@ -425,7 +427,7 @@ mod tests {
         // A long CPU-bound target gets about 100 / K percent.
         let long = Calibration::measure(&[m(20.0, Some(20.0))], RuntimeKind::Native, 2).unwrap().arms();
         assert_eq!(names(&long, "cpu-starved"), ["cpu-starved=33", "cpu-starved=10", "cpu-starved=3.3"]);
-        assert_eq!(cal.unlock_after(), 20);
+        assert_eq!(cal.unlock_after(), 10);
     }
 
     #[test]
