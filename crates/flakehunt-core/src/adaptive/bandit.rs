@@ -77,7 +77,8 @@ struct Arm {
     expected_seconds: f64,
     attempts: u64,
     failures: u64,
-    seconds: f64,
+    /// Wall seconds of its attempts that did not fail.
+    ok_seconds: f64,
     inert: u64,
     retired: Option<String>,
     /// Wall times of its latest passed attempts, for the hang rule: a ring of
@@ -95,7 +96,7 @@ impl Arm {
             expected_seconds,
             attempts: 0,
             failures: 0,
-            seconds: 0.0,
+            ok_seconds: 0.0,
             inert: 0,
             retired: None,
             passed: Vec::new(),
@@ -112,10 +113,13 @@ impl Arm {
         }
     }
 
-    /// Attempts per second: its copies over the mean length of its attempts (the calibration's
-    /// estimate until it ran).
+    /// Attempts per second: its copies over the mean length of its attempts that did not fail
+    /// (the calibration's estimate until one ran). Failures are left out: a failure that hangs
+    /// (ended only by a timeout) would otherwise make the one arm that brings the failure out
+    /// look too slow to try again, when the hunt needs exactly one more of them.
     fn rate(&self) -> f64 {
-        let mean = if self.attempts > 0 { self.seconds / self.attempts as f64 } else { self.expected_seconds };
+        let ok = self.attempts - self.failures;
+        let mean = if ok > 0 { self.ok_seconds / ok as f64 } else { self.expected_seconds };
         f64::from(self.copies) / mean.max(1e-3)
     }
 }
@@ -442,11 +446,13 @@ impl Plan for BanditPlan {
 
         let arm = &mut self.arms[cell];
         arm.attempts += 1;
-        arm.seconds += attempt.seconds;
         if failed {
             arm.failures += 1;
-        } else if attempt.outcome == crate::record::Outcome::Pass {
-            arm.passed(attempt.seconds);
+        } else {
+            arm.ok_seconds += attempt.seconds;
+            if attempt.outcome == crate::record::Outcome::Pass {
+                arm.passed(attempt.seconds);
+            }
         }
         if let Some(reason) = &attempt.effect.inert {
             arm.inert += 1;
@@ -722,6 +728,24 @@ mod tests {
         assert!(c.arm_attempts >= 20 && (c.arm_failures <= c.base_failures || c.arm_attempts == 30), "{c:?}");
         let confirm = attempts.iter().filter(|a| a.phase.as_deref() == Some(CONFIRM)).count() as u64;
         assert_eq!(confirm, c.arm_attempts + c.base_attempts);
+    }
+
+    #[test]
+    fn an_arm_whose_failure_hangs_is_not_given_up_for_its_length() {
+        // The strongest pause level hangs (ended after 10 s) on its first attempt; the others
+        // pass in 20 ms. Counting the hang in the arm's rate would make it 500 times too slow.
+        let mut plan = BanditPlan::new(options(14));
+        let (steps, _) = drive(&mut plan, 5000, |cell, _, _| {
+            if cell == "pause=50ms/20ms" {
+                Result { outcome: Outcome::Timeout, ..pass(10.0) }
+            } else {
+                pass(0.02)
+            }
+        });
+        let first = steps.iter().position(|s| s.cell == "pause=50ms/20ms").unwrap();
+        let second = steps.iter().skip(first + 1).position(|s| s.cell == "pause=50ms/20ms").unwrap();
+        assert!(second < 40, "retried only {second} attempts later");
+        assert_eq!(plan.cells()[plan.confirmation().unwrap().arm].name, "pause=50ms/20ms");
     }
 
     #[test]

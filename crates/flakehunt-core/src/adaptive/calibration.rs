@@ -300,6 +300,9 @@ impl Calibration {
         }
         families.push(Family { name: "copies", levels: copies });
 
+        // Jitter delays a share of calls by microseconds: the attempt hardly stretches. Whether
+        // the library loads at all is known only from the attempts (a static binary behind a
+        // script): the bandit retires an arm whose attempts report it inert.
         match self.runtime {
             RuntimeKind::Static => skip("jitter", "statically linked: the jitter library cannot be preloaded".into()),
             RuntimeKind::Go => {
@@ -318,6 +321,7 @@ impl Calibration {
             skip("tight-gil", "not a Python target".into());
         }
 
+        // Pinning to one CPU: a program busy on c > 1 CPUs runs about c times longer.
         let single_threaded = self.threads == Some(1) && c <= 1.05;
         for name in ["one-core", "one-core-native"] {
             if self.cpus < 2 {
