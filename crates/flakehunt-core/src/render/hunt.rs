@@ -19,13 +19,17 @@ pub fn conclusion(t: &HuntTally, budget_spent: bool) -> String {
     let c = t.confirmation();
     let counts =
         format!("confirmation: {}/{} vs {}/{}", c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts);
-    let ratio = amplification(c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts)
-        .map_or_else(|| "x?".to_owned(), |a| a.to_string());
     let p = spaced(&format_p(c.p_value()));
     if c.cell_attempts == 0 || c.base_attempts == 0 {
         let why = if budget_spent { "the budget ended before" } else { "no" };
         return format!("{head}; not confirmed against {BASELINE}: {why} confirmation attempts ran");
     }
+    let Some(ratio) = amplification(c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts) else {
+        return format!(
+            "{head}, but it did not fail again in confirmation, nor did {BASELINE} ({counts}): flaky, not shown to depend on {}",
+            family(&r.cell)
+        );
+    };
     if c.confirmed(ALPHA) {
         return format!("{head}, {ratio} versus {BASELINE}, {p} ({counts})");
     }
@@ -92,9 +96,11 @@ fn family(cell: &str) -> &str {
     cell.split_once('=').map_or(cell, |(f, _)| f)
 }
 
-/// `4.2 s`, `37 s`, `612 s`.
+/// `0.04 s`, `4.2 s`, `37 s`, `612 s`: two significant digits or more.
 fn seconds(s: f64) -> String {
-    if s < 10.0 {
+    if s < 1.0 {
+        format!("{s:.2} s")
+    } else if s < 10.0 {
         format!("{s:.1} s")
     } else {
         format!("{s:.0} s")
@@ -165,6 +171,15 @@ mod tests {
     }
 
     #[test]
+    fn a_confirmation_without_any_failure_says_so() {
+        let t = tally(&hunt("copies=4", 20, |_| false, |_| false));
+        assert_eq!(
+            conclusion(&t, false),
+            "reproduced twice in 1.2 s (5 attempts) under copies=4, but it did not fail again in confirmation, nor did default (confirmation: 0/20 vs 0/20): flaky, not shown to depend on copies"
+        );
+    }
+
+    #[test]
     fn the_baseline_failing_twice_needs_no_condition() {
         let t = tally(&[
             attempt(0, "default", 0.0, 0.2, true, Some("calibrate")),
@@ -172,7 +187,7 @@ mod tests {
         ]);
         assert_eq!(
             conclusion(&t, false),
-            "reproduced twice in 0.4 s (2 attempts) under default: the plain target fails, no condition needed"
+            "reproduced twice in 0.40 s (2 attempts) under default: the plain target fails, no condition needed"
         );
     }
 
