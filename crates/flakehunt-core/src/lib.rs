@@ -4,6 +4,7 @@
 
 #![cfg(target_os = "linux")]
 
+pub mod adaptive;
 pub mod analysis;
 pub mod bounds;
 pub mod cleanroom;

@@ -164,6 +164,9 @@ pub fn describe(k: &Knobs) -> String {
         };
         parts.push(format!("jitter on {:.0} % of synchronisation and I/O calls{delay}", r * 100.0));
     }
+    if let Some(n) = k.copies {
+        parts.push(format!("{n} concurrent copies"));
+    }
     if parts.is_empty() {
         "no changes".into()
     } else {
@@ -304,8 +307,8 @@ mod tests {
         let profiles = c.user_profiles();
         assert_eq!(profiles.len(), 2);
         assert_eq!(profiles[0].knobs.cpus, Some(1));
-        assert_eq!(profiles[1].knobs.pause.unwrap().max_ms, 20);
-        assert_eq!(profiles[1].knobs.pause.unwrap().min_ms, 1);
+        assert_eq!(profiles[1].knobs.pause.unwrap().max_ms, 20.0);
+        assert_eq!(profiles[1].knobs.pause.unwrap().min_ms, 1.0);
     }
 
     #[test]
