@@ -4,7 +4,9 @@
 
 #![cfg(target_os = "linux")]
 
+pub mod adaptive;
 pub mod analysis;
+pub mod bounds;
 pub mod cleanroom;
 pub mod config;
 pub mod copy;

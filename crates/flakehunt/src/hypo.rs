@@ -127,7 +127,10 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                         Some(Entry::Ran { outcome, at, .. }) => format!("{outcome} ({} run(s), last {at})", runs.len()),
                         _ => "untested".into(),
                     };
-                    println!("{id}  {state}  {text}\n   added {at}; kill test: {}", command.join(" "));
+                    println!(
+                        "{id}  {state}  {text}\n   added {at}; kill test: {}",
+                        flakehunt_core::plan::shell_words(command)
+                    );
                 }
             }
             Ok(exit::Done::Ok)

@@ -21,7 +21,7 @@ fn main() {
     let result = dispatch(&cli);
     if let Err(err) = &result {
         // One line: the error and its causes, joined by ": ".
-        eprintln!("flakehunt: error: {err:#}");
+        eprintln!("flakehunt: error: {}", exit::message_of(err));
     }
     std::process::exit(exit::code(&result));
 }

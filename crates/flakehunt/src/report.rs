@@ -13,7 +13,7 @@ use crate::exit;
 
 /// Runs `flakehunt report`: the record in `dir` in `format`, to `output` or stdout.
 pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<exit::Done> {
-    let record = Record::open(dir).map_err(|e| exit::usage(e.to_string()))?;
+    let record = Record::open(dir).map_err(exit::record)?;
     let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", dir.display())))?;
     let mut text = render::render(format, &summary, &ctx);
     if unredacted(&record) {

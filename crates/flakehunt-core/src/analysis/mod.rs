@@ -2,6 +2,7 @@
 //! verdict. Pure: attempts in, numbers and words out.
 
 pub mod matrix;
+pub mod reproduction;
 pub mod signature;
 pub mod stats;
 pub mod summary;

@@ -297,7 +297,7 @@ fn inert_reason(spec: &CellSpec, t: &CellTally, python: bool) -> Option<String> 
         let mean_ms = t.seconds / t.attempts as f64 * 1000.0;
         return Some(format!(
             "no pause was delivered: the attempts (mean {mean_ms:.0} ms) ended before the first pause (gaps of up to {} ms)",
-            k.pause.map_or(0, |p| p.every_max_ms)
+            k.pause.map_or(0.0, |p| p.every_max_ms)
         ));
     }
     if k.noise_threads.is_some() && e.noise_n > 0 && e.noise_cpu_seconds < 1e-3 {

@@ -4,6 +4,7 @@
 mod cancel;
 mod capture;
 mod launch;
+mod program;
 mod running;
 mod spawn;
 mod tree;
@@ -12,6 +13,7 @@ mod watchdog;
 pub use cancel::Cancel;
 pub use capture::Capture;
 pub use launch::{ChildSetup, Launch, Limit, Resource};
+pub use program::{check_program, error_repeats, spawn_failure, ProgramError};
 pub use running::{Execution, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;
 pub use tree::{LeakedProcess, ProcessTree};

@@ -152,7 +152,7 @@ impl<'t> Running<'t> {
         let mut buf = READ_BUFFER.with_borrow_mut(std::mem::take);
         buf.resize(READ_BUFFER_LEN, 0);
         let pgid = self.pid;
-        let mut deadline = self.started + limits.timeout;
+        let mut deadline = crate::bounds::deadline(self.started, limits.timeout);
         let mut timed_out = None;
         let mut cancelled = false;
         let mut killed = false;
@@ -165,7 +165,7 @@ impl<'t> Running<'t> {
                 if timed_out.is_none() && !cancelled {
                     timed_out = Some(Termination::Sigterm);
                     signal_group(pgid, Signal::TERM);
-                    deadline = now + limits.grace;
+                    deadline = crate::bounds::deadline(now, limits.grace);
                     continue;
                 }
                 if timed_out.is_some() {
@@ -217,7 +217,7 @@ impl<'t> Running<'t> {
                 if timed_out.is_none() && !cancelled {
                     cancelled = true;
                     signal_group(pgid, Signal::TERM);
-                    deadline = Instant::now() + limits.grace;
+                    deadline = crate::bounds::deadline(Instant::now(), limits.grace);
                 }
             }
             exited = exit_ready;
@@ -298,7 +298,7 @@ fn signalled_from_outside(status: Status) -> bool {
 
 /// Whether a stop is requested within `grace` (at once when it already is).
 fn stop_arrives(cancel: &Cancel, grace: Duration) -> bool {
-    let end = Instant::now() + grace;
+    let end = crate::bounds::deadline(Instant::now(), grace);
     while !cancel.is_stopping() {
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -376,7 +376,7 @@ fn drain(
     buf: &mut [u8],
     limit: Duration,
 ) {
-    let end = Instant::now() + limit;
+    let end = crate::bounds::deadline(Instant::now(), limit);
     while stdout.is_some() || stderr.is_some() {
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -50,6 +50,12 @@ pub enum LadderError {
     /// Nothing given.
     #[error("the ladder is empty: give levels like 2x10,8x40")]
     Empty,
+    /// Nothing between two commas, or after the last: a level was left out or mistyped.
+    #[error("invalid ladder '{0}': a level is empty (a stray comma?): give levels like 2x10,8x40")]
+    EmptyLevel(String),
+    /// More workers or runs than this machine or flakehunt can take.
+    #[error("invalid ladder level: {0}")]
+    TooLarge(#[from] crate::bounds::BoundError),
 }
 
 impl FromStr for Ladder {
@@ -57,7 +63,13 @@ impl FromStr for Ladder {
 
     fn from_str(s: &str) -> Result<Self, LadderError> {
         let mut levels: Vec<Level> = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if s.trim().is_empty() {
+            return Err(LadderError::Empty);
+        }
+        for part in s.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(LadderError::EmptyLevel(s.to_owned()));
+            }
             let bad = || LadderError::Syntax(part.to_owned());
             let (w, r) = part.split_once(['x', 'X']).ok_or_else(bad)?;
             let workers: u32 = w.trim().parse().map_err(|_| bad())?;
@@ -74,10 +86,25 @@ impl FromStr for Ladder {
             }
             levels.push(level);
         }
-        if levels.is_empty() {
+        let ladder = Ladder(levels);
+        ladder.check()?;
+        Ok(ladder)
+    }
+}
+
+impl Ladder {
+    /// Checks what parsing checks beyond syntax, for a ladder read back from a record too: at
+    /// least one level, and no level with more workers than this machine runs at once or more
+    /// runs than flakehunt counts.
+    pub fn check(&self) -> Result<(), LadderError> {
+        if self.0.is_empty() {
             return Err(LadderError::Empty);
         }
-        Ok(Ladder(levels))
+        for level in &self.0 {
+            crate::bounds::Machine::get().check_workers(&format!("workers of {level}"), u64::from(level.workers))?;
+            crate::bounds::check_runs(&format!("runs of {level}"), level.runs)?;
+        }
+        Ok(())
     }
 }
 
@@ -111,5 +138,30 @@ mod tests {
         assert_eq!("".parse::<Ladder>(), Err(LadderError::Empty));
         assert_eq!("8x4".parse::<Ladder>(), Err(LadderError::MoreWorkersThanRuns("8x4".into())));
         assert_eq!("2x4,2x4".parse::<Ladder>(), Err(LadderError::Repeated("2x4".into())));
+        assert_eq!("   ".parse::<Ladder>(), Err(LadderError::Empty));
+    }
+
+    #[test]
+    fn a_stray_comma_is_an_error_not_a_level_left_out() {
+        for bad in ["2x10,,", "2x10,", ",2x10", "2x10,,8x40", "2x10, ,8x40", ","] {
+            assert_eq!(bad.parse::<Ladder>(), Err(LadderError::EmptyLevel(bad.to_owned())), "{bad}");
+        }
+    }
+
+    #[test]
+    fn levels_beyond_the_machine_are_refused() {
+        let e = "4000000000x4000000000".parse::<Ladder>().unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "invalid ladder level: workers of 4000000000x4000000000 = 4000000000: this machine runs at most"
+            ),
+            "{e}"
+        );
+        let e = "2x18446744073709551615".parse::<Ladder>().unwrap_err().to_string();
+        assert!(e.contains("runs of 2x18446744073709551615 = 18446744073709551615: more than 1000000000"), "{e}");
+        // Read back from a record, the same bounds apply.
+        let ladder = Ladder(vec![Level { workers: u32::MAX, runs: u64::MAX }]);
+        assert!(matches!(ladder.check(), Err(LadderError::TooLarge(_))));
+        assert_eq!(Ladder(vec![]).check(), Err(LadderError::Empty));
     }
 }

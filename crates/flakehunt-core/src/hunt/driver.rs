@@ -4,7 +4,6 @@
 //! the record. Main function: [`run`].
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::{HuntEnd, HuntError, HuntKind, HuntSpec, RecordRequest};
 use crate::analysis::Summary;
@@ -13,7 +12,7 @@ use crate::events::{Event, EventSink, Fanout};
 use crate::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::oracle::OracleSpec;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
-use crate::record::{Extra, Kind, Manifest, Record, Recorder, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE};
+use crate::record::{Extra, Kind, Manifest, NewDir, Record, Recorder, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE};
 use crate::runner::{rfc3339, RunError, Runner};
 use crate::state::Normalizer;
 
@@ -46,10 +45,9 @@ struct Opened {
     dir: PathBuf,
     manifest: Manifest,
     recorder: Recorder,
-    /// This invocation created the record (a failed start then discards it).
-    created: bool,
-    /// Fire: this invocation created the directory itself.
-    created_dir: bool,
+    /// The directory a new hunt checked: a start refused before any attempt removes what it
+    /// created there (only that), so the same `--record` can be given again.
+    new_dir: Option<NewDir>,
     ladder: Option<Ladder>,
 }
 
@@ -68,12 +66,12 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
     }
     let mut opened = open(spec, sink)?;
     let result = execute(spec, &mut opened, sink);
-    let Opened { dir, recorder, created, .. } = opened;
+    let Opened { dir, recorder, new_dir, .. } = opened;
     let (interrupted, snapshot) = match result {
         Ok(done) => done,
         Err(e) => {
-            if created && spec.kind.record_kind() != Kind::Fire {
-                discard_if_empty(&dir);
+            if let Some(new_dir) = &new_dir {
+                discard_if_empty(new_dir);
             }
             return Err(e);
         }
@@ -105,33 +103,40 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 super::fire::resume(dir, record.manifest.extra.fire.clone(), req.follow_outside_links)?;
             let recorder = Recorder::resume(dir)?;
             let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
-            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, created: false, created_dir: false, ladder })
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
         }
         (RecordRequest::Resume(dir), _) => {
             let record = open_for_resume(dir, kind)?;
             let recorder = Recorder::resume(dir)?;
-            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, created: false, created_dir: false, ladder: None })
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder: None })
         }
         (RecordRequest::New(record), HuntKind::Fire(req)) => {
             // Everything that can be checked without touching the disk comes first.
             let fire = super::fire::new(req, &spec.settings)?;
-            let target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
-            let record_dir = record.clone().unwrap_or_else(|| PathBuf::from(".flakehunt/runs"));
-            super::fire::check_record_dir(&record_dir, fire.options.state.as_deref())?;
-            let created_dir = record.as_ref().is_none_or(|d| !d.exists());
+            let mut target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
+            // Runs start in their sandbox: a program path relative to here (where it was just
+            // found) would name nothing there.
+            if !target.shell && target.argv[0].contains('/') && Path::new(&target.argv[0]).is_relative() {
+                let absolute = std::path::absolute(&target.argv[0])
+                    .map_err(|e| HuntError::usage(format!("{}: {e}", target.argv[0])))?;
+                target.argv[0] = absolute.display().to_string();
+            }
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            super::fire::check_record_dir(&dir, fire.options.state.as_deref())?;
             let extra = Extra { fire: Some(fire.options.clone()), ..Extra::default() };
             let seed = spec.seed.unwrap_or_else(random_seed);
-            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            // The last check, and the first to touch the disk.
+            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
             let (manifest, recorder) = create_record(kind, target, fire.settings, fire.cells, extra, None, seed, None, &dir)?;
             let ladder = Some(Ladder { options: fire.options, normalizer: fire.normalizer, resumed: None });
-            Ok(Opened { dir, manifest, recorder, created: true, created_dir, ladder })
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
         }
         (RecordRequest::New(record), _) => {
             let settings = settings_of(spec)?;
             let oracle = oracle_of(spec)?;
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
-            Recorder::check_new(&dir).map_err(|e| HuntError::usage(e.to_string()))?;
+            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
             let (target, adapter) = match super::adapter::target(&spec.target, &dir)? {
                 Some((target, adapter)) => (target, Some(adapter)),
                 None => (super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?, None),
@@ -140,7 +145,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             extra.adapter = adapter;
             let seed = spec.seed.unwrap_or_else(random_seed);
             let (manifest, recorder) = create_record(kind, target, settings, cells, extra, oracle, seed, spec.shard, &dir)?;
-            Ok(Opened { dir, manifest, recorder, created: true, created_dir: false, ladder: None })
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
         }
     }
 }
@@ -170,7 +175,7 @@ fn execute(
     opened: &mut Opened,
     sink: &mut dyn EventSink,
 ) -> Result<(bool, Option<crate::snapshot::Snapshot>), HuntError> {
-    let Opened { dir, manifest, recorder, created_dir, ladder, .. } = opened;
+    let Opened { dir, manifest, recorder, ladder, .. } = opened;
     // A resumed record keeps the snapshot of the machine it started on.
     let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| snapshot_tools(&spec.config, Some(manifest)));
     let leak_timeout = spec.settings.leak_timeout;
@@ -187,7 +192,7 @@ fn execute(
             let runner = Runner {
                 attempts: session.attempts(manifest, leak_timeout),
                 jobs: manifest.plan.jobs as usize,
-                budget: manifest.plan.budget_seconds.map(Duration::from_secs_f64),
+                budget: session.durations.budget,
             };
             let result = {
                 let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
@@ -199,20 +204,17 @@ fn execute(
             session.finish();
             match result {
                 Ok(end) => Ok((end.interrupted, snapshot)),
-                Err(RunError::Spawn { program, source }) => Err(HuntError::Usage(super::target::spawn_failure(
-                    &program,
-                    &source,
-                    manifest.target.dir.as_deref(),
-                ))),
+                Err(RunError::Spawn { program, source }) => {
+                    Err(HuntError::Usage(crate::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref())))
+                }
                 Err(RunError::Record(e)) => Err(e.into()),
             }
         }
         Some(ladder) => {
             // Absolute, like every path handed to a run, even with a relative --record.
             let sandboxes = std::path::absolute(dir.join(SANDBOXES))
-                .map_err(|e| HuntError::io(format!("cannot name {}", dir.join(SANDBOXES).display()), e))?;
-            std::fs::create_dir_all(&sandboxes)
-                .map_err(|e| HuntError::usage(format!("cannot create {}: {e}", sandboxes.display())))?;
+                .and_then(|s| std::fs::create_dir_all(&s).map(|()| s))
+                .map_err(|e| HuntError::io(format!("cannot create {}", dir.join(SANDBOXES).display()), e))?;
             let session = super::Session::start(manifest, sink)?;
             let fire = FireRunner {
                 attempts: session.attempts(manifest, leak_timeout),
@@ -225,11 +227,8 @@ fn execute(
                 Ok(copied) if fire.options.state.is_some() => sink.event(&Event::StateCopied(&copied))?,
                 Ok(_) => {}
                 Err(e) => {
+                    // Nothing ran: the caller leaves no record behind for a refused state.
                     session.finish();
-                    // Nothing ran: leave no record behind for a refused state.
-                    if *created_dir {
-                        let _ = std::fs::remove_dir_all(&*dir);
-                    }
                     let state = fire.options.state.as_ref();
                     return Err(HuntError::Usage(super::fire::state_error(&e, &fire.sandboxes, state)));
                 }
@@ -240,11 +239,9 @@ fn execute(
             session.finish();
             match result {
                 Ok(end) => Ok((end.interrupted, snapshot)),
-                Err(FireError::Spawn { program, source }) => Err(HuntError::Usage(super::target::spawn_failure(
-                    &program,
-                    &source,
-                    manifest.target.dir.as_deref(),
-                ))),
+                Err(FireError::Spawn { program, source }) => {
+                    Err(HuntError::Usage(crate::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref())))
+                }
                 Err(e) => Err(HuntError::Usage(super::error_chain(&e))),
             }
         }
@@ -260,6 +257,10 @@ pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
     if s.jobs == 0 {
         return Err(HuntError::usage("--jobs must be at least 1"));
     }
+    crate::bounds::check_runs("--runs", s.runs).map_err(|e| HuntError::usage(e.to_string()))?;
+    crate::bounds::Machine::get()
+        .check_workers("--jobs", u64::from(s.jobs))
+        .map_err(|e| HuntError::usage(e.to_string()))?;
     if s.until_fails == Some(0) {
         return Err(HuntError::usage("--until-fails must be at least 1"));
     }
@@ -291,9 +292,19 @@ fn oracle_of(spec: &HuntSpec) -> Result<Option<OracleSpec>, HuntError> {
     Ok((!oracle.is_empty()).then_some(oracle))
 }
 
+/// The checked durations of `manifest`'s plan; an error names the record's field.
+pub(super) fn check_plan(manifest: &Manifest) -> Result<plan::Durations, HuntError> {
+    manifest.plan.check().map_err(|e| {
+        HuntError::usage(format!(
+            "the record's manifest.json holds plan.{e}: it was edited or damaged (fix the value, or start a new hunt)"
+        ))
+    })
+}
+
 /// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`.
 fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
-    let record = Record::open(dir).map_err(|e| HuntError::usage(e.to_string()))?;
+    let record = Record::open(dir).map_err(HuntError::record)?;
+    check_plan(&record.manifest).map_err(|e| HuntError::usage(format!("{}: {e}", dir.display())))?;
     if record.manifest.kind != kind {
         let found = record.manifest.kind.name();
         return Err(HuntError::usage(format!(
@@ -342,13 +353,15 @@ fn create_record(
         redacted: crate::redact::enabled(),
         withheld: false,
     };
-    let recorder = Recorder::create(dir, &manifest).map_err(|e| HuntError::usage(e.to_string()))?;
+    let recorder = Recorder::create(dir, &manifest).map_err(HuntError::record)?;
     Ok((manifest, recorder))
 }
 
 /// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
 pub fn default_record_dir(kind: Kind) -> PathBuf {
-    PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())))
+    let base =
+        PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())));
+    crate::record::unused_dir(&base)
 }
 
 /// A UTC time to the second without separators (`20240105T103000`).
@@ -378,19 +391,15 @@ pub fn snapshot_tools(config: &Config, hunt: Option<&Manifest>) -> Vec<String> {
 }
 
 /// Removes a record that a failed start left without a single attempt, so that the same
-/// `--record` directory can be used again once the command is fixed. Only the files a new
-/// record creates are removed, and directories only when empty.
-fn discard_if_empty(dir: &Path) {
-    let attempts = dir.join("attempts.jsonl");
+/// `--record` directory can be used again once the command is fixed. Only what this run
+/// created is removed (see [`NewDir::discard`]).
+fn discard_if_empty(dir: &NewDir) {
+    let attempts = dir.path().join("attempts.jsonl");
     if !attempts.metadata().is_ok_and(|m| m.len() == 0) {
         return;
     }
-    for file in ["attempts.jsonl", "manifest.json", crate::record::CELLS] {
-        let _ = std::fs::remove_file(dir.join(file));
-    }
-    let _ = std::fs::remove_dir(dir.join("logs"));
-    super::discard_build(dir);
-    let _ = std::fs::remove_dir(dir);
+    super::discard_build(dir.path());
+    dir.discard(&[super::GO_BUILD_DIR, SANDBOXES]);
 }
 
 /// Appends the Markdown summary of a finished hunt to `$GITHUB_STEP_SUMMARY` when it is set.

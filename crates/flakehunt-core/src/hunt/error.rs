@@ -37,6 +37,17 @@ impl HuntError {
         matches!(self, Self::Refused(_))
     }
 
+    /// A record error as a hunt reports it: a file system failure keeps its cause (an I/O
+    /// failure); anything else is the user's mistake (a directory that holds no record, or one
+    /// of another kind).
+    pub fn record(e: RecordError) -> Self {
+        if e.is_io() {
+            Self::Record(e)
+        } else {
+            Self::Usage(e.to_string())
+        }
+    }
+
     /// An I/O failure while doing `what`.
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io { what: what.into(), source }

@@ -88,6 +88,7 @@ pub(crate) fn resume(
 ) -> Result<(FireOptions, Normalizer, Resumed), HuntError> {
     let mut options =
         options.ok_or_else(|| HuntError::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
+    options.ladder.check().map_err(|e| HuntError::usage(format!("{}: the manifest's ladder: {e}", dir.display())))?;
     options.follow_outside_links |= follow_outside_links;
     if let Some(state) = &options.state {
         validate_source(state).map_err(|e| {

@@ -25,14 +25,22 @@ pub(crate) fn cells(
     sink: &mut dyn EventSink,
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
     let dimensions = dimensions(req, config, target)?;
-    let cells = grid(&dimensions);
-    if cells.len() > req.max_cells && !req.yes {
+    // Counted before it is built: a grid of many dimensions can be larger than memory.
+    let size = crate::plan::matrix::grid_size(&dimensions).unwrap_or(u64::MAX);
+    let max = crate::bounds::MAX_CELLS;
+    if size > max {
         return Err(HuntError::usage(format!(
-            "the grid has {} cells, over the limit of {}: pass --yes to run it, or fewer values",
-            cells.len(),
+            "the grid has {} cells, more than the {max} a matrix can have: give fewer dimensions or values",
+            if size == u64::MAX { "more than 18446744073709551615".to_owned() } else { size.to_string() }
+        )));
+    }
+    if size > req.max_cells as u64 && !req.yes {
+        return Err(HuntError::usage(format!(
+            "the grid has {size} cells, over the limit of {}: pass --yes to run it, or fewer values",
             req.max_cells
         )));
     }
+    let cells = grid(&dimensions);
     sink.event(&Event::MatrixPlanned { cells: cells.len(), dimensions: &dimensions, runs, confirm: req.confirm })?;
     let project = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let clean_room = req.clean_room.as_ref().map(|c| CleanRoomSpec {
@@ -62,6 +70,12 @@ fn dimensions(args: &MatrixRequest, config: &Config, target: &Target) -> Result<
             return Err(HuntError::usage(format!(
                 "dimension '{}' is given twice: give all its values in one -D {}=a,b",
                 d.name, d.name
+            )));
+        }
+        if d.values.iter().any(|v| v.contains('\0')) {
+            return Err(HuntError::usage(format!(
+                "dimension '{}' has a value with a NUL byte, which no program can be given",
+                d.name
             )));
         }
         if d.values.is_empty() || d.values.iter().any(String::is_empty) {

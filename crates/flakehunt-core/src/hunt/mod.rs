@@ -30,7 +30,7 @@ pub use fire::copy_line;
 pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
 pub use session::Session;
 pub use slurm::script_of as slurm_script;
-pub use target::{check_program, target_from};
+pub use target::target_from;
 
 use crate::config::Config;
 use crate::plan::Shard;

@@ -31,12 +31,16 @@ pub struct Session {
     pub rooms: BTreeMap<String, Room>,
     /// The hunt's oracles beyond the exit code.
     pub oracle: Option<Oracle>,
+    /// The plan's durations, checked.
+    pub durations: crate::plan::Durations,
     _kept_rooms: Vec<CleanRoom>,
 }
 
 impl Session {
     /// Sets up the session of the hunt `manifest` describes; clean rooms are announced to `sink`.
     pub fn start(manifest: &Manifest, sink: &mut dyn EventSink) -> Result<Self, HuntError> {
+        // Checked again here, before anything starts, for a record edited since it was opened.
+        let durations = super::driver::check_plan(manifest)?;
         let tree = Arc::new(ProcessTree::default());
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe()
@@ -51,15 +55,15 @@ impl Session {
             .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
         let (rooms, kept) = super::matrix::clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
-        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, _kept_rooms: kept })
+        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
     }
 
     /// The attempt runner of `manifest`'s target and limits.
     pub fn attempts(&self, manifest: &Manifest, leak_timeout: Duration) -> AttemptRunner<'_> {
         let p = &manifest.plan;
         let limits = Limits {
-            timeout: Duration::from_secs_f64(p.timeout_seconds),
-            grace: Duration::from_secs_f64(p.grace_seconds),
+            timeout: self.durations.timeout,
+            grace: self.durations.grace,
             capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
             stdout_mask: self.oracle.as_ref().and_then(Oracle::mask),
             leak_timeout,

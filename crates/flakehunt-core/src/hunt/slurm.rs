@@ -59,17 +59,26 @@ pub fn script_of(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<String, Hu
 pub(super) fn run(spec: &HuntSpec, slurm: &SlurmRequest, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
     let (text, dir, seed) = prepare(spec, slurm, sink)?;
     let shards = slurm.shards;
-    if dir.join("manifest.json").exists() || dir.join("shard-1").exists() {
+    let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+    let name = dir.file_name().map_or_else(|| "flakehunt".into(), |n| n.to_string_lossy().into_owned());
+    let script_path = dir.parent().unwrap_or(&dir).join(format!("{name}.sbatch"));
+    if script_path.exists() {
         return Err(HuntError::usage(format!(
-            "{} already holds a record: choose another --record directory",
-            dir.display()
+            "{} exists: the batch script would replace it (move it, or choose another --record directory)",
+            script_path.display()
         )));
     }
     std::fs::create_dir_all(&dir).map_err(|e| HuntError::io(format!("cannot create {}", dir.display()), e))?;
-    let name = dir.file_name().map_or_else(|| "flakehunt".into(), |n| n.to_string_lossy().into_owned());
-    let script_path = dir.parent().unwrap_or(&dir).join(format!("{name}.sbatch"));
-    std::fs::write(&script_path, &text)
-        .map_err(|e| HuntError::io(format!("cannot write {}", script_path.display()), e))?;
+    // `create_new`: a file that appeared since the check is not overwritten either.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&script_path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        new_dir.discard(&[]);
+        return Err(HuntError::io(format!("cannot write {}", script_path.display()), e));
+    }
 
     let job = submit(&script_path, shards, &slurm.options)?;
     sink.event(&Event::ShardsSubmitted { job: &job, shards, seed, script: &script_path, dir: &dir })?;
@@ -214,7 +223,10 @@ fn finish(
             dir.display()
         )));
     }
-    let (merge, summary) = Merge::run(&shard_dirs, dir).map_err(|e| HuntError::usage(e.to_string()))?;
+    let (merge, summary) = Merge::run_beside_shards(&shard_dirs, dir).map_err(|e| match e {
+        crate::record::MergeError::Record(r) => HuntError::record(r),
+        other => HuntError::usage(other.to_string()),
+    })?;
     super::step_summary(&summary, dir, sink);
     let missing: Vec<u32> = merge
         .missing

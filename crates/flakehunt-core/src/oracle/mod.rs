@@ -60,6 +60,14 @@ pub enum OracleError {
         #[source]
         source: regex::Error,
     },
+    /// A `--fail-if` or `--pass-if` pattern matches the empty text, so it matches every output.
+    #[error("{option} '{pattern}' matches the empty text, so it matches every output: give a pattern that needs at least one character")]
+    MatchesEmpty {
+        /// The option (`--fail-if`...).
+        option: &'static str,
+        /// The pattern.
+        pattern: String,
+    },
     /// The expected stdout cannot be read.
     #[error("cannot read --expect-stdout file '{path}'")]
     Expected {
@@ -87,11 +95,15 @@ impl OracleSpec {
     ) -> Result<Self, OracleError> {
         for (option, list) in [("--fail-if", &fail_if), ("--pass-if", &pass_if), ("--ignore", &ignore)] {
             for pattern in list {
-                Regex::new(pattern).map_err(|source| OracleError::Regex {
+                let re = Regex::new(pattern).map_err(|source| OracleError::Regex {
                     option,
                     pattern: pattern.clone(),
                     source,
                 })?;
+                // Masks skip empty matches; a verdict cannot.
+                if option != "--ignore" && re.is_match("") {
+                    return Err(OracleError::MatchesEmpty { option, pattern: pattern.clone() });
+                }
             }
         }
         let mask = Mask::of(&ignore);

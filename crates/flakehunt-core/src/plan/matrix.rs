@@ -64,6 +64,11 @@ pub fn parse_limit(v: &str) -> Result<Option<u64>, String> {
         .ok_or_else(|| format!("'{v}' is not a limit: write a number (K, M, G suffixes allowed) or unlimited"))
 }
 
+/// How many cells the grid of `dimensions` has, without building it; `None` beyond `u64`.
+pub fn grid_size(dimensions: &[Dimension]) -> Option<u64> {
+    dimensions.iter().try_fold(1u64, |n, d| n.checked_mul(d.values.len() as u64))
+}
+
 /// The grid's cells, in odometer order with the last dimension varying fastest; the first cell
 /// is the baseline (every dimension at its first value).
 ///

@@ -11,9 +11,10 @@ mod target;
 
 pub use cell::{CellSpec, Setting};
 pub use rng::Rng;
+pub(crate) use schedule::RunningMajority;
 pub use schedule::Schedule;
-pub use settings::{Settings, Shard};
-pub use target::Target;
+pub use settings::{Durations, Settings, Shard};
+pub use target::{shell_words, Target};
 
 use crate::record::Attempt;
 
@@ -51,6 +52,11 @@ pub trait Plan: Send {
     fn observe(&mut self, attempt: &Attempt);
     /// Attempts the plan expects to run, for progress display.
     fn planned(&self) -> u64;
+    /// The timeout of the next attempt of `cell`, when the plan sets one (the adaptive hunt's
+    /// hang rule); `None` keeps the hunt's `--timeout`.
+    fn timeout(&self, _cell: usize) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// The plan a manifest describes, ready to run (or to continue, after observing the attempts

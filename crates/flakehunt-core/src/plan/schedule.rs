@@ -142,7 +142,7 @@ impl Plan for Schedule {
 
 /// The stdouts of the attempts that exited 0 so far, counted by hash.
 #[derive(Debug, Default)]
-struct RunningMajority {
+pub(crate) struct RunningMajority {
     counts: std::collections::HashMap<String, u64>,
     total: u64,
 }
@@ -155,7 +155,7 @@ impl RunningMajority {
 
     /// Counts `attempt`, and says whether its output differs from a majority already formed:
     /// the leading output printed by at least three attempts and by more than half of them.
-    fn is_minority(&mut self, attempt: &Attempt) -> bool {
+    pub(crate) fn is_minority(&mut self, attempt: &Attempt) -> bool {
         let Some(hash) = attempt.stdout_hash.as_ref().filter(|_| crate::oracle::majority::Outputs::eligible(attempt))
         else {
             return false;

@@ -2,8 +2,11 @@
 //! [`Settings`].
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::bounds::{self, BoundError, Machine};
 
 /// The plan's numbers, as recorded in the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +40,41 @@ impl Default for Settings {
             grace_seconds: 2.0,
             capture_bytes: 1 << 20,
         }
+    }
+}
+
+/// The plan's durations, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Durations {
+    /// Per-attempt timeout.
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Stop starting attempts after this long.
+    pub budget: Option<Duration>,
+}
+
+impl Settings {
+    /// Checks the numbers as a manifest holds them, which an edited or damaged record can make
+    /// anything JSON allows (a negative or huge timeout, zero jobs, a billion workers), and
+    /// returns its durations. Each error names the manifest's field.
+    pub fn check(&self) -> Result<Durations, BoundError> {
+        let field = |what: &str, value: String, why: &str| BoundError { what: what.into(), value, why: why.into() };
+        if self.runs == 0 {
+            return Err(field("runs", "0".into(), "at least 1"));
+        }
+        if self.jobs == 0 {
+            return Err(field("jobs", "0".into(), "at least 1"));
+        }
+        Machine::get().check_workers("jobs", u64::from(self.jobs))?;
+        bounds::check_runs("runs", self.runs)?;
+        let timeout = bounds::seconds("timeout_seconds", self.timeout_seconds)?;
+        if timeout.is_zero() {
+            return Err(field("timeout_seconds", "0".into(), "must be longer than 0"));
+        }
+        let grace = bounds::seconds("grace_seconds", self.grace_seconds)?;
+        let budget = self.budget_seconds.map(|b| bounds::seconds("budget_seconds", b)).transpose()?;
+        Ok(Durations { timeout, grace, budget })
     }
 }
 

@@ -95,6 +95,43 @@ impl Target {
     }
 }
 
+/// An argv as shell words that run exactly it: each word unchanged when it holds only characters
+/// no shell treats specially, else in single quotes, or in `$'...'` with escapes when it holds
+/// control characters (a newline in a single-quoted word would show as two lines, hiding what
+/// the second one is). For showing a command that runs without a shell, such as a kill test.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
+}
+
+fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:+@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        return s.to_owned();
+    }
+    if !s.chars().any(char::is_control) {
+        return format!("'{}'", s.replace('\'', r"'\''"));
+    }
+    let mut out = String::from("$'");
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Quotes a word for display when it would not survive a shell as is.
 fn quote(s: &str) -> String {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+{}".contains(c)) {
@@ -107,6 +144,19 @@ fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_run_exactly_the_argv() {
+        let argv = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(shell_words(&argv(&["pytest", "-k", "a and b"])), "pytest -k 'a and b'");
+        assert_eq!(
+            shell_words(&argv(&["echo", "it's", "", "{a,b}", "$HOME", "*"])),
+            r"echo 'it'\''s' '' '{a,b}' '$HOME' '*'"
+        );
+        assert_eq!(shell_words(&argv(&["sh", "-c", "true\ntouch /tmp/x"])), r"sh -c $'true\ntouch /tmp/x'");
+        assert_eq!(shell_words(&argv(&["a\u{1b}[2J'\\"])), r"$'a\x1b[2J\'\\'");
+        assert_eq!(shell_words(&argv(&["caf\u{e9}"])), "'caf\u{e9}'");
+    }
 
     #[test]
     fn shell_targets_run_through_sh() {

@@ -50,6 +50,11 @@ pub struct Knobs {
     /// A yield may take no time; a sleep takes at least its length, so a window is surely widened.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "sleep_range")]
     pub jitter_sleep_us: Option<[u64; 2]>,
+    /// Run this many attempts of the cell at once (concurrent copies of the target), as plain
+    /// parallel re-running does. A matter of scheduling, not of the launch: the plan starts the
+    /// copies (see [`crate::profile::ProfileEnv::copies_scheduled`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<u32>,
 }
 
 /// `[MIN, MAX]`, with a message that says so for any other number of values.
@@ -64,6 +69,14 @@ fn sleep_range<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u64; 2]>, D::E
 /// The longest jitter sleep a profile may ask for (one second): longer would stall, not jitter.
 pub const MAX_JITTER_SLEEP_US: u64 = 1_000_000;
 
+/// The shortest pause a profile may ask for, in milliseconds (50 us): the stopper ends a pause
+/// with a timed wait, which the kernel's default timer slack (50 us) may lengthen by as much, so a
+/// shorter pause would be mostly slack. Delivered lengths are measured and recorded either way.
+pub const MIN_PAUSE_MS: f64 = 0.05;
+
+/// The most concurrent copies a profile may ask for.
+pub const MAX_COPIES: u32 = 1024;
+
 /// Scheduling policies a profile can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -75,21 +88,23 @@ pub enum Policy {
 }
 
 /// Chaos pauses: after a random gap of 0..`every_max_ms`, stop the group for
-/// `min_ms..=max_ms`, repeat until the attempt ends.
+/// `min_ms..=max_ms`, repeat until the attempt ends. Milliseconds with fractions (`0.2` is
+/// 200 us): a 20 ms test needs pauses and gaps well under a millisecond to be paused inside its
+/// life. The stopper draws them in whole microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Pause {
     /// Shortest pause.
-    pub min_ms: u64,
+    pub min_ms: f64,
     /// Longest pause.
-    pub max_ms: u64,
+    pub max_ms: f64,
     /// Longest gap between pauses.
-    pub every_max_ms: u64,
+    pub every_max_ms: f64,
 }
 
 impl Default for Pause {
     fn default() -> Self {
-        Self { min_ms: 1, max_ms: 50, every_max_ms: 100 }
+        Self { min_ms: 1.0, max_ms: 50.0, every_max_ms: 100.0 }
     }
 }
 
@@ -104,17 +119,29 @@ impl Knobs {
                 return Err(format!("cpu-quota = {q}: give a percentage of one CPU above 0, e.g. 15"));
             }
         }
+        // 0 (one per CPU) and u32::MAX (one per two CPUs) are counts the profile derives itself.
+        if let Some(n) = self.noise_threads.filter(|&n| n != 0 && n != u32::MAX) {
+            crate::bounds::Machine::get().check_noise_threads(u64::from(n)).map_err(|e| e.to_string())?;
+        }
         if let Some(n) = self.nice {
             if !(-20..=19).contains(&n) {
                 return Err(format!("nice = {n}: allowed -20 to 19"));
             }
         }
         if let Some(p) = self.pause {
-            if p.min_ms == 0 || p.min_ms > p.max_ms {
+            if !(p.min_ms >= MIN_PAUSE_MS && p.min_ms <= p.max_ms && p.max_ms.is_finite()) {
                 return Err(format!(
-                    "pause: min-ms ({}) must be at least 1 and at most max-ms ({})",
+                    "pause: min-ms ({}) must be at least {MIN_PAUSE_MS} and at most max-ms ({})",
                     p.min_ms, p.max_ms
                 ));
+            }
+            if !(p.every_max_ms >= 0.0 && p.every_max_ms.is_finite()) {
+                return Err(format!("pause: every-max-ms ({}) must be 0 or more", p.every_max_ms));
+            }
+        }
+        if let Some(n) = self.copies {
+            if !(1..=MAX_COPIES).contains(&n) {
+                return Err(format!("copies = {n}: give 1 to {MAX_COPIES} concurrent copies of the target"));
             }
         }
         if let Some(s) = self.python_switch_interval {
@@ -139,6 +166,14 @@ impl Knobs {
                 return Err(format!(
                     "jitter-sleep-us = [{min}, {max}]: give [MIN, MAX] microseconds, 1 <= MIN <= MAX <= {MAX_JITTER_SLEEP_US}, e.g. [20, 50]"
                 ));
+            }
+        }
+        for (name, value) in &self.env {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(format!("env name {name:?}: a variable name cannot be empty or hold '=' or a NUL byte"));
+            }
+            if value.contains('\0') {
+                return Err(format!("env {name} holds a NUL byte, which no program can be given: remove it"));
             }
         }
         for name in self.rlimits.keys() {

@@ -14,7 +14,7 @@ mod stopper;
 
 pub use gil::GilHook;
 pub use jitter::{JitterLib, JitterReport};
-pub use knobs::{Knobs, Pause, Policy};
+pub use knobs::{Knobs, Pause, Policy, MAX_COPIES, MIN_PAUSE_MS};
 pub use noise::Noise;
 pub use quota::{QuotaBackend, QuotaGroup};
 pub use stopper::{Schedule, Stopper, Stops};
@@ -107,11 +107,90 @@ impl Profile {
         }
     }
 
-    /// Looks up a built-in by name, including `cpu-starved=PCT`.
+    /// `noisy` at `per_cpu` busy competitors per CPU flakehunt may use (`noisy=xK`); `cpus` is
+    /// that CPU count, so the profile records the threads it starts.
+    pub fn noisy(per_cpu: u32, cpus: usize) -> Self {
+        let threads = (per_cpu as usize * cpus.max(1)).min(u32::MAX as usize - 1) as u32;
+        Profile {
+            name: format!("noisy=x{per_cpu}"),
+            summary: format!(
+                "{per_cpu} busy competitor thread(s) per CPU ({threads} in all), for the attempt's lifetime"
+            ),
+            knobs: Knobs { noise_threads: Some(threads), ..Knobs::default() },
+        }
+    }
+
+    /// `pause` scaled to a target (`pause=LEN/GAP`): pauses of LEN/2 to LEN after gaps of 0 to
+    /// GAP, both in whole microseconds (the stopper's resolution), LEN at least
+    /// [`MIN_PAUSE_MS`].
+    pub fn paused(len_us: u64, gap_us: u64) -> Self {
+        let min_us = (len_us / 2).max((MIN_PAUSE_MS * 1000.0) as u64);
+        let len_us = len_us.max(min_us);
+        let (min, len, gap) = (min_us as f64 / 1000.0, len_us as f64 / 1000.0, gap_us as f64 / 1000.0);
+        Profile {
+            name: format!("pause={}/{}", format_us(len_us), format_us(gap_us)),
+            summary: format!("chaos: seeded random SIGSTOP/SIGCONT pauses of {min}-{len} ms every 0-{gap} ms"),
+            knobs: Knobs { pause: Some(Pause { min_ms: min, max_ms: len, every_max_ms: gap }), ..Knobs::default() },
+        }
+    }
+
+    /// `jitter` delaying `rate` of intercepted calls (`jitter=RATE`; the built-in rate is named
+    /// plain `jitter`).
+    pub fn jittered(rate: f64) -> Self {
+        let name = if rate == JITTER_RATE { "jitter".to_owned() } else { format!("jitter={rate}") };
+        Profile {
+            name,
+            summary: format!(
+                "native code: a preloaded library yields or sleeps 1-20 us around {} % of mutex, condvar, yield, read/write and nanosleep calls (seeded); inert for static binaries",
+                rate * 100.0
+            ),
+            knobs: Knobs { jitter: Some(rate), ..Knobs::default() },
+        }
+    }
+
+    /// `n` attempts of the cell at once (`copies=N`): concurrent copies of the target, the
+    /// condition plain parallel re-running creates without saying so.
+    pub fn copies(n: u32) -> Self {
+        Profile {
+            name: format!("copies={n}"),
+            summary: format!("{n} copies of the target run at once, each its own attempt"),
+            knobs: Knobs { copies: Some(n), ..Knobs::default() },
+        }
+    }
+
+    /// Looks up a built-in by name, including the levelled names `cpu-starved=PCT`,
+    /// `noisy=xK`, `pause=LEN/GAP` (durations with `us`, `ms` or `s`), `jitter=RATE` and
+    /// `copies=N`. `None` for an unknown name or a level out of range.
     pub fn builtin(name: &str) -> Option<Profile> {
-        if let Some(pct) = name.strip_prefix("cpu-starved=") {
-            let pct: f64 = pct.trim_end_matches('%').parse().ok()?;
-            return (pct > 0.0 && pct <= 100.0).then(|| Self::starved(pct));
+        if let Some((family, level)) = name.split_once('=') {
+            return match family {
+                "cpu-starved" => {
+                    let pct: f64 = level.trim_end_matches('%').parse().ok()?;
+                    (pct > 0.0 && pct <= 100.0).then(|| Self::starved(pct))
+                }
+                "noisy" => {
+                    let k: u32 = level.strip_prefix('x')?.parse().ok()?;
+                    (1..=64).contains(&k).then(|| Self::noisy(k, allowed_cpus().len()))
+                }
+                "pause" => {
+                    let (len, gap) = level.split_once('/')?;
+                    let (len, gap) = (parse_us(len)?, parse_us(gap)?);
+                    let valid = len >= (MIN_PAUSE_MS * 1000.0) as u64 && len <= 3_600_000_000 && gap <= 3_600_000_000;
+                    valid.then(|| Self::paused(len, gap))
+                }
+                "jitter" => {
+                    let rate = match level.strip_suffix('%') {
+                        Some(pct) => pct.parse::<f64>().ok()? / 100.0,
+                        None => level.parse().ok()?,
+                    };
+                    (rate > 0.0 && rate <= 1.0).then(|| Self::jittered(rate))
+                }
+                "copies" => {
+                    let n: u32 = level.parse().ok()?;
+                    (2..=MAX_COPIES).contains(&n).then(|| Self::copies(n))
+                }
+                _ => None,
+            };
         }
         Self::builtins().into_iter().find(|p| p.name == name)
     }
@@ -144,6 +223,11 @@ impl Profile {
         }
         if k.jitter.is_some() && env.jitter().is_none() {
             return Some("cannot build the jitter library (is a C compiler installed as `cc`?)".into());
+        }
+        if let Some(n) = k.copies.filter(|&n| n > 1 && !env.copies_scheduled) {
+            return Some(format!(
+                "copies={n} needs {n} attempts of the cell at once, which only an adaptive hunt schedules; here each attempt ran alone"
+            ));
         }
         None
     }
@@ -259,6 +343,9 @@ pub struct ProfileEnv {
     pub run_id: String,
     /// Whether the target looks like Python (a silent switch interval is then inert).
     pub python_target: bool,
+    /// Whether the plan runs a `copies=N` cell's attempts N at once (false: such a cell is
+    /// inert, said so, rather than counted as if its copies had run).
+    pub copies_scheduled: bool,
     quota: OnceLock<QuotaBackend>,
     gil: OnceLock<Option<GilHook>>,
     jitter: OnceLock<Option<JitterLib>>,
@@ -277,6 +364,7 @@ impl ProfileEnv {
             seed,
             run_id: run_id.to_owned(),
             python_target,
+            copies_scheduled: false,
             quota: OnceLock::new(),
             gil: OnceLock::new(),
             jitter: OnceLock::new(),
@@ -351,7 +439,7 @@ pub struct Prepared {
 
 impl Prepared {
     /// Called right after the child `pid` started.
-    pub fn start(self, pid: u32) -> Active {
+    pub fn start(self, pid: u32, cancel: &crate::exec::Cancel) -> Active {
         let mut effect =
             Effect { hints: self.hints, inert: self.inert, mechanism: self.mechanism, ..Effect::default() };
         if self.read_cpus {
@@ -368,7 +456,7 @@ impl Prepared {
             (None, Some(schedule)) => Some(Stopper::start(pid, schedule)),
             (None, None) => None,
         };
-        let noise = self.noise.map(|(n, cpus)| Noise::start(n, &cpus));
+        let noise = self.noise.map(|(n, cpus)| Noise::start(n, &cpus, cancel));
         Active {
             effect,
             quota: self.quota,
@@ -476,6 +564,30 @@ fn runtime_hints(count: usize, launch: &Launch) -> Vec<(String, String)> {
     out
 }
 
+/// A duration in whole microseconds as a level name writes it: `500us`, `2ms`, `1.5ms`, `3s`.
+pub fn format_us(us: u64) -> String {
+    if us >= 1_000_000 && us % 1_000_000 == 0 {
+        format!("{}s", us / 1_000_000)
+    } else if us < 1000 {
+        format!("{us}us")
+    } else {
+        format!("{}ms", us as f64 / 1000.0)
+    }
+}
+
+/// Parses `500us` (or `500µs`), `2ms`, `1.5ms`, `3s` into whole microseconds.
+fn parse_us(text: &str) -> Option<u64> {
+    let (number, scale) = if let Some(n) = text.strip_suffix("us").or_else(|| text.strip_suffix("µs")) {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix("ms") {
+        (n, 1e3)
+    } else {
+        (text.strip_suffix('s')?, 1e6)
+    };
+    let value: f64 = number.parse().ok()?;
+    (value.is_finite() && value >= 0.0).then(|| (value * scale).round() as u64)
+}
+
 /// CPUs this process may run on, from its affinity mask.
 pub fn allowed_cpus() -> Vec<usize> {
     match rustix::thread::sched_getaffinity(None) {
@@ -507,4 +619,90 @@ fn read_policy(pid: u32) -> (Option<String>, Option<i32>) {
         .ok()
         .and_then(|s| s[s.rfind(')')? + 2..].split(' ').nth(16).and_then(|n| n.parse().ok()));
     (name.map(str::to_owned), nice)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levelled_names_parse_and_name_themselves() {
+        for name in [
+            "cpu-starved=4",
+            "cpu-starved=3.3",
+            "noisy=x2",
+            "pause=2ms/10ms",
+            "pause=200us/1ms",
+            "pause=1.5ms/3s",
+            "jitter=0.25",
+            "copies=4",
+        ] {
+            let p = Profile::builtin(name).unwrap_or_else(|| panic!("{name} does not parse"));
+            assert_eq!(p.name, name);
+            assert_eq!(p.knobs.validate(), Ok(()), "{name}");
+            assert_eq!(Profile::builtin(&p.name), Some(p.clone()), "{name} round-trips");
+        }
+        // Existing meanings stay: the default level of cpu-starved and jitter keep their names.
+        assert_eq!(Profile::builtin("cpu-starved=15").unwrap().name, "cpu-starved");
+        assert_eq!(Profile::builtin("cpu-starved=4%").unwrap().knobs.cpu_quota, Some(4.0));
+        assert_eq!(Profile::builtin("jitter=5%").unwrap().name, "jitter");
+    }
+
+    #[test]
+    fn levels_set_their_mechanism() {
+        let pause = Profile::builtin("pause=2ms/10ms").unwrap().knobs.pause.unwrap();
+        assert_eq!((pause.min_ms, pause.max_ms, pause.every_max_ms), (1.0, 2.0, 10.0));
+        let short = Profile::builtin("pause=200us/1ms").unwrap().knobs.pause.unwrap();
+        assert_eq!((short.min_ms, short.max_ms, short.every_max_ms), (0.1, 0.2, 1.0));
+        // Half of the shortest pause allowed is below the floor: the floor holds.
+        let floor = Profile::paused(60, 500).knobs.pause.unwrap();
+        assert_eq!((floor.min_ms, floor.max_ms), (0.05, 0.06));
+        assert_eq!(Profile::noisy(2, 3).knobs.noise_threads, Some(6));
+        assert_eq!(Profile::builtin("noisy=x1").unwrap().knobs.noise_threads, Some(allowed_cpus().len() as u32));
+        assert_eq!(Profile::builtin("copies=4").unwrap().knobs.copies, Some(4));
+        assert_eq!(Profile::builtin("jitter=0.25").unwrap().knobs.jitter, Some(0.25));
+    }
+
+    #[test]
+    fn levels_out_of_range_or_malformed_are_unknown() {
+        for name in [
+            "cpu-starved=0",
+            "cpu-starved=101",
+            "noisy=2",
+            "noisy=x0",
+            "pause=10us/1ms",
+            "pause=2ms",
+            "pause=2/10",
+            "pause=-1ms/2ms",
+            "jitter=0",
+            "jitter=1.5",
+            "copies=1",
+            "copies=x",
+            "tight-gil=2",
+        ] {
+            assert_eq!(Profile::builtin(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn durations_format_in_the_unit_that_reads_best() {
+        assert_eq!(format_us(500), "500us");
+        assert_eq!(format_us(2000), "2ms");
+        assert_eq!(format_us(1500), "1.5ms");
+        assert_eq!(format_us(3_000_000), "3s");
+        assert_eq!(format_us(2_500_000), "2500ms");
+        assert_eq!(parse_us("500µs"), Some(500));
+        assert_eq!(parse_us("1.5ms"), Some(1500));
+        assert_eq!(parse_us("3s"), Some(3_000_000));
+        assert_eq!(parse_us("3"), None);
+    }
+
+    #[test]
+    fn copies_are_inert_where_the_plan_does_not_run_them_together() {
+        let mut env = ProfileEnv::new("t", 0, false);
+        let copies = Profile::copies(4);
+        assert!(copies.unapplicable(&env).is_some_and(|r| r.contains("only an adaptive hunt")));
+        env.copies_scheduled = true;
+        assert_eq!(copies.unapplicable(&env), None);
+    }
 }

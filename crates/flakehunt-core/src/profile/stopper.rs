@@ -55,8 +55,10 @@ impl Stopper {
                 loop {
                     let (gap, stop) = match schedule {
                         Schedule::Chaos(p, _) => {
-                            let gap = Duration::from_micros(rng.below(p.every_max_ms * 1000 + 1));
-                            let len = p.min_ms * 1000 + rng.below((p.max_ms - p.min_ms) * 1000 + 1);
+                            // Whole microseconds; the knobs are validated finite and ordered.
+                            let us = |ms: f64| (ms * 1000.0).round() as u64;
+                            let gap = Duration::from_micros(rng.below(us(p.every_max_ms) + 1));
+                            let len = us(p.min_ms) + rng.below(us(p.max_ms).saturating_sub(us(p.min_ms)) + 1);
                             (gap, Duration::from_micros(len))
                         }
                         Schedule::DutyCycle(share) => {

@@ -27,6 +27,9 @@ pub enum MergeError {
     /// The output already holds a record.
     #[error("{0} already holds a record: choose a new directory for --into")]
     OutExists(PathBuf),
+    /// The output is a file or a directory of the user's.
+    #[error("{0} exists and is not an empty directory: choose a new or empty directory for --into (nothing in it was changed)")]
+    OutNotEmpty(PathBuf),
     /// Nothing to merge.
     #[error("no records to merge: give the shard record directories")]
     Empty,
@@ -68,6 +71,39 @@ pub struct MergedShard {
     pub host: String,
     /// Attempts it held.
     pub attempts: u64,
+    /// Attempts its plan holds that it did not record: killed, out of budget, or cut short by
+    /// a damaged file. Zero for a complete shard.
+    #[serde(default)]
+    pub missing_attempts: u64,
+    /// The first of those attempts' ids (at most [`LISTED_IDS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_ids: Vec<u64>,
+    /// Its attempts file ends in a cut line: the shard was killed while writing, or the file was
+    /// truncated. The attempt on that line is among the missing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_line: bool,
+}
+
+/// How many missing attempt ids a merge lists per shard.
+pub const LISTED_IDS: usize = 20;
+
+/// The attempts `record`'s plan holds that are not in `done`, counted by replaying the plan as
+/// `--resume` would: `(count, the first LISTED_IDS ids)`.
+fn not_recorded(record: &Record, done: &[Attempt]) -> (u64, Vec<u64>) {
+    let mut plan = crate::plan::from_manifest(&record.manifest);
+    for a in done {
+        plan.observe(a);
+    }
+    let (mut count, mut ids) = (0u64, Vec::new());
+    // An adaptive plan (a matrix's confirmations) waits on results that will not come: what it
+    // would run next is then unknown, and not counted.
+    while let crate::plan::Next::Run(spec) = plan.next() {
+        count += 1;
+        if ids.len() < LISTED_IDS {
+            ids.push(spec.id);
+        }
+    }
+    (count, ids)
 }
 
 /// The result of a merge.
@@ -79,13 +115,35 @@ pub struct Merge {
     pub missing: Vec<u32>,
     /// Attempt ids held by more than one shard (kept, but a sign of overlapping shards).
     pub duplicate_ids: u64,
+    /// Attempts of the given shards' plans that are not in the merged record (each shard's
+    /// `missing_attempts`, summed): the record is then incomplete.
+    #[serde(default)]
+    pub missing_attempts: u64,
 }
 
 impl Merge {
-    /// Merges the shard records in `dirs` into a new record at `out`, whose summary (also
-    /// written as `summary.json`) comes back with the merge.
+    /// Merges the shard records in `dirs` into a new record at `out` (a new or empty directory,
+    /// as for any new record), whose summary (also written as `summary.json`) comes back with
+    /// the merge.
     pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
-        Recorder::check_new(out).map_err(|_| MergeError::OutExists(out.to_owned()))?;
+        super::check_new(out).map_err(|e| match e {
+            RecordError::Exists(dir) => MergeError::OutExists(dir),
+            RecordError::NotEmpty(dir) | RecordError::NotADirectory(dir) => MergeError::OutNotEmpty(dir),
+            other => MergeError::Record(other),
+        })?;
+        Self::join(dirs, out)
+    }
+
+    /// Merges into the directory a `--slurm` hunt created for its shards, which holds them and
+    /// their logs: only a record already there is refused.
+    pub fn run_beside_shards(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
+        if out.join(super::writer::MANIFEST).exists() || out.join(ATTEMPTS).exists() {
+            return Err(MergeError::OutExists(out.to_owned()));
+        }
+        Self::join(dirs, out)
+    }
+
+    fn join(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
         let mut records = Vec::new();
         for dir in dirs {
             let record = Record::open(dir)?;
@@ -131,20 +189,21 @@ impl Merge {
         let mut attempts: Vec<(u64, u32, Attempt, PathBuf)> = Vec::new();
         let mut merged_from = Vec::new();
         for (shard, r) in &records {
-            let mut n = 0;
-            for a in r.attempts()? {
-                let a = a?;
-                n += 1;
-                attempts.push((a.id, shard.index, a, r.dir.clone()));
-            }
+            let held: Vec<Attempt> = r.attempts()?.collect::<Result<_, _>>()?;
+            let (missing_attempts, missing_ids) = not_recorded(r, &held);
             merged_from.push(MergedShard {
                 dir: r.dir.clone(),
                 shard: *shard,
                 run_id: r.manifest.run_id.clone(),
                 host: r.manifest.host.clone(),
-                attempts: n,
+                attempts: held.len() as u64,
+                missing_attempts,
+                missing_ids,
+                cut_line: r.attempts_file_is_cut()?,
             });
+            attempts.extend(held.into_iter().map(|a| (a.id, shard.index, a, r.dir.clone())));
         }
+        let missing_attempts = merged_from.iter().map(|s| s.missing_attempts).sum();
         attempts.sort_by_key(|(id, shard, _, _)| (*id, *shard));
         let duplicate_ids = attempts.windows(2).filter(|w| w[0].0 == w[1].0).count() as u64;
 
@@ -163,7 +222,7 @@ impl Merge {
             write_json(&out.join(super::SNAPSHOT_FILE), &snapshot)?;
         }
         merge_side_files(&records.iter().map(|(_, r)| r.dir.as_path()).collect::<Vec<_>>(), out)?;
-        let merge = Merge { merged_from, missing, duplicate_ids };
+        let merge = Merge { merged_from, missing, duplicate_ids, missing_attempts };
         recorder.write_document(MERGE_FILE, &merge)?;
         let record = Record::open(out)?;
         let summary = crate::analysis::summarize(&record)?;

@@ -5,6 +5,7 @@ mod attempt;
 mod extra;
 mod manifest;
 mod merge;
+mod new_dir;
 mod reader;
 mod writer;
 
@@ -12,6 +13,7 @@ pub use attempt::{Attempt, Effect, Outcome};
 pub use extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
+pub use new_dir::{check_new, unused_dir, NewDir};
 pub use reader::Record;
 pub use writer::Recorder;
 pub(crate) use writer::ATTEMPTS;
@@ -32,6 +34,16 @@ pub enum RecordError {
     #[error("cannot access {path}")]
     Io {
         /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The record directory cannot be created (an unwritable working directory, a file in the
+    /// way).
+    #[error("cannot create the record directory {path}")]
+    Create {
+        /// The directory.
         path: PathBuf,
         /// Why.
         #[source]
@@ -59,10 +71,36 @@ pub enum RecordError {
     /// `--record` points at an existing record.
     #[error("{0} already holds a record: choose another --record directory, or continue it with --resume")]
     Exists(PathBuf),
+    /// `--record` points at a directory of the user's.
+    #[error(
+        "{0} is not empty and holds no flakehunt record: give --record a new or empty directory (nothing in it was changed)"
+    )]
+    NotEmpty(PathBuf),
+    /// `--record` points at a file.
+    #[error("{0} exists and is not a directory: give --record a new or empty directory")]
+    NotADirectory(PathBuf),
 }
 
 impl RecordError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
         Self::Io { path: path.to_owned(), source }
     }
+
+    /// Whether the file system failed (permission, space, a vanished file), rather than the
+    /// user naming the wrong directory.
+    pub fn is_io(&self) -> bool {
+        matches!(self, Self::Io { .. } | Self::Create { .. })
+    }
+}
+
+/// What to do about a file operation that failed with `kind`, where there is something to say.
+pub fn io_advice(kind: std::io::ErrorKind) -> Option<&'static str> {
+    use std::io::ErrorKind as K;
+    Some(match kind {
+        K::PermissionDenied => "check that directory's permissions, or give --record DIR on a writable path",
+        K::StorageFull | K::QuotaExceeded => "free space on that file system, or give --record DIR on another",
+        K::ReadOnlyFilesystem => "the file system is read-only: give --record DIR on a writable one",
+        K::NotADirectory => "a file stands where a directory is needed: move it, or give another --record DIR",
+        _ => return None,
+    })
 }

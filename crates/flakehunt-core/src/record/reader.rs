@@ -50,6 +50,18 @@ impl Record {
         Ok(Lines { file, path, line: Vec::new(), number: 0 })
     }
 
+    /// Whether the attempts file ends in a line without its newline, which the reader skips: a
+    /// writer killed mid-line, or a truncated copy.
+    pub fn attempts_file_is_cut(&self) -> Result<bool, RecordError> {
+        let path = self.dir.join(ATTEMPTS);
+        let len = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(RecordError::io(&path, e)),
+        };
+        Ok(valid_prefix_len(&path)? != len)
+    }
+
     /// Every cell: the manifest's, then any added while the hunt ran.
     pub fn cells(&self) -> Result<Vec<CellSpec>, RecordError> {
         let mut cells = self.manifest.cells.clone();

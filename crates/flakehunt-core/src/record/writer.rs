@@ -21,24 +21,19 @@ pub(crate) const ATTEMPTS: &str = "attempts.jsonl";
 pub(crate) const LOGS: &str = "logs";
 
 impl Recorder {
-    /// Starts a new record in `dir`, which must not hold a record already.
+    /// Starts a new record in `dir`, which must not hold a record already. The command checks
+    /// the directory with [`super::check_new`] before it writes anything into it (an adapter's
+    /// build comes first); this refuses what appeared since.
     pub fn create(dir: &Path, manifest: &Manifest) -> Result<Self, RecordError> {
-        Self::check_new(dir)?;
-        fs::create_dir_all(dir.join(LOGS)).map_err(|e| RecordError::io(dir, e))?;
+        if dir.join(MANIFEST).exists() || dir.join(ATTEMPTS).exists() {
+            return Err(RecordError::Exists(dir.to_owned()));
+        }
+        fs::create_dir_all(dir.join(LOGS)).map_err(|source| RecordError::Create { path: dir.to_owned(), source })?;
         write_json(&dir.join(MANIFEST), &manifest.to_written().map_err(RecordError::Json)?)?;
         let path = dir.join(ATTEMPTS);
         let attempts =
             OpenOptions::new().create_new(true).append(true).open(&path).map_err(|e| RecordError::io(&path, e))?;
         Ok(Self { dir: dir.to_owned(), attempts, line: Vec::with_capacity(8192) })
-    }
-
-    /// Refuses a directory that holds a record already, so a hunt can check before it builds
-    /// anything into the directory.
-    pub fn check_new(dir: &Path) -> Result<(), RecordError> {
-        if dir.join(MANIFEST).exists() || dir.join(ATTEMPTS).exists() {
-            return Err(RecordError::Exists(dir.to_owned()));
-        }
-        Ok(())
     }
 
     /// Reopens an existing record to append to it, cutting a last line that a killed writer left

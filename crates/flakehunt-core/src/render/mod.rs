@@ -6,6 +6,7 @@
 mod context;
 mod details;
 pub mod html;
+pub mod hunt;
 pub mod json;
 pub mod junit;
 pub mod markdown;

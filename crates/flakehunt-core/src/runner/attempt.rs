@@ -130,9 +130,8 @@ impl AttemptRunner<'_> {
 
         let running = match Running::spawn(&launch, self.tree, format!("FLAKEHUNT_ATTEMPT={attempt_tag}")) {
             Ok(r) => r,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) => {
-                return Err(e)
-            }
+            // It will fail the same way every time: not evidence, the end of the hunt.
+            Err(e) if crate::exec::error_repeats(&e) => return Err(e),
             Err(e) => return Ok(self.spawn_error(spec, cell, slot, &e)),
         };
         // The watchdog is not told about each attempt: it finds the hunt's processes (and their
@@ -141,7 +140,7 @@ impl AttemptRunner<'_> {
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.track_cgroup(c));
         }
-        let active = prepared.start(running.pid());
+        let active = prepared.start(running.pid(), self.cancel);
         let execution = running.wait(&self.limits, self.cancel);
         let effect = active.finish(self.profiles, execution.seconds, execution.cpu_seconds);
         if let Some(w) = self.watchdog {

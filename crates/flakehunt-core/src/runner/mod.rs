@@ -76,6 +76,10 @@ impl<E: Execute> Runner<E> {
         } else {
             std::thread::scope(|scope| {
                 for worker in 0..jobs {
+                    // Ctrl-C while many workers start stops starting them.
+                    if self.attempts.cancel().is_stopping() {
+                        break;
+                    }
                     let (shared, finished) = (&shared, &finished);
                     scope.spawn(move || self.work(worker, shared, finished, started));
                 }

@@ -2,7 +2,7 @@
 //! Indexed Job that runs a hunt's shards on many machines and merges them. The generators live
 //! in `flakehunt_core::dispatch`; this module parses and checks the hunt they carry.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 use flakehunt_core::dispatch::{github, k8s, ShardedHunt};
 
 use crate::exit::usage;
@@ -103,6 +103,13 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
                         "say how the runners get flakehunt: --install 'COMMAND' or --install-from-git URL [--rev REV]",
                     )),
                 };
+            refuse_secrets(&[
+                ("--install", a.install.as_deref()),
+                ("--install-from-git", a.install_from_git.as_deref()),
+                ("--rev", a.rev.as_deref()),
+                ("--runs-on", Some(&a.runs_on)),
+                ("--name", Some(&a.name)),
+            ])?;
             let hunt = sharded(&a.common, &a.hunt)?;
             github::workflow(
                 &hunt,
@@ -116,6 +123,12 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
             .map_err(|e| usage(e.to_string()))?
         }
         DispatchCommand::K8s(a) => {
+            refuse_secrets(&[
+                ("--image", Some(&a.image)),
+                ("--name", Some(&a.name)),
+                ("--pvc", Some(&a.pvc)),
+                ("--workdir", a.workdir.as_deref()),
+            ])?;
             let hunt = sharded(&a.common, &a.hunt)?;
             k8s::manifest(
                 &hunt,
@@ -134,6 +147,26 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// Refuses a dispatch option whose value holds a secret (a token in an install URL, say): the
+/// generated file is committed and shown in clear, as the hunt's own arguments are
+/// ([`ShardedHunt::secret_refusal`]), unless `--no-redact`.
+fn refuse_secrets(options: &[(&str, Option<&str>)]) -> anyhow::Result<()> {
+    if !flakehunt_core::redact::enabled() {
+        return Ok(());
+    }
+    for (option, value) in options {
+        let Some(value) = value else { continue };
+        let redacted = flakehunt_core::redact::text(value);
+        if redacted != *value {
+            return Err(usage(format!(
+                "{option} `{redacted}` holds a secret, which the generated file would hold in clear: \
+                 give it to the jobs through the runner's secrets store, or pass --no-redact to write it anyway"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The hunt after the dispatch options, checked by parsing it as flakehunt would.
 fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
     if common.shards == 0 {
@@ -145,7 +178,7 @@ fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
         tokens.splice(0..0, ["sweep".to_owned(), "--".to_owned()]);
     }
     let argv = std::iter::once("flakehunt".to_owned()).chain(tokens.iter().cloned());
-    let cli = super::Cli::try_parse_from(argv).map_err(|e| usage(e.to_string().trim().to_owned()))?;
+    let cli = super::parse_nested(argv)?;
     let args = match &cli.command {
         super::Command::Sweep(a) => &a.hunt,
         super::Command::Matrix(a) => &a.hunt,

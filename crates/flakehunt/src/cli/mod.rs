@@ -21,7 +21,8 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "flakehunt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 nothing reproduced (or every fire level accepted), 1 reproduced (or a level rejected), \
-2 usage or configuration error, 3 the environment refused what was asked, 130 interrupted."
+2 usage or configuration error, 3 the environment refused what was asked, 4 a file could not be read or written, \
+130 interrupted."
 )]
 pub struct Cli {
     /// Configuration file (default: flakehunt.toml in the current directory, when present).
@@ -70,7 +71,7 @@ pub enum Command {
     /// Run a small workload under each profile and show what each really does on this machine.
     Probe {
         /// Profiles to probe, comma-separated (default: all).
-        #[arg(long, value_delimiter = ',', value_name = "LIST")]
+        #[arg(long, value_delimiter = ',', value_parser = list_item, value_name = "LIST")]
         profiles: Vec<String>,
         /// Print JSON.
         #[arg(long)]
@@ -201,7 +202,7 @@ pub enum OracleKind {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// Profiles to compare, comma-separated; the first is the baseline (default: every built-in that applies here).
-    #[arg(long, value_delimiter = ',', value_name = "LIST", conflicts_with = "resume")]
+    #[arg(long, value_delimiter = ',', value_parser = list_item, value_name = "LIST", conflicts_with = "resume")]
     pub profiles: Vec<String>,
     /// Refuse (exit 3) before any attempt when a profile has no effect on this machine.
     #[arg(long)]
@@ -315,7 +316,7 @@ pub struct MatrixArgs {
     #[arg(long, value_name = "CMD", requires = "clean_room")]
     pub setup: Option<String>,
     /// With --clean-room: variables passed through besides PATH, comma-separated.
-    #[arg(long, value_delimiter = ',', value_name = "LIST", requires = "clean_room")]
+    #[arg(long, value_delimiter = ',', value_parser = list_item, value_name = "LIST", requires = "clean_room")]
     pub keep_env: Vec<String>,
     /// With --clean-room: keep the copies afterwards.
     #[arg(long, requires = "clean_room")]
@@ -329,9 +330,33 @@ pub struct MatrixArgs {
     pub hunt: HuntArgs,
 }
 
+/// Parses a hunt given as words to another subcommand (`slurm-script`, `dispatch`) as flakehunt
+/// would parse it. Clap's message, which starts with its own `error: `, follows ours without
+/// it, and keeps the usage of the subcommand that refused the words.
+pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> anyhow::Result<Cli> {
+    Cli::try_parse_from(argv).map_err(|e| crate::exit::usage(nested_message(&e)))
+}
+
+fn nested_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let text = text.trim();
+    text.strip_prefix("error: ").unwrap_or(text).to_owned()
+}
+
+/// One item of a comma-separated list option: an empty one (`--profiles ''`, `a,,b`, a
+/// trailing comma) is a mistake, not an item to skip, since skipping it can leave nothing to run.
+pub fn list_item(s: &str) -> Result<String, String> {
+    let item = s.trim();
+    if item.is_empty() {
+        return Err("an empty item (a stray comma?): give names separated by commas, e.g. a,b".to_owned());
+    }
+    Ok(item.to_owned())
+}
+
 /// Parses `10m`, `2s`, `1h30m`, `500ms`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{e} (write e.g. 30s, 2m, 1h30m, 500ms)"))
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (write e.g. 30s, 2m, 1h30m, 500ms)"))?;
+    flakehunt_core::bounds::check_duration(s, d).map_err(|e| e.why)
 }
 
 /// Parses `1MiB`, `4096`, `64KiB`, `2MB`.

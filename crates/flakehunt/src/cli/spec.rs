@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use clap::Parser;
 use flakehunt_core::config::Config;
 use flakehunt_core::hunt::{
     CleanRoomRequest, FireRequest, HuntKind, HuntSpec, MatrixRequest, OracleRequest, RecordRequest, SettingsRequest,
@@ -141,7 +140,7 @@ pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli>
         argv.extend(["--config".to_owned(), c.display().to_string()]);
     }
     argv.extend(hunt.iter().cloned());
-    let cli = Cli::try_parse_from(&argv).map_err(|e| usage(e.to_string().trim().to_owned()))?;
+    let cli = super::parse_nested(argv)?;
     let args = match &cli.command {
         Command::Sweep(a) => &a.hunt,
         Command::Matrix(a) => &a.hunt,
@@ -155,6 +154,8 @@ pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli>
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
 
     fn spec(argv: &[&str]) -> HuntSpec {

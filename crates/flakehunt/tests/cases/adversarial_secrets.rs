@@ -252,9 +252,22 @@ fn no_redact_keeps_every_secret() {
 #[test]
 fn generated_job_files_refuse_a_secret_argument() {
     let dir = tempfile::tempdir().unwrap();
-    let hunts: [&[&str]; 4] = [
+    let hunts: [&[&str]; 5] = [
         &["slurm-script", "sweep", "--runs", "2", "--slurm", "2", "--", "true", "--password", "hunter2"],
-        &["dispatch", "github", "--shards", "2", "sweep", "--runs", "2", "--", "true", "--token=hunter2"],
+        &[
+            "dispatch",
+            "github",
+            "--shards",
+            "2",
+            "--install",
+            "true",
+            "sweep",
+            "--runs",
+            "2",
+            "--",
+            "true",
+            "--token=hunter2",
+        ],
         &[
             "dispatch",
             "k8s",
@@ -270,7 +283,9 @@ fn generated_job_files_refuse_a_secret_argument() {
             "--",
             "true",
         ],
-        &["dispatch", "github", "--shards", "2", "sweep", "--shell", "curl https://u:hunter2@h/"],
+        &["dispatch", "github", "--shards", "2", "--install", "true", "sweep", "--shell", "curl https://u:hunter2@h/"],
+        // A dispatch option of its own, not only the hunt's arguments.
+        &["dispatch", "github", "--shards", "2", "--install-from-git", "https://u:hunter2@h/r", "sweep", "--", "true"],
     ];
     for args in hunts {
         let out = flakehunt(dir.path(), args);

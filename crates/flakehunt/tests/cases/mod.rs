@@ -1,11 +1,13 @@
 //! The cases, one module per concern (each file's own `//!` says which).
 
 mod adapters;
+mod adversarial_input;
 mod adversarial_secrets;
 mod adversarial_state;
 mod dispatch_files;
 mod fire;
 mod jitter;
+mod levels;
 mod matrix;
 mod oracles;
 mod outcomes;

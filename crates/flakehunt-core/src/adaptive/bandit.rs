@@ -1,0 +1,831 @@
+//! The adaptive hunt's plan: calibrate, then a seeded bandit chooses each next attempt among
+//! the arms, escalating a family when its lower levels show nothing, until one arm fails twice;
+//! then fresh attempts of that arm against the baseline confirm it. Main type: [`BanditPlan`].
+
+use std::time::Duration;
+
+use super::beta::beta;
+use super::calibration::{Calibration, Measurement, RuntimeKind, Skipped};
+use super::hang::hang_timeout;
+use crate::analysis::stats::fisher_exact_two_sided;
+use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Rng, RunningMajority};
+use crate::profile::Profile;
+use crate::record::Attempt;
+
+/// What the hunt is given besides its target. Serialisable, so a record can hold it and a
+/// resumed hunt rebuilds the same plan.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
+pub struct BanditOptions {
+    /// Seed of every decision.
+    pub seed: u64,
+    /// CPUs flakehunt may use.
+    pub cpus: usize,
+    /// What runs the target.
+    pub runtime: RuntimeKind,
+    /// Plain attempts measured before any arm runs.
+    pub calibration_attempts: u64,
+    /// Least share of attempts that go to the baseline, so the comparison stays possible.
+    pub baseline_share: f64,
+    /// Confirmation attempts per side (arm, baseline) at most.
+    pub confirm_max: u64,
+    /// Pairs after which confirmation gives up when the arm has failed no more often than the
+    /// baseline (a failure no condition explains need not spend the whole confirmation budget).
+    pub confirm_futile_after: u64,
+    /// The p-value below which confirmation says the arm is the condition.
+    pub alpha: f64,
+    /// `--oracle majority`: an output unlike the majority formed so far counts as a failure.
+    pub majority: bool,
+    /// `--timeout`, when the user gave one (the hang rule then does not apply).
+    pub timeout: Option<Duration>,
+}
+
+impl Default for BanditOptions {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            cpus: 1,
+            runtime: RuntimeKind::Unknown,
+            calibration_attempts: 5,
+            baseline_share: 0.1,
+            confirm_max: 100,
+            confirm_futile_after: 20,
+            alpha: 0.01,
+            majority: false,
+            timeout: None,
+        }
+    }
+}
+
+/// The prior of every arm's failure probability, Beta(0.5, 2): mean 20 %. Flaky failures are
+/// mostly rare, and this prior still lets an untried arm outbid one seen passing 20 times
+/// (posterior mean 2 %), so every open arm gets tried, while an arm seen failing 1 in 5 is not
+/// given up. Uniform Beta(1, 1) would spend a slow target's budget trying every arm repeatedly.
+pub const PRIOR: (f64, f64) = (0.5, 2.0);
+
+/// The phase names of the plan's attempts.
+pub const CALIBRATE: &str = "calibrate";
+/// See [`CALIBRATE`].
+pub const CONFIRM: &str = "confirm";
+
+/// An arm as the bandit sees it.
+#[derive(Debug, Clone)]
+struct Arm {
+    family: usize,
+    level: usize,
+    copies: u32,
+    expected_seconds: f64,
+    attempts: u64,
+    failures: u64,
+    /// Wall seconds of its attempts that did not fail.
+    ok_seconds: f64,
+    inert: u64,
+    retired: Option<String>,
+    /// Wall times of its latest passed attempts, for the hang rule: a ring of
+    /// [`PASSED_KEPT`] (a percentile does not care about their order).
+    passed: Vec<f64>,
+    passed_next: usize,
+}
+
+impl Arm {
+    fn new(family: usize, level: usize, copies: u32, expected_seconds: f64) -> Self {
+        Self {
+            family,
+            level,
+            copies,
+            expected_seconds,
+            attempts: 0,
+            failures: 0,
+            ok_seconds: 0.0,
+            inert: 0,
+            retired: None,
+            passed: Vec::new(),
+            passed_next: 0,
+        }
+    }
+
+    fn passed(&mut self, seconds: f64) {
+        if self.passed.len() < PASSED_KEPT {
+            self.passed.push(seconds);
+        } else {
+            self.passed[self.passed_next] = seconds;
+            self.passed_next = (self.passed_next + 1) % PASSED_KEPT;
+        }
+    }
+
+    /// Attempts per second: its copies over the mean length of its attempts that did not fail
+    /// (the calibration's estimate until one ran). Failures are left out: a failure that hangs
+    /// (ended only by a timeout) would otherwise make the one arm that brings the failure out
+    /// look too slow to try again, when the hunt needs exactly one more of them.
+    fn rate(&self) -> f64 {
+        let ok = self.attempts - self.failures;
+        let mean = if ok > 0 { self.ok_seconds / ok as f64 } else { self.expected_seconds };
+        f64::from(self.copies) / mean.max(1e-3)
+    }
+}
+
+/// Passed attempts kept per arm for the hang rule: the 99th percentile of the latest 200.
+const PASSED_KEPT: usize = 200;
+/// Inert attempts (the mechanism measured no effect) after which an arm is retired.
+const INERT_RETIRES: u64 = 2;
+
+/// The confirmation of the arm that failed twice, on fresh attempts only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Confirmation {
+    /// The arm's index among the cells.
+    pub arm: usize,
+    /// Confirmation attempts of the arm, and its failures among them.
+    pub arm_attempts: u64,
+    /// See `arm_attempts`.
+    pub arm_failures: u64,
+    /// Confirmation attempts of the baseline, and its failures among them.
+    pub base_attempts: u64,
+    /// See `base_attempts`.
+    pub base_failures: u64,
+}
+
+impl Confirmation {
+    /// Two-sided Fisher exact p of the confirmation attempts alone: the exploration chose this
+    /// arm because it failed, so counting those attempts would bias the test.
+    pub fn p_value(&self) -> f64 {
+        fisher_exact_two_sided(
+            self.arm_failures,
+            self.arm_attempts - self.arm_failures,
+            self.base_failures,
+            self.base_attempts - self.base_failures,
+        )
+    }
+
+    /// Whether the arm fails more often than the baseline, at `alpha`.
+    pub fn confirmed(&self, alpha: f64) -> bool {
+        self.p_value() < alpha && self.arm_failures * self.base_attempts > self.base_failures * self.arm_attempts
+    }
+}
+
+/// Where the hunt is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stage {
+    /// Running the plain attempts that size the arms.
+    Calibrating,
+    /// Choosing among the arms.
+    Exploring,
+    /// The arm at this cell index failed twice; fresh attempts compare it with the baseline.
+    Confirming,
+    /// Finished: reproduced (and confirmed or not), or nothing is left to try.
+    Done,
+}
+
+/// The adaptive plan. Cell 0 is `default`, the baseline; the arms' cells are added once the
+/// calibration attempts are in. Attempts run one at a time, except a `copies=N` arm's, which run
+/// N at once (the runner needs `jobs >= N`): two attempts of different arms never run together,
+/// so no arm disturbs another's measurement, and the copies arm is the only one whose condition
+/// is concurrency itself.
+#[derive(Debug)]
+pub struct BanditPlan {
+    options: BanditOptions,
+    cells: Vec<CellSpec>,
+    arms: Vec<Arm>,
+    calibration: Option<Calibration>,
+    skipped: Vec<Skipped>,
+    unlock_after: u64,
+    stage: Stage,
+    measurements: Vec<Measurement>,
+    calibrations_issued: u64,
+    calibrated: bool,
+    next_id: u64,
+    iterations: Vec<u64>,
+    in_flight: u32,
+    /// The arm whose copies are being started, and how many are left to start.
+    batch: Option<(usize, u32)>,
+    confirmation: Option<Confirmation>,
+    /// Confirmation attempts issued (or, after a resume, recorded) of the arm and the baseline:
+    /// the baseline's turn while it has fewer.
+    confirm_issued: (u64, u64),
+    outputs: Option<RunningMajority>,
+}
+
+impl BanditPlan {
+    /// A hunt with these options; it starts by calibrating.
+    pub fn new(options: BanditOptions) -> Self {
+        let outputs = options.majority.then(RunningMajority::default);
+        Self {
+            cells: vec![CellSpec::for_profile(Profile::default_profile())],
+            arms: vec![Arm::new(0, 0, 1, 1.0)],
+            calibration: None,
+            skipped: Vec::new(),
+            unlock_after: 3,
+            stage: Stage::Calibrating,
+            measurements: Vec::new(),
+            calibrations_issued: 0,
+            calibrated: false,
+            next_id: 0,
+            iterations: vec![0],
+            in_flight: 0,
+            batch: None,
+            confirmation: None,
+            confirm_issued: (0, 0),
+            outputs,
+            options,
+        }
+    }
+
+    /// Where the hunt is.
+    pub fn stage(&self) -> &Stage {
+        &self.stage
+    }
+
+    /// The calibration, once its attempts are in.
+    pub fn calibration(&self) -> Option<&Calibration> {
+        self.calibration.as_ref()
+    }
+
+    /// Families left out, with the reason.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// Attempts a level runs without a failure before the next level of its family opens.
+    pub fn unlock_after(&self) -> u64 {
+        self.unlock_after
+    }
+
+    /// The confirmation, once an arm failed twice.
+    pub fn confirmation(&self) -> Option<&Confirmation> {
+        self.confirmation.as_ref()
+    }
+
+    /// Arms retired because their mechanism had no effect here, with the reason.
+    pub fn retired(&self) -> Vec<(&str, &str)> {
+        self.arms
+            .iter()
+            .zip(&self.cells)
+            .filter_map(|(a, c)| a.retired.as_deref().map(|r| (c.name.as_str(), r)))
+            .collect()
+    }
+
+    /// The timeout for the next attempt of `cell` (the hang rule): from that cell's own passed
+    /// attempts once it has enough, else from the baseline's stretched by what calibration
+    /// expects of the cell. `None`: the hunt's default timeout applies.
+    pub fn timeout_for(&self, cell: usize) -> Option<Duration> {
+        let own = self.arms.get(cell)?;
+        let (passed, stretch) = if own.passed.len() >= super::hang::MIN_PASSED || cell == 0 {
+            (&own.passed, 1.0)
+        } else {
+            (&self.arms[0].passed, own.expected_seconds / self.arms[0].expected_seconds.max(1e-6))
+        };
+        hang_timeout(passed, stretch, self.options.timeout)
+    }
+
+    fn issue(&mut self, cell: usize, phase: Option<&str>) -> Next {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.iterations[cell] += 1;
+        self.in_flight += 1;
+        Next::Run(AttemptSpec { id, cell, iteration: self.iterations[cell], phase: phase.map(str::to_owned) })
+    }
+
+    /// Builds the arms from the calibration attempts (once).
+    fn calibrate(&mut self) {
+        if std::mem::replace(&mut self.calibrated, true) {
+            return;
+        }
+        let calibration = match Calibration::measure(&self.measurements, self.options.runtime, self.options.cpus) {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing ran to its end: every attempt hung. The baseline alone goes on (the
+                // hang is the finding).
+                self.skipped.push(Skipped { family: "all".into(), reason: e.to_string() });
+                if self.stage == Stage::Calibrating {
+                    self.stage = Stage::Exploring;
+                }
+                return;
+            }
+        };
+        let arms = calibration.arms();
+        self.arms[0].expected_seconds = calibration.median_seconds;
+        for (f, family) in arms.families.iter().enumerate().skip(1) {
+            for (l, level) in family.levels.iter().enumerate() {
+                self.cells.push(level.cell.clone());
+                self.iterations.push(0);
+                self.arms.push(Arm::new(f, l, level.copies, level.expected_seconds));
+            }
+        }
+        self.unlock_after = calibration.unlock_after();
+        self.skipped.extend(arms.skipped);
+        self.calibration = Some(calibration);
+        if self.stage == Stage::Calibrating {
+            self.stage = Stage::Exploring;
+        }
+    }
+
+    /// Whether an arm may be chosen: not retired, and the first level of its family, or the
+    /// level below ran `unlock_after` attempts without a failure (or was retired).
+    fn open(&self, i: usize) -> bool {
+        let arm = &self.arms[i];
+        if arm.retired.is_some() {
+            return false;
+        }
+        if arm.level == 0 {
+            return true;
+        }
+        let below = &self.arms[i - 1];
+        debug_assert_eq!((below.family, below.level + 1), (arm.family, arm.level));
+        below.failures == 0 && (below.retired.is_some() || below.attempts >= self.unlock_after)
+    }
+
+    /// Thompson sampling: each open arm's failure probability drawn from its Beta posterior,
+    /// times its attempts per second, is the failures per second it would give if that draw
+    /// were true; the largest wins. Draws come from a stream keyed by the next attempt's id, so
+    /// the same seed and the same outcomes give the same choice, also after `--resume`. The
+    /// baseline is chosen outright while it has less than its share of the attempts.
+    fn choose(&self) -> usize {
+        let total: u64 = self.arms.iter().map(|a| a.attempts).sum();
+        if (self.arms[0].attempts as f64) < self.options.baseline_share * (total + 1) as f64 {
+            return 0;
+        }
+        let mut rng = Rng::stream(self.options.seed ^ 0x6875_6e74, self.next_id);
+        let mut best = (0, f64::NEG_INFINITY);
+        for (i, arm) in self.arms.iter().enumerate() {
+            if !self.open(i) {
+                continue;
+            }
+            let p = beta(&mut rng, PRIOR.0 + arm.failures as f64, PRIOR.1 + (arm.attempts - arm.failures) as f64);
+            let score = p * arm.rate();
+            if score > best.1 {
+                best = (i, score);
+            }
+        }
+        best.0
+    }
+
+    fn failed(&mut self, attempt: &Attempt) -> bool {
+        let wrong_output = self.outputs.as_mut().is_some_and(|o| o.is_minority(attempt));
+        attempt.outcome.is_failure() || wrong_output
+    }
+}
+
+impl Plan for BanditPlan {
+    fn cells(&self) -> &[CellSpec] {
+        &self.cells
+    }
+
+    fn next(&mut self) -> Next {
+        if let Some((arm, left)) = self.batch {
+            let phase = (self.stage == Stage::Confirming).then_some(CONFIRM);
+            self.batch = (left > 1).then(|| (arm, left - 1));
+            return self.issue(arm, phase);
+        }
+        if self.in_flight > 0 {
+            return Next::Wait;
+        }
+        match self.stage {
+            Stage::Done => Next::Done,
+            Stage::Calibrating => {
+                if self.calibrations_issued < self.options.calibration_attempts {
+                    self.calibrations_issued += 1;
+                    return self.issue(0, Some(CALIBRATE));
+                }
+                // Every calibration attempt was issued and has ended (one interrupted is not
+                // recorded, so observe may have seen fewer): calibrate on what came in.
+                self.calibrate();
+                self.stage = Stage::Exploring;
+                self.next()
+            }
+            Stage::Exploring => {
+                let arm = self.choose();
+                let copies = self.arms[arm].copies;
+                self.batch = (copies > 1).then(|| (arm, copies - 1));
+                self.issue(arm, None)
+            }
+            Stage::Confirming => {
+                // Rounds alternate: the arm's attempts (its copies at once), then as many of the
+                // baseline, one at a time, so a paired count compares like with like.
+                let Some(arm) = self.confirmation.map(|c| c.arm) else { return Next::Done };
+                let copies = self.arms[arm].copies;
+                if self.confirm_issued.1 < self.confirm_issued.0 {
+                    self.confirm_issued.1 += 1;
+                    return self.issue(0, Some(CONFIRM));
+                }
+                self.confirm_issued.0 += u64::from(copies);
+                self.batch = (copies > 1).then(|| (arm, copies - 1));
+                self.issue(arm, Some(CONFIRM))
+            }
+        }
+    }
+
+    fn observe(&mut self, attempt: &Attempt) {
+        let Some(cell) = self.cells.iter().position(|c| c.name == attempt.cell) else { return };
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.next_id = self.next_id.max(attempt.id + 1);
+        self.iterations[cell] = self.iterations[cell].max(attempt.iteration);
+        let failed = self.failed(attempt);
+        let phase = attempt.phase.as_deref();
+
+        if phase == Some(CONFIRM) {
+            let alpha = self.options.alpha;
+            let max = self.options.confirm_max;
+            if let Some(c) = self.confirmation.as_mut() {
+                if cell == c.arm {
+                    c.arm_attempts += 1;
+                    c.arm_failures += u64::from(failed);
+                } else if cell == 0 {
+                    c.base_attempts += 1;
+                    c.base_failures += u64::from(failed);
+                }
+                self.confirm_issued.0 = self.confirm_issued.0.max(c.arm_attempts);
+                self.confirm_issued.1 = self.confirm_issued.1.max(c.base_attempts);
+                let paired = c.arm_attempts == c.base_attempts && c.arm_attempts > 0;
+                let futile =
+                    paired && c.arm_attempts >= self.options.confirm_futile_after && c.arm_failures <= c.base_failures;
+                if (paired && (c.confirmed(alpha) || futile)) || (c.arm_attempts >= max && c.base_attempts >= max) {
+                    self.stage = Stage::Done;
+                }
+            }
+            return;
+        }
+
+        let arm = &mut self.arms[cell];
+        arm.attempts += 1;
+        if failed {
+            arm.failures += 1;
+        } else {
+            arm.ok_seconds += attempt.seconds;
+            if attempt.outcome == crate::record::Outcome::Pass {
+                arm.passed(attempt.seconds);
+            }
+        }
+        if let Some(reason) = &attempt.effect.inert {
+            arm.inert += 1;
+            if arm.inert >= INERT_RETIRES && arm.failures == 0 && cell != 0 {
+                arm.retired = Some(reason.clone());
+            }
+        }
+        if phase == Some(CALIBRATE) {
+            self.measurements.push(Measurement::from_attempt(attempt));
+            self.calibrations_issued = self.calibrations_issued.max(self.measurements.len() as u64);
+            if self.measurements.len() as u64 >= self.options.calibration_attempts {
+                self.calibrate();
+            }
+        }
+        // A single failure is a rumour; the first arm to fail twice is the reproduction.
+        if self.arms[cell].failures >= 2 && matches!(self.stage, Stage::Exploring | Stage::Calibrating) {
+            if cell == 0 {
+                // The plain target fails twice: no condition is needed, none to confirm.
+                self.stage = Stage::Done;
+            } else {
+                self.stage = Stage::Confirming;
+                self.confirmation = Some(Confirmation { arm: cell, ..Confirmation::default() });
+            }
+        }
+    }
+
+    /// Attempts issued so far: an adaptive hunt plans as it goes, so the display shows how far
+    /// it got, not a total.
+    fn planned(&self) -> u64 {
+        self.next_id.max(self.options.calibration_attempts)
+    }
+
+    fn timeout(&self, cell: usize) -> Option<Duration> {
+        self.timeout_for(cell)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Effect, Outcome};
+
+    /// What the fake executor decides for an attempt: its outcome, its length, why its
+    /// mechanism was inert (if it was), and its stdout hash.
+    struct Result {
+        outcome: Outcome,
+        seconds: f64,
+        inert: Option<&'static str>,
+        stdout_hash: Option<String>,
+    }
+
+    fn pass(seconds: f64) -> Result {
+        Result { outcome: Outcome::Pass, seconds, inert: None, stdout_hash: None }
+    }
+
+    fn fail(seconds: f64) -> Result {
+        Result { outcome: Outcome::Fail, ..pass(seconds) }
+    }
+
+    fn record(spec: &AttemptSpec, cell: &str, r: &Result) -> Attempt {
+        let mut a: Attempt = serde_json::from_value(serde_json::json!({
+            "id": spec.id, "cell": cell, "iteration": spec.iteration, "started_at": "", "seconds": r.seconds,
+            "outcome": r.outcome, "exit_code": 0, "signal": null, "stdout_tail": "", "stderr_tail": "",
+        }))
+        .unwrap();
+        a.phase = spec.phase.clone();
+        a.stdout_hash = r.stdout_hash.clone();
+        a.effect = Effect { inert: r.inert.map(str::to_owned), ..Effect::default() };
+        a
+    }
+
+    /// One step of a run as the fake executor saw it.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Step {
+        cell: String,
+        id: u64,
+        phase: Option<String>,
+        /// Attempts running when this one started (itself included).
+        running: u32,
+        /// Whether nothing else was running once it had been observed.
+        idle_after: bool,
+    }
+
+    /// Runs `plan` like the runner does with enough jobs: every `Run` starts an attempt, and a
+    /// `Wait` lets the oldest running attempt end. `outcome` sees the cell, the attempt's spec
+    /// and how many attempts run beside it. Stops at `Done` or after `max` attempts.
+    fn drive(
+        plan: &mut BanditPlan,
+        max: usize,
+        mut outcome: impl FnMut(&str, &AttemptSpec, u32) -> Result,
+    ) -> (Vec<Step>, Vec<Attempt>) {
+        let mut running: Vec<(AttemptSpec, Result)> = Vec::new();
+        let mut steps = Vec::new();
+        let mut attempts = Vec::new();
+        loop {
+            let next = if steps.len() >= max { Next::Done } else { plan.next() };
+            match next {
+                Next::Run(spec) => {
+                    let cell = plan.cells()[spec.cell].name.clone();
+                    let r = outcome(&cell, &spec, running.len() as u32 + 1);
+                    steps.push(Step {
+                        cell,
+                        id: spec.id,
+                        phase: spec.phase.clone(),
+                        running: running.len() as u32 + 1,
+                        idle_after: false,
+                    });
+                    running.push((spec, r));
+                }
+                Next::Wait | Next::Done if !running.is_empty() => {
+                    let (spec, r) = running.remove(0);
+                    let a = record(&spec, &plan.cells()[spec.cell].name, &r);
+                    plan.observe(&a);
+                    attempts.push(a);
+                    if let Some(step) = steps.iter_mut().find(|s| s.id == spec.id) {
+                        step.idle_after = running.is_empty();
+                    }
+                }
+                Next::Wait => panic!("the plan waits with nothing running"),
+                Next::Done => return (steps, attempts),
+            }
+        }
+    }
+
+    fn options(seed: u64) -> BanditOptions {
+        BanditOptions { seed, cpus: 2, runtime: RuntimeKind::Native, ..BanditOptions::default() }
+    }
+
+    #[test]
+    fn calibration_runs_plain_attempts_alone_then_the_arms_appear() {
+        let mut plan = BanditPlan::new(options(1));
+        assert_eq!(plan.cells().len(), 1);
+        let (steps, _) = drive(&mut plan, 6, |_, _, _| pass(0.02));
+        assert!(steps[..5]
+            .iter()
+            .all(|s| s.cell == "default" && s.phase.as_deref() == Some(CALIBRATE) && s.running == 1));
+        assert_eq!(steps[5].phase, None);
+        let names: Vec<&str> = plan.cells().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names[0], "default");
+        assert!(names.contains(&"cpu-starved=2.9") && names.contains(&"pause=2ms/10ms") && names.contains(&"copies=4"));
+        assert_eq!(plan.calibration().unwrap().median_seconds, 0.02);
+        assert_eq!(plan.unlock_after(), 10);
+        assert_eq!(plan.skipped()[0].family, "tight-gil");
+    }
+
+    #[test]
+    fn the_same_seed_and_outcomes_give_the_same_decisions() {
+        let run = |seed| {
+            let mut plan = BanditPlan::new(options(seed));
+            drive(&mut plan, 400, |_, spec, _| if spec.id % 97 == 96 { fail(0.02) } else { pass(0.02) }).0
+        };
+        let a = run(5);
+        assert_eq!(a, run(5));
+        assert_ne!(a, run(6));
+    }
+
+    #[test]
+    fn a_level_opens_after_the_one_below_showed_nothing_for_n_attempts() {
+        let mut plan = BanditPlan::new(options(2));
+        let (steps, _) = drive(&mut plan, 3000, |_, _, _| pass(0.02));
+        let n = plan.unlock_after() as usize;
+        let families: Vec<Vec<String>> = vec![
+            vec!["cpu-starved=13".into(), "cpu-starved=6.7".into(), "cpu-starved=2.9".into()],
+            vec!["noisy=x1".into(), "noisy=x2".into(), "noisy=x4".into()],
+            vec!["pause=2ms/10ms".into(), "pause=10ms/10ms".into(), "pause=50ms/20ms".into()],
+        ];
+        for levels in families {
+            for pair in levels.windows(2) {
+                let first_upper = steps.iter().position(|s| s.cell == pair[1]).expect("the higher level ran");
+                let lower_before = steps[..first_upper].iter().filter(|s| s.cell == pair[0]).count();
+                assert!(lower_before >= n, "{} opened after {lower_before} attempts of {}", pair[1], pair[0]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_level_that_fails_keeps_the_next_one_closed() {
+        let mut plan = BanditPlan::new(options(3));
+        let (steps, _) = drive(&mut plan, 600, |cell, spec, _| {
+            if cell == "cpu-starved=13" && spec.iteration == 1 {
+                fail(0.06)
+            } else {
+                pass(0.02)
+            }
+        });
+        assert!(steps.iter().any(|s| s.cell == "cpu-starved=13"));
+        assert!(steps.iter().all(|s| s.cell != "cpu-starved=6.7"));
+    }
+
+    #[test]
+    fn the_baseline_keeps_its_share() {
+        let mut plan = BanditPlan::new(options(4));
+        let (steps, _) = drive(&mut plan, 2000, |_, _, _| pass(0.02));
+        let mut base = 0;
+        for (i, s) in steps.iter().enumerate() {
+            base += usize::from(s.cell == "default");
+            assert!(base as f64 >= 0.1 * (i + 1) as f64 - 1.0, "{base} baseline attempts of {}", i + 1);
+        }
+    }
+
+    #[test]
+    fn arms_never_overlap_and_copies_run_together() {
+        let mut plan = BanditPlan::new(options(5));
+        let (steps, _) = drive(&mut plan, 1500, |_, _, _| pass(0.02));
+        let copies: Vec<&Step> = steps.iter().filter(|s| s.cell == "copies=4").collect();
+        assert!(!copies.is_empty());
+        for s in &steps {
+            let limit = s.cell.strip_prefix("copies=").map_or(1, |n| n.parse().unwrap());
+            assert!(s.running <= limit, "{s:?}");
+        }
+        // Each batch of copies=4 starts its four attempts together.
+        assert!(copies
+            .chunks(4)
+            .all(|c| c.len() < 4 || c.iter().map(|s| s.running).collect::<Vec<_>>() == [1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn the_arm_that_fails_twice_is_confirmed_on_fresh_attempts_against_the_baseline() {
+        // Only the x10 quota (6.7 % for a 20 ms test) brings the failure out, on every second attempt.
+        let mut plan = BanditPlan::new(options(6));
+        let (steps, attempts) = drive(&mut plan, 20_000, |cell, spec, _| {
+            if cell == "cpu-starved=6.7" && spec.iteration % 2 == 0 {
+                fail(0.2)
+            } else {
+                pass(0.02)
+            }
+        });
+        assert_eq!(plan.stage(), &Stage::Done);
+        let c = *plan.confirmation().unwrap();
+        assert_eq!(plan.cells()[c.arm].name, "cpu-starved=6.7");
+        assert_eq!(c.arm_attempts, c.base_attempts);
+        assert_eq!(c.base_failures, 0);
+        assert!(c.confirmed(0.01), "{c:?}: p = {}", c.p_value());
+        // It stopped at the first paired count with p < 0.01, counting confirmation attempts only.
+        let mut counts = Confirmation { arm: c.arm, ..Confirmation::default() };
+        for a in attempts.iter().filter(|a| a.phase.as_deref() == Some(CONFIRM)) {
+            let failed = u64::from(a.outcome.is_failure());
+            if a.cell == "default" {
+                (counts.base_attempts, counts.base_failures) =
+                    (counts.base_attempts + 1, counts.base_failures + failed);
+            } else {
+                (counts.arm_attempts, counts.arm_failures) = (counts.arm_attempts + 1, counts.arm_failures + failed);
+            }
+            let paired = counts.arm_attempts == counts.base_attempts;
+            assert_eq!(paired && counts.confirmed(0.01), counts == c, "{counts:?}");
+        }
+        // Confirmation attempts alternate arm and baseline and come after the second failure.
+        let confirm: Vec<&Step> = steps.iter().filter(|s| s.phase.as_deref() == Some(CONFIRM)).collect();
+        assert!(confirm
+            .chunks(2)
+            .all(|p| p[0].cell == "cpu-starved=6.7" && p.get(1).is_none_or(|b| b.cell == "default")));
+        let second_failure =
+            attempts.iter().filter(|a| a.cell == "cpu-starved=6.7" && a.outcome == Outcome::Fail).nth(1).unwrap().id;
+        assert!(confirm.iter().all(|s| s.id > second_failure));
+    }
+
+    #[test]
+    fn a_failure_no_condition_explains_is_not_confirmed() {
+        // Every cell fails on one attempt id in 15, whatever its condition.
+        let mut plan = BanditPlan::new(BanditOptions { confirm_max: 30, confirm_futile_after: 1000, ..options(7) });
+        let (_, _) = drive(&mut plan, 20_000, |_, spec, _| if spec.id % 15 == 7 { fail(0.02) } else { pass(0.02) });
+        assert_eq!(plan.stage(), &Stage::Done);
+        let c = *plan.confirmation().unwrap();
+        assert_eq!((c.arm_attempts, c.base_attempts), (30, 30));
+        assert!(!c.confirmed(0.01), "{c:?}");
+        // With the futility rule, it gives up once the arm has failed no more than the baseline
+        // after 20 pairs, or at the first pair past that where it has not.
+        let mut plan = BanditPlan::new(BanditOptions { confirm_max: 30, ..options(7) });
+        let (_, attempts) =
+            drive(&mut plan, 20_000, |_, spec, _| if spec.id % 15 == 7 { fail(0.02) } else { pass(0.02) });
+        let c = *plan.confirmation().unwrap();
+        assert!(!c.confirmed(0.01), "{c:?}");
+        assert!(c.arm_attempts >= 20 && (c.arm_failures <= c.base_failures || c.arm_attempts == 30), "{c:?}");
+        let confirm = attempts.iter().filter(|a| a.phase.as_deref() == Some(CONFIRM)).count() as u64;
+        assert_eq!(confirm, c.arm_attempts + c.base_attempts);
+    }
+
+    #[test]
+    fn an_arm_whose_failure_hangs_is_not_given_up_for_its_length() {
+        // The strongest pause level hangs (ended after 10 s) on its first attempt; the others
+        // pass in 20 ms. Counting the hang in the arm's rate would make it 500 times too slow.
+        let mut plan = BanditPlan::new(options(14));
+        let (steps, _) = drive(&mut plan, 5000, |cell, _, _| {
+            if cell == "pause=50ms/20ms" {
+                Result { outcome: Outcome::Timeout, ..pass(10.0) }
+            } else {
+                pass(0.02)
+            }
+        });
+        let first = steps.iter().position(|s| s.cell == "pause=50ms/20ms").unwrap();
+        let second = steps.iter().skip(first + 1).position(|s| s.cell == "pause=50ms/20ms").unwrap();
+        assert!(second < 40, "retried only {second} attempts later");
+        assert_eq!(plan.cells()[plan.confirmation().unwrap().arm].name, "pause=50ms/20ms");
+    }
+
+    #[test]
+    fn two_baseline_failures_end_the_hunt_without_a_condition() {
+        let mut plan = BanditPlan::new(options(8));
+        let (steps, _) = drive(&mut plan, 100, |_, spec, _| if spec.id < 2 { fail(0.02) } else { pass(0.02) });
+        assert_eq!(steps.len(), 2);
+        assert_eq!(plan.stage(), &Stage::Done);
+        assert_eq!(plan.confirmation(), None);
+    }
+
+    #[test]
+    fn an_arm_whose_mechanism_is_inert_is_retired() {
+        let mut plan = BanditPlan::new(options(9));
+        let (steps, _) = drive(&mut plan, 3000, |cell, _, _| {
+            if cell.starts_with("jitter") {
+                Result { inert: Some("no process loaded the jitter library"), ..pass(0.02) }
+            } else {
+                pass(0.02)
+            }
+        });
+        for level in ["jitter", "jitter=0.25", "jitter=1"] {
+            assert_eq!(steps.iter().filter(|s| s.cell == level).count(), INERT_RETIRES as usize, "{level}");
+        }
+        assert!(plan.retired().iter().any(|(cell, why)| *cell == "jitter=1" && why.contains("jitter library")));
+    }
+
+    #[test]
+    fn wrong_output_counts_under_the_majority_oracle() {
+        let outputs = |cell: &str, spec: &AttemptSpec| {
+            let wrong = cell == "noisy=x1" && spec.iteration % 3 == 0;
+            Result { stdout_hash: Some(if wrong { "bad".into() } else { "good".into() }), ..pass(0.02) }
+        };
+        let mut plain = BanditPlan::new(options(10));
+        drive(&mut plain, 2000, |c, s, _| outputs(c, s));
+        assert_eq!(plain.confirmation(), None, "exit 0 everywhere: nothing failed");
+        let mut judged = BanditPlan::new(BanditOptions { majority: true, ..options(10) });
+        drive(&mut judged, 20_000, |c, s, _| outputs(c, s));
+        assert_eq!(judged.cells()[judged.confirmation().unwrap().arm].name, "noisy=x1");
+    }
+
+    #[test]
+    fn a_resumed_plan_makes_the_decisions_the_whole_run_made() {
+        let outcome = |_: &str, spec: &AttemptSpec, _: u32| if spec.id % 41 == 40 { fail(0.02) } else { pass(0.02) };
+        let mut whole = BanditPlan::new(options(11));
+        let (steps, attempts) = drive(&mut whole, 300, outcome);
+        // Cut where nothing was running, as after an interruption that recorded all it ran.
+        let cut = steps.iter().take(150).rposition(|s| s.idle_after).unwrap() + 1;
+        let mut resumed = BanditPlan::new(options(11));
+        let recorded: Vec<&Attempt> = attempts.iter().filter(|a| steps[..cut].iter().any(|s| s.id == a.id)).collect();
+        for a in &recorded {
+            resumed.observe(a);
+        }
+        let (rest, _) = drive(&mut resumed, 300 - cut, outcome);
+        assert_eq!(rest, steps[cut..]);
+    }
+
+    #[test]
+    fn options_round_trip_through_a_record() {
+        let o = BanditOptions { timeout: Some(Duration::from_millis(2500)), majority: true, ..options(13) };
+        let json = serde_json::to_value(&o).unwrap();
+        assert_eq!(json["calibration-attempts"], 5);
+        assert_eq!(serde_json::from_value::<BanditOptions>(json).unwrap(), o);
+        assert_eq!(serde_json::from_str::<BanditOptions>("{}").unwrap(), BanditOptions::default());
+    }
+
+    #[test]
+    fn hangs_are_judged_from_passed_attempts() {
+        let mut plan = BanditPlan::new(options(12));
+        assert_eq!(plan.timeout_for(0), None, "nothing passed yet");
+        drive(&mut plan, 5, |_, _, _| pass(0.2));
+        assert_eq!(plan.timeout_for(0), Some(Duration::from_secs(4)));
+        // An arm without passes of its own: the baseline's, stretched as calibration expects.
+        let x10 = plan.cells().iter().position(|c| c.name.starts_with("cpu-starved=")).unwrap() + 1;
+        let t = plan.timeout_for(x10).unwrap().as_secs_f64();
+        assert!((t - 4.0 * plan.arms[x10].expected_seconds / 0.2).abs() < 1e-6, "{t}");
+        let explicit = BanditPlan::new(BanditOptions { timeout: Some(Duration::from_secs(9)), ..options(12) });
+        assert_eq!(explicit.timeout_for(0), Some(Duration::from_secs(9)));
+        // The runner asks through the trait.
+        let as_plan: &dyn Plan = &plan;
+        assert_eq!(as_plan.timeout(0), Some(Duration::from_secs(4)));
+    }
+}
