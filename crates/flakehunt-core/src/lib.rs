@@ -16,6 +16,7 @@ pub mod exec;
 pub mod fire;
 pub mod host;
 pub mod hunt;
+pub mod hypo;
 pub mod oracle;
 pub mod plan;
 pub mod profile;

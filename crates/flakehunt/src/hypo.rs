@@ -1,12 +1,11 @@
 //! `flakehunt hypo`: hypotheses about a flake, written down before testing with the command
-//! that could kill them, and kept with every outcome in `.flakehunt/hypotheses.jsonl`.
-//! A kill test that exits 0 leaves the hypothesis standing (survived); any other exit kills it.
+//! that could kill them, kept with every outcome (`flakehunt_core::hypo`). A kill test that
+//! exits 0 leaves the hypothesis standing (survived); any other exit kills it.
 
-use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::io::BufRead;
 use std::process::{Command, Stdio};
 
-use serde::{Deserialize, Serialize};
+use flakehunt_core::hypo::{append, file, load, now, Entry};
 
 use crate::exit;
 
@@ -28,58 +27,20 @@ pub enum HypoCommand<'a> {
     List,
 }
 
-/// One line of the hypotheses file: a hypothesis added, or one run of its kill test.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-enum Entry {
-    /// A hypothesis and its kill test.
-    Added { id: u32, text: String, command: Vec<String>, at: String },
-    /// One run of the kill test.
-    Ran { id: u32, at: String, exit_code: Option<i32>, outcome: String, record: Option<String> },
-}
-
-fn file() -> PathBuf {
-    PathBuf::from(".flakehunt/hypotheses.jsonl")
-}
-
-fn load() -> anyhow::Result<Vec<Entry>> {
-    let path = file();
-    let Ok(f) = std::fs::File::open(&path) else { return Ok(Vec::new()) };
-    let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        out.push(serde_json::from_str(&line).map_err(|e| exit::usage(format!("{}:{}: {e}", path.display(), i + 1)))?);
-    }
-    Ok(out)
-}
-
-fn append(entry: &Entry) -> anyhow::Result<()> {
-    let path = file();
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-    writeln!(f, "{}", serde_json::to_string(entry)?)?;
-    Ok(())
-}
-
-fn now() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
 /// Runs a `hypo` subcommand.
 pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
-    let entries = load()?;
+    let path = file();
+    let entries = load(&path).map_err(|e| match e {
+        flakehunt_core::hypo::HypoError::Corrupt { .. } => exit::usage(e.to_string()),
+        io => io.into(),
+    })?;
     match cmd {
         HypoCommand::Add { text, command } => {
             if command.is_empty() {
                 return Err(exit::usage("give the kill test after --, e.g. flakehunt hypo add \"fails only with LC_ALL=C\" -- flakehunt matrix -D LC_ALL=C.utf8 --runs 200 -- ./test.sh"));
             }
             let id = entries.iter().filter(|e| matches!(e, Entry::Added { .. })).count() as u32 + 1;
-            append(&Entry::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
+            append(&path, &Entry::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
             println!("hypothesis {id} recorded: {text}");
             Ok(exit::Done::Ok)
         }
@@ -108,13 +69,16 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
             }
             let status = child.wait()?;
             let outcome = if status.success() { "survived" } else { "killed" };
-            append(&Entry::Ran {
-                id: *id,
-                at: now(),
-                exit_code: status.code(),
-                outcome: outcome.into(),
-                record: record.clone(),
-            })?;
+            append(
+                &path,
+                &Entry::Ran {
+                    id: *id,
+                    at: now(),
+                    exit_code: status.code(),
+                    outcome: outcome.into(),
+                    record: record.clone(),
+                },
+            )?;
             println!("hypothesis {id}: {outcome}{}", record.map(|r| format!(" (record: {r})")).unwrap_or_default());
             Ok(exit::Done::Ok)
         }

@@ -308,6 +308,26 @@ pub(crate) fn yaml_block(text: &str, indent: usize) -> String {
 }
 
 /// Strings that have broken generated files: every quoting rule above is tested against them.
+/// Refuses a dispatch option whose value holds a secret (a token in an install URL, say): the
+/// generated file is committed and shown in clear, as the hunt's own arguments are
+/// ([`ShardedHunt::secret_refusal`]), unless `--no-redact`.
+pub fn refuse_secret_options(options: &[(&str, Option<&str>)]) -> Result<(), String> {
+    if !crate::redact::enabled() {
+        return Ok(());
+    }
+    for (option, value) in options {
+        let Some(value) = value else { continue };
+        let redacted = crate::redact::text(value);
+        if redacted != *value {
+            return Err(format!(
+                "{option} `{redacted}` holds a secret, which the generated file would hold in clear: \
+                 give it to the jobs through the runner's secrets store, or pass --no-redact to write it anyway"
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) const HOSTILE: &[&str] = &[
     "true\ntouch /tmp/flakehunt-PWNED\n#",

@@ -113,3 +113,21 @@ impl std::fmt::Display for Shard {
         write!(f, "{}/{}", self.index, self.count)
     }
 }
+/// Parses `1MiB`, `4096`, `64KiB`, `2MB`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("invalid size '{s}': write e.g. 4096, 64KiB, 1MiB"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        _ => return Err(format!("invalid size unit in '{s}': use B, KiB, MiB or GiB")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"))
+}

@@ -303,3 +303,53 @@ fn merge_side_files(dirs: &[&Path], out: &Path) -> Result<(), RecordError> {
     }
     Ok(())
 }
+
+impl Merge {
+    /// The line that says what was merged: `merged 3 of 4 shards (120 attempts) into DIR`.
+    pub fn headline(&self, into: &Path) -> String {
+        let attempts: u64 = self.merged_from.iter().map(|s| s.attempts).sum();
+        let count = self.merged_from.first().map_or(0, |s| s.shard.count);
+        let missing = match self.missing_attempts {
+            0 => String::new(),
+            n => format!(", {n} missing"),
+        };
+        format!(
+            "merged {} of {count} shards ({attempts} attempts{missing}) into {}",
+            self.merged_from.len(),
+            into.display()
+        )
+    }
+
+    /// What makes the merged record incomplete or suspect, one sentence each, with what to do.
+    pub fn warnings(&self) -> Vec<String> {
+        let count = self.merged_from.first().map_or(0, |s| s.shard.count);
+        let mut out = Vec::new();
+        if !self.missing.is_empty() {
+            let missing: Vec<String> = self.missing.iter().map(|i| format!("{i}/{count}")).collect();
+            out.push(format!("shards {} are missing: the merged record is incomplete", missing.join(", ")));
+        }
+        for shard in self.merged_from.iter().filter(|s| s.missing_attempts > 0) {
+            let ids: Vec<String> = shard.missing_ids.iter().map(u64::to_string).collect();
+            let more = if shard.missing_attempts > ids.len() as u64 { ", ..." } else { "" };
+            let cut = if shard.cut_line { "; its last line was cut (killed while writing, or truncated)" } else { "" };
+            // The kind of hunt the shard holds, for the command that resumes it.
+            let kind = super::Record::open(&shard.dir).map_or("sweep", |r| r.manifest.kind.name());
+            out.push(format!(
+                "shard {} ({}) is missing {} attempts (ids {}{more}){cut}: the merged record is incomplete; \
+                 continue the shard with `flakehunt {kind} --resume {}`, then merge again",
+                shard.shard,
+                shard.dir.display(),
+                shard.missing_attempts,
+                ids.join(", "),
+                shard.dir.display()
+            ));
+        }
+        if self.duplicate_ids > 0 {
+            out.push(format!(
+                "{} attempt ids appear in more than one shard: were the shards run from the same plan?",
+                self.duplicate_ids
+            ));
+        }
+        out
+    }
+}

@@ -103,13 +103,14 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
                         "say how the runners get flakehunt: --install 'COMMAND' or --install-from-git URL [--rev REV]",
                     )),
                 };
-            refuse_secrets(&[
+            flakehunt_core::dispatch::refuse_secret_options(&[
                 ("--install", a.install.as_deref()),
                 ("--install-from-git", a.install_from_git.as_deref()),
                 ("--rev", a.rev.as_deref()),
                 ("--runs-on", Some(&a.runs_on)),
                 ("--name", Some(&a.name)),
-            ])?;
+            ])
+            .map_err(usage)?;
             let hunt = sharded(&a.common, &a.hunt)?;
             github::workflow(
                 &hunt,
@@ -123,12 +124,13 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
             .map_err(|e| usage(e.to_string()))?
         }
         DispatchCommand::K8s(a) => {
-            refuse_secrets(&[
+            flakehunt_core::dispatch::refuse_secret_options(&[
                 ("--image", Some(&a.image)),
                 ("--name", Some(&a.name)),
                 ("--pvc", Some(&a.pvc)),
                 ("--workdir", a.workdir.as_deref()),
-            ])?;
+            ])
+            .map_err(usage)?;
             let hunt = sharded(&a.common, &a.hunt)?;
             k8s::manifest(
                 &hunt,
@@ -145,26 +147,6 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
         }
     };
     Ok(text)
-}
-
-/// Refuses a dispatch option whose value holds a secret (a token in an install URL, say): the
-/// generated file is committed and shown in clear, as the hunt's own arguments are
-/// ([`ShardedHunt::secret_refusal`]), unless `--no-redact`.
-fn refuse_secrets(options: &[(&str, Option<&str>)]) -> anyhow::Result<()> {
-    if !flakehunt_core::redact::enabled() {
-        return Ok(());
-    }
-    for (option, value) in options {
-        let Some(value) = value else { continue };
-        let redacted = flakehunt_core::redact::text(value);
-        if redacted != *value {
-            return Err(usage(format!(
-                "{option} `{redacted}` holds a secret, which the generated file would hold in clear: \
-                 give it to the jobs through the runner's secrets store, or pass --no-redact to write it anyway"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The hunt after the dispatch options, checked by parsing it as flakehunt would.

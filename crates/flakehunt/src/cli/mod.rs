@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+pub use flakehunt_core::plan::parse_bytes;
 
 /// Make flaky tests and race conditions reproducible on demand.
 #[derive(Debug, Parser)]
@@ -357,23 +358,4 @@ pub fn list_item(s: &str) -> Result<String, String> {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("{e} (write e.g. 30s, 2m, 1h30m, 500ms)"))?;
     flakehunt_core::bounds::check_duration(s, d).map_err(|e| e.why)
-}
-
-/// Parses `1MiB`, `4096`, `64KiB`, `2MB`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("invalid size '{s}': write e.g. 4096, 64KiB, 1MiB"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        _ => return Err(format!("invalid size unit in '{s}': use B, KiB, MiB or GiB")),
-    };
-    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"))
 }
