@@ -20,3 +20,4 @@ pub mod render;
 pub mod runner;
 pub mod snapshot;
 pub mod state;
+pub mod warm;

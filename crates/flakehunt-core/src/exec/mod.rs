@@ -14,5 +14,6 @@ pub use capture::Capture;
 pub use launch::{ChildSetup, Launch, Limit, Resource};
 pub use running::{Execution, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;
+pub(crate) use tree::boot_ticks;
 pub use tree::{LeakedProcess, ProcessTree};
 pub use watchdog::{serve as serve_watchdog, Watchdog};
