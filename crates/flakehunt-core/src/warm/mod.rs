@@ -84,7 +84,7 @@ pub enum WarmError {
         output: String,
     },
     /// This attempt's launch changes what only a new interpreter could apply; it runs cold.
-    #[error("warm mode cannot apply {0} to a fork (it is read when the interpreter starts): the attempt runs cold")]
+    #[error("warm mode cannot apply {0} to a fork of the warm parent: the attempt runs cold")]
     NotServed(String),
     /// The parent stopped answering; this and later attempts run cold.
     #[error("the warm parent is gone ({0}): attempts run cold")]
@@ -173,7 +173,18 @@ impl WarmTarget {
     /// why it is not the same target.
     fn attempt_argv(&self, other: &WarmTarget) -> Result<Vec<String>, WarmError> {
         match (self, other) {
-            (Self::Pytest { .. }, Self::Pytest { args }) => Ok(args.clone()),
+            // The parent's session collected for its arguments: an attempt may reorder them
+            // (its node ids in its order), nothing else.
+            (Self::Pytest { args: mine }, Self::Pytest { args }) => {
+                let (mut a, mut b) = (mine.clone(), args.clone());
+                a.sort();
+                b.sort();
+                if a == b {
+                    Ok(args.clone())
+                } else {
+                    Err(WarmError::NotServed("other pytest arguments".into()))
+                }
+            }
             (Self::Script { path, .. }, Self::Script { path: p, args }) if path == p => Ok(args.clone()),
             _ => Err(WarmError::NotServed("another program".into())),
         }
@@ -303,7 +314,8 @@ impl<'t> WarmParent<'t> {
         let other = WarmTarget::of(launch).ok_or(WarmError::NotServed("another program".into()))?;
         let argv = self.target.attempt_argv(&other)?;
         let env = full_env(launch).ok_or_else(|| WarmError::NotServed("a variable that is not UTF-8".into()))?;
-        let startup: Vec<(String, String)> = env.iter().filter(|(n, _)| read_at_startup(n)).cloned().collect();
+        let mut startup: Vec<(String, String)> = env.iter().filter(|(n, _)| read_at_startup(n)).cloned().collect();
+        startup.sort();
         if startup != self.startup_env {
             let names: BTreeSet<&str> = startup
                 .iter()

@@ -8,9 +8,11 @@ Started by flakehunt (crates/flakehunt-core/src/warm/mod.rs) as
 It connects to flakehunt's SOCK_SEQPACKET socket at SOCKET, warms up, and sends one line:
 {"ready": true, "native_threads": N} or {"refused": "why"}. Warm-up means:
 
-- pytest: a `--collect-only` session with the target's own arguments, which imports pytest, its
-  plugins, the conftests, the test modules and everything they import. Its output goes to this
-  process's stdout and stderr, which flakehunt reads while it waits (a refusal quotes them).
+- pytest: a session with the target's own arguments, which imports pytest, its plugins, the
+  conftests, the test modules and everything they import, and collects; it is held where it
+  would start running tests (`_WarmSession`), and each fork runs the attempt's items from there.
+  Its header goes to this process's stdout, which flakehunt reads while it waits (a refusal
+  quotes it); an attempt's output starts with its first test.
 - script: the script's top level is its test, so none of it runs here. The modules it imports at
   module level (found by reading its syntax tree: `import a.b`, `from a.b import c`, also inside
   top-level `if`/`try`/`with`, not inside functions) are imported, so each attempt pays only for
@@ -100,18 +102,23 @@ def _script_imports(path):
     return found
 
 
-def _warm_up(kind, args):
-    """Imports what the target needs; returns a refusal line or None."""
+def _warm_up(conn, kind, args):
+    """Imports what the target needs; returns a refusal line, or None once ready.
+
+    For pytest this does not return in a forked child until its session has run the attempt:
+    see `_WarmSession`."""
     if kind == "pytest":
         # As `python3 -m pytest` has it: the working directory first on sys.path.
         sys.path[0] = os.getcwd()
         import pytest
 
-        code = pytest.main(list(args) + ["--collect-only", "-qq"])
-        # 5: nothing collected; the attempts then say so themselves, as cold ones would.
-        if int(code) not in (0, 5):
-            return "warm mode refused: collection failed (pytest exit code %d); attempts run cold" % int(code)
-        return None
+        plugin = _WarmSession(conn, args)
+        code = pytest.main(list(args), plugins=[plugin])
+        if plugin.child:
+            _finish(int(code))
+        if plugin.refusal:
+            return plugin.refusal
+        return "warm mode refused: pytest ended during warm-up (exit code %d); attempts run cold" % int(code)
     if kind == "script":
         script = args[0]
         sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -125,6 +132,168 @@ def _warm_up(kind, args):
                 pass
         return None
     return "warm mode refused: unknown target kind %r" % kind
+
+
+class _WarmSession:
+    """A pytest plugin that holds the session after collection: each request forks, and the
+    child's session runs the attempt's items (in the attempt's order) from the collection the
+    parent made, as if it had collected them itself. A session's per-run state starts fresh in
+    each child: no test has run in the parent, so no fixture is set up and nothing is counted."""
+
+    def __init__(self, conn, args):
+        self.conn = conn
+        self.args = list(args)
+        self.child = False
+        self.refusal = None
+
+    def pytest_runtestloop(self, session):
+        if session.testsfailed:
+            # pytest's own loop then stops the session and prints the errors, which flakehunt
+            # quotes with the refusal.
+            self.refusal = "warm mode refused: collection failed (%d errors); attempts run cold" % session.testsfailed
+            return None
+        refusal = _thread_refusal()
+        if refusal:
+            _refuse(self.conn, refusal)
+        capman = session.config.pluginmanager.getplugin("capturemanager")
+        saved = _saved_fds(session.config, capman)
+        _ready(self.conn, saved)
+        request = _serve(self.conn)
+        # In the child, whose fds 0, 1 and 2 are the attempt's now.
+        self.child = True
+        for fd, target in saved:
+            os.dup2(target, fd)
+        _fresh_capture_files(capman)
+        _child_common()
+        session.items = _reorder(session.items, self.args, request["argv"])
+        session.testscollected = len(session.items)
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_session_start"):
+            from _pytest import timing
+
+            reporter._session_start = timing.Instant()
+            reporter._numcollected = len(session.items)
+        import pytest
+
+        sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + request["argv"]
+        # None: pytest's own loop runs the items, its reports and exit code as in a cold run.
+        return None
+
+
+def _saved_fds(config, capman):
+    """(fd, standard fd) pairs of the copies pytest keeps of the standard streams (the capture's
+    saved streams, faulthandler's stderr), which a child points at its own streams."""
+    pairs = []
+    capturing = getattr(capman, "_global_capturing", None) if capman is not None else None
+    for name, std in (("out", 1), ("err", 2)):
+        cap = getattr(capturing, name, None)
+        saved = getattr(cap, "targetfd_save", None)
+        if isinstance(saved, int):
+            pairs.append((saved, std))
+    try:
+        from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+        pairs.append((config.stash[fault_handler_stderr_fd_key], 2))
+    except (ImportError, KeyError):
+        pass
+    return pairs
+
+
+def _fresh_capture_files(capman):
+    """Gives the child capture files of its own: the parent's are shared by every fork (one file
+    offset), and pytest rewinds and truncates them for each test."""
+    import tempfile
+
+    capturing = getattr(capman, "_global_capturing", None) if capman is not None else None
+    for name in ("out", "err"):
+        tmpfile = getattr(getattr(capturing, name, None), "tmpfile", None)
+        fileno = getattr(tmpfile, "fileno", None)
+        if fileno is None or not hasattr(getattr(capturing, name), "targetfd_save"):
+            continue
+        with tempfile.TemporaryFile(buffering=0) as fresh:
+            os.dup2(fresh.fileno(), fileno())
+
+
+def _reorder(items, parent_argv, argv):
+    """The collected items an attempt's arguments select, in their order. flakehunt sends only
+    arguments that are the parent's, reordered: each node id selects the items it names."""
+    if argv == parent_argv:
+        return items
+    chosen, seen = [], set()
+    for arg in argv:
+        if arg in parent_argv and arg.startswith("-"):
+            continue
+        for item in items:
+            nodeid = item.nodeid
+            if id(item) not in seen and (nodeid == arg or nodeid.startswith(arg + "::") or nodeid.startswith(arg + "[")):
+                seen.add(id(item))
+                chosen.append(item)
+    return chosen
+
+
+def _refuse(conn, reason):
+    _send(conn, {"refused": reason})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def _ready(conn, saved=()):
+    # flakehunt stops reading this process's output once it is ready: what it would write from
+    # now on goes nowhere (flushed first, and redirected before the ready line, so that no
+    # write meets a closed pipe).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in [1, 2] + [fd for fd, _ in saved]:
+        os.dup2(null, fd)
+    os.close(null)
+    # Objects that exist now are never freed by a child: frozen, the collector of each child
+    # does not walk them, and does not copy their pages on write.
+    import gc
+
+    gc.freeze()
+    _send(conn, {"ready": True, "native_threads": _native_threads()})
+
+
+def _child_common():
+    """In the child: what a cold start would have done with the attempt's environment."""
+    interval = os.environ.get("FLAKEHUNT_SWITCH_INTERVAL")
+    if interval:
+        # What the tight-gil profile's sitecustomize does at a cold start, which this
+        # interpreter ran long ago (with the parent's environment).
+        sys.setswitchinterval(float(interval))
+        report = os.environ.get("FLAKEHUNT_SWITCH_REPORT")
+        if report:
+            try:
+                with open("%s.%d" % (report, os.getpid()), "w") as f:
+                    f.write(repr(sys.getswitchinterval()))
+            except OSError:
+                pass
+    # `random` re-seeds itself after fork (os.register_at_fork in random.py); numpy's global
+    # generator does not, and would repeat the same numbers in every attempt.
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        np_random.seed()
+
+
+def _finish(code):
+    """Ends the child as an interpreter's exit would, without tearing down every module: the
+    non-daemon threads are joined and the atexit handlers run, the streams are flushed, then
+    the process exits. (Freeing what the parent imported would copy most of its memory, page by
+    page, for nothing; objects' finalizers at interpreter shutdown are what a warm attempt skips.)"""
+    threading = sys.modules.get("threading")
+    if threading is not None and hasattr(threading, "_shutdown"):
+        threading._shutdown()
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - a closed or broken stream, as at a cold exit
+            pass
+    os._exit(code & 0xFF if isinstance(code, int) else 1)
 
 
 def _apply(request, fds):
@@ -250,43 +419,40 @@ def _serve(conn):
     os._exit(0)
 
 
-def _run(kind, target, request):
-    """In the child: runs exactly the attempt, as the cold command would."""
-    argv = request["argv"]
-    interval = os.environ.get("FLAKEHUNT_SWITCH_INTERVAL")
-    if interval:
-        # What the tight-gil profile's sitecustomize does at a cold start, which this
-        # interpreter ran long ago (with the parent's environment).
-        sys.setswitchinterval(float(interval))
-        report = os.environ.get("FLAKEHUNT_SWITCH_REPORT")
-        if report:
-            try:
-                with open("%s.%d" % (report, os.getpid()), "w") as f:
-                    f.write(repr(sys.getswitchinterval()))
-            except OSError:
-                pass
-    # `random` re-seeds itself after fork (os.register_at_fork in random.py); numpy's global
-    # generator does not, and would repeat the same numbers in every attempt.
-    np_random = sys.modules.get("numpy.random")
-    if np_random is not None:
-        np_random.seed()
-    if kind == "pytest":
-        import pytest
-
-        sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + argv
-        raise SystemExit(pytest.console_main())
+def _run_script(target, request):
+    """In the child: runs the script as `python3 SCRIPT ARGS` would, and exits with its code."""
+    _child_common()
     # As `python3 SCRIPT` runs it: argv[0] as given, `__file__` absolute (since 3.9), a fresh
     # `__main__` module (runpy.run_path would make argv[0] the absolute path).
     import types
 
-    sys.argv = [target[0]] + argv
+    sys.argv = [target[0]] + request["argv"]
     main_module = types.ModuleType("__main__")
     main_module.__file__ = _SCRIPT[0]
     main_module.__builtins__ = __builtins__
     sys.modules["__main__"] = main_module
-    with open(_SCRIPT[0], "rb") as f:
-        code = compile(f.read(), _SCRIPT[0], "exec")
-    exec(code, main_module.__dict__)
+    try:
+        with open(_SCRIPT[0], "rb") as f:
+            code = compile(f.read(), _SCRIPT[0], "exec")
+        exec(code, main_module.__dict__)
+    except SystemExit as e:
+        _finish(_exit_code(e))
+    except BaseException:  # noqa: BLE001 - printed as the interpreter prints it
+        import traceback
+
+        traceback.print_exc()
+        _finish(1)
+    _finish(0)
+
+
+def _exit_code(e):
+    """The exit status `raise SystemExit(e.code)` gives at the top level."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code
+    print(e.code, file=sys.stderr)
+    return 1
 
 
 def main():
@@ -295,27 +461,15 @@ def main():
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     conn.connect(sock_path)
     try:
-        refusal = _warm_up(kind, target)
+        refusal = _warm_up(conn, kind, target)
     except BaseException as e:  # noqa: BLE001 - a refusal, said to flakehunt
         refusal = "warm mode refused: warm-up failed: %s; attempts run cold" % (repr(e),)
     refusal = refusal or _thread_refusal()
     if refusal:
-        _send(conn, {"refused": refusal})
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(3)
-    # flakehunt stops reading this process's output once it is ready: what it would write from
-    # now on goes nowhere (flushed first, and redirected before the ready line, so that no
-    # write meets a closed pipe).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    os.close(null)
-    _send(conn, {"ready": True, "native_threads": _native_threads()})
+        _refuse(conn, refusal)
+    _ready(conn)
     request = _serve(conn)
-    _run(kind, target, request)
+    _run_script(target, request)
 
 
 if __name__ == "__main__":

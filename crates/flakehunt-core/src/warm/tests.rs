@@ -276,7 +276,7 @@ fn a_collection_error_refuses_and_a_cell_recycles_its_parent_after_n_attempts() 
     let err = WarmParent::start(&pytest_launch(dir.path(), 0, &["test_broken.py"]), &tree, &WarmOptions::default())
         .err()
         .expect("refused");
-    assert!(err.to_string().contains("collection failed (pytest exit code 2)"), "{err}");
+    assert!(err.to_string().starts_with("warm mode refused: collection failed (1 errors)"), "{err}");
     let WarmError::Refused { output, .. } = err else { unreachable!() };
     assert!(output.contains("no_such_module_here"), "{output}");
 
@@ -315,4 +315,33 @@ fn warm_targets_are_python_running_pytest_or_a_script() {
     assert_eq!(WarmTarget::of(&launch("python3", &["-c", "pass"])), None);
     assert_eq!(WarmTarget::of(&launch("pythonista", &["s.py"])), None);
     assert_eq!(WarmTarget::of(&launch("sh", &["s.py"])), None);
+}
+
+#[test]
+fn a_pytest_fork_runs_the_attempts_node_ids_in_the_attempts_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let ordered = "def test_a(capsys):\n    with capsys.disabled():\n        print('ran a')\n\n\
+                   def test_b(capsys):\n    with capsys.disabled():\n        print('ran b')\n";
+    std::fs::write(dir.path().join("test_order.py"), ordered).unwrap();
+    let tree = ProcessTree::default();
+    let (a, b) = ("test_order.py::test_a", "test_order.py::test_b");
+    let parent = WarmParent::start(&pytest_launch(dir.path(), 0, &[a, b]), &tree, &WarmOptions::default()).unwrap();
+    let order = |ex: &Execution| {
+        stdout(ex)
+            .lines()
+            .map(|l| l.trim_start_matches('.'))
+            .filter(|l| l.starts_with("ran "))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let forward = run_warm(&parent, &pytest_launch(dir.path(), 1, &[a, b]), 1);
+    assert_eq!(order(&forward), "ran a,ran b", "{}", stdout(&forward));
+    let backward = run_warm(&parent, &pytest_launch(dir.path(), 2, &[b, a]), 2);
+    assert_eq!(backward.status, Status::Exited(0));
+    assert_eq!(order(&backward), "ran b,ran a", "{}", stdout(&backward));
+    // Other arguments than the parent collected for: cold.
+    match parent.start_attempt(&pytest_launch(dir.path(), 3, &[a]), marker(3)) {
+        Err(WarmError::NotServed(what)) => assert_eq!(what, "other pytest arguments"),
+        other => panic!("expected not served, got {:?}", other.err()),
+    };
 }
