@@ -73,4 +73,17 @@ printf '%-16s ' "pytest trivial"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_tr
 printf '%-16s ' "pytest numpy"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_numpy.py::test_numpy
 printf '%-16s ' "script numpy"; "$BENCH" "$N" "$tmp" -- python3 script_numpy.py
 printf '%-16s ' "no-op script"; "$BENCH" "$N" "$tmp" -- python3 noop.py
+# The floor under a warm attempt, with no flakehunt in it: a Python process forking a child that
+# exits at once, and reaping it. A no-op warm attempt minus this is flakehunt's overhead.
+python3 - "$N" <<'PY'
+import os, sys, time
+n = int(sys.argv[1]) * 4
+t = time.perf_counter()
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+print("%-16s fork, exit and reap in Python alone: %.2f ms" % ("floor", (time.perf_counter() - t) / n * 1e3))
+PY
 printf '%-16s ' "pytest race"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_race.py::test_race

@@ -30,7 +30,10 @@
 //! cannot change per attempt (an attempt whose launch changes one runs cold); the hash seed is
 //! fixed per parent ([`WarmOptions::recycle_after`] starts a new parent, with a new seed, every N
 //! attempts); modules imported at warm-up read their environment then, not per attempt; the
-//! pytest header is printed at warm-up, not by each attempt. `random` re-seeds itself after
+//! pytest header is printed at warm-up, not by each attempt; a child exits as the interpreter
+//! would (non-daemon threads joined, atexit handlers run, streams flushed) but without freeing
+//! every module, so finalizers run at interpreter shutdown are skipped (freeing what the parent
+//! imported would copy its memory page by page). `random` re-seeds itself after
 //! fork (`os.register_at_fork(after_in_child=_inst.seed)` in CPython's random.py, checked on
 //! 3.11), and the child re-seeds numpy's global generator, which does not.
 
