@@ -51,21 +51,27 @@ fn main() {
     let warmup = t.elapsed().as_secs_f64();
     let mut warm_failures = 0;
     let mut test_seconds = 0.0;
+    let mut start_seconds = 0.0;
     for i in 0..n {
-        let ex = parent.start_attempt(&launch(i), marker(i)).expect("warm start").wait(&limits, &cancel);
+        let asked = Instant::now();
+        let running = parent.start_attempt(&launch(i), marker(i)).expect("warm start");
+        start_seconds += asked.elapsed().as_secs_f64();
+        let ex = running.wait(&limits, &cancel);
         warm_failures += u64::from(failed(ex.status));
         test_seconds += ex.seconds;
     }
     let warm = t.elapsed().as_secs_f64();
     let rate = |k: u64| 100.0 * k as f64 / n as f64;
     println!(
-        "cold {:.1}/s  warm {:.1}/s  ratio {:.1}x  warm-up {:.0} ms  warm attempt {:.2} ms (in wait {:.2} ms)  \
+        "cold {:.1}/s  warm {:.1}/s  ratio {:.1}x  warm-up {:.0} ms  warm attempt {:.2} ms (request to set-up child {:.2} ms, \
+         request to exit {:.2} ms)  \
          failures cold {:.1}% warm {:.1}%  native threads in parent {}",
         n as f64 / cold,
         n as f64 / warm,
         cold / warm,
         warmup * 1e3,
         (warm - warmup) / n as f64 * 1e3,
+        start_seconds / n as f64 * 1e3,
         test_seconds / n as f64 * 1e3,
         rate(cold_failures),
         rate(warm_failures),
