@@ -345,3 +345,19 @@ fn a_pytest_fork_runs_the_attempts_node_ids_in_the_attempts_order() {
         other => panic!("expected not served, got {:?}", other.err()),
     };
 }
+
+#[test]
+fn what_a_fork_leaves_behind_is_found_and_killed_as_for_a_cold_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaks =
+        "import subprocess\nchild = subprocess.Popen(['sleep', '1000'])\nprint('left', child.pid, flush=True)\n";
+    std::fs::write(dir.path().join("leaks.py"), leaks).unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "leaks.py", 0), &tree, &WarmOptions::default()).unwrap();
+    let ex = run_warm(&parent, &script_launch(dir.path(), "leaks.py", 1), 1);
+    assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
+    let left: u32 = line(&stdout(&ex), "left").split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(!ex.leaked.is_empty(), "the sleep it left was not reported");
+    assert_eq!(ex.leaked[0].command, "sleep");
+    assert!(wait_gone(left), "the sleep {left} it left is still alive");
+}
