@@ -27,3 +27,4 @@ pub mod runner;
 pub mod snapshot;
 pub mod state;
 pub mod suite;
+pub mod warm;
