@@ -425,3 +425,50 @@ fn a_pattern_that_matches_every_output_is_refused() {
     }
     assert!(!s.path(".flakehunt").exists());
 }
+
+// Beyond the list: an --expect-stdout that is not a regular file was read without end
+// (`/dev/zero` until memory ran out; a FIFO waited on for a writer forever).
+#[test]
+fn an_expected_stdout_that_is_not_a_regular_file_is_refused() {
+    let s = Scratch::new();
+    let fifo = s.path("expected.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (i, expected) in ["/dev/zero", fifo.to_str().unwrap()].into_iter().enumerate() {
+        let record = format!("rec{i}");
+        let out = s.run(&sweep_args(&["--record", &record, "--expect-stdout", expected, "--", "true"]));
+        refused(&out, "not a regular file");
+        assert!(!s.path(&record).exists(), "{record} was created");
+    }
+}
+
+// Beyond the list: a hand-edited manifest with an empty argv, or a shard 0/0, made
+// `--resume` index an empty list and `merge` divide by zero (exit 101).
+#[test]
+fn a_resumed_or_merged_manifest_without_a_command_or_with_a_shard_zero_is_refused() {
+    let s = Scratch::new();
+    let out = s.run(&["sweep", "--runs", "4", "--profiles", "default", "-q", "--record", "rec", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Half the attempts, so that the resumed hunt has some to run.
+    let attempts = std::fs::read_to_string(s.path("rec/attempts.jsonl")).unwrap();
+    let half: String = attempts.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(s.path("rec/attempts.jsonl"), half).unwrap();
+    let manifest = s.path("rec/manifest.json");
+    let original: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    for (edit, needle) in [
+        (("target", "argv", serde_json::json!([])), "target.argv is empty"),
+        (("shard", "", serde_json::json!({"index": 0, "count": 0})), "shard is 0/0"),
+        (("shard", "", serde_json::json!({"index": 3, "count": 2})), "shard is 3/2"),
+    ] {
+        let mut json = original.clone();
+        let (outer, inner, value) = edit;
+        if inner.is_empty() {
+            json[outer] = value;
+        } else {
+            json[outer][inner] = value;
+        }
+        std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+        refused(&s.run(&["sweep", "--resume", "rec", "-q"]), needle);
+        refused(&s.run(&["merge", "rec", "--into", "merged"]), needle);
+        assert!(!s.path("merged").exists());
+    }
+}

@@ -26,6 +26,8 @@ const BY_NAME: &[(&str, &str)] = &[
     ("APP_CREDENTIALS", "creds-5g6h"),
     ("SENTRY_DSN", "https://sentrykey0123456789abcdef01@o1.ingest.sentry.io/2"),
     ("SLACK_WEBHOOK", "https://hooks.slack.com/services/T0SECRET/B0SECRET/slackhooksecret9"),
+    ("DB_PW", "dbpw-2k7d"),
+    ("REGISTRY_CREDS", "registrycreds-6j1s"),
 ];
 
 /// Variables with innocent names whose VALUE holds a secret, and the secret part of it.
@@ -53,6 +55,10 @@ const BY_VALUE: &[(&str, &str, &str)] = &[
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzZWNyZXRqd3QifQ.jwtsignaturesecret",
         "eyJzdWIiOiJzZWNyZXRqd3QifQ",
     ),
+    ("GCLOUD_BEARER", "ya29.a0AfH6SMBgoogleoauthsecret0123456789", "googleoauthsecret0123456789"),
+    ("MAILER", "SG.sendgridkeyid0123456.sendgridsecret0123456789abcdefghijklmn", "sendgridsecret0123456789"),
+    ("NETRC", "machine api.example.com\n  login bob\n  password netrcpw-8f2g\n", "netrcpw-8f2g"),
+    ("FETCH", "curl -fsS -u deploy:curlpw-3h5j https://artifacts.example.com/x", "curlpw-3h5j"),
 ];
 
 /// Secrets the fixture is given as arguments, or prints itself.
