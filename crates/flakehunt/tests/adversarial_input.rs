@@ -472,3 +472,34 @@ fn a_resumed_or_merged_manifest_without_a_command_or_with_a_shard_zero_is_refuse
         assert!(!s.path("merged").exists());
     }
 }
+
+// Beyond the list: a missing TMPDIR gave "cannot copy REPO into the clean room" (no
+// cause, the wrong culprit), and made the jitter profile blame a missing C compiler.
+#[test]
+fn a_missing_tmpdir_is_named_as_the_cause() {
+    let s = Scratch::new();
+    let repo = s.path("repo");
+    std::fs::create_dir(&repo).unwrap();
+    s.write("repo/t.sh", b"true\n");
+    for args in
+        [&["init", "-q"][..], &["add", "t.sh"], &["-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "i"]]
+    {
+        assert!(Command::new("git").args(args).current_dir(&repo).status().unwrap().success());
+    }
+    let run = |args: &[&str]| {
+        Command::new(common::bin())
+            .args(args)
+            .current_dir(&repo)
+            .env("TMPDIR", s.path("no-such-tmp"))
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    };
+    let out =
+        run(&["matrix", "--clean-room", "-D", "X=1", "--runs", "1", "--record", "../rec", "-q", "--", "sh", "t.sh"]);
+    refused(&out, "(set TMPDIR to a writable directory)");
+    let out = run(&["sweep", "--profiles", "jitter", "--runs", "1", "--record", "../rec2", "--", "true"]);
+    // The inert profile's reason is in the table, on stdout.
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(printed.contains("no-such-tmp") && printed.contains("set TMPDIR"), "{printed}");
+}
