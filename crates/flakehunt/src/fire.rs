@@ -137,7 +137,7 @@ pub fn run(args: &FireArgs, config: &Config) -> anyhow::Result<i32> {
     }
     // A resumed record keeps the snapshot of the machine it started on.
     let snapshot = (!dir.join(flakehunt_core::record::SNAPSHOT_FILE).exists())
-        .then(|| session.snapshot(hunt::snapshot_tools(config, Some(&manifest))));
+        .then(|| session.snapshot(hunt::snapshot_tools(config, Some(&manifest)), &manifest.run_id));
     let mut display = Display::new(args.quiet);
     let result = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut display }, resumed.as_ref());
     display.finish();

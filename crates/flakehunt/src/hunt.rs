@@ -327,9 +327,10 @@ impl Session {
 
     /// Captures the environment snapshot on a thread while the hunt runs; its tool commands
     /// are registered as flakehunt's own, so no attempt's sweep takes them for leaks.
-    pub fn snapshot(&self, tools: Vec<String>) -> std::thread::JoinHandle<Snapshot> {
+    pub fn snapshot(&self, tools: Vec<String>, run_id: &str) -> std::thread::JoinHandle<Snapshot> {
         let tree = Arc::clone(&self.tree);
-        std::thread::spawn(move || Snapshot::capture_in(&tools, Some(&tree)))
+        let run_id = run_id.to_owned();
+        std::thread::spawn(move || Snapshot::capture_in(&tools, Some(&tree), Some(&run_id)))
     }
 
     /// Ends whatever is left and lets the watchdog go.
@@ -374,7 +375,7 @@ fn execute(
         done += 1;
     }
     let session = Session::start(manifest, args.quiet)?;
-    let snapshot = tools.map(|tools| session.snapshot(tools));
+    let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
     let mut attempts = session.attempts(manifest);
     attempts.limits.leak_timeout = args.leak_timeout;
     let runner = Runner { attempts, jobs: manifest.plan.jobs as usize, budget: session.durations.budget };
