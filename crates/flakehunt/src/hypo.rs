@@ -110,9 +110,21 @@ pub fn run(cmd: &HypoCommand) -> anyhow::Result<i32> {
                         Some(Entry::Ran { outcome, at, .. }) => format!("{outcome} ({} run(s), last {at})", runs.len()),
                         _ => "untested".into(),
                     };
+                    // What reaches the terminal: secrets redacted (the file keeps the command, which
+                    // `hypo run` runs), control characters of the text escaped.
+                    use flakehunt_core::redact;
+                    let (text, command) = if redact::enabled() {
+                        (redact::text(text).into_owned(), redact::argv(command))
+                    } else {
+                        (text.clone(), command.clone())
+                    };
+                    let text: String = text
+                        .chars()
+                        .flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] })
+                        .collect();
                     println!(
                         "{id}  {state}  {text}\n   added {at}; kill test: {}",
-                        flakehunt_core::plan::shell_words(command)
+                        flakehunt_core::plan::shell_words(&command)
                     );
                 }
             }

@@ -310,3 +310,22 @@ fn generated_job_files_refuse_a_secret_argument() {
         assert!(contains(&out.stdout, "hunter2"), "{raw:?}");
     }
 }
+
+// Beyond the list: `hypo list` printed a kill test's secrets on the terminal (the
+// hypotheses file keeps the command, which `hypo run` runs), and the text's escape sequences.
+#[test]
+fn hypo_list_shows_no_secret_of_a_kill_test_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "curl -H 'Authorization: Bearer hypobearer-1q2w' -u bob:hypouser-3e4r x; exit 1";
+    let added = flakehunt(dir.path(), &["hypo", "add", "a token race \x1b]0;title\x07", "--", "sh", "-c", script]);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let list = flakehunt(dir.path(), &["hypo", "list"]);
+    let shown = String::from_utf8_lossy(&list.stdout);
+    for secret in ["hypobearer-1q2w", "hypouser-3e4r"] {
+        assert!(!shown.contains(secret), "{secret} shown: {shown}");
+    }
+    assert!(shown.contains("Authorization: Bearer <redacted>") && shown.contains("bob:<redacted>"), "{shown}");
+    assert!(!shown.contains('\x1b') && shown.contains("\\u{1b}]0;title"), "{shown}");
+    let raw = flakehunt(dir.path(), &["--no-redact", "hypo", "list"]);
+    assert!(String::from_utf8_lossy(&raw.stdout).contains("hypobearer-1q2w"));
+}
