@@ -72,7 +72,11 @@ pub fn append_step_summary(summary: &Summary, dir: &Path) {
         let record = Record::open(dir)?;
         let ctx = RenderContext::from_record(&record, 0)?;
         let text = render::markdown::render(summary, &ctx);
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        // Without blocking: a FIFO with no reader would hold the finished hunt forever (opening
+        // it ignores SIGTERM); only a regular file is a job summary.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).custom_flags(libc::O_NONBLOCK).open(&path)?;
+        anyhow::ensure!(f.metadata()?.is_file(), "not a regular file");
         writeln!(f, "{text}")?;
         Ok(())
     })();

@@ -503,3 +503,22 @@ fn a_missing_tmpdir_is_named_as_the_cause() {
     let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(printed.contains("no-such-tmp") && printed.contains("set TMPDIR"), "{printed}");
 }
+
+// Beyond the list: a $GITHUB_STEP_SUMMARY that is a FIFO without a reader held the
+// finished hunt forever (blocked in open, deaf to SIGTERM). It is a warning now, like any
+// summary that cannot be written, and the hunt's result stands.
+#[test]
+fn a_step_summary_that_is_a_fifo_is_warned_about_not_waited_on() {
+    let s = Scratch::new();
+    let fifo = s.path("summary.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let out = Command::new(common::bin())
+        .args(sweep_args(&["--record", "rec", "--", "true"]))
+        .current_dir(s.dir.path())
+        .env("GITHUB_STEP_SUMMARY", &fifo)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("warning: cannot append to $GITHUB_STEP_SUMMARY"), "{stderr}");
+}
