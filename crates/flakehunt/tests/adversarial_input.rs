@@ -522,3 +522,17 @@ fn a_step_summary_that_is_a_fifo_is_warned_about_not_waited_on() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("warning: cannot append to $GITHUB_STEP_SUMMARY"), "{stderr}");
 }
+
+// Beyond the issue's list: a ladder whose levels are each within bounds but whose whole hunt
+// (levels and their reference runs) is not was refused as "the record's manifest.json ... was
+// edited or damaged", for a record that did not exist.
+#[test]
+fn a_ladder_too_long_as_a_whole_is_refused_as_the_ladder_not_as_a_damaged_record() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path("state")).unwrap();
+    let out =
+        s.run(&["fire", "--state", "state", "--ladder", "1x1000000000", "--record", "rec", "-q", "--shell", "true"]);
+    let line = refused(&out, "--ladder");
+    assert!(line.contains("with its references") && !line.contains("damaged"), "{line}");
+    assert!(!s.path("rec").exists());
+}
