@@ -55,9 +55,13 @@ pub struct Summary {
     /// Matrix: failures per dimension value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Vec<super::matrix::Attribution>>,
-    /// Matrix or fire specifics.
+    /// Matrix, fire or hunt specifics (a hunt's: [`crate::adaptive::record::HuntDetails`]).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
+    /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
+    /// none did); absent from other kinds' summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduction: Option<Option<crate::analysis::reproduction::Reproduction>>,
     /// Fire: the reference and the ladder's levels, flattened into the document
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
@@ -190,6 +194,7 @@ impl Summary {
             dimensions: None,
             attribution: None,
             details: serde_json::Value::Null,
+            reproduction: None,
             fire: None,
         }
     }

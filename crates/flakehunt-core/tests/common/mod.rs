@@ -115,6 +115,7 @@ impl Fixture {
             log: (outcome != Outcome::Pass).then(|| format!("logs/{id}")),
             load: Some(0.5),
             error: None,
+            cpu_seconds: None,
         });
         self.attempts.last_mut().unwrap()
     }

@@ -1,0 +1,193 @@
+//! What an adaptive hunt keeps in its record and adds to its summary: the plan's options in the
+//! manifest (so `--resume`, `report` and `merge` rebuild the same plan), the runtime and the
+//! runner's width a new hunt is prepared with, and the summary's `reproduction` and typed
+//! details. Main functions: [`options_of`], [`prepare`], [`summarize`].
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::bandit::{BanditOptions, BanditPlan};
+use super::calibration::{Calibration, RuntimeKind, Skipped};
+use crate::analysis::reproduction::{ConfirmCounts, HuntTally, Reproduction, Tried};
+use crate::analysis::Summary;
+use crate::plan::{Plan, Target};
+use crate::record::{Attempt, Manifest};
+
+/// The manifest's `extra` key that holds the [`BanditOptions`].
+pub const EXTRA_KEY: &str = "bandit";
+
+/// The options a hunt's manifest holds (defaults for a record without them).
+pub fn options_of(manifest: &Manifest) -> BanditOptions {
+    manifest.extra.get(EXTRA_KEY).and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default()
+}
+
+/// The adaptive plan a hunt's manifest describes.
+pub fn plan_of(manifest: &Manifest) -> BanditPlan {
+    BanditPlan::new(options_of(manifest))
+}
+
+/// How a test runner the hunt builds for runs the target, when one does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adapter {
+    /// `--go-test`.
+    Go,
+    /// `--pytest`.
+    Pytest,
+    /// `--cargo-test`.
+    Cargo,
+}
+
+/// What runs `target`: the adapter's runtime, Python by the command's words, else what the
+/// PATH-resolved program's first bytes say (an ELF built by Go, a static one, a script).
+pub fn runtime_of(target: &Target, adapter: Option<Adapter>) -> RuntimeKind {
+    match adapter {
+        Some(Adapter::Go) => return RuntimeKind::Go,
+        Some(Adapter::Pytest) => return RuntimeKind::Python,
+        Some(Adapter::Cargo) => return RuntimeKind::Native,
+        None => {}
+    }
+    if target.looks_like_python() {
+        return RuntimeKind::Python;
+    }
+    let program = target.program();
+    let path = if program.contains('/') {
+        Some(target.dir.as_deref().map_or_else(|| Path::new(program).to_path_buf(), |d| d.join(program)))
+    } else {
+        std::env::var_os("PATH")
+            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(program)).find(|p| p.is_file()))
+    };
+    // The head is enough: an ELF's build notes and a script's `#!` line come first; a Go
+    // binary's build id note is within the first pages.
+    let head = path.and_then(|p| read_head(&p, 1 << 20)).unwrap_or_default();
+    RuntimeKind::of_executable(&head)
+}
+
+fn read_head(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).ok()?.take(max).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The options of a new hunt of `target` on this machine: its seed, the CPUs, the runtime, the
+/// oracle, and the user's `--timeout` when given (the hang rule then does not apply).
+pub fn prepare(
+    target: &Target,
+    adapter: Option<Adapter>,
+    seed: u64,
+    majority: bool,
+    timeout: Option<std::time::Duration>,
+) -> BanditOptions {
+    BanditOptions {
+        seed,
+        cpus: cpus(),
+        runtime: runtime_of(target, adapter),
+        majority,
+        timeout,
+        ..BanditOptions::default()
+    }
+}
+
+/// CPUs this process may run on.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// Attempts the runner must be able to run at once for a hunt on `cpus` CPUs: the largest
+/// `copies=N` arm's N (twice the CPUs); the plan itself keeps every other arm to one attempt.
+pub fn runner_jobs(cpus: usize) -> u32 {
+    u32::try_from(cpus.max(1) * 2).unwrap_or(u32::MAX)
+}
+
+/// The baseline cell every hunt starts with (the plan adds the arms' cells once calibrated).
+pub fn baseline_cell() -> crate::plan::CellSpec {
+    crate::plan::CellSpec::for_profile(crate::profile::Profile::default_profile())
+}
+
+/// An arm retired because its mechanism had no effect here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retired {
+    /// The arm's cell.
+    pub cell: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// A hunt's `summary.json` `details`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HuntDetails {
+    /// The one-line conclusion.
+    pub conclusion: String,
+    /// What the calibration measured, once its attempts were in.
+    pub calibration: Option<Calibration>,
+    /// Families left out, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Arms retired as inert.
+    pub retired: Vec<Retired>,
+    /// Every cell's attempts outside confirmation, in the order first tried.
+    pub tried: Vec<Tried>,
+    /// The confirmation attempts of the reproducing cell against the baseline.
+    pub confirmation: ConfirmCounts,
+    /// Two-sided Fisher p of the confirmation attempts alone, once both sides ran.
+    pub p_value: Option<f64>,
+    /// The hunt stopped with its plan unfinished (budget spent or interrupted).
+    pub stopped_early: bool,
+}
+
+impl HuntDetails {
+    /// The details of `summary`, when it is a hunt's.
+    pub fn of(summary: &Summary) -> Option<Self> {
+        (summary.kind == crate::record::Kind::Hunt).then(|| serde_json::from_value(summary.details.clone()).ok())?
+    }
+}
+
+/// Feeds a hunt's judged attempts, in record order, to what its summary needs.
+#[derive(Debug)]
+pub struct HuntSummary {
+    tally: HuntTally,
+    plan: BanditPlan,
+}
+
+impl HuntSummary {
+    /// For the hunt `manifest` describes.
+    pub fn new(manifest: &Manifest) -> Self {
+        Self { tally: HuntTally::new(&manifest.started_at), plan: plan_of(manifest) }
+    }
+
+    /// One attempt as recorded (`observe`, which judges by its own running majority) and as
+    /// judged by the analysis (`judged`, for the tally).
+    pub fn add(&mut self, recorded: &Attempt, judged: &Attempt) {
+        self.plan.observe(recorded);
+        self.tally.add(judged);
+    }
+
+    /// Completes `summary`: `reproduction`, `details`, and whether the hunt is complete.
+    pub fn apply(mut self, summary: &mut Summary) {
+        let done = self.plan.next() == crate::plan::Next::Done;
+        summary.complete = done;
+        summary.reproduction = Some(self.tally.reproduction().cloned());
+        let c = self.tally.confirmation();
+        let details = HuntDetails {
+            conclusion: crate::render::hunt::conclusion(&self.tally, !done),
+            calibration: self.plan.calibration().cloned(),
+            skipped: self.plan.skipped().to_vec(),
+            retired: self
+                .plan
+                .retired()
+                .into_iter()
+                .map(|(cell, reason)| Retired { cell: cell.to_owned(), reason: reason.to_owned() })
+                .collect(),
+            tried: self.tally.tried().to_vec(),
+            confirmation: c,
+            p_value: (c.cell_attempts > 0 && c.base_attempts > 0).then(|| c.p_value()),
+            stopped_early: !done,
+        };
+        summary.details = serde_json::to_value(details).unwrap_or_default();
+    }
+
+    /// The reproduction so far.
+    pub fn reproduction(&self) -> Option<&Reproduction> {
+        self.tally.reproduction()
+    }
+}
