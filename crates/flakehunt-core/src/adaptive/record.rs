@@ -133,6 +133,32 @@ pub struct HuntDetails {
     pub p_value: Option<f64>,
     /// The hunt stopped with its plan unfinished (budget spent or interrupted).
     pub stopped_early: bool,
+    /// The arms tried over time: runs of consecutive attempts of one cell and phase, for the
+    /// HTML report's chart (at most [`TIMELINE_MAX`]; later ones are left out).
+    #[serde(default)]
+    pub timeline: Vec<Stretch>,
+}
+
+/// Stretches of the timeline kept at most: a chart cannot show more, and a summary of a long
+/// hunt must stay small.
+pub const TIMELINE_MAX: usize = 1500;
+
+/// Consecutive attempts of one cell in one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stretch {
+    /// The cell (its name carries the level).
+    pub cell: String,
+    /// `calibrate`, `confirm`, or absent for exploration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Seconds from the hunt's start to the first attempt's start.
+    pub from: f64,
+    /// Seconds from the hunt's start to the latest attempt's end.
+    pub to: f64,
+    /// Attempts.
+    pub attempts: u64,
+    /// Failures among them.
+    pub failures: u64,
 }
 
 impl HuntDetails {
@@ -147,12 +173,19 @@ impl HuntDetails {
 pub struct HuntSummary {
     tally: HuntTally,
     plan: BanditPlan,
+    started: Option<f64>,
+    timeline: Vec<Stretch>,
 }
 
 impl HuntSummary {
     /// For the hunt `manifest` describes.
     pub fn new(manifest: &Manifest) -> Self {
-        Self { tally: HuntTally::new(&manifest.started_at), plan: plan_of(manifest) }
+        Self {
+            tally: HuntTally::new(&manifest.started_at),
+            plan: plan_of(manifest),
+            started: crate::analysis::reproduction::unix_seconds(&manifest.started_at),
+            timeline: Vec::new(),
+        }
     }
 
     /// One attempt as recorded (`observe`, which judges by its own running majority) and as
@@ -160,6 +193,31 @@ impl HuntSummary {
     pub fn add(&mut self, recorded: &Attempt, judged: &Attempt) {
         self.plan.observe(recorded);
         self.tally.add(judged);
+        let from = match (self.started, crate::analysis::reproduction::unix_seconds(&judged.started_at)) {
+            (Some(start), Some(began)) => (began - start).max(0.0),
+            _ => self.timeline.last().map_or(0.0, |s| s.to),
+        };
+        let to = from + judged.seconds;
+        let failed = u64::from(judged.outcome.is_failure());
+        // Copies of one arm overlap and end in any order: one stretch while cell and phase hold.
+        let full = self.timeline.len() >= TIMELINE_MAX;
+        match self.timeline.last_mut() {
+            Some(s) if s.cell == judged.cell && s.phase == judged.phase => {
+                s.from = s.from.min(from);
+                s.to = s.to.max(to);
+                s.attempts += 1;
+                s.failures += failed;
+            }
+            _ if full => {}
+            _ => self.timeline.push(Stretch {
+                cell: judged.cell.clone(),
+                phase: judged.phase.clone(),
+                from,
+                to,
+                attempts: 1,
+                failures: failed,
+            }),
+        }
     }
 
     /// Completes `summary`: `reproduction`, `details`, and whether the hunt is complete.
@@ -182,6 +240,7 @@ impl HuntSummary {
             confirmation: c,
             p_value: (c.cell_attempts > 0 && c.base_attempts > 0).then(|| c.p_value()),
             stopped_early: !done,
+            timeline: self.timeline,
         };
         summary.details = serde_json::to_value(details).unwrap_or_default();
     }

@@ -133,8 +133,11 @@ pub struct SignatureSummary {
     pub count: u64,
     /// Cells it appeared in.
     pub cells: Vec<String>,
-    /// stderr tail of its first attempt.
+    /// The tail of its first attempt's stream that holds the failure.
     pub example: String,
+    /// Which stream `example` is: `stderr` or `stdout` (pytest and Go's tests report on stdout).
+    #[serde(default = "super::signature::stderr_name")]
+    pub stream: String,
     /// Id of its first attempt.
     pub first_attempt: u64,
 }
@@ -162,6 +165,7 @@ impl Summary {
                 count: s.count,
                 cells: s.cells.keys().cloned().collect(),
                 example: s.example.clone(),
+                stream: s.stream.clone(),
                 first_attempt: s.first_attempt,
             })
             .collect();
