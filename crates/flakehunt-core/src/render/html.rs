@@ -112,7 +112,10 @@ fn banner(out: &mut String, summary: &Summary, ctx: &RenderContext) {
         fact("shard", shard.to_string());
     }
     out.push_str("</dl>\n");
-    if !summary.complete {
+    if summary.kind == crate::record::Kind::Hunt && !summary.complete {
+        // An adaptive hunt plans as it goes: it has no planned total to fall short of.
+        out.push_str("<p class=\"incomplete\">Stopped before the hunt was done (budget spent or interrupted).</p>\n");
+    } else if !summary.complete {
         let _ = writeln!(
             out,
             "<p class=\"incomplete\">Incomplete: {} of {} planned attempts ran.</p>",
