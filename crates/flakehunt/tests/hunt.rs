@@ -223,3 +223,28 @@ fn report_renders_a_hunt_record() {
     let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="));
 }
+
+#[test]
+fn shards_of_a_hunt_merge_without_sharing_attempt_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = script(dir.path(), "race.sh", COPIES_RACE);
+    for (shard, rec) in [("1/2", "s1"), ("2/2", "s2")] {
+        let out = flakehunt(
+            dir.path(),
+            &["hunt", "-q", "--seed", "4", "--shard", shard, "--record", rec, "--", fx.to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Each shard's ids are its own residue: I-1, I-1+N, ...
+    assert!(decisions(&dir.path().join("s2")).iter().all(|d| d.0 % 2 == 1));
+    let merged = flakehunt(dir.path(), &["merge", "s1", "s2", "--into", "m"]);
+    let stderr = String::from_utf8_lossy(&merged.stderr);
+    assert_eq!(merged.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("more than one shard"), "{stderr}");
+    let json = flakehunt(dir.path(), &["report", "m", "--format", "json"]);
+    let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(summary["kind"], "hunt");
+    assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="), "{summary:#}");
+    let (a, b) = (attempts_in(&dir.path().join("s1")).len(), attempts_in(&dir.path().join("s2")).len());
+    assert_eq!(summary["attempts"].as_u64(), Some((a + b) as u64));
+}

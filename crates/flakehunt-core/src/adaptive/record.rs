@@ -22,9 +22,69 @@ pub fn options_of(manifest: &Manifest) -> BanditOptions {
     manifest.extra.get(EXTRA_KEY).and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default()
 }
 
-/// The adaptive plan a hunt's manifest describes.
-pub fn plan_of(manifest: &Manifest) -> BanditPlan {
-    BanditPlan::new(options_of(manifest))
+/// The adaptive plan a hunt's manifest describes. A shard (`--shard I/N`) is a hunt of its
+/// own: its decisions are seeded apart from the other shards', and its attempt ids are
+/// `I-1, I-1+N, ...`, so `flakehunt merge` joins shards without two attempts sharing an id.
+pub fn plan_of(manifest: &Manifest) -> ShardedPlan {
+    let mut options = options_of(manifest);
+    let (index, count) = manifest.shard.map_or((1, 1), |s| (u64::from(s.index), u64::from(s.count).max(1)));
+    if count > 1 {
+        options.seed ^= index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    ShardedPlan { inner: BanditPlan::new(options), offset: index.saturating_sub(1), count }
+}
+
+/// A [`BanditPlan`] whose attempt ids are spread for its shard (see [`plan_of`]).
+#[derive(Debug)]
+pub struct ShardedPlan {
+    inner: BanditPlan,
+    offset: u64,
+    count: u64,
+}
+
+impl ShardedPlan {
+    /// The bandit plan itself.
+    pub fn bandit(&self) -> &BanditPlan {
+        &self.inner
+    }
+}
+
+impl Plan for ShardedPlan {
+    fn cells(&self) -> &[crate::plan::CellSpec] {
+        self.inner.cells()
+    }
+
+    fn next(&mut self) -> crate::plan::Next {
+        match self.inner.next() {
+            crate::plan::Next::Run(mut spec) => {
+                spec.id = spec.id * self.count + self.offset;
+                crate::plan::Next::Run(spec)
+            }
+            other => other,
+        }
+    }
+
+    fn observe(&mut self, attempt: &Attempt) {
+        if self.count == 1 {
+            return self.inner.observe(attempt);
+        }
+        // Another shard's attempt (a merged record replayed by one shard's plan) is not this
+        // hunt's.
+        if attempt.id % self.count != self.offset {
+            return;
+        }
+        let mut own = attempt.clone();
+        own.id /= self.count;
+        self.inner.observe(&own);
+    }
+
+    fn planned(&self) -> u64 {
+        self.inner.planned()
+    }
+
+    fn timeout(&self, cell: usize) -> Option<std::time::Duration> {
+        self.inner.timeout(cell)
+    }
 }
 
 /// How a test runner the hunt builds for runs the target, when one does.
@@ -172,7 +232,7 @@ impl HuntDetails {
 #[derive(Debug)]
 pub struct HuntSummary {
     tally: HuntTally,
-    plan: BanditPlan,
+    plan: ShardedPlan,
     started: Option<f64>,
     timeline: Vec<Stretch>,
 }
@@ -228,10 +288,11 @@ impl HuntSummary {
         let c = self.tally.confirmation();
         let details = HuntDetails {
             conclusion: crate::render::hunt::conclusion(&self.tally, !done),
-            calibration: self.plan.calibration().cloned(),
-            skipped: self.plan.skipped().to_vec(),
+            calibration: self.plan.bandit().calibration().cloned(),
+            skipped: self.plan.bandit().skipped().to_vec(),
             retired: self
                 .plan
+                .bandit()
                 .retired()
                 .into_iter()
                 .map(|(cell, reason)| Retired { cell: cell.to_owned(), reason: reason.to_owned() })
