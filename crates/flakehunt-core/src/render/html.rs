@@ -846,13 +846,24 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
         };
         row("target", format!("<code>{}</code>", esc(&m.target.display())));
         let p = &m.plan;
-        let mut plan = format!(
-            "{} runs per cell, {} at once, timeout {}, seed {}",
-            p.runs,
-            p.jobs,
-            seconds(p.timeout_seconds),
-            m.seed
-        );
+        let mut plan = if m.kind == crate::record::Kind::Hunt {
+            // The adaptive hunt plans as it goes: no runs per cell; the hang rule unless a
+            // timeout was given.
+            let options = crate::adaptive::record::options_of(m);
+            let timeout = options.timeout.map_or_else(
+                || format!("hang rule (else {})", seconds(p.timeout_seconds)),
+                |t| seconds(t.as_secs_f64()),
+            );
+            format!("adaptive, up to {} at once (copies arms), timeout {timeout}, seed {}", p.jobs, options.seed)
+        } else {
+            format!(
+                "{} runs per cell, {} at once, timeout {}, seed {}",
+                p.runs,
+                p.jobs,
+                seconds(p.timeout_seconds),
+                m.seed
+            )
+        };
         if let Some(k) = p.until_fails {
             let _ = write!(plan, ", until {k} failures");
         }
