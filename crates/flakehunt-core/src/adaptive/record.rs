@@ -311,3 +311,58 @@ impl HuntSummary {
         self.tally.reproduction()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Next;
+
+    #[test]
+    fn the_runtime_comes_from_the_adapter_the_command_or_the_program() {
+        let sh = Target::argv(vec!["sh".into(), "-c".into(), "true".into()]);
+        assert_eq!(runtime_of(&sh, Some(Adapter::Go)), RuntimeKind::Go);
+        assert_eq!(runtime_of(&sh, Some(Adapter::Pytest)), RuntimeKind::Python);
+        assert_eq!(runtime_of(&sh, Some(Adapter::Cargo)), RuntimeKind::Native);
+        let py = Target::argv(vec!["python3".into(), "t.py".into()]);
+        assert_eq!(runtime_of(&py, None), RuntimeKind::Python);
+        // sh, found on PATH and read: an ELF, not Python, not unknown.
+        let kind = runtime_of(&sh, None);
+        assert!(matches!(kind, RuntimeKind::Native | RuntimeKind::Static), "{kind:?}");
+        let missing = Target::argv(vec!["/nonexistent/flakehunt-test".into()]);
+        assert_eq!(runtime_of(&missing, None), RuntimeKind::of_executable(&[]));
+    }
+
+    fn manifest(shard: Option<crate::plan::Shard>) -> Manifest {
+        let mut m: Manifest = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "tool_version": "t", "kind": "hunt", "run_id": "r",
+            "target": Target::argv(vec!["true".into()]), "plan": crate::plan::Settings::default(),
+            "cells": [baseline_cell()], "seed": 1, "host": "h", "started_at": "2026-12-01T12:00:00.000Z",
+            "shard": null, "oracle": null, "extra": {"bandit": {"seed": 9, "cpus": 2}},
+            "redacted": false, "withheld": false,
+        }))
+        .unwrap();
+        m.shard = shard;
+        m
+    }
+
+    #[test]
+    fn a_shards_attempt_ids_are_its_residue_and_replay_maps_them_back() {
+        let shard = crate::plan::Shard { index: 2, count: 3 };
+        let mut plan = plan_of(&manifest(Some(shard)));
+        let Next::Run(first) = plan.next() else { panic!("calibration first") };
+        assert_eq!(first.id, 1);
+        let attempt: Attempt = serde_json::from_value(serde_json::json!({
+            "id": first.id, "cell": "default", "iteration": first.iteration, "started_at": "", "seconds": 0.1,
+            "outcome": "pass", "exit_code": 0, "signal": null, "stdout_tail": "", "stderr_tail": "", "phase": "calibrate",
+        }))
+        .unwrap();
+        plan.observe(&attempt);
+        let Next::Run(second) = plan.next() else { panic!("more calibration") };
+        assert_eq!(second.id, 4);
+        // Unsharded: ids as the bandit issues them, and the manifest's seed.
+        let mut whole = plan_of(&manifest(None));
+        let Next::Run(first) = whole.next() else { panic!() };
+        assert_eq!(first.id, 0);
+        assert_eq!(options_of(&manifest(None)).seed, 9);
+    }
+}
