@@ -25,3 +25,4 @@ pub mod runner;
 pub mod snapshot;
 pub mod state;
 pub mod suite;
+pub mod warm;

@@ -30,6 +30,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Reproduce a flaky failure twice in the least time: calibrate, try conditions at levels
+    /// sized to the target, confirm against the baseline, and name the condition.
+    Hunt(Box<AdaptiveArgs>),
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
     /// Run a test under a grid of environment conditions and find the smallest set the failure follows.
@@ -88,7 +91,7 @@ pub enum Command {
 }
 
 /// Options every hunt shares.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct HuntArgs {
     /// Attempts per cell.
     #[arg(long, default_value_t = 100, value_name = "N")]
@@ -207,6 +210,15 @@ impl HuntArgs {
             || !self.go_test.is_empty()
             || self.pytest.is_some()
     }
+}
+
+/// `flakehunt hunt` (`--budget` defaults to 10m; `--timeout`, when given, replaces the hang
+/// rule; `--runs`, `--jobs` and `--until-fails` do not apply: the hunt plans as it goes).
+#[derive(Debug, Args)]
+pub struct AdaptiveArgs {
+    /// Shared hunt options.
+    #[command(flatten)]
+    pub hunt: HuntArgs,
 }
 
 /// `flakehunt sweep`.

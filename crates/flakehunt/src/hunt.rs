@@ -292,8 +292,10 @@ impl Session {
         }
         let cancel = Arc::new(Cancel::new().context("cannot create the cancellation pipe")?);
         crate::signals::install(&cancel)?;
-        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python())
+        let mut profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python())
             .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
+        // The adaptive hunt's plan starts a copies=N arm's N attempts together.
+        profiles.copies_scheduled = manifest.kind == Kind::Hunt;
         let (rooms, kept) = crate::matrix::clean_rooms(manifest, quiet, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })

@@ -1,6 +1,7 @@
 //! The `flakehunt` command: parse arguments, dispatch to a subcommand, map errors to exit codes.
 
 mod adapter;
+mod adaptive;
 mod cli;
 mod dispatch;
 mod display;
@@ -43,6 +44,7 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<i32> {
         Ok(config)
     };
     match &cli.command {
+        cli::Command::Hunt(args) => adaptive::run(args, &config()?),
         cli::Command::Sweep(args) => sweep::run(args, &config()?),
         cli::Command::Matrix(args) => matrix::run(args, &config()?),
         cli::Command::Fire(args) => fire::run(args, &config()?),

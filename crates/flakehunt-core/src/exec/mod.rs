@@ -16,5 +16,6 @@ pub use launch::{ChildSetup, Launch, Limit, Resource};
 pub use program::{check_program, error_repeats, spawn_failure, ProgramError};
 pub use running::{Execution, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;
+pub(crate) use tree::boot_ticks;
 pub use tree::{LeakedProcess, ProcessTree};
 pub use watchdog::{serve as serve_watchdog, DirTracker, TrackedDir, Watchdog};

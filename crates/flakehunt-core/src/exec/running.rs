@@ -99,6 +99,17 @@ pub struct Running<'t> {
     marker: String,
     /// When it was spawned, in `/proc` start-time ticks, to recognise its orphans.
     started_ticks: u64,
+    /// Who reaps the main process.
+    reap: Reap<'t>,
+}
+
+/// Who reaps an attempt's main process: flakehunt itself (`wait4`), or, for a fork of a warm
+/// parent (a grandchild flakehunt cannot wait for), that parent, which reports the status.
+pub(crate) enum Reap<'t> {
+    /// flakehunt's own child.
+    Own,
+    /// A warm parent's child.
+    Warm(crate::warm::Reaped<'t>),
 }
 
 impl<'t> Running<'t> {
@@ -132,7 +143,34 @@ impl<'t> Running<'t> {
             tree,
             marker,
             started_ticks,
+            reap: Reap::Own,
         })
+    }
+
+    /// An attempt whose main process someone else started and reaps (a warm parent's fork):
+    /// its pid (also its process group), a pidfd for it, the read ends of its output, and when
+    /// it was asked for (`started`, `started_at`, `started_ticks` as [`Self::spawn`] takes them).
+    pub(crate) fn adopt(
+        pid: u32,
+        pidfd: OwnedFd,
+        (stdout, stderr): (File, File),
+        (started, started_at, started_ticks): (Instant, SystemTime, u64),
+        tree: &'t ProcessTree,
+        marker: String,
+        reaped: crate::warm::Reaped<'t>,
+    ) -> Self {
+        Self {
+            pid,
+            pidfd,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            started,
+            started_at,
+            tree,
+            marker,
+            started_ticks,
+            reap: Reap::Warm(reaped),
+        }
     }
 
     /// The main process's pid, which is also its process group id.
@@ -223,7 +261,10 @@ impl<'t> Running<'t> {
             exited = exit_ready;
         }
         let seconds = self.started.elapsed().as_secs_f64();
-        let (status, cpu_seconds) = wait4(self.pid);
+        let (status, cpu_seconds) = match std::mem::replace(&mut self.reap, Reap::Own) {
+            Reap::Own => wait4(self.pid),
+            Reap::Warm(reaped) => reaped.status(),
+        };
         self.tree.forget(pgid);
         if !cancelled && !killed && timed_out.is_none() && signalled_from_outside(status) {
             // A batch system ending the job (scancel, a pod's termination) signals every process

@@ -1,0 +1,702 @@
+//! Warm attempts for Python targets: a parent interpreter imports the target once, and each
+//! attempt is a fork of it that runs exactly that attempt. Main types: [`WarmParent`] (one warm
+//! parent process) and [`WarmCell`] (a cell's parents, recycled, with the fallback to cold).
+//!
+//! A `python3 -m pytest ARGS` or `python3 SCRIPT ARGS` target is started once as
+//! `python3 parent.py SOCKET KIND -- ARGS` (the program in `parent.py`, written to a private
+//! temporary directory), through the same spawn path as attempts, registered in the process
+//! tree as a helper (so no sweep takes it for an orphan) and carrying `FLAKEHUNT_RUN_ID` (so the
+//! watchdog ends it if flakehunt dies). It connects to a `SOCK_SEQPACKET` socket flakehunt
+//! listens on in that directory, warms up (see `parent.py`) and says `{"ready": true}` or
+//! `{"refused": "..."}`.
+//!
+//! Protocol, one message each way per attempt (a message is one JSON line):
+//! - request: `{"argv": [...], "env": {...}, "cwd": "...", "cpus": [..] | null, "rlimits":
+//!   [[name, soft, hard]], "nice": n | null, "sched_idle": bool}` with the fds stdout, stderr,
+//!   status (write ends of pipes flakehunt reads) and one `cgroup.procs` per cgroup to join,
+//!   passed with `SCM_RIGHTS`. `argv` is what follows `-m pytest` (the attempt's node ids in its
+//!   order) or the script; `env` is the attempt's whole environment.
+//! - reply: `{"pid": N}` with a pidfd of the child, once the child has applied everything, or
+//!   `{"error": "...", "errno": N}` when a setting was refused (as a cold start fails).
+//! - on the status pipe, when the parent has reaped the child: `{"status": WAIT_STATUS, "cpu":
+//!   SECONDS}`.
+//!
+//! The child leads its own process group, so the attempt's timeout, cancellation, pauses and
+//! sweep work on it as on a cold attempt: it becomes a [`Running`] like any other (only its
+//! reaping differs), with its output read by the same capture code.
+//!
+//! What differs from a cold start, by construction: the interpreter started once with the
+//! parent's environment, so what Python reads at start-up (`PYTHON*` variables, `LD_PRELOAD`)
+//! cannot change per attempt (an attempt whose launch changes one runs cold); the hash seed is
+//! fixed per parent ([`WarmOptions::recycle_after`] starts a new parent, with a new seed, every N
+//! attempts); modules imported at warm-up read their environment then, not per attempt; the
+//! pytest header is printed at warm-up, not by each attempt; a child exits as the interpreter
+//! would (non-daemon threads joined, atexit handlers run, streams flushed) but without freeing
+//! every module, so finalizers run at interpreter shutdown are skipped (freeing what the parent
+//! imported would copy its memory page by page). `random` re-seeds itself after
+//! fork (`os.register_at_fork(after_in_child=_inst.seed)` in CPython's random.py, checked on
+//! 3.11), and the child re-seeds numpy's global generator, which does not.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, IoSlice, IoSliceMut, Read};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+};
+use rustix::process::{Pid, PidfdFlags, Signal};
+use serde::Deserialize;
+
+use crate::exec::{Capture, Launch, ProcessTree, Running, Status};
+
+/// The warm parent's program.
+const PARENT_PY: &str = include_str!("parent.py");
+
+/// Variables set per attempt, kept out of the parent's own environment: its children's
+/// `/proc/PID/environ` is the parent's, and a sweep must never read one attempt's marker there.
+const PER_ATTEMPT: [&str; 5] = [
+    "FLAKEHUNT_ATTEMPT",
+    "FLAKEHUNT_ITERATION",
+    "FLAKEHUNT_WORKER",
+    "FLAKEHUNT_SWITCH_REPORT",
+    "FLAKEHUNT_SWITCH_INTERVAL",
+];
+
+/// Why warm attempts are not (or no longer) available.
+#[derive(Debug, thiserror::Error)]
+pub enum WarmError {
+    /// The target is not one a warm parent serves.
+    #[error("warm mode needs `python3 -m pytest ...` or `python3 SCRIPT.py ...`")]
+    Unsupported,
+    /// The parent refused during warm-up (a thread started at import, collection failed) or
+    /// exited; `output` is the end of what it wrote.
+    #[error("{reason}")]
+    Refused {
+        /// One line saying why.
+        reason: String,
+        /// The end of the parent's stdout and stderr.
+        output: String,
+    },
+    /// This attempt's launch changes what only a new interpreter could apply; it runs cold.
+    #[error("warm mode cannot apply {0} to a fork of the warm parent: the attempt runs cold")]
+    NotServed(String),
+    /// The parent stopped answering; this and later attempts run cold.
+    #[error("the warm parent is gone ({0}): attempts run cold")]
+    Gone(String),
+    /// The child could not be set up as asked (a refused setting), as a cold start can fail.
+    #[error("{0}")]
+    Start(io::Error),
+    /// Setting up the parent failed.
+    #[error("cannot start the warm parent: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Settings of warm attempts.
+#[derive(Debug, Clone)]
+pub struct WarmOptions {
+    /// A new parent (with a new hash seed) after this many attempts of one parent, so that
+    /// hash-order flakiness is still met; `None` keeps one parent.
+    pub recycle_after: Option<u64>,
+    /// How long warm-up may take before the parent is refused.
+    pub warmup_timeout: Duration,
+}
+
+impl Default for WarmOptions {
+    fn default() -> Self {
+        Self { recycle_after: Some(DEFAULT_RECYCLE), warmup_timeout: Duration::from_secs(300) }
+    }
+}
+
+/// Attempts per parent by default: a warm-up costs about one cold attempt, so this keeps warm
+/// attempts at 98% of a hunt while a 1,000-attempt hunt still meets 20 hash seeds.
+pub const DEFAULT_RECYCLE: u64 = 50;
+
+/// What a warm parent runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WarmTarget {
+    /// `python3 -m pytest ARGS`.
+    Pytest {
+        /// What follows `-m pytest`.
+        args: Vec<String>,
+    },
+    /// `python3 SCRIPT ARGS`.
+    Script {
+        /// The script as given.
+        path: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+}
+
+impl WarmTarget {
+    /// The warm target of a launch, if a warm parent can serve it: a Python interpreter by name
+    /// (`python`, `python3`, `python3.11`, with or without a directory) running `-m pytest` or a
+    /// `.py` file, with no interpreter option before it.
+    pub fn of(launch: &Launch) -> Option<Self> {
+        let program = Path::new(&launch.program).file_name()?.to_str()?;
+        let version = program.strip_prefix("python")?;
+        if !version.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            return None;
+        }
+        let args: Vec<String> = launch.args.iter().map(|a| a.to_str().map(str::to_owned)).collect::<Option<_>>()?;
+        match args.as_slice() {
+            [m, pytest, rest @ ..] if m == "-m" && pytest == "pytest" => Some(Self::Pytest { args: rest.to_vec() }),
+            [script, rest @ ..] if script.ends_with(".py") && !script.starts_with('-') => {
+                Some(Self::Script { path: script.clone(), args: rest.to_vec() })
+            }
+            _ => None,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Pytest { .. } => "pytest",
+            Self::Script { .. } => "script",
+        }
+    }
+
+    /// The parent's arguments after `--`.
+    fn parent_args(&self) -> Vec<String> {
+        match self {
+            Self::Pytest { args } => args.clone(),
+            Self::Script { path, args } => std::iter::once(path.clone()).chain(args.iter().cloned()).collect(),
+        }
+    }
+
+    /// The child's `argv` for another launch of the same target (the attempt's node ids), or
+    /// why it is not the same target.
+    fn attempt_argv(&self, other: &WarmTarget) -> Result<Vec<String>, WarmError> {
+        match (self, other) {
+            // The parent's session collected for its arguments: an attempt may reorder them
+            // (its node ids in its order), nothing else.
+            (Self::Pytest { args: mine }, Self::Pytest { args }) => {
+                let (mut a, mut b) = (mine.clone(), args.clone());
+                a.sort();
+                b.sort();
+                if a == b {
+                    Ok(args.clone())
+                } else {
+                    Err(WarmError::NotServed("other pytest arguments".into()))
+                }
+            }
+            (Self::Script { path, .. }, Self::Script { path: p, args }) if path == p => Ok(args.clone()),
+            _ => Err(WarmError::NotServed("another program".into())),
+        }
+    }
+}
+
+/// One warm parent process.
+pub struct WarmParent<'t> {
+    inner: Arc<Inner<'t>>,
+    target: WarmTarget,
+    /// The parent's variables that Python or the dynamic loader read at start-up.
+    startup_env: Vec<(String, String)>,
+    served: AtomicU64,
+    native_threads: u32,
+}
+
+/// The parent process and its socket; dropped when the last attempt it forked has been reaped.
+struct Inner<'t> {
+    /// The connection, once the parent has connected; closed to end the parent.
+    conn: Mutex<Option<OwnedFd>>,
+    pid: u32,
+    pidfd: OwnedFd,
+    tree: &'t ProcessTree,
+    /// Holds `parent.py` and the socket; removed with the parent.
+    _dir: tempfile::TempDir,
+}
+
+#[derive(Deserialize)]
+struct Hello {
+    #[serde(default)]
+    ready: bool,
+    refused: Option<String>,
+    #[serde(default)]
+    native_threads: u32,
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    pid: Option<u32>,
+    error: Option<String>,
+    errno: Option<i32>,
+}
+
+#[derive(Deserialize)]
+struct Exit {
+    status: i32,
+    cpu: Option<f64>,
+}
+
+impl<'t> WarmParent<'t> {
+    /// Starts a warm parent for the target of `launch` (a launch of the cell, e.g. its first
+    /// attempt's: its per-attempt `FLAKEHUNT_*` variables and settings are left out) and waits
+    /// for its warm-up. A refusal is [`WarmError::Refused`] with one line saying why.
+    pub fn start(launch: &Launch, tree: &'t ProcessTree, options: &WarmOptions) -> Result<Self, WarmError> {
+        let target = WarmTarget::of(launch).ok_or(WarmError::Unsupported)?;
+        let dir = tempfile::Builder::new().prefix("flakehunt-warm-").tempdir()?;
+        let program = dir.path().join("parent.py");
+        std::fs::write(&program, PARENT_PY)?;
+        let socket_path = dir.path().join("socket");
+        let listener = rustix::net::socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
+            .map_err(io::Error::from)?;
+        let address = SocketAddrUnix::new(&socket_path).map_err(io::Error::from)?;
+        rustix::net::bind(&listener, &address).map_err(io::Error::from)?;
+        rustix::net::listen(&listener, 1).map_err(io::Error::from)?;
+
+        let mut args: Vec<OsString> = vec![program.into(), socket_path.into(), target.kind().into(), "--".into()];
+        args.extend(target.parent_args().into_iter().map(OsString::from));
+        let parent = Launch {
+            program: launch.program.clone(),
+            args,
+            env_clear: launch.env_clear,
+            env: launch.env.iter().filter(|(name, _)| !PER_ATTEMPT.iter().any(|p| name == p)).cloned().collect(),
+            cwd: launch.cwd.clone(),
+            setup: Default::default(),
+        };
+        let startup_env =
+            startup_vars(&parent).ok_or_else(|| WarmError::NotServed("a variable that is not UTF-8".into()))?;
+        let spawned = tree.spawn_helper(|| parent.spawn(), |c| c.pid)?;
+        let pid = spawned.pid;
+        let pidfd = match spawned.pidfd {
+            Some(fd) => fd,
+            None => match rustix::process::pidfd_open(raw_pid(pid), PidfdFlags::empty()) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    let _ = rustix::process::kill_process_group(raw_pid(pid), Signal::KILL);
+                    waitpid(pid);
+                    tree.release(pid);
+                    return Err(WarmError::Io(e.into()));
+                }
+            },
+        };
+        let inner = Inner { conn: Mutex::new(None), pid, pidfd, tree, _dir: dir };
+        // From here on, dropping `inner` ends and reaps the parent.
+        let (conn, hello) = warm_up(&inner, &listener, spawned.stdout, spawned.stderr, options.warmup_timeout)?;
+        *inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
+        Ok(Self {
+            inner: Arc::new(inner),
+            target,
+            startup_env,
+            served: AtomicU64::new(0),
+            native_threads: hello.native_threads,
+        })
+    }
+
+    /// The parent's pid (also its process group).
+    pub fn pid(&self) -> u32 {
+        self.inner.pid
+    }
+
+    /// Threads of the parent's process after warm-up, as the kernel counts them: more than one
+    /// means a compiled extension started native threads (a thread pool that fork-safe
+    /// libraries such as OpenBLAS stop and restart around fork).
+    pub fn native_threads(&self) -> u32 {
+        self.native_threads
+    }
+
+    /// Attempts this parent has forked.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Starts one attempt as a fork of this parent: `launch` is the attempt's launch as a cold
+    /// attempt would spawn it (profile applied), `marker` as for [`Running::spawn`]. The result
+    /// is waited for like a cold attempt. [`WarmError::Start`] is a refused setting (record it as
+    /// a cold spawn error); the other errors mean "run this attempt cold".
+    pub fn start_attempt(&self, launch: &Launch, marker: String) -> Result<Running<'t>, WarmError> {
+        let other = WarmTarget::of(launch).ok_or(WarmError::NotServed("another program".into()))?;
+        let argv = self.target.attempt_argv(&other)?;
+        let env = full_env(launch).ok_or_else(|| WarmError::NotServed("a variable that is not UTF-8".into()))?;
+        let mut startup: Vec<(String, String)> = env.iter().filter(|(n, _)| read_at_startup(n)).cloned().collect();
+        startup.sort();
+        if startup != self.startup_env {
+            let names: BTreeSet<&str> = startup
+                .iter()
+                .chain(&self.startup_env)
+                .filter(|kv| !startup.contains(kv) || !self.startup_env.contains(kv))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            return Err(WarmError::NotServed(names.into_iter().collect::<Vec<_>>().join(", ")));
+        }
+        let cwd = match &launch.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(WarmError::Start)?,
+        };
+        let setup = &launch.setup;
+        let request = serde_json::json!({
+            "argv": argv,
+            "env": env.into_iter().map(|(n, v)| (n, v.into())).collect::<serde_json::Map<_, _>>(),
+            "cwd": cwd.to_str().ok_or_else(|| WarmError::NotServed("a directory that is not UTF-8".into()))?,
+            "cpus": setup.cpus,
+            "rlimits": setup.rlimits.iter().map(|l| (l.resource.name(), l.soft, l.hard)).collect::<Vec<_>>(),
+            "nice": setup.nice,
+            "sched_idle": setup.sched_idle,
+        });
+        let mut line = serde_json::to_vec(&request).expect("a JSON value serialises");
+        line.push(b'\n');
+
+        let started_at = SystemTime::now();
+        let started = Instant::now();
+        let started_ticks = crate::exec::boot_ticks();
+        let (out_read, out_write) = pipe().map_err(WarmError::Start)?;
+        let (err_read, err_write) = pipe().map_err(WarmError::Start)?;
+        let (status_read, status_write) = pipe().map_err(WarmError::Start)?;
+        let mut fds: Vec<BorrowedFd<'_>> = vec![out_write.as_fd(), err_write.as_fd(), status_write.as_fd()];
+        fds.extend(setup.cgroup_procs.iter().map(|fd| fd.as_fd()));
+
+        let (pid, pidfd) = self.inner.tree.spawn_registered(
+            || {
+                let conn = self.inner.conn.lock().unwrap_or_else(|e| e.into_inner());
+                let conn = conn.as_ref().ok_or_else(|| WarmError::Gone("not connected".into()))?;
+                send(conn, &line, &fds).map_err(|e| WarmError::Gone(format!("sending a request: {e}")))?;
+                let (reply, pidfd) = receive(conn).map_err(|e| WarmError::Gone(format!("reading its reply: {e}")))?;
+                let reply: Reply =
+                    serde_json::from_slice(&reply).map_err(|e| WarmError::Gone(format!("an unreadable reply: {e}")))?;
+                match (reply.pid, pidfd, reply.error) {
+                    (Some(pid), Some(pidfd), _) => Ok((pid, pidfd)),
+                    (_, _, Some(error)) => Err(WarmError::Start(match reply.errno {
+                        Some(n) => io::Error::from_raw_os_error(n),
+                        None => io::Error::other(error),
+                    })),
+                    _ => Err(WarmError::Gone("a reply without a pid".into())),
+                }
+            },
+            |(pid, _)| *pid,
+        )?;
+        drop((out_write, err_write, status_write));
+        self.served.fetch_add(1, Ordering::Relaxed);
+        let reaped = Reaped { status: File::from(status_read), _parent: Arc::clone(&self.inner) };
+        Ok(Running::adopt(
+            pid,
+            pidfd,
+            (File::from(out_read), File::from(err_read)),
+            (started, started_at, started_ticks),
+            self.inner.tree,
+            marker,
+            reaped,
+        ))
+    }
+}
+
+/// How a warm child's end is learned: the status its parent writes once it has reaped it. Holds
+/// the parent, which is ended only once no child of it is left.
+pub(crate) struct Reaped<'t> {
+    status: File,
+    _parent: Arc<Inner<'t>>,
+}
+
+impl Reaped<'_> {
+    /// The child's end and CPU time, as the parent reports them. Called once the child has
+    /// exited (its pidfd is readable): the parent reaps it at once and writes the line.
+    pub(crate) fn status(mut self) -> (Status, Option<f64>) {
+        let mut text = Vec::new();
+        let _ = self.status.read_to_end(&mut text);
+        let Ok(exit) = serde_json::from_slice::<Exit>(text.trim_ascii()) else {
+            // The parent died before reaping it: nothing is known but that it ended.
+            return (Status::Signaled(libc::SIGKILL), None);
+        };
+        let st = exit.status;
+        let status = if libc::WIFEXITED(st) {
+            Status::Exited(libc::WEXITSTATUS(st))
+        } else if libc::WIFSIGNALED(st) {
+            Status::Signaled(libc::WTERMSIG(st))
+        } else {
+            Status::Exited(-1)
+        };
+        (status, exit.cpu)
+    }
+}
+
+impl Drop for Inner<'_> {
+    fn drop(&mut self) {
+        // Closing the socket tells the parent to exit; it has no child left (each holds this).
+        drop(self.conn.get_mut().unwrap_or_else(|e| e.into_inner()).take());
+        if !wait_readable(&self.pidfd, Duration::from_secs(5)) {
+            let _ = rustix::process::kill_process_group(raw_pid(self.pid), Signal::KILL);
+        }
+        waitpid(self.pid);
+        self.tree.release(self.pid);
+    }
+}
+
+/// Accepts the parent's connection and reads its first line, capturing its output meanwhile.
+fn warm_up(
+    inner: &Inner<'_>,
+    listener: &OwnedFd,
+    stdout: File,
+    stderr: File,
+    timeout: Duration,
+) -> Result<(OwnedFd, Hello), WarmError> {
+    let mut out = Capture::new(0, 2048);
+    let mut err = Capture::new(0, 2048);
+    let mut streams = [Some(stdout), Some(stderr)];
+    let mut conn: Option<OwnedFd> = None;
+    let deadline = crate::bounds::deadline(Instant::now(), timeout);
+    let mut buf = vec![0u8; 16 * 1024];
+    let refused = |reason: String, out: &Capture, err: &Capture| WarmError::Refused {
+        reason,
+        output: format!("{}{}", out.tail_text(), err.tail_text()),
+    };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(refused(
+                format!("warm mode refused: warm-up took longer than {}s; attempts run cold", timeout.as_secs()),
+                &out,
+                &err,
+            ));
+        }
+        let socket = conn.as_ref().map_or(listener.as_fd(), |c| c.as_fd());
+        let mut fds = vec![PollFd::new(&inner.pidfd, PollFlags::IN), PollFd::from_borrowed_fd(socket, PollFlags::IN)];
+        for s in streams.iter().flatten() {
+            fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+        }
+        match rustix::event::poll(&mut fds, Some(&timespec(left))) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(WarmError::Io(e.into())),
+        }
+        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+        drop(fds);
+        let mut next = 2;
+        for (i, capture) in [&mut out, &mut err].into_iter().enumerate() {
+            if let Some(stream) = streams[i].as_mut() {
+                if ready[next] {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => streams[i] = None,
+                        Ok(n) => capture.push(&buf[..n]),
+                    }
+                }
+                next += 1;
+            }
+        }
+        if ready[1] {
+            match &conn {
+                None => conn = Some(rustix::net::accept_with(listener, SocketFlags::CLOEXEC).map_err(io::Error::from)?),
+                Some(c) => {
+                    let (line, _) = receive(c)?;
+                    let hello: Hello = serde_json::from_slice(&line).unwrap_or(Hello {
+                        ready: false,
+                        refused: Some(
+                            "warm mode refused: the warm parent ended during warm-up; attempts run cold".into(),
+                        ),
+                        native_threads: 0,
+                    });
+                    if hello.ready {
+                        return Ok((conn.take().expect("connected"), hello));
+                    }
+                    let reason = hello.refused.unwrap_or_default();
+                    // Its last words, for the message: it exits right after refusing.
+                    let _ = wait_readable(&inner.pidfd, Duration::from_secs(5));
+                    for (i, capture) in [&mut out, &mut err].into_iter().enumerate() {
+                        if let Some(s) = streams[i].as_mut() {
+                            let mut rest = Vec::new();
+                            let _ = s.read_to_end(&mut rest);
+                            capture.push(&rest);
+                        }
+                    }
+                    return Err(refused(reason, &out, &err));
+                }
+            }
+        } else if ready[0] && conn.is_none() {
+            // Exited before it connected (an interpreter that cannot start the program).
+            return Err(refused(
+                "warm mode refused: the warm parent exited before warm-up; attempts run cold".into(),
+                &out,
+                &err,
+            ));
+        }
+    }
+}
+
+/// One cell's warm parents: the current one, replaced every [`WarmOptions::recycle_after`]
+/// attempts, and the fallback to cold attempts, each reason said once.
+pub struct WarmCell<'t> {
+    tree: &'t ProcessTree,
+    options: WarmOptions,
+    state: Mutex<CellState<'t>>,
+}
+
+struct CellState<'t> {
+    parent: Option<Arc<WarmParent<'t>>>,
+    /// Why warm attempts are off for the cell, once they are.
+    off: Option<String>,
+    /// Reasons already said.
+    said: BTreeSet<String>,
+}
+
+/// How an attempt of a [`WarmCell`] starts.
+pub enum Start<'t> {
+    /// As a fork of the warm parent, to be waited for like any attempt.
+    Warm(Running<'t>),
+    /// Cold: the caller spawns it. `say` is the reason, the first time it applies.
+    Cold {
+        /// One line to show, the first time.
+        say: Option<String>,
+    },
+}
+
+impl<'t> WarmCell<'t> {
+    /// A cell with no parent yet: the first attempt starts one.
+    pub fn new(tree: &'t ProcessTree, options: WarmOptions) -> Self {
+        Self { tree, options, state: Mutex::new(CellState { parent: None, off: None, said: BTreeSet::new() }) }
+    }
+
+    /// Starts one attempt warm if the cell can, else says to run it cold. `Err` is a refused
+    /// setting of the attempt, as [`Running::spawn`] returns it.
+    pub fn start(&self, launch: &Launch, marker: String) -> io::Result<Start<'t>> {
+        let parent = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.off.is_some() {
+                return Ok(Start::Cold { say: None });
+            }
+            let worn = |p: &WarmParent<'_>| self.options.recycle_after.is_some_and(|n| p.served() >= n);
+            if state.parent.as_deref().is_none_or(worn) {
+                // The worn parent lives on until its last attempt has been reaped.
+                state.parent = None;
+                match WarmParent::start(launch, self.tree, &self.options) {
+                    Ok(p) => state.parent = Some(Arc::new(p)),
+                    Err(e) => {
+                        let reason = e.to_string();
+                        state.off = Some(reason.clone());
+                        return Ok(Start::Cold { say: Some(reason) });
+                    }
+                }
+            }
+            Arc::clone(state.parent.as_ref().expect("started above"))
+        };
+        match parent.start_attempt(launch, marker) {
+            Ok(running) => Ok(Start::Warm(running)),
+            Err(WarmError::Start(e)) => Err(e),
+            Err(e) => {
+                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                if matches!(e, WarmError::Gone(_)) {
+                    state.off = Some(e.to_string());
+                    state.parent = None;
+                }
+                let reason = e.to_string();
+                let say = state.said.insert(reason.clone()).then_some(reason);
+                Ok(Start::Cold { say })
+            }
+        }
+    }
+
+    /// Why warm attempts are off for this cell, once they are.
+    pub fn off(&self) -> Option<String> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).off.clone()
+    }
+}
+
+/// The attempt's whole environment as its exec would get it, or `None` when a name or value is
+/// not UTF-8 (JSON strings cannot carry it).
+fn full_env(launch: &Launch) -> Option<Vec<(String, String)>> {
+    let mut env: Vec<(OsString, OsString)> = if launch.env_clear { Vec::new() } else { std::env::vars_os().collect() };
+    for (name, value) in &launch.env {
+        env.retain(|(n, _)| n != name);
+        if let Some(v) = value {
+            env.push((name.clone(), v.clone()));
+        }
+    }
+    env.into_iter().map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?))).collect()
+}
+
+/// The variables of a launch that the interpreter or the dynamic loader read at start-up, sorted.
+fn startup_vars(launch: &Launch) -> Option<Vec<(String, String)>> {
+    let mut vars: Vec<(String, String)> = full_env(launch)?.into_iter().filter(|(n, _)| read_at_startup(n)).collect();
+    vars.sort();
+    Some(vars)
+}
+
+fn read_at_startup(name: &str) -> bool {
+    name.starts_with("PYTHON") || name.starts_with("LD_")
+}
+
+fn send(conn: &OwnedFd, line: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    let mut space = vec![MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(fds.len()))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(io::Error::other("too many fds for one message"));
+    }
+    let sent = loop {
+        match rustix::net::sendmsg(conn, &[IoSlice::new(line)], &mut control, SendFlags::NOSIGNAL) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => break other?,
+        }
+    };
+    if sent != line.len() {
+        return Err(io::Error::other("a request was cut short"));
+    }
+    Ok(())
+}
+
+/// One message and the fd it carries, if any. End-of-file is an error.
+fn receive(conn: &OwnedFd) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(4))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = loop {
+        match rustix::net::recvmsg(conn, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => break other?,
+        }
+    };
+    if got.bytes == 0 {
+        return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+    }
+    let mut fd = None;
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = message {
+            for received in fds {
+                fd.get_or_insert(received);
+            }
+        }
+    }
+    buf.truncate(got.bytes);
+    Ok((buf, fd))
+}
+
+/// A pipe with both ends close-on-exec (the parent receives its end over the socket).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
+}
+
+fn wait_readable(fd: &OwnedFd, limit: Duration) -> bool {
+    let end = crate::bounds::deadline(Instant::now(), limit);
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timespec(left))) {
+            Ok(n) if n > 0 => return true,
+            Err(rustix::io::Errno::INTR) => {}
+            _ if left.is_zero() => return false,
+            _ => {}
+        }
+    }
+}
+
+fn waitpid(pid: u32) {
+    // SAFETY: waits for our own child; a null status pointer is allowed.
+    while unsafe { libc::waitpid(pid as i32, std::ptr::null_mut(), 0) } == -1
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
+}
+
+fn raw_pid(pid: u32) -> Pid {
+    Pid::from_raw(pid as i32).expect("child pids are positive")
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec { tv_sec: d.as_secs().min(i64::MAX as u64) as i64, tv_nsec: d.subsec_nanos() as _ }
+}
+
+#[cfg(test)]
+mod tests;

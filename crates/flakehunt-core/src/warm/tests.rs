@@ -1,0 +1,363 @@
+//! Warm attempts against real python3 processes (python3 with pytest is installed in CI).
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::exec::{Cancel, Execution, Limit, Limits, Resource};
+
+const PYTEST_FLAGS: [&str; 9] =
+    ["-q", "-p", "no:randomly", "-p", "no:rerunfailures", "-p", "no:flaky", "-p", "no:cacheprovider"];
+
+fn pytest_launch(dir: &Path, iteration: u64, nodes: &[&str]) -> Launch {
+    let args: Vec<OsString> = ["-m", "pytest"].iter().chain(&PYTEST_FLAGS).chain(nodes).map(OsString::from).collect();
+    Launch {
+        program: "python3".into(),
+        args,
+        env: attempt_env(iteration),
+        cwd: Some(dir.to_owned()),
+        ..Default::default()
+    }
+}
+
+fn script_launch(dir: &Path, script: &str, iteration: u64) -> Launch {
+    Launch {
+        program: "python3".into(),
+        args: vec![script.into(), "an-arg".into()],
+        env: attempt_env(iteration),
+        cwd: Some(dir.to_owned()),
+        ..Default::default()
+    }
+}
+
+fn attempt_env(iteration: u64) -> Vec<(OsString, Option<OsString>)> {
+    vec![
+        ("FLAKEHUNT_RUN_ID".into(), Some("warmtest".into())),
+        ("FLAKEHUNT_ITERATION".into(), Some(iteration.to_string().into())),
+        ("FLAKEHUNT_ATTEMPT".into(), Some(format!("warmtest.{iteration}").into())),
+    ]
+}
+
+fn marker(iteration: u64) -> String {
+    format!("FLAKEHUNT_ATTEMPT=warmtest.{iteration}")
+}
+
+fn limits() -> Limits {
+    Limits { timeout: Duration::from_secs(120), ..Default::default() }
+}
+
+fn run_warm(parent: &WarmParent<'_>, launch: &Launch, iteration: u64) -> Execution {
+    let cancel = Cancel::new().unwrap();
+    let running = parent.start_attempt(launch, marker(iteration)).unwrap();
+    running.wait(&limits(), &cancel)
+}
+
+fn run_cold(tree: &ProcessTree, launch: &Launch, iteration: u64) -> Execution {
+    let cancel = Cancel::new().unwrap();
+    Running::spawn(launch, tree, marker(iteration)).unwrap().wait(&limits(), &cancel)
+}
+
+fn stdout(ex: &Execution) -> String {
+    String::from_utf8_lossy(ex.stdout.head()).into_owned()
+}
+
+fn stderr(ex: &Execution) -> String {
+    String::from_utf8_lossy(ex.stderr.head()).into_owned()
+}
+
+/// Whether a process is gone (or a zombie nobody has reaped yet: it runs no code any more).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Polls until `pid` is gone, for at most a minute (a bound, not a timing assertion).
+fn wait_gone(pid: u32) -> bool {
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        if gone(pid) {
+            return true;
+        }
+        std::thread::yield_now();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    gone(pid)
+}
+
+const FIXTURE: &str = r#"
+import os
+
+def test_every_third_iteration_fails():
+    assert int(os.environ["FLAKEHUNT_ITERATION"]) % 3 != 0
+
+def test_passes():
+    pass
+
+def test_sees_the_overlay(capsys):
+    with capsys.disabled():
+        print("overlay=%s iteration=%s" % (os.environ.get("OVERLAY"), os.environ["FLAKEHUNT_ITERATION"]))
+    assert os.environ.get("OVERLAY") == "yes"
+"#;
+
+#[test]
+fn a_fork_reports_the_same_results_as_a_cold_attempt_on_a_deterministic_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("test_fixture.py"), FIXTURE).unwrap();
+    let tree = ProcessTree::default();
+    let nodes = ["test_fixture.py::test_every_third_iteration_fails", "test_fixture.py::test_passes"];
+    let parent = WarmParent::start(&pytest_launch(dir.path(), 0, &nodes), &tree, &WarmOptions::default()).unwrap();
+    for iteration in 1..=4 {
+        let launch = pytest_launch(dir.path(), iteration, &nodes);
+        let warm = run_warm(&parent, &launch, iteration);
+        let cold = run_cold(&tree, &launch, iteration);
+        let expected = if iteration % 3 == 0 { 1 } else { 0 };
+        assert_eq!(warm.status, Status::Exited(expected), "{}{}", stdout(&warm), stderr(&warm));
+        assert_eq!(warm.status, cold.status, "warm: {}\ncold: {}", stdout(&warm), stdout(&cold));
+        assert!(warm.timed_out.is_none() && warm.leaked.is_empty());
+        // The same summary line as cold, from the same capture code.
+        let summary =
+            |ex: &Execution| stdout(ex).lines().last().unwrap_or_default().split(" in ").next().unwrap().to_owned();
+        assert_eq!(summary(&warm), summary(&cold));
+        assert!(warm.cpu_seconds.is_some());
+    }
+    assert_eq!(parent.served(), 4);
+}
+
+#[test]
+fn the_environment_overlay_and_flakehunt_iteration_reach_the_test() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("test_fixture.py"), FIXTURE).unwrap();
+    let tree = ProcessTree::default();
+    let nodes = ["test_fixture.py::test_sees_the_overlay"];
+    // The parent itself has no OVERLAY: only the attempt's environment does.
+    let parent = WarmParent::start(&pytest_launch(dir.path(), 0, &nodes), &tree, &WarmOptions::default()).unwrap();
+    let mut launch = pytest_launch(dir.path(), 7, &nodes);
+    launch.env.push(("OVERLAY".into(), Some("yes".into())));
+    let ex = run_warm(&parent, &launch, 7);
+    assert_eq!(ex.status, Status::Exited(0), "{}{}", stdout(&ex), stderr(&ex));
+    assert!(stdout(&ex).contains("overlay=yes iteration=7"), "{}", stdout(&ex));
+    // Without the overlay the same test fails: the variable is per attempt, not the parent's.
+    let ex = run_warm(&parent, &pytest_launch(dir.path(), 8, &nodes), 8);
+    assert_eq!(ex.status, Status::Exited(1), "{}", stdout(&ex));
+    assert!(stdout(&ex).contains("overlay=None iteration=8"), "{}", stdout(&ex));
+}
+
+const PROBE: &str = r#"
+import os, random, resource, sys
+print("pid", os.getpid(), "pgid", os.getpgid(0))
+with open("/proc/self/status") as f:
+    print([l.strip() for l in f if l.startswith("Cpus_allowed_list")][0])
+print("nofile", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+print("nice", os.getpriority(os.PRIO_PROCESS, 0))
+print("random", random.random())
+print("argv", sys.argv)
+print("cwd", os.getcwd())
+print("iteration", os.environ["FLAKEHUNT_ITERATION"])
+sys.exit(int(os.environ.get("EXIT_WITH", "0")))
+"#;
+
+fn line<'a>(out: &'a str, key: &str) -> &'a str {
+    out.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no {key} in {out}"))
+}
+
+#[test]
+fn a_scripts_fork_gets_its_affinity_rlimit_nice_group_and_a_fresh_random_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("probe.py"), PROBE).unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "probe.py", 0), &tree, &WarmOptions::default()).unwrap();
+    let allowed = rustix::thread::sched_getaffinity(None).unwrap();
+    let cpu = (0..rustix::thread::CpuSet::MAX_CPU).find(|&c| allowed.is_set(c)).unwrap();
+
+    let mut launch = script_launch(dir.path(), "probe.py", 1);
+    launch.setup.cpus = Some(vec![cpu]);
+    launch.setup.rlimits = vec![Limit::with_soft(Resource::Nofile, Some(64))];
+    launch.setup.nice = Some(7);
+    launch.env.push(("EXIT_WITH".into(), Some("3".into())));
+    let first = run_warm(&parent, &launch, 1);
+    let out = stdout(&first);
+    assert_eq!(first.status, Status::Exited(3), "{out}{}", stderr(&first));
+    assert_eq!(line(&out, "Cpus_allowed_list").split_whitespace().last(), Some(cpu.to_string().as_str()), "{out}");
+    assert_eq!(line(&out, "nofile"), "nofile 64");
+    assert_eq!(line(&out, "nice"), "nice 7");
+    let ids: Vec<&str> = line(&out, "pid").split_whitespace().collect();
+    assert_eq!(ids[1], ids[3], "the fork leads its own process group: {out}");
+    assert_ne!(ids[1], parent.pid().to_string());
+    assert_eq!(line(&out, "argv"), "argv ['probe.py', 'an-arg']");
+    assert_eq!(line(&out, "iteration"), "iteration 1");
+    assert_eq!(line(&out, "cwd"), format!("cwd {}", dir.path().canonicalize().unwrap().display()));
+
+    // A second fork, without the settings: the parent's own limits, and other random numbers.
+    let second = run_warm(&parent, &script_launch(dir.path(), "probe.py", 2), 2);
+    let out2 = stdout(&second);
+    assert_eq!(second.status, Status::Exited(0), "{out2}");
+    assert_ne!(line(&out, "random"), line(&out2, "random"), "random is re-seeded in each fork");
+    assert_ne!(line(&out2, "nofile"), "nofile 64");
+    assert_eq!(line(&out2, "iteration"), "iteration 2");
+
+    // A setting the kernel refuses fails the start with its cause, as a cold start does.
+    let mut refused = script_launch(dir.path(), "probe.py", 3);
+    refused.setup.rlimits = vec![Limit { resource: Resource::Nofile, soft: Some(10), hard: Some(5) }];
+    match parent.start_attempt(&refused, marker(3)) {
+        Err(WarmError::Start(e)) => assert_eq!(e.raw_os_error(), Some(libc::EINVAL)),
+        other => panic!("expected a refused start, got {:?}", other.err()),
+    }
+    // What only an exec applies is refused for the attempt, which runs cold.
+    let mut preload = script_launch(dir.path(), "probe.py", 4);
+    preload.env.push(("LD_PRELOAD".into(), Some("/nonexistent.so".into())));
+    match parent.start_attempt(&preload, marker(4)) {
+        Err(WarmError::NotServed(what)) => assert_eq!(what, "LD_PRELOAD"),
+        other => panic!("expected not served, got {:?}", other.err()),
+    }
+    // The parent still serves after both.
+    assert_eq!(run_warm(&parent, &script_launch(dir.path(), "probe.py", 5), 5).status, Status::Exited(0));
+}
+
+const HANGS: &str = r#"
+import subprocess, sys, time
+child = subprocess.Popen(["sleep", "1000"])
+print("grandchild", child.pid, flush=True)
+while True:
+    time.sleep(1000)
+"#;
+
+#[test]
+fn a_timeout_kills_the_forks_process_group_with_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hangs.py"), HANGS).unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "hangs.py", 0), &tree, &WarmOptions::default()).unwrap();
+    let cancel = Cancel::new().unwrap();
+    let running = parent.start_attempt(&script_launch(dir.path(), "hangs.py", 1), marker(1)).unwrap();
+    let child = running.pid();
+    let limits = Limits { timeout: Duration::from_secs(2), grace: Duration::from_secs(2), ..Default::default() };
+    let ex = running.wait(&limits, &cancel);
+    assert!(ex.timed_out.is_some(), "{}", stdout(&ex));
+    assert_eq!(ex.status, Status::Signaled(libc::SIGTERM));
+    let grandchild: u32 = line(&stdout(&ex), "grandchild").split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(wait_gone(child), "the fork {child} is still alive");
+    assert!(wait_gone(grandchild), "its grandchild {grandchild} is still alive");
+    // The parent is untouched and serves the next attempt.
+    assert!(!gone(parent.pid()));
+}
+
+#[test]
+fn a_module_that_starts_a_thread_at_import_makes_warm_mode_refuse_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("threaded.py"),
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("test_threaded.py"), "import threaded\n\ndef test_x():\n    pass\n").unwrap();
+    let tree = ProcessTree::default();
+    let launch = pytest_launch(dir.path(), 0, &["test_threaded.py::test_x"]);
+    let err = WarmParent::start(&launch, &tree, &WarmOptions::default()).err().expect("refused");
+    let text = err.to_string();
+    assert!(matches!(err, WarmError::Refused { .. }), "{text}");
+    assert!(text.starts_with("warm mode refused: a module started a thread at import"), "{text}");
+    assert!(text.contains("attempts run cold") && !text.contains('\n'), "{text}");
+
+    // Through a cell: said once, then every attempt runs cold quietly.
+    let cell = WarmCell::new(&tree, WarmOptions::default());
+    let Start::Cold { say: Some(said) } = cell.start(&launch, marker(1)).unwrap() else { panic!("not cold") };
+    assert_eq!(said, text);
+    assert!(matches!(cell.start(&launch, marker(2)).unwrap(), Start::Cold { say: None }));
+}
+
+#[test]
+fn a_collection_error_refuses_and_a_cell_recycles_its_parent_after_n_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("test_broken.py"), "import no_such_module_here\n").unwrap();
+    let tree = ProcessTree::default();
+    let err = WarmParent::start(&pytest_launch(dir.path(), 0, &["test_broken.py"]), &tree, &WarmOptions::default())
+        .err()
+        .expect("refused");
+    assert!(err.to_string().starts_with("warm mode refused: collection failed (1 errors)"), "{err}");
+    let WarmError::Refused { output, .. } = err else { unreachable!() };
+    assert!(output.contains("no_such_module_here"), "{output}");
+
+    std::fs::write(dir.path().join("probe.py"), PROBE).unwrap();
+    let cell = WarmCell::new(&tree, WarmOptions { recycle_after: Some(2), ..Default::default() });
+    let cancel = Cancel::new().unwrap();
+    let mut parents = Vec::new();
+    for iteration in 1..=3 {
+        let launch = script_launch(dir.path(), "probe.py", iteration);
+        let Start::Warm(running) = cell.start(&launch, marker(iteration)).unwrap() else { panic!("cold") };
+        let ex = running.wait(&limits(), &cancel);
+        assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
+        parents.push(cell.state.lock().unwrap().parent.as_ref().unwrap().pid());
+    }
+    assert_eq!(parents[0], parents[1]);
+    assert_ne!(parents[1], parents[2], "a new parent after two attempts");
+    assert!(wait_gone(parents[0]), "the worn parent ended once its attempts were reaped");
+}
+
+#[test]
+fn warm_targets_are_python_running_pytest_or_a_script() {
+    let launch = |program: &str, args: &[&str]| Launch {
+        program: program.into(),
+        args: args.iter().map(OsString::from).collect(),
+        ..Default::default()
+    };
+    assert_eq!(
+        WarmTarget::of(&launch("python3", &["-m", "pytest", "-q", "t.py::x"])),
+        Some(WarmTarget::Pytest { args: vec!["-q".into(), "t.py::x".into()] })
+    );
+    assert_eq!(
+        WarmTarget::of(&launch("/usr/bin/python3.11", &["s.py", "a"])),
+        Some(WarmTarget::Script { path: "s.py".into(), args: vec!["a".into()] })
+    );
+    assert_eq!(WarmTarget::of(&launch("python3", &["-X", "dev", "s.py"])), None);
+    assert_eq!(WarmTarget::of(&launch("python3", &["-c", "pass"])), None);
+    assert_eq!(WarmTarget::of(&launch("pythonista", &["s.py"])), None);
+    assert_eq!(WarmTarget::of(&launch("sh", &["s.py"])), None);
+}
+
+#[test]
+fn a_pytest_fork_runs_the_attempts_node_ids_in_the_attempts_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let ordered = "def test_a(capsys):\n    with capsys.disabled():\n        print('ran a')\n\n\
+                   def test_b(capsys):\n    with capsys.disabled():\n        print('ran b')\n";
+    std::fs::write(dir.path().join("test_order.py"), ordered).unwrap();
+    let tree = ProcessTree::default();
+    let (a, b) = ("test_order.py::test_a", "test_order.py::test_b");
+    let parent = WarmParent::start(&pytest_launch(dir.path(), 0, &[a, b]), &tree, &WarmOptions::default()).unwrap();
+    let order = |ex: &Execution| {
+        stdout(ex)
+            .lines()
+            .map(|l| l.trim_start_matches('.'))
+            .filter(|l| l.starts_with("ran "))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let forward = run_warm(&parent, &pytest_launch(dir.path(), 1, &[a, b]), 1);
+    assert_eq!(order(&forward), "ran a,ran b", "{}", stdout(&forward));
+    let backward = run_warm(&parent, &pytest_launch(dir.path(), 2, &[b, a]), 2);
+    assert_eq!(backward.status, Status::Exited(0));
+    assert_eq!(order(&backward), "ran b,ran a", "{}", stdout(&backward));
+    // Other arguments than the parent collected for: cold.
+    match parent.start_attempt(&pytest_launch(dir.path(), 3, &[a]), marker(3)) {
+        Err(WarmError::NotServed(what)) => assert_eq!(what, "other pytest arguments"),
+        other => panic!("expected not served, got {:?}", other.err()),
+    };
+}
+
+#[test]
+fn what_a_fork_leaves_behind_is_found_and_killed_as_for_a_cold_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaks =
+        "import subprocess\nchild = subprocess.Popen(['sleep', '1000'])\nprint('left', child.pid, flush=True)\n";
+    std::fs::write(dir.path().join("leaks.py"), leaks).unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "leaks.py", 0), &tree, &WarmOptions::default()).unwrap();
+    let ex = run_warm(&parent, &script_launch(dir.path(), "leaks.py", 1), 1);
+    assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
+    let left: u32 = line(&stdout(&ex), "left").split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(!ex.leaked.is_empty(), "the sleep it left was not reported");
+    assert_eq!(ex.leaked[0].command, "sleep");
+    assert!(wait_gone(left), "the sleep {left} it left is still alive");
+}

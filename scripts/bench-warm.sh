@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Warm attempts against cold ones: attempts per second of the same Python target, cold (a new
+# interpreter per attempt, through flakehunt's spawn path) and warm (forks of one warm parent,
+# crates/flakehunt-core/src/warm), one attempt at a time, in one run, for
+#   1. a trivial pytest test,
+#   2. a pytest test whose module imports numpy (installed for the python3 on PATH if missing),
+#   3. a plain Python script that imports numpy,
+#   4. a no-op script: its warm attempt is flakehunt's overhead per warm attempt (request, fork,
+#      the child's set-up, its exit and the status report), since its test takes no time,
+#   5. a fixture race (two threads, a sleep inside the critical section), whose failure rate
+#      cold and warm should agree within noise.
+# Until the runner starts warm attempts itself, crates/flakehunt-core/examples/warm_bench.rs
+# drives both. Targets: warm >= 10x cold for the pytest cases; overhead under 2 ms.
+#
+# Usage: scripts/bench-warm.sh   (env: N=100 attempts per case and mode; PROFILE=dev uses the
+#        debug build, which spares a release build of the dependencies on a busy machine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${N:-100}
+PROFILE=${PROFILE:-release}
+if ! python3 -c 'import pytest' 2>/dev/null; then
+  echo "bench-warm: python3 has no pytest: python3 -m pip install pytest" >&2
+  exit 2
+fi
+if ! python3 -c 'import numpy' 2>/dev/null; then
+  python3 -m pip install -q numpy || python3 -m pip install -q --break-system-packages numpy
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/test_trivial.py" <<'PY'
+def test_trivial():
+    assert 1 + 1 == 2
+PY
+cat >"$tmp/test_numpy.py" <<'PY'
+import numpy as np
+
+def test_numpy():
+    assert np.arange(10).sum() == 45
+PY
+cat >"$tmp/script_numpy.py" <<'PY'
+import numpy as np
+
+assert np.arange(10).sum() == 45
+PY
+: >"$tmp/noop.py"
+cat >"$tmp/test_race.py" <<'PY'
+import threading, time
+
+def test_race():
+    box = {"n": 0}
+    def bump():
+        for _ in range(20):
+            v = box["n"]
+            time.sleep(0.0001)  # the critical section, where the other thread may step in
+            box["n"] = v + 1
+    threads = [threading.Thread(target=bump) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert box["n"] == 40
+PY
+
+cargo build --profile "$PROFILE" --quiet -p flakehunt-core --example warm_bench
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+BENCH=$target_dir/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/examples/warm_bench
+PYTEST=(python3 -m pytest -q -p no:randomly -p no:rerunfailures -p no:flaky -p no:cacheprovider)
+
+echo "N=$N attempts ($PROFILE build) per case and mode, one at a time, on $(nproc) CPUs (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+printf '%-16s ' "pytest trivial"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_trivial.py::test_trivial
+printf '%-16s ' "pytest numpy"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_numpy.py::test_numpy
+printf '%-16s ' "script numpy"; "$BENCH" "$N" "$tmp" -- python3 script_numpy.py
+printf '%-16s ' "no-op script"; "$BENCH" "$N" "$tmp" -- python3 noop.py
+# The floor under a warm attempt, with no flakehunt in it: a Python process forking a child that
+# exits at once, and reaping it. A no-op warm attempt minus this is flakehunt's overhead.
+python3 - "$N" <<'PY'
+import os, sys, time
+n = int(sys.argv[1]) * 4
+t = time.perf_counter()
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+print("%-16s fork, exit and reap in Python alone: %.2f ms" % ("floor", (time.perf_counter() - t) / n * 1e3))
+PY
+printf '%-16s ' "pytest race"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_race.py::test_race
