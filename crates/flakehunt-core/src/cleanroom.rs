@@ -44,15 +44,26 @@ pub enum CleanRoomError {
     /// The tracked files cannot be copied as they are (a link leading outside the repository).
     #[error("--clean-room: {0}")]
     Refused(#[from] CopyError),
+    /// The room cannot be made in the temporary directory (a missing or unwritable `TMPDIR`).
+    /// The cause is in the message: the binary shows a clean-room error as one line.
+    #[error("cannot create a clean room in {dir}: {cause} (set TMPDIR to a writable directory)")]
+    Room {
+        /// The temporary directory.
+        dir: PathBuf,
+        /// Why.
+        cause: std::io::Error,
+    },
     /// Copying failed.
-    #[error("cannot copy {path} into the clean room")]
+    #[error("cannot copy {path} into the clean room: {cause}")]
     Copy {
         /// The file.
         path: PathBuf,
         /// Why.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
+    /// The setup command cannot be started.
+    #[error("cannot start --setup with sh: {0}")]
+    SetupStart(std::io::Error),
     /// The setup command failed.
     #[error("--setup failed in the clean room (exit {code}): {tail}")]
     Setup {
@@ -79,12 +90,12 @@ impl CleanRoom {
             .prefix("flakehunt-room-")
             // tempfile makes a relative TMPDIR absolute, so the room's paths are absolute.
             .tempdir()
-            .map_err(|source| CleanRoomError::Copy { path: project.to_owned(), source })?;
+            .map_err(|cause| CleanRoomError::Room { dir: std::env::temp_dir(), cause })?;
         let tracked = options.watchdog.map(|w| w.track_dir(root.path()));
         let work = root.path().join("work");
         for dir in ["work", "home", "tmp"] {
             std::fs::create_dir_all(root.path().join(dir))
-                .map_err(|source| CleanRoomError::Copy { path: root.path().join(dir), source })?;
+                .map_err(|cause| CleanRoomError::Copy { path: root.path().join(dir), cause })?;
         }
         let copied = plan.execute(&work)?;
         let mut env = vec![
@@ -107,7 +118,7 @@ impl CleanRoom {
                 .envs(marker)
                 .stdin(Stdio::null())
                 .output()
-                .map_err(|source| CleanRoomError::Copy { path: PathBuf::from("sh"), source })?;
+                .map_err(CleanRoomError::SetupStart)?;
             if !out.status.success() {
                 let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
                 text.push_str(&String::from_utf8_lossy(&out.stderr));

@@ -103,6 +103,19 @@ pub fn append(path: &Path, entry: &Entry) -> Result<(), HypoError> {
 }
 
 /// Now, to the second, RFC 3339.
+/// A hypothesis as `hypo list` shows it: its text with control characters escaped, and its
+/// kill test as the shell words that run exactly it, both with secrets redacted (the file keeps
+/// the command, which `hypo run` runs) unless redaction is off.
+pub fn shown(text: &str, command: &[String]) -> (String, String) {
+    let (text, command) = if crate::redact::enabled() {
+        (crate::redact::text(text).into_owned(), crate::redact::argv(command))
+    } else {
+        (text.to_owned(), command.to_vec())
+    };
+    let text = text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect();
+    (text, crate::plan::shell_words(&command))
+}
+
 pub fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }

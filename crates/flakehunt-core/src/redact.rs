@@ -49,6 +49,7 @@ const NAME_FRAGMENTS: &[&str] = &[
     "SESSION",
     "JWT",
     "PRIVATE",
+    "CREDS",
 ];
 
 /// Words that hold a fragment but name no secret: keyboards (`KEYBOARD_LAYOUT`, `XKB_KEYMAP`),
@@ -95,8 +96,9 @@ const HARMLESS_NAMES: &[&str] = &[
 ///
 /// A name is secret when one of its words (split on anything but letters and digits, compared
 /// case-insensitively) contains `PASS`, `PWD`, `SECRET`, `TOKEN`, `KEY`, `DSN`, `WEBHOOK`,
-/// `CREDENTIAL`, `AUTH`, `COOKIE`, `SESSION`, `JWT` or `PRIVATE`, or is `PAT` (a personal
-/// access token: `GH_PAT`; a fragment would take `PATH`), or when it starts with `AWS_`. Not
+/// `CREDENTIAL`, `CREDS`, `AUTH`, `COOKIE`, `SESSION`, `JWT` or `PRIVATE`, or is `PAT` (a personal
+/// access token: `GH_PAT`; a fragment would take `PATH`) or `PW` (`DB_PW`; `ROOTPW` ends with it),
+/// or `CRED`, or when it starts with `AWS_`. Not
 /// secret: `PWD`, `OLDPWD`, a few names of [`HARMLESS_NAMES`], `XKB_*`, and words of
 /// [`HARMLESS_WORDS`] (`KEYBOARD`, `PASSED`, `AUTHOR`...).
 pub fn is_secret_name(name: &str) -> bool {
@@ -108,7 +110,10 @@ pub fn is_secret_name(name: &str) -> bool {
         return true;
     }
     upper.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).any(|word| {
-        !HARMLESS_WORDS.contains(&word) && (word == "PAT" || NAME_FRAGMENTS.iter().any(|f| word.contains(f)))
+        !HARMLESS_WORDS.contains(&word)
+            && (matches!(word, "PAT" | "CRED")
+                || word.ends_with("PW")
+                || NAME_FRAGMENTS.iter().any(|f| word.contains(f)))
     })
 }
 
@@ -161,7 +166,41 @@ fn is_secret_key(key: &str, colon: bool, value: &[u8]) -> bool {
         // `pass=3 fail=0` and `key=3` are counts and indexes; `pass=hunter2` is not.
         "pass" | "key" | "keys" => !value.iter().all(u8::is_ascii_digit),
         "sig" => true,
+        // A count or a limit (`max_tokens=100`, `num_keys=5`, `session_timeout=30`): a number
+        // under a plural or a measuring word is what the name says, not a secret.
+        _ if value.iter().all(u8::is_ascii_digit) && is_count_key(&lower) => false,
         _ => lower.ends_with("signature") || is_secret_name(key),
+    }
+}
+
+/// Whether a key names a count, a size or a limit rather than a secret (`max_tokens`,
+/// `num_keys`, `session_timeout`): a plural last word, or a measuring word in it.
+fn is_count_key(lower: &str) -> bool {
+    const MEASURES: &[&str] = &["max", "min", "num", "count", "limit", "size", "len", "length", "ttl", "timeout"];
+    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    words.last().is_some_and(|w| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss"))
+        || words.iter().any(|w| MEASURES.contains(w))
+}
+
+/// A `password X` of a `.netrc` file (`machine h login u password X`, on one line or spread
+/// over a few): the word after `password` is the secret there, not in prose ("the password is
+/// wrong"), so a `machine`, `login` or `default` word must come first, on this line or one of
+/// the two before.
+fn netrc_password(c: &Captures<'_>, text: &[u8]) -> Vec<u8> {
+    let Some(start) = c.get(0).map(|m| m.start()) else { return c[0].to_vec() };
+    let mut from = start;
+    for _ in 0..3 {
+        from = text[..from].iter().rposition(|b| *b == b'\n').unwrap_or(0);
+        if from == 0 {
+            break;
+        }
+    }
+    let netrc =
+        text[from..start].split(u8::is_ascii_whitespace).any(|w| matches!(w, b"machine" | b"login" | b"default"));
+    if netrc {
+        keep_prefix(c, text)
+    } else {
+        c[0].to_vec()
     }
 }
 
@@ -332,8 +371,8 @@ const RULES: &[Rule] = &[
     Rule {
         pattern: concat!(
             r#"(?-u)(?:"#,
-            "pass|Pass|PASS|pwd|Pwd|PWD|secret|Secret|SECRET|token|Token|TOKEN|key|Key|KEY|pat|Pat|PAT|",
-            "dsn|Dsn|DSN|webhook|Webhook|WEBHOOK|credential|Credential|CREDENTIAL|auth|Auth|AUTH|",
+            "pass|Pass|PASS|pw|Pw|PW|secret|Secret|SECRET|token|Token|TOKEN|key|Key|KEY|pat|Pat|PAT|",
+            "dsn|Dsn|DSN|webhook|Webhook|WEBHOOK|cred|Cred|CRED|auth|Auth|AUTH|",
             "cookie|Cookie|COOKIE|session|Session|SESSION|jwt|Jwt|JWT|sig|Sig|SIG|private|Private|PRIVATE",
             r#")[A-Za-z0-9_.\-]*["']?[ \t]*[=:][ \t]*(?:"[^"\n]*"|'[^'\n]*'|(?:(?i:bearer|basic|digest|token|negotiate)[ \t]+)?[^\s&;"'<>]+)"#
         ),
@@ -344,6 +383,19 @@ const RULES: &[Rule] = &[
     Rule {
         pattern: r#"(?i-u)((?:^|[\s"'])--?[A-Za-z0-9_\-]*(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|auth)[ \t]+)[^\s\-"'<>][^\s"'<>]*"#,
         replace: Replace::Captures(keep_prefix),
+    },
+    // A `.netrc` line: `machine h login u password X`.
+    Rule { pattern: r"(?-u)((?:password|Password|PASSWORD)[ \t]+)[^\s]+", replace: Replace::Captures(netrc_password) },
+    // `curl -u user:X`, `--user=user:X`, `--proxy-user user:X`: the part after the colon. Not
+    // `docker run -u 1000:1000` (a uid and a gid).
+    Rule {
+        pattern: r#"(?-u)((?:^|[\s"'])(?:-u|-U|--user|--proxy-user)(?:[ \t]+|=)["']?[^\s:"'@\-][^\s:"'@]*:)([^\s"'@]+)"#,
+        replace: Replace::Captures(|c, text| {
+            if c[2].iter().all(u8::is_ascii_digit) {
+                return c[0].to_vec();
+            }
+            keep_prefix(c, text)
+        }),
     },
     // `Bearer X` on its own (a header without its name).
     Rule { pattern: r"(?i-u)(\bbearer[ \t]+)[A-Za-z0-9._~+/=\-]{8,}", replace: Replace::Captures(keep_prefix) },
@@ -361,6 +413,12 @@ const RULES: &[Rule] = &[
     Rule { pattern: r"(?-u)\b(pypi-)AgE[A-Za-z0-9_\-]{50,}", replace: Replace::Captures(keep_prefix) },
     Rule { pattern: r"(?-u)\b(sk-(?:proj-|ant-)?)[A-Za-z0-9_\-]{20,}", replace: Replace::Captures(keep_prefix) },
     Rule { pattern: r"(?-u)\b(AIza)[0-9A-Za-z_\-]{35}", replace: Replace::Captures(keep_prefix) },
+    // A Google OAuth access token; a SendGrid API key (`SG.` id `.` secret).
+    Rule { pattern: r"(?-u)\b(ya29\.)[0-9A-Za-z_\-]{20,}", replace: Replace::Captures(keep_prefix) },
+    Rule {
+        pattern: r"(?-u)\b(SG\.)[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{16,64}",
+        replace: Replace::Captures(keep_prefix),
+    },
     Rule {
         pattern: r"(?-u)\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*()",
         replace: Replace::Captures(keep_prefix),
@@ -449,11 +507,22 @@ fn is_secret_option(arg: &str) -> bool {
 pub fn argv(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut hide_next = false;
+    let mut user_next = false;
     for arg in args {
         if std::mem::take(&mut hide_next) && !arg.starts_with('-') {
             out.push(REDACTED.to_owned());
             continue;
         }
+        // `curl -u user:X` given as two arguments: the part after the first colon.
+        if std::mem::take(&mut user_next) && !arg.starts_with('-') {
+            if let Some((user, password)) = arg.split_once(':') {
+                if !password.is_empty() && !password.bytes().all(|b| b.is_ascii_digit()) {
+                    out.push(format!("{user}:{REDACTED}"));
+                    continue;
+                }
+            }
+        }
+        user_next = matches!(arg.as_str(), "-u" | "-U" | "--user" | "--proxy-user");
         hide_next = is_secret_option(arg);
         out.push(text(arg).into_owned());
     }

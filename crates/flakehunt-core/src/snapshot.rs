@@ -149,12 +149,14 @@ impl Snapshot {
     /// killed. The whole capture therefore takes a little over 2 s at worst.
     /// See [`default_tools`] for a sensible list.
     pub fn capture(tools: &[String]) -> Snapshot {
-        Self::capture_in(tools, None)
+        Self::capture_in(tools, None, None)
     }
 
     /// [`Self::capture`] from within a hunt: the tool commands are registered with `tree`, so
-    /// the orphan sweep of an attempt running meanwhile never takes one for a leak of its own.
-    pub fn capture_in(tools: &[String], tree: Option<&ProcessTree>) -> Snapshot {
+    /// the orphan sweep of an attempt running meanwhile never takes one for a leak of its own,
+    /// and carry the hunt's `FLAKEHUNT_RUN_ID` (`run_id`), so its watchdog ends them (and their
+    /// process groups) if flakehunt dies while they run, as it ends attempts.
+    pub fn capture_in(tools: &[String], tree: Option<&ProcessTree>, run_id: Option<&str>) -> Snapshot {
         let uname = rustix::system::uname();
         let text = |c: &std::ffi::CStr| non_empty(c.to_string_lossy().trim());
         let kernel = [uname.sysname(), uname.release(), uname.version()]
@@ -192,7 +194,7 @@ impl Snapshot {
                     .unwrap_or_default(),
                 ..read("/proc/mounts").map(|s| cgroup_mounts(&s)).unwrap_or_default()
             },
-            tools: run_tools(tools, TOOL_TIMEOUT, tree),
+            tools: run_tools(tools, TOOL_TIMEOUT, tree, run_id),
             env: std::env::vars_os()
                 .map(|(name, value)| (name.to_string_lossy().into_owned(), value.to_string_lossy().into_owned()))
                 .collect(),
@@ -456,12 +458,17 @@ struct ToolRun {
 /// a silent hung tool nor one that floods its output can stall the capture,
 /// and no thread is left behind. Each tool runs in its own process group so
 /// that a timeout also kills anything it spawned.
-fn run_tools(tools: &[String], timeout: Duration, tree: Option<&ProcessTree>) -> BTreeMap<String, Option<String>> {
+fn run_tools(
+    tools: &[String],
+    timeout: Duration,
+    tree: Option<&ProcessTree>,
+    run_id: Option<&str>,
+) -> BTreeMap<String, Option<String>> {
     let deadline = Instant::now() + timeout;
     let mut results: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut running: Vec<(String, ToolRun)> = Vec::new();
     for command in tools {
-        match spawn_tool(command, tree) {
+        match spawn_tool(command, tree, run_id) {
             Some(run) => running.push((command.clone(), run)),
             None => {
                 results.insert(command.clone(), None);
@@ -507,7 +514,7 @@ fn run_tools(tools: &[String], timeout: Duration, tree: Option<&ProcessTree>) ->
 
 /// Starts one tool command (split on whitespace, no shell) with
 /// non-blocking output pipes.
-fn spawn_tool(command: &str, tree: Option<&ProcessTree>) -> Option<ToolRun> {
+fn spawn_tool(command: &str, tree: Option<&ProcessTree>, run_id: Option<&str>) -> Option<ToolRun> {
     use std::os::unix::process::CommandExt;
     let mut words = command.split_whitespace();
     let program = words.next()?;
@@ -518,6 +525,9 @@ fn spawn_tool(command: &str, tree: Option<&ProcessTree>) -> Option<ToolRun> {
         .stderr(Stdio::piped())
         // Own process group, so a timeout can kill the tool's children too.
         .process_group(0);
+    if let Some(id) = run_id {
+        cmd.env("FLAKEHUNT_RUN_ID", id);
+    }
     let mut child = match tree {
         Some(tree) => tree.spawn_helper(|| cmd.spawn(), Child::id),
         None => cmd.spawn(),

@@ -62,7 +62,9 @@ fn count(hay: &str, needle: &str) -> usize {
 fn html_reports_render_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let mut pages = Vec::new();
-    for (name, fixture) in [("sweep", common::sweep()), ("matrix", common::matrix()), ("fire", common::fire())] {
+    for (name, fixture) in
+        [("sweep", common::sweep()), ("matrix", common::matrix()), ("fire", common::fire()), ("hunt", common::hunt())]
+    {
         let (summary, ctx, _) = fixture.build();
         let page = html::render(&summary, &ctx);
         // Self-contained: nothing fetched from anywhere.
@@ -73,7 +75,7 @@ fn html_reports_render_in_chromium() {
         std::fs::write(&path, page).unwrap();
         pages.push((name, path, summary.cells.len()));
     }
-    // The three pages are rendered at once: each Chromium is a second or two of mostly waiting.
+    // The pages are rendered at once: each Chromium is a second or two of mostly waiting.
     let doms: Vec<(&str, String, usize)> = std::thread::scope(|s| {
         let handles: Vec<_> =
             pages.iter().map(|(name, path, cells)| s.spawn(move || (*name, rendered_dom(path), *cells))).collect();
@@ -103,4 +105,20 @@ fn html_reports_render_in_chromium() {
     assert!(fire.contains("id=\"chart-ladder\""));
     assert_eq!(count(fire, "class=\"level\""), 3);
     assert!(fire.contains("id=\"levels-table\"") && fire.contains("ledger.db:entries"));
+    let hunt = get("hunt");
+    // The arms tried over time, one row per arm tried (its level in its name), one bar per
+    // stretch of its attempts, and the conclusion above them.
+    assert!(hunt.contains("id=\"chart-hunt\""), "a hunt's report charts its arms");
+    for arm in ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10"] {
+        assert!(hunt.contains(&format!(">{arm}</text>")), "{arm} has a row in the hunt chart");
+    }
+    // calibrate, 5 single explorations, copies, default, copies, then 20 alternating confirms.
+    assert_eq!(count(hunt, "class=\"stretch\""), 1 + 5 + 1 + 1 + 1 + 20);
+    assert!(hunt.contains("id=\"hunt-conclusion\"") && hunt.contains("reproduced twice in "), "{hunt}");
+    // pytest reports on stdout: the signature box shows stdout, not the empty stderr.
+    assert!(hunt.contains("its stdout") && hunt.contains("FAILED tests/test_ledger.py::test_transfer"));
+    if let Some(shot) = std::env::var_os("FLAKEHUNT_SCREENSHOT") {
+        // For looking at the page by eye: `FLAKEHUNT_SCREENSHOT=/tmp/hunt.html cargo test ...`.
+        std::fs::copy(&pages.iter().find(|p| p.0 == "hunt").unwrap().1, shot).unwrap();
+    }
 }

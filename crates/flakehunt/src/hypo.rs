@@ -91,10 +91,8 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                         Some(Entry::Ran { outcome, at, .. }) => format!("{outcome} ({} run(s), last {at})", runs.len()),
                         _ => "untested".into(),
                     };
-                    println!(
-                        "{id}  {state}  {text}\n   added {at}; kill test: {}",
-                        flakehunt_core::plan::shell_words(command)
-                    );
+                    let (text, command) = flakehunt_core::hypo::shown(text, command);
+                    println!("{id}  {state}  {text}\n   added {at}; kill test: {command}");
                 }
             }
             Ok(exit::Done::Ok)

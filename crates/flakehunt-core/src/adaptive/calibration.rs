@@ -23,11 +23,11 @@ pub struct Measurement {
 
 impl Measurement {
     /// The measurement an attempt record holds: its wall time and outcome, and its CPU time
-    /// when the record has the attempt's CPU share (`effect.cpu_share`).
+    /// (wait4's, recorded per attempt; else what its CPU share, `effect.cpu_share`, implies).
     pub fn from_attempt(a: &Attempt) -> Self {
         Self {
             seconds: a.seconds,
-            cpu_seconds: a.effect.cpu_share.map(|share| share * a.seconds),
+            cpu_seconds: a.cpu_seconds.or_else(|| a.effect.cpu_share.map(|share| share * a.seconds)),
             threads: None,
             outcome: a.outcome,
         }

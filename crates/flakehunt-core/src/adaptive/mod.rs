@@ -14,6 +14,7 @@ mod bandit;
 mod beta;
 mod calibration;
 mod hang;
+pub mod record;
 
 pub use bandit::{BanditOptions, BanditPlan, Confirmation, Stage, CALIBRATE, CONFIRM, PRIOR};
 pub use beta::{beta, gamma};

@@ -31,11 +31,17 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
     let mut plan = crate::plan::from_manifest(&record.manifest);
     let top = outputs.majority().map(str::to_owned);
+    let mut hunt =
+        (record.manifest.kind == Kind::Hunt).then(|| crate::adaptive::record::HuntSummary::new(&record.manifest));
     for attempt in record.attempts()? {
         let mut attempt = attempt?;
         plan.observe(&attempt);
+        let recorded = hunt.as_ref().map(|_| attempt.clone());
         if majority {
             crate::oracle::majority::Outputs::judge_by(top.as_deref(), &mut attempt);
+        }
+        if let (Some(h), Some(recorded)) = (hunt.as_mut(), recorded) {
+            h.add(&recorded, &attempt);
         }
         tally.add(&attempt);
     }
@@ -48,10 +54,15 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
             summary
         }
         Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,
+        Kind::Hunt => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
     };
     // Fire decides completeness itself (its ladder stops at the first rejection).
     if record.manifest.kind != Kind::Fire {
         summary.complete |= plan.next() == Next::Done;
+    }
+    // A hunt is complete when its plan is done, not when it ran as many attempts as it issued.
+    if let Some(h) = hunt {
+        h.apply(&mut summary);
     }
     if majority {
         summary.outputs = outputs.summary();

@@ -150,7 +150,7 @@ pub fn reproduction(started_at: &str, attempts: &[Attempt]) -> Option<Reproducti
     t.reproduction
 }
 
-fn unix_seconds(rfc3339: &str) -> Option<f64> {
+pub(crate) fn unix_seconds(rfc3339: &str) -> Option<f64> {
     let t = humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z')).ok()?;
     t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs_f64())
 }

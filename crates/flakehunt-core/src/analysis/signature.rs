@@ -32,6 +32,25 @@ pub fn of_streams(
     }
 }
 
+/// The stream that holds an attempt's failure, by name, and its text: the one a test runner's
+/// failure report is in (pytest and `go test` write theirs to stdout), else stderr unless it is
+/// blank and stdout is not.
+pub fn failure_stream<'a>(stdout_tail: &'a str, stderr_tail: &'a str) -> (&'static str, &'a str) {
+    let named_in_stdout = super::test_failure::of(stdout_tail, "").is_some();
+    let named_in_stderr = super::test_failure::of("", stderr_tail).is_some();
+    let stdout_only = stderr_tail.trim().is_empty() && !stdout_tail.trim().is_empty();
+    if (named_in_stdout && !named_in_stderr) || stdout_only {
+        ("stdout", stdout_tail)
+    } else {
+        ("stderr", stderr_tail)
+    }
+}
+
+/// `stderr`: the stream a signature's example is from in records written before the choice.
+pub fn stderr_name() -> String {
+    "stderr".to_owned()
+}
+
 /// The signature of an attempt an oracle failed: `wrong-output: stdout differs from out.txt`,
 /// `exit 0: fail-if matched: WARNING: DATA RACE`.
 pub fn of_oracle(outcome: Outcome, exit_code: Option<i32>, reason: &str) -> String {
@@ -130,6 +149,15 @@ pub fn signal_name(sig: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_example_comes_from_the_stream_that_holds_the_failure() {
+        let pytest = "tests/test_x.py F\n=== FAILURES ===\n___ test_x ___\nE   assert 1 == 2\nFAILED tests/test_x.py::test_x - assert 1 == 2\n";
+        assert_eq!(failure_stream(pytest, "").0, "stdout");
+        assert_eq!(failure_stream("progress\n", "boom\n"), ("stderr", "boom\n"));
+        assert_eq!(failure_stream("only here\n", " \n"), ("stdout", "only here\n"));
+        assert_eq!(failure_stream("", ""), ("stderr", ""));
+    }
 
     #[test]
     fn python_assertion_groups_across_numbers() {

@@ -55,9 +55,13 @@ pub struct Summary {
     /// Matrix: failures per dimension value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Vec<super::matrix::Attribution>>,
-    /// Matrix or fire specifics.
+    /// Matrix, fire or hunt specifics (a hunt's: [`crate::adaptive::record::HuntDetails`]).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
+    /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
+    /// none did); absent from other kinds' summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduction: Option<Option<crate::analysis::reproduction::Reproduction>>,
     /// Fire: the reference and the ladder's levels, flattened into the document
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
@@ -129,8 +133,11 @@ pub struct SignatureSummary {
     pub count: u64,
     /// Cells it appeared in.
     pub cells: Vec<String>,
-    /// stderr tail of its first attempt.
+    /// The tail of its first attempt's stream that holds the failure.
     pub example: String,
+    /// Which stream `example` is: `stderr` or `stdout` (pytest and Go's tests report on stdout).
+    #[serde(default = "super::signature::stderr_name")]
+    pub stream: String,
     /// Id of its first attempt.
     pub first_attempt: u64,
 }
@@ -158,6 +165,7 @@ impl Summary {
                 count: s.count,
                 cells: s.cells.keys().cloned().collect(),
                 example: s.example.clone(),
+                stream: s.stream.clone(),
                 first_attempt: s.first_attempt,
             })
             .collect();
@@ -190,6 +198,7 @@ impl Summary {
             dimensions: None,
             attribution: None,
             details: serde_json::Value::Null,
+            reproduction: None,
             fire: None,
         }
     }

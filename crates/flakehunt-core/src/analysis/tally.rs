@@ -120,8 +120,12 @@ pub struct SignatureTally {
     pub count: u64,
     /// Per cell.
     pub cells: BTreeMap<String, u64>,
-    /// The stderr tail of its first attempt.
+    /// The tail of its first attempt's stream that holds the failure (see
+    /// [`super::signature::failure_stream`]).
     pub example: String,
+    /// Which stream `example` is: `stderr` or `stdout`.
+    #[serde(default = "super::signature::stderr_name")]
+    pub stream: String,
     /// Id of its first attempt (its logs are in `logs/`).
     pub first_attempt: u64,
 }
@@ -178,10 +182,14 @@ impl Tally {
             } else {
                 sig.clone()
             };
-            let entry = self.signatures.entry(key).or_insert_with(|| SignatureTally {
-                example: a.stderr_tail.clone(),
-                first_attempt: a.id,
-                ..Default::default()
+            let entry = self.signatures.entry(key).or_insert_with(|| {
+                let (stream, example) = super::signature::failure_stream(&a.stdout_tail, &a.stderr_tail);
+                SignatureTally {
+                    example: example.to_owned(),
+                    stream: stream.to_owned(),
+                    first_attempt: a.id,
+                    ..Default::default()
+                }
             });
             entry.count += 1;
             *entry.cells.entry(a.cell.clone()).or_default() += 1;

@@ -104,6 +104,13 @@ impl Ladder {
             crate::bounds::Machine::get().check_workers(&format!("workers of {level}"), u64::from(level.workers))?;
             crate::bounds::check_runs(&format!("runs of {level}"), level.runs)?;
         }
+        // The whole hunt too: every level's runs and one reference per distinct run count (as
+        // the manifest counts them), or a fresh hunt is refused as if its record were damaged.
+        let mut counts: Vec<u64> = self.0.iter().map(|l| l.runs).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        let total = self.0.iter().map(|l| l.runs).chain(counts).fold(0u64, u64::saturating_add);
+        crate::bounds::check_runs(&format!("runs of {self} with its references"), total)?;
         Ok(())
     }
 }

@@ -29,9 +29,10 @@ impl HuntSpec {
         let kind = match &self.kind {
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
+            HuntKind::Hunt { .. } => "hunt",
             HuntKind::Fire(_) => {
                 return Err(HuntError::usage(
-                    "only a sweep or a matrix can be sharded: give `sweep ...` or `matrix ...`",
+                    "only a sweep, a matrix or a hunt can be sharded: give `sweep ...`, `matrix ...` or `hunt ...`",
                 ))
             }
         };
@@ -71,8 +72,11 @@ impl HuntSpec {
                     o.flag("--follow-outside-links", room.follow_outside_links);
                 }
             }
-            HuntKind::Fire(_) => {}
+            HuntKind::Fire(_) | HuntKind::Hunt { .. } => {}
         }
+        // A hunt given `--timeout` gives it to its shards whatever its value: it replaces the
+        // hang rule.
+        let timeout_given = matches!(self.kind, HuntKind::Hunt { timeout_given: true });
         let (s, d) = (&self.settings, SettingsRequest::default());
         o.value_if("--runs", s.runs, s.runs != d.runs);
         o.value_if("--jobs", s.jobs, s.jobs != d.jobs);
@@ -83,7 +87,8 @@ impl HuntSpec {
             ("--grace", s.grace, d.grace),
             ("--leak-timeout", s.leak_timeout, d.leak_timeout),
         ] {
-            o.value_if(name, humantime::format_duration(value), value != default);
+            let given = name == "--timeout" && timeout_given;
+            o.value_if(name, humantime::format_duration(value), value != default || given);
         }
         o.value_if("--capture", s.capture, s.capture != d.capture);
         let r = &self.oracle;

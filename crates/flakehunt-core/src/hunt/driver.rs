@@ -61,6 +61,14 @@ struct Ladder {
 /// Runs the hunt `spec` describes, sending its events to `sink` (after the recorder, so the
 /// sink never sees an unrecorded attempt).
 pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
+    let adaptive;
+    let spec = match (&spec.kind, &spec.record) {
+        (HuntKind::Hunt { .. }, RecordRequest::New(_)) => {
+            adaptive = adaptive_defaults(spec);
+            &adaptive
+        }
+        _ => spec,
+    };
     if let Some(slurm) = &spec.slurm {
         return super::slurm::run(spec, slurm, sink);
     }
@@ -150,7 +158,18 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
     }
 }
 
-/// The cells of a new sweep or matrix and what its manifest records about them.
+/// A new adaptive hunt's own defaults: a budget of 10 minutes unless given, a runner as wide
+/// as its largest `copies=N` arm (the plan keeps every other arm to one attempt at a time), and
+/// a seed fixed now, so that its shards and its plan options agree on it.
+fn adaptive_defaults(spec: &HuntSpec) -> HuntSpec {
+    let mut spec = spec.clone();
+    spec.settings.budget.get_or_insert(crate::adaptive::record::DEFAULT_BUDGET);
+    spec.settings.jobs = crate::adaptive::record::runner_jobs(crate::adaptive::record::cpus());
+    spec.seed = Some(spec.seed.unwrap_or_else(random_seed));
+    spec
+}
+
+/// The cells of a new sweep, matrix or adaptive hunt and what its manifest records about them.
 pub(super) fn cells_of(
     spec: &HuntSpec,
     target: &Target,
@@ -166,6 +185,21 @@ pub(super) fn cells_of(
         }
         HuntKind::Matrix(req) => super::matrix::cells(req, spec.settings.runs, &spec.config, target, sink),
         HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
+        HuntKind::Hunt { timeout_given } => {
+            use crate::adaptive::record::{self, Adapter};
+            let t = &spec.target;
+            let adapter = if !t.go_test.is_empty() {
+                Some(Adapter::Go)
+            } else if t.pytest.is_some() {
+                Some(Adapter::Pytest)
+            } else {
+                t.cargo_test.is_some().then_some(Adapter::Cargo)
+            };
+            let timeout = timeout_given.then_some(spec.settings.timeout);
+            let seed = spec.seed.unwrap_or_default();
+            let options = record::prepare(target, adapter, seed, spec.oracle.majority, timeout);
+            Ok((vec![record::baseline_cell()], Extra { bandit: Some(options), ..Extra::default() }))
+        }
     }
 }
 
@@ -188,7 +222,7 @@ fn execute(
                 done += 1;
             }
             let session = super::Session::start(manifest, sink)?;
-            let snapshot = tools.map(|tools| session.snapshot(tools));
+            let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
             let runner = Runner {
                 attempts: session.attempts(manifest, leak_timeout),
                 jobs: manifest.plan.jobs as usize,
@@ -233,7 +267,7 @@ fn execute(
                     return Err(HuntError::Usage(super::fire::state_error(&e, &fire.sandboxes, state)));
                 }
             }
-            let snapshot = tools.map(|tools| session.snapshot(tools));
+            let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
             let result = fire.run(&mut FireSinks { recorder, display: sink }, ladder.resumed.as_ref());
             let snapshot = snapshot.and_then(|s| s.join().ok());
             session.finish();
@@ -411,7 +445,18 @@ pub fn step_summary(summary: &Summary, dir: &Path, sink: &mut dyn EventSink) {
         let record = Record::open(dir).map_err(|e| super::error_chain(&e))?;
         let ctx = crate::render::RenderContext::from_record(&record, 0).map_err(|e| super::error_chain(&e))?;
         let text = crate::render::markdown::render(summary, &ctx);
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| e.to_string())?;
+        // Without blocking: a FIFO with no reader would hold the finished hunt forever (opening
+        // it ignores SIGTERM); only a regular file is a job summary.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| e.to_string())?;
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            return Err("not a regular file".to_owned());
+        }
         std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()).map_err(|e| e.to_string())
     })();
     if let Err(error) = result {

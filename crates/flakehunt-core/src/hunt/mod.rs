@@ -32,6 +32,8 @@ pub use session::Session;
 pub use slurm::script_of as slurm_script;
 pub use target::target_from;
 
+pub use crate::render::cell_header;
+
 use crate::config::Config;
 use crate::plan::Shard;
 use crate::record::Kind;
@@ -77,6 +79,12 @@ pub enum HuntKind {
     Matrix(MatrixRequest),
     /// Concurrency against sandbox copies of a state.
     Fire(FireRequest),
+    /// The adaptive hunt: calibrate, then arms of condition families at levels derived from
+    /// the calibration, chosen by a bandit until one reproduces, then confirmed.
+    Hunt {
+        /// `--timeout` was given: it replaces the hang rule.
+        timeout_given: bool,
+    },
 }
 
 /// `flakehunt matrix`'s own options.
@@ -228,16 +236,8 @@ impl HuntKind {
             HuntKind::Sweep { .. } => Kind::Sweep,
             HuntKind::Matrix(_) => Kind::Matrix,
             HuntKind::Fire(_) => Kind::Fire,
+            HuntKind::Hunt { .. } => Kind::Hunt,
         }
-    }
-}
-
-/// The header of the cell column in the terminal table of a hunt of `kind`.
-pub fn cell_header(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Sweep => "profile",
-        Kind::Matrix => "cell",
-        Kind::Fire => "level",
     }
 }
 

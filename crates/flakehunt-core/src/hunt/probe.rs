@@ -316,7 +316,7 @@ pub fn select(names: &[String], config: &Config, target: &Target) -> Result<Vec<
                 let mut known: Vec<String> = Profile::builtins().into_iter().map(|p| p.name).collect();
                 known.extend(user.iter().map(|p| p.name.clone()));
                 HuntError::usage(format!(
-                    "unknown profile '{name}': choose from {}, or cpu-starved=PCT (see `flakehunt profiles`)",
+                    "unknown profile '{name}': choose from {}, or a level: cpu-starved=PCT, noisy=xK, pause=LEN/GAP, jitter=RATE, copies=N (see `flakehunt profiles`)",
                     known.join(", ")
                 ))
             })?;

@@ -51,8 +51,10 @@ impl Session {
         }
         let cancel = Arc::new(Cancel::new().map_err(|e| HuntError::io("cannot create the cancellation pipe", e))?);
         install_signals(&cancel)?;
-        let profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python())
+        let mut profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python())
             .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
+        // The adaptive hunt's plan starts a copies=N arm's N attempts together.
+        profiles.copies_scheduled = manifest.kind == crate::record::Kind::Hunt;
         let (rooms, kept) = super::matrix::clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
@@ -87,9 +89,12 @@ impl Session {
 
     /// Captures the environment snapshot on a thread while the hunt runs; its tool commands
     /// are registered as flakehunt's own, so no attempt's sweep takes them for leaks.
-    pub fn snapshot(&self, tools: Vec<String>) -> std::thread::JoinHandle<Snapshot> {
+    /// The tool commands carry the hunt's `FLAKEHUNT_RUN_ID`, so the watchdog ends one still
+    /// running if flakehunt is killed.
+    pub fn snapshot(&self, tools: Vec<String>, run_id: &str) -> std::thread::JoinHandle<Snapshot> {
         let tree = Arc::clone(&self.tree);
-        std::thread::spawn(move || Snapshot::capture_in(&tools, Some(&tree)))
+        let run_id = run_id.to_owned();
+        std::thread::spawn(move || Snapshot::capture_in(&tools, Some(&tree), Some(&run_id)))
     }
 
     /// Ends whatever is left and lets the watchdog go.

@@ -79,6 +79,30 @@ pub enum OracleError {
     },
 }
 
+/// The largest `--expect-stdout` file read: an expected output is what a test prints, and a
+/// bigger file is a mistake (`/dev/zero` would be read until memory ran out).
+const EXPECTED_LIMIT: u64 = 256 << 20;
+
+/// Reads an `--expect-stdout` file: a regular file of at most [`EXPECTED_LIMIT`] bytes. Opened
+/// without blocking, so a FIFO is refused rather than waited on forever.
+fn read_expected(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file: give a file holding the expected output"));
+    }
+    let mut bytes = Vec::new();
+    file.take(EXPECTED_LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > EXPECTED_LIMIT {
+        return Err(std::io::Error::other(format!(
+            "larger than {} MiB: give the output the test is expected to print",
+            EXPECTED_LIMIT >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
 impl OracleSpec {
     /// Whether no oracle beyond the exit code is set.
     pub fn is_empty(&self) -> bool {
@@ -109,7 +133,7 @@ impl OracleSpec {
         let mask = Mask::of(&ignore);
         let expect_stdout = match expect_stdout {
             Some(path) => {
-                let bytes = std::fs::read(path)
+                let bytes = read_expected(path)
                     .map_err(|source| OracleError::Expected { path: path.display().to_string(), source })?;
                 Some(ExpectedStdout { path: path.display().to_string(), hash: hash_of(&bytes, mask) })
             }
@@ -191,10 +215,11 @@ impl Oracle {
         }
         let compile = |list: &[String]| list.iter().filter_map(|p| Regex::new(p).ok()).collect();
         let mask = spec.mask();
-        let expected_lines = spec.expect_stdout.as_ref().and_then(|e| std::fs::read(&e.path).ok()).map(|bytes| {
-            let masked = mask.as_ref().map_or_else(|| bytes.clone(), |m| m.apply(&bytes));
-            String::from_utf8_lossy(&masked).lines().map(str::to_owned).collect()
-        });
+        let expected_lines =
+            spec.expect_stdout.as_ref().and_then(|e| read_expected(Path::new(&e.path)).ok()).map(|bytes| {
+                let masked = mask.as_ref().map_or_else(|| bytes.clone(), |m| m.apply(&bytes));
+                String::from_utf8_lossy(&masked).lines().map(str::to_owned).collect()
+            });
         Some(Self {
             spec: spec.clone(),
             fail_if: compile(&spec.fail_if),

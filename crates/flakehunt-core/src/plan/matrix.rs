@@ -297,6 +297,7 @@ mod tests {
             log: None,
             load: None,
             error: None,
+            cpu_seconds: None,
         }
     }
 

@@ -62,6 +62,9 @@ pub trait Plan: Send {
 /// The plan a manifest describes, ready to run (or to continue, after observing the attempts
 /// already recorded).
 pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
+    if manifest.kind == crate::record::Kind::Hunt {
+        return Box::new(crate::adaptive::record::plan_of(manifest));
+    }
     if manifest.kind == crate::record::Kind::Matrix {
         let confirm = manifest.extra.confirm();
         return Box::new(matrix::MatrixPlan::new(

@@ -26,12 +26,16 @@ pub struct JitterReport {
 }
 
 impl JitterLib {
-    /// Compiles the library with `cc`.
-    pub fn create() -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("flakehunt-jitter-").tempdir()?;
+    /// Compiles the library with `cc`; an error says what to change (TMPDIR, `cc`).
+    pub fn create() -> Result<Self, String> {
+        let tmp = std::env::temp_dir();
+        let in_tmp = |e: std::io::Error| {
+            format!("cannot write it in {} ({e}): set TMPDIR to a writable directory", tmp.display())
+        };
+        let dir = tempfile::Builder::new().prefix("flakehunt-jitter-").tempdir().map_err(in_tmp)?;
         let src = dir.path().join("jitter.c");
-        std::fs::write(&src, SOURCE)?;
-        std::fs::create_dir(dir.path().join("reports"))?;
+        std::fs::write(&src, SOURCE).map_err(in_tmp)?;
+        std::fs::create_dir(dir.path().join("reports")).map_err(in_tmp)?;
         let status = Command::new("cc")
             .args(["-shared", "-fPIC", "-O2", "-o"])
             .arg(dir.path().join("libflakehunt_jitter.so"))
@@ -39,9 +43,10 @@ impl JitterLib {
             .args(["-ldl", "-pthread"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status()?;
+            .status()
+            .map_err(|e| format!("cannot run `cc` ({e}): install a C compiler as `cc`"))?;
         if !status.success() {
-            return Err(std::io::Error::other(format!("cc failed to build the jitter library ({status})")));
+            return Err(format!("`cc` failed ({status}): check that the C compiler `cc` works"));
         }
         Ok(Self { dir })
     }

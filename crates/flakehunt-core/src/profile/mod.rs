@@ -222,7 +222,7 @@ impl Profile {
             return Some("cannot create the sitecustomize directory".into());
         }
         if k.jitter.is_some() && env.jitter().is_none() {
-            return Some("cannot build the jitter library (is a C compiler installed as `cc`?)".into());
+            return Some(format!("cannot build the jitter library: {}", env.jitter_error().unwrap_or_default()));
         }
         if let Some(n) = k.copies.filter(|&n| n > 1 && !env.copies_scheduled) {
             return Some(format!(
@@ -348,7 +348,8 @@ pub struct ProfileEnv {
     pub copies_scheduled: bool,
     quota: OnceLock<QuotaBackend>,
     gil: OnceLock<Option<GilHook>>,
-    jitter: OnceLock<Option<JitterLib>>,
+    /// The library, or why it could not be built (said by `unapplicable`).
+    jitter: OnceLock<Result<JitterLib, String>>,
     /// Tells the watchdog about the helpers' temporary directories, so that a killed flakehunt
     /// leaves none behind.
     tracker: Option<crate::exec::DirTracker>,
@@ -392,15 +393,22 @@ impl ProfileEnv {
 
     /// The jitter library, compiled on first use.
     pub fn jitter(&self) -> Option<&JitterLib> {
-        self.jitter
-            .get_or_init(|| {
-                let lib = JitterLib::create().ok();
-                if let Some(l) = &lib {
-                    self.track(l.dir());
-                }
-                lib
-            })
-            .as_ref()
+        self.jitter_built().as_ref().ok()
+    }
+
+    /// Why the jitter library could not be built, if it could not.
+    pub fn jitter_error(&self) -> Option<String> {
+        self.jitter_built().as_ref().err().cloned()
+    }
+
+    fn jitter_built(&self) -> &Result<JitterLib, String> {
+        self.jitter.get_or_init(|| {
+            let lib = JitterLib::create();
+            if let Ok(l) = &lib {
+                self.track(l.dir());
+            }
+            lib
+        })
     }
 
     /// The Python hook, created on first use.

@@ -175,4 +175,9 @@ pub struct Attempt {
     /// Why it could not be started, for spawn errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// CPU seconds of the attempt's process and the descendants it waited for (wait4's
+    /// rusage): how CPU-bound the target is, which the adaptive hunt's calibration sizes its
+    /// CPU quota by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
 }

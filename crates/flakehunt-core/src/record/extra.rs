@@ -1,5 +1,6 @@
 //! The hunt-specific part of a manifest (`extra`): the adapter that resolved the target, the
-//! matrix's dimensions and clean rooms, the fire options. Main type: [`Extra`].
+//! matrix's dimensions and clean rooms, the fire options, the adaptive hunt's plan options.
+//! Main type: [`Extra`].
 //!
 //! On disk it is the JSON object earlier versions wrote with `json!`: the parts' fields side by
 //! side, keys in sorted order. So that records stay byte-for-byte the same, [`Extra`] is written
@@ -9,6 +10,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::adaptive::BanditOptions;
 use crate::fire::FireOptions;
 use crate::plan::matrix::Dimension;
 
@@ -21,6 +23,8 @@ pub struct Extra {
     pub matrix: Option<MatrixExtra>,
     /// A fire hunt's options.
     pub fire: Option<FireOptions>,
+    /// An adaptive hunt's plan options (`bandit`), from which a resumed hunt rebuilds its plan.
+    pub bandit: Option<BanditOptions>,
 }
 
 /// The test runner an adapter resolved, and how.
@@ -105,12 +109,14 @@ struct Repr {
     matrix: Option<MatrixExtra>,
     #[serde(flatten)]
     fire: Option<FireOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bandit: Option<BanditOptions>,
 }
 
 impl Extra {
     /// Whether there is nothing to record (a plain sweep): `extra` is then left out.
     pub fn is_empty(&self) -> bool {
-        self.adapter.is_none() && self.matrix.is_none() && self.fire.is_none()
+        self.adapter.is_none() && self.matrix.is_none() && self.fire.is_none() && self.bandit.is_none()
     }
 
     /// The matrix's `--confirm`, 0 for other hunts.
@@ -126,7 +132,12 @@ impl Extra {
 
 impl Serialize for Extra {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let repr = Repr { adapter: self.adapter.clone(), matrix: self.matrix.clone(), fire: self.fire.clone() };
+        let repr = Repr {
+            adapter: self.adapter.clone(),
+            matrix: self.matrix.clone(),
+            fire: self.fire.clone(),
+            bandit: self.bandit.clone(),
+        };
         let value = serde_json::to_value(repr).map_err(serde::ser::Error::custom)?;
         if value.as_object().is_some_and(serde_json::Map::is_empty) {
             return serde_json::Value::Null.serialize(serializer);
@@ -142,7 +153,7 @@ impl<'de> Deserialize<'de> for Extra {
             return Ok(Self::default());
         }
         let repr: Repr = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
-        Ok(Self { adapter: repr.adapter, matrix: repr.matrix, fire: repr.fire })
+        Ok(Self { adapter: repr.adapter, matrix: repr.matrix, fire: repr.fire, bandit: repr.bandit })
     }
 }
 

@@ -18,6 +18,8 @@ pub enum Kind {
     Matrix,
     /// `flakehunt fire`.
     Fire,
+    /// `flakehunt hunt`: the adaptive hunt.
+    Hunt,
 }
 
 impl Kind {
@@ -27,6 +29,7 @@ impl Kind {
             Kind::Sweep => "sweep",
             Kind::Matrix => "matrix",
             Kind::Fire => "fire",
+            Kind::Hunt => "hunt",
         }
     }
 }

@@ -35,7 +35,20 @@ impl Record {
         if version != u64::from(FORMAT_VERSION) {
             return Err(RecordError::Version { dir: dir.to_owned(), found: version, supported: FORMAT_VERSION });
         }
-        let manifest = serde_json::from_value(value).map_err(|e| RecordError::Corrupt(path, e.to_string()))?;
+        let manifest: Manifest =
+            serde_json::from_value(value).map_err(|e| RecordError::Corrupt(path.clone(), e.to_string()))?;
+        // What JSON allows but no hunt writes, which the runner indexes or divides by.
+        if manifest.target.argv.is_empty() {
+            return Err(RecordError::Corrupt(path, "target.argv is empty: no command to run".into()));
+        }
+        if let Some(shard) = manifest.shard {
+            if shard.index == 0 || shard.index > shard.count {
+                return Err(RecordError::Corrupt(
+                    path,
+                    format!("shard is {}/{}: not a shard I/N with 1 <= I <= N", shard.index, shard.count),
+                ));
+            }
+        }
         Ok(Self { dir: dir.to_owned(), manifest })
     }
 

@@ -288,3 +288,39 @@ fn redaction_is_idempotent() {
     let once = red(input);
     assert_eq!(red(&once), once);
 }
+
+#[test]
+fn families_found_by_adversarial_testing() {
+    for name in ["DB_PW", "ROOTPW", "REGISTRY_CREDS", "AWS_CRED", "MY_CRED"] {
+        assert!(is_secret_name(name), "{name}");
+    }
+    // CREDIT is not a CRED word.
+    for name in ["PWD", "PATH", "CREDIT_CARD_TYPE"] {
+        assert!(!is_secret_name(name), "{name}");
+    }
+    hides("DB_PW=dbpw-1a1a REGISTRY_CREDS=creds-2b2b ./run", "dbpw-1a1a");
+    hides("REGISTRY_CREDS=creds-2b2b ./run", "creds-2b2b");
+    hides("ya29.a0AfH6SMBsecretgoogleoauthtoken0123", "SMBsecretgoogleoauthtoken0123");
+    hides("SG.abcdefghijklmnopqrstuv.sendgridsecret0123456789abcdefghijklmnopq", "sendgridsecret0123456789");
+    hides("machine api.github.com login bob password netrcpw-1a2b", "netrcpw-1a2b");
+    hides("machine h\n  login bob\n  password netrcpw-3c4d\n", "netrcpw-3c4d");
+    hides("curl -u admin:curlpw-5e6f https://h/", "curlpw-5e6f");
+    hides("curl --user=admin:curlpw-7a8b https://h/", "curlpw-7a8b");
+    let args: Vec<String> = ["curl", "-u", "admin:curlpw-9c0d", "https://h/"].iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(argv(&args), ["curl", "-u", "admin:<redacted>", "https://h/"]);
+    // What must stay readable: counts and limits, uids, prose, test names.
+    for harmless in [
+        "max_tokens=100 num_keys=5 session_timeout=30",
+        "docker run -u 1000:1000 img",
+        "password is wrong",
+        "Password required for bob",
+        "test_token_refresh PASSED",
+        "sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    ] {
+        keeps(harmless);
+    }
+    let uid: Vec<String> = ["docker", "-u", "1000:1000"].iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(argv(&uid), uid);
+    // A numeric password stays hidden: only counts are exempt.
+    hides("password=123456", "123456");
+}

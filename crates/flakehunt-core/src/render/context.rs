@@ -64,5 +64,6 @@ pub fn cell_header(kind: Kind) -> &'static str {
         Kind::Sweep => "profile",
         Kind::Matrix => "cell",
         Kind::Fire => "level",
+        Kind::Hunt => "arm",
     }
 }

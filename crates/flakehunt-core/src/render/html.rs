@@ -73,6 +73,9 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     if let Some(f) = FireView::of(summary) {
         fire_card(&mut out, &f);
     }
+    if let Some(h) = crate::adaptive::record::HuntDetails::of(summary) {
+        hunt_card(&mut out, summary, &h);
+    }
     signatures_card(&mut out, summary);
     notes_card(&mut out, summary);
     environment_card(&mut out, ctx);
@@ -109,7 +112,10 @@ fn banner(out: &mut String, summary: &Summary, ctx: &RenderContext) {
         fact("shard", shard.to_string());
     }
     out.push_str("</dl>\n");
-    if !summary.complete {
+    if summary.kind == crate::record::Kind::Hunt && !summary.complete {
+        // An adaptive hunt plans as it goes: it has no planned total to fall short of.
+        out.push_str("<p class=\"incomplete\">Stopped before the hunt was done (budget spent or interrupted).</p>\n");
+    } else if !summary.complete {
         let _ = writeln!(
             out,
             "<p class=\"incomplete\">Incomplete: {} of {} planned attempts ran.</p>",
@@ -640,6 +646,115 @@ fn fire_card(out: &mut String, f: &FireView) {
     });
 }
 
+/// The adaptive hunt: its conclusion, and the arms it tried over time, one row per arm (the
+/// name carries the level), each stretch of its attempts a bar, red where one failed.
+fn hunt_card(out: &mut String, summary: &Summary, h: &crate::adaptive::record::HuntDetails) {
+    card(
+        out,
+        "hunt",
+        "Arms tried over time",
+        "each row an arm at its level, in the order the hunt first tried them; a bar is a stretch of its attempts (pale: calibration, outlined: confirmation), red when one failed",
+        |out| {
+            let _ = writeln!(out, "<p id=\"hunt-conclusion\"><b>{}</b></p>", esc(&h.conclusion));
+            let mut rows: Vec<&str> = Vec::new();
+            for s in &h.timeline {
+                if !rows.contains(&s.cell.as_str()) {
+                    rows.push(&s.cell);
+                }
+            }
+            rows.truncate(MAX_ROWS);
+            if rows.is_empty() {
+                out.push_str("<p class=\"empty\">No attempts.</p>\n");
+                return;
+            }
+            let lw = label_width(rows.iter().map(|r| r.chars().count()));
+            let (left, right) = (lw, FW - 16.0);
+            let top = 8.0;
+            let h_px = top + ROW * rows.len() as f64 + 28.0;
+            let end = h.timeline.iter().map(|s| s.to).fold(0.0, f64::max).max(1e-3);
+            let x = |t: f64| left + (right - left) * (t / end).clamp(0.0, 1.0);
+            let _ = write!(
+                out,
+                "<svg id=\"chart-hunt\" class=\"chart\" viewBox=\"0 0 {FW} {h_px:.0}\" role=\"img\" aria-label=\"arms tried over time\">"
+            );
+            for i in 0..=4 {
+                let t = end * f64::from(i) / 4.0;
+                let gx = x(t);
+                let _ = write!(
+                    out,
+                    "<line x1=\"{gx:.1}\" x2=\"{gx:.1}\" y1=\"{top}\" y2=\"{:.1}\" class=\"grid\"/><text x=\"{gx:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
+                    h_px - 22.0,
+                    h_px - 6.0,
+                    seconds_tick(t)
+                );
+            }
+            for (i, name) in rows.iter().enumerate() {
+                let cy = top + ROW * i as f64 + ROW / 2.0;
+                label(out, left - 10.0, cy + 4.0, name, lw, *name == summary.baseline);
+                let _ = write!(
+                    out,
+                    "<rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"12\" class=\"track\"/>",
+                    cy - 6.0,
+                    right - left
+                );
+            }
+            let reproduced = summary.reproduction.as_ref().and_then(Option::as_ref);
+            for s in &h.timeline {
+                let Some(i) = rows.iter().position(|r| *r == s.cell) else { continue };
+                let cy = top + ROW * i as f64 + ROW / 2.0;
+                let (x0, x1) = (x(s.from), x(s.to));
+                let colour = if s.failures > 0 { "#cf222e" } else { "#2da44e" };
+                let phase = s.phase.as_deref().unwrap_or("explore");
+                let (opacity, stroke) = match phase {
+                    "calibrate" => ("0.45", ""),
+                    "confirm" => ("0.9", " stroke=\"#24292f\" stroke-width=\"1\""),
+                    _ => ("0.9", ""),
+                };
+                let _ = write!(
+                    out,
+                    "<rect class=\"stretch\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"12\" fill=\"{colour}\" opacity=\"{opacity}\"{stroke}><title>{} ({phase}): {} failed of {}, {} to {}</title></rect>",
+                    cy - 6.0,
+                    (x1 - x0).max(2.0),
+                    esc(&s.cell),
+                    s.failures,
+                    s.attempts,
+                    seconds_tick(s.from),
+                    seconds_tick(s.to)
+                );
+            }
+            if let Some(r) = reproduced {
+                let rx = x(r.seconds);
+                let _ = write!(
+                    out,
+                    "<line x1=\"{rx:.1}\" x2=\"{rx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#24292f\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">reproduced</text>",
+                    h_px - 22.0,
+                    rx + 4.0,
+                    top + 10.0
+                );
+            }
+            out.push_str("</svg>\n");
+            if !h.skipped.is_empty() {
+                out.push_str("<ul class=\"muted\">\n");
+                for s in &h.skipped {
+                    let _ = writeln!(out, "<li>skipped <b>{}</b>: {}</li>", esc(&s.family), esc(&s.reason));
+                }
+                out.push_str("</ul>\n");
+            }
+        },
+    );
+}
+
+/// `0.25 s`, `4.2 s`, `37 s` on a time axis.
+fn seconds_tick(t: f64) -> String {
+    if t < 1.0 {
+        format!("{t:.2} s")
+    } else if t < 10.0 {
+        format!("{t:.1} s")
+    } else {
+        format!("{t:.0} s")
+    }
+}
+
 fn signatures_card(out: &mut String, summary: &Summary) {
     if summary.signatures.is_empty() {
         return;
@@ -648,17 +763,18 @@ fn signatures_card(out: &mut String, summary: &Summary) {
         out,
         "signatures",
         "Failure signatures",
-        "failures grouped by exit status and the normalised end of stderr; the stderr shown is the first attempt's",
+        "failures grouped by exit status and the normalised end of the output; shown: the first attempt's stream that holds the failure",
         |out| {
             for (i, s) in summary.signatures.iter().take(SIGNATURES_SHOWN).enumerate() {
                 let _ = write!(
                 out,
-                "<details class=\"signature\"{}><summary><span class=\"count\">{}×</span> <code>{}</code> <span class=\"muted\">in {} · first: attempt {}</span></summary>\n<pre>{}</pre>\n</details>\n",
+                "<details class=\"signature\"{}><summary><span class=\"count\">{}×</span> <code>{}</code> <span class=\"muted\">in {} · first: attempt {} · its {}</span></summary>\n<pre>{}</pre>\n</details>\n",
                 if i == 0 { " open" } else { "" },
                 s.count,
                 esc(&s.signature),
                 esc(&s.cells.join(", ")),
                 s.first_attempt,
+                esc(&s.stream),
                 esc(&tail(&s.example, 40))
             );
             }
@@ -730,13 +846,24 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
         };
         row("target", format!("<code>{}</code>", esc(&m.target.display())));
         let p = &m.plan;
-        let mut plan = format!(
-            "{} runs per cell, {} at once, timeout {}, seed {}",
-            p.runs,
-            p.jobs,
-            seconds(p.timeout_seconds),
-            m.seed
-        );
+        let mut plan = if m.kind == crate::record::Kind::Hunt {
+            // The adaptive hunt plans as it goes: no runs per cell; the hang rule unless a
+            // timeout was given.
+            let options = crate::adaptive::record::options_of(m);
+            let timeout = options.timeout.map_or_else(
+                || format!("hang rule (else {})", seconds(p.timeout_seconds)),
+                |t| seconds(t.as_secs_f64()),
+            );
+            format!("adaptive, up to {} at once (copies arms), timeout {timeout}, seed {}", p.jobs, options.seed)
+        } else {
+            format!(
+                "{} runs per cell, {} at once, timeout {}, seed {}",
+                p.runs,
+                p.jobs,
+                seconds(p.timeout_seconds),
+                m.seed
+            )
+        };
         if let Some(k) = p.until_fails {
             let _ = write!(plan, ", until {k} failures");
         }

@@ -13,7 +13,7 @@ pub mod markdown;
 pub mod term;
 mod text;
 
-pub use context::{RenderContext, FAILING_PER_CELL};
+pub use context::{cell_header, RenderContext, FAILING_PER_CELL};
 
 /// The output formats of `flakehunt report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

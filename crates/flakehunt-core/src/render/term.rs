@@ -131,10 +131,22 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     for n in &summary.notes {
         let _ = writeln!(out, "note: {n}");
     }
-    if !summary.complete {
+    let hunt = crate::adaptive::record::HuntDetails::of(summary);
+    if let Some(h) = &hunt {
+        for s in &h.skipped {
+            let _ = writeln!(out, "skipped: {}: {}", s.family, s.reason);
+        }
+        for r in &h.retired {
+            let _ = writeln!(out, "retired: {}: {}", r.cell, r.reason);
+        }
+    } else if !summary.complete {
+        // An adaptive hunt plans as it goes: it has no planned total to fall short of.
         let _ = writeln!(out, "incomplete: {} of {} planned attempts ran", summary.attempts, summary.planned);
     }
     let _ = writeln!(out, "verdict: {}", summary.verdict_text);
+    if let Some(h) = &hunt {
+        let _ = writeln!(out, "conclusion: {}", h.conclusion);
+    }
     out
 }
 

@@ -84,6 +84,20 @@ impl AttemptRunner<'_> {
         slot: Slot,
         extra_env: &[(String, String)],
     ) -> Result<Finished, std::io::Error> {
+        self.run_within(spec, cell, worker, slot, extra_env, None)
+    }
+
+    /// [`AttemptRunner::run`] with the plan's timeout for this attempt (the adaptive hunt's
+    /// hang rule), when it sets one, instead of the hunt's `--timeout`.
+    pub fn run_within(
+        &self,
+        spec: &AttemptSpec,
+        cell: &CellSpec,
+        worker: usize,
+        slot: Slot,
+        extra_env: &[(String, String)],
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Finished, std::io::Error> {
         let placeholders: Vec<(String, String)> = cell
             .overlay
             .iter()
@@ -141,7 +155,11 @@ impl AttemptRunner<'_> {
             cgroups.iter().for_each(|c| w.track_cgroup(c));
         }
         let active = prepared.start(running.pid(), self.cancel);
-        let execution = running.wait(&self.limits, self.cancel);
+        // Cloned only when the plan sets a timeout: the sweep path keeps its limits as they are.
+        let execution = match timeout {
+            Some(timeout) => running.wait(&Limits { timeout, ..self.limits.clone() }, self.cancel),
+            None => running.wait(&self.limits, self.cancel),
+        };
         let effect = active.finish(self.profiles, execution.seconds, execution.cpu_seconds);
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
@@ -215,6 +233,7 @@ impl AttemptRunner<'_> {
             log: keep_logs.then(|| format!("logs/{}", spec.id)),
             load: crate::host::load_average_1m(),
             error: None,
+            cpu_seconds: ex.cpu_seconds,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
             (false, _) => (Vec::new(), Vec::new()),
@@ -250,6 +269,7 @@ impl AttemptRunner<'_> {
             log: None,
             load: None,
             error: Some(e.to_string()),
+            cpu_seconds: None,
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false }
     }

@@ -128,9 +128,13 @@ impl<E: Execute> Runner<E> {
                 Next::Wait | Next::Done => break,
             };
             let cell = s.plan.cells()[spec.cell].clone();
+            // Asked under the lock, before another result can change what the plan knows.
+            let timeout = s.plan.timeout(spec.cell);
             s.in_flight += 1;
             drop(s);
-            let run = std::panic::AssertUnwindSafe(|| self.attempts.run(&spec, &cell, worker, Slot::default(), &[]));
+            let run = std::panic::AssertUnwindSafe(|| {
+                self.attempts.run_within(&spec, &cell, worker, Slot::default(), &[], timeout)
+            });
             let result = match std::panic::catch_unwind(run) {
                 Ok(result) => result,
                 Err(panic) => {
@@ -227,3 +231,5 @@ fn record(plan: &mut dyn Plan, sink: &mut dyn EventSink, f: &Finished) -> Result
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timeout_tests;

@@ -155,7 +155,7 @@ fn tools_missing_failing_and_working() {
         .into_iter()
         .map(str::to_owned)
         .collect();
-    let results = run_tools(&tools, TOOL_TIMEOUT, None);
+    let results = run_tools(&tools, TOOL_TIMEOUT, None, None);
     assert_eq!(results["flakehunt-definitely-not-a-tool --version"], None);
     assert_eq!(results["   "], None);
     assert_eq!(results["false"], None);
@@ -168,7 +168,7 @@ fn tool_output_on_stderr_is_used() {
     // whitespace, so the script uses `${IFS}` for its spaces.
     let stderr_only = "sh -c echo${IFS}stderr${IFS}version>&2".to_owned();
     let empty = "sh -c echo>&2".to_owned();
-    let results = run_tools(&[stderr_only.clone(), empty.clone()], TOOL_TIMEOUT, None);
+    let results = run_tools(&[stderr_only.clone(), empty.clone()], TOOL_TIMEOUT, None, None);
     assert_eq!(results[&stderr_only].as_deref(), Some("stderr version"));
     assert_eq!(results[&empty], None);
 }
@@ -200,7 +200,7 @@ fn flooding_tool_does_not_block() {
     // `yes` writes forever; it must be killed at the deadline, with the
     // captured output bounded.
     let start = Instant::now();
-    let results = run_tools(&["yes flake".to_owned()], Duration::from_millis(300), None);
+    let results = run_tools(&["yes flake".to_owned()], Duration::from_millis(300), None, None);
     assert_eq!(results["yes flake"], None);
     assert!(start.elapsed() < Duration::from_secs(3));
 }

@@ -115,6 +115,7 @@ impl Fixture {
             log: (outcome != Outcome::Pass).then(|| format!("logs/{id}")),
             load: Some(0.5),
             error: None,
+            cpu_seconds: None,
         });
         self.attempts.last_mut().unwrap()
     }
@@ -264,5 +265,53 @@ pub fn fire() -> Fixture {
                 ], "seconds": 2.5}),
         ],
     ));
+    f
+}
+
+/// The end of a pytest run's stdout when a test failed (pytest writes nothing to stderr).
+pub const PYTEST_TAIL: &str = "tests/test_ledger.py .F.\n=================================== FAILURES ===================================\n_________________________________ test_transfer ________________________________\n\n    def test_transfer():\n>       assert balance() == 100\nE       assert 90 == 100\n\ntests/test_ledger.py:12: AssertionError\n=========================== short test summary info ============================\nFAILED tests/test_ledger.py::test_transfer - assert 90 == 100\n";
+
+/// An adaptive hunt: five calibration attempts, arms tried one after another, `copies=2`
+/// failing twice (pytest's report on stdout, stderr empty), then confirmation against the
+/// baseline.
+pub fn hunt() -> Fixture {
+    let mut f = Fixture::new(Kind::Hunt, vec![CellSpec::for_profile(Profile::default_profile())], 100);
+    f.manifest.extra =
+        serde_json::from_value(serde_json::json!({"bandit": {"seed": 42, "cpus": 2, "runtime": "python"}})).unwrap();
+    let arms = ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10"];
+    let cells: Vec<serde_json::Value> = arms
+        .iter()
+        .map(|name| {
+            let profile = Profile::builtin(name).unwrap_or_else(|| panic!("{name} is not a levelled profile"));
+            serde_json::to_value(CellSpec::for_profile(profile)).unwrap()
+        })
+        .collect();
+    f.side_files.push(("cells.jsonl", cells));
+    let pytest_fail = |f: &mut Fixture, cell: &str, phase: Option<&str>| {
+        let a = f.attempt(cell, Outcome::Fail, 0.05, "");
+        a.stdout_tail = PYTEST_TAIL.into();
+        a.stdout_bytes = PYTEST_TAIL.len() as u64;
+        a.signature = Some("exit 1: test_transfer: assert 90 == 100".into());
+        a.phase = phase.map(str::to_owned);
+    };
+    for _ in 0..5 {
+        f.attempt("default", Outcome::Pass, 0.04, "").phase = Some("calibrate".into());
+    }
+    for cell in ["pause=200us/1ms", "noisy=x1", "pause=200us/1ms", "noisy=x1", "cpu-starved=10"] {
+        f.attempt(cell, Outcome::Pass, 0.06, "");
+    }
+    f.attempt("copies=2", Outcome::Pass, 0.05, "");
+    pytest_fail(&mut f, "copies=2", None);
+    f.attempt("default", Outcome::Pass, 0.04, "");
+    pytest_fail(&mut f, "copies=2", None);
+    for i in 0..10 {
+        if i % 2 == 0 {
+            pytest_fail(&mut f, "copies=2", Some("confirm"));
+        } else {
+            f.attempt("copies=2", Outcome::Pass, 0.05, "").phase = Some("confirm".into());
+        }
+        f.attempt("default", Outcome::Pass, 0.04, "").phase = Some("confirm".into());
+    }
+    f.snapshot = Some(snapshot_json());
     f
 }

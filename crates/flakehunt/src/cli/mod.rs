@@ -41,6 +41,11 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Reproduce a flaky failure twice in the least time: calibrate, try conditions at levels
+    /// sized to the target, confirm against the baseline, and name the condition. `--budget`
+    /// defaults to 10m; `--timeout`, when given, replaces the hang rule; `--runs`, `--jobs` and
+    /// `--until-fails` do not apply: the hunt plans as it goes.
+    Hunt(Box<HuntArgs>),
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
     /// Run a test under a grid of environment conditions and find the smallest set the failure follows.

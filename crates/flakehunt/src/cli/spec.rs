@@ -16,12 +16,14 @@ use crate::exit::usage;
 /// subcommands that are not hunts.
 pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) -> Option<(HuntSpec, bool)> {
     let json = match command {
+        Command::Hunt(a) => a.json,
         Command::Sweep(a) => a.hunt.json,
         Command::Matrix(a) => a.hunt.json,
         Command::Fire(a) => a.json,
         _ => false,
     };
     let spec = match command {
+        Command::Hunt(a) => shared(a, HuntKind::Hunt { timeout_given: timeout_given() }, config, config_path),
         Command::Sweep(a) => {
             let kind = HuntKind::Sweep { profiles: a.profiles.clone(), strict: a.strict };
             shared(&a.hunt, kind, config, config_path)
@@ -48,7 +50,13 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
     Some((spec, json))
 }
 
-/// A sweep or a matrix from the options they share.
+/// Whether `--timeout` is on the command line before the target's own arguments (clap fills in
+/// its default otherwise): given to `hunt`, it replaces the hang rule.
+fn timeout_given() -> bool {
+    std::env::args().take_while(|a| a != "--").any(|a| a == "--timeout" || a.starts_with("--timeout="))
+}
+
+/// A sweep, a matrix or a hunt from the options they share.
 fn shared(h: &HuntArgs, kind: HuntKind, config: Config, config_path: Option<&Path>) -> HuntSpec {
     HuntSpec {
         kind,

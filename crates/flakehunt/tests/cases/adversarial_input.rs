@@ -423,3 +423,114 @@ fn a_pattern_that_matches_every_output_is_refused() {
     }
     assert!(!s.path(".flakehunt").exists());
 }
+
+// Beyond the issue's list: an --expect-stdout that is not a regular file was read without end
+// (`/dev/zero` until memory ran out; a FIFO waited on for a writer forever).
+#[test]
+fn an_expected_stdout_that_is_not_a_regular_file_is_refused() {
+    let s = Scratch::new();
+    let fifo = s.path("expected.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (i, expected) in ["/dev/zero", fifo.to_str().unwrap()].into_iter().enumerate() {
+        let record = format!("rec{i}");
+        let out = s.run(&sweep_args(&["--record", &record, "--expect-stdout", expected, "--", "true"]));
+        refused(&out, "not a regular file");
+        assert!(!s.path(&record).exists(), "{record} was created");
+    }
+}
+
+// Beyond the issue's list: a hand-edited manifest with an empty argv, or a shard 0/0, made
+// `--resume` index an empty list and `merge` divide by zero (exit 101).
+#[test]
+fn a_resumed_or_merged_manifest_without_a_command_or_with_a_shard_zero_is_refused() {
+    let s = Scratch::new();
+    let out = s.run(&["sweep", "--runs", "4", "--profiles", "default", "-q", "--record", "rec", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Half the attempts, so that the resumed hunt has some to run.
+    let attempts = std::fs::read_to_string(s.path("rec/attempts.jsonl")).unwrap();
+    let half: String = attempts.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(s.path("rec/attempts.jsonl"), half).unwrap();
+    let manifest = s.path("rec/manifest.json");
+    let original: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    for (edit, needle) in [
+        (("target", "argv", serde_json::json!([])), "target.argv is empty"),
+        (("shard", "", serde_json::json!({"index": 0, "count": 0})), "shard is 0/0"),
+        (("shard", "", serde_json::json!({"index": 3, "count": 2})), "shard is 3/2"),
+    ] {
+        let mut json = original.clone();
+        let (outer, inner, value) = edit;
+        if inner.is_empty() {
+            json[outer] = value;
+        } else {
+            json[outer][inner] = value;
+        }
+        std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+        refused(&s.run(&["sweep", "--resume", "rec", "-q"]), needle);
+        refused(&s.run(&["merge", "rec", "--into", "merged"]), needle);
+        assert!(!s.path("merged").exists());
+    }
+}
+
+// Beyond the issue's list: a missing TMPDIR gave "cannot copy REPO into the clean room" (no
+// cause, the wrong culprit), and made the jitter profile blame a missing C compiler.
+#[test]
+fn a_missing_tmpdir_is_named_as_the_cause() {
+    let s = Scratch::new();
+    let repo = s.path("repo");
+    std::fs::create_dir(&repo).unwrap();
+    s.write("repo/t.sh", b"true\n");
+    for args in
+        [&["init", "-q"][..], &["add", "t.sh"], &["-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "i"]]
+    {
+        assert!(Command::new("git").args(args).current_dir(&repo).status().unwrap().success());
+    }
+    let run = |args: &[&str]| {
+        Command::new(crate::harness::bin())
+            .args(args)
+            .current_dir(&repo)
+            .env("TMPDIR", s.path("no-such-tmp"))
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    };
+    let out =
+        run(&["matrix", "--clean-room", "-D", "X=1", "--runs", "1", "--record", "../rec", "-q", "--", "sh", "t.sh"]);
+    refused(&out, "(set TMPDIR to a writable directory)");
+    let out = run(&["sweep", "--profiles", "jitter", "--runs", "1", "--record", "../rec2", "--", "true"]);
+    // The inert profile's reason is in the table, on stdout.
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(printed.contains("no-such-tmp") && printed.contains("set TMPDIR"), "{printed}");
+}
+
+// Beyond the issue's list: a $GITHUB_STEP_SUMMARY that is a FIFO without a reader held the
+// finished hunt forever (blocked in open, deaf to SIGTERM). It is a warning now, like any
+// summary that cannot be written, and the hunt's result stands.
+#[test]
+fn a_step_summary_that_is_a_fifo_is_warned_about_not_waited_on() {
+    let s = Scratch::new();
+    let fifo = s.path("summary.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let out = Command::new(crate::harness::bin())
+        .args(sweep_args(&["--record", "rec", "--", "true"]))
+        .current_dir(s.dir.path())
+        .env("GITHUB_STEP_SUMMARY", &fifo)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("warning: cannot append to $GITHUB_STEP_SUMMARY"), "{stderr}");
+}
+
+// Beyond the issue's list: a ladder whose levels are each within bounds but whose whole hunt
+// (levels and their reference runs) is not was refused as "the record's manifest.json ... was
+// edited or damaged", for a record that did not exist.
+#[test]
+fn a_ladder_too_long_as_a_whole_is_refused_as_the_ladder_not_as_a_damaged_record() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path("state")).unwrap();
+    let out =
+        s.run(&["fire", "--state", "state", "--ladder", "1x1000000000", "--record", "rec", "-q", "--shell", "true"]);
+    let line = refused(&out, "--ladder");
+    assert!(line.contains("with its references") && !line.contains("damaged"), "{line}");
+    assert!(!s.path("rec").exists());
+}

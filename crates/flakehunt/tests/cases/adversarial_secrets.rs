@@ -24,6 +24,8 @@ const BY_NAME: &[(&str, &str)] = &[
     ("APP_CREDENTIALS", "creds-5g6h"),
     ("SENTRY_DSN", "https://sentrykey0123456789abcdef01@o1.ingest.sentry.io/2"),
     ("SLACK_WEBHOOK", "https://hooks.slack.com/services/T0SECRET/B0SECRET/slackhooksecret9"),
+    ("DB_PW", "dbpw-2k7d"),
+    ("REGISTRY_CREDS", "registrycreds-6j1s"),
 ];
 
 /// Variables with innocent names whose VALUE holds a secret, and the secret part of it.
@@ -51,6 +53,10 @@ const BY_VALUE: &[(&str, &str, &str)] = &[
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzZWNyZXRqd3QifQ.jwtsignaturesecret",
         "eyJzdWIiOiJzZWNyZXRqd3QifQ",
     ),
+    ("GCLOUD_BEARER", "ya29.a0AfH6SMBgoogleoauthsecret0123456789", "googleoauthsecret0123456789"),
+    ("MAILER", "SG.sendgridkeyid0123456.sendgridsecret0123456789abcdefghijklmn", "sendgridsecret0123456789"),
+    ("NETRC", "machine api.example.com\n  login bob\n  password netrcpw-8f2g\n", "netrcpw-8f2g"),
+    ("FETCH", "curl -fsS -u deploy:curlpw-3h5j https://artifacts.example.com/x", "curlpw-3h5j"),
 ];
 
 /// Secrets the fixture is given as arguments, or prints itself.
@@ -301,4 +307,23 @@ fn generated_job_files_refuse_a_secret_argument() {
         assert!(out.status.success(), "{raw:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(contains(&out.stdout, "hunter2"), "{raw:?}");
     }
+}
+
+// Beyond the list: `hypo list` printed a kill test's secrets on the terminal (the
+// hypotheses file keeps the command, which `hypo run` runs), and the text's escape sequences.
+#[test]
+fn hypo_list_shows_no_secret_of_a_kill_test_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "curl -H 'Authorization: Bearer hypobearer-1q2w' -u bob:hypouser-3e4r x; exit 1";
+    let added = flakehunt(dir.path(), &["hypo", "add", "a token race \x1b]0;title\x07", "--", "sh", "-c", script]);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let list = flakehunt(dir.path(), &["hypo", "list"]);
+    let shown = String::from_utf8_lossy(&list.stdout);
+    for secret in ["hypobearer-1q2w", "hypouser-3e4r"] {
+        assert!(!shown.contains(secret), "{secret} shown: {shown}");
+    }
+    assert!(shown.contains("Authorization: Bearer <redacted>") && shown.contains("bob:<redacted>"), "{shown}");
+    assert!(!shown.contains('\x1b') && shown.contains("\\u{1b}]0;title"), "{shown}");
+    let raw = flakehunt(dir.path(), &["--no-redact", "hypo", "list"]);
+    assert!(String::from_utf8_lossy(&raw.stdout).contains("hypobearer-1q2w"));
 }

@@ -535,3 +535,27 @@ fn a_tracked_file_whose_name_is_not_utf8_is_in_the_clean_room() {
     let out = matrix(&work, &rooms, &[], r#"test -f "$(printf 'caf\351.txt')""#);
     assert_eq!(summary(&out)["failures"], 0, "{}", stderr(&out));
 }
+
+// Beyond the issue's list: a `[snapshot] tools` command that was running when flakehunt was
+// SIGKILLed outlived it (tools lead their own process groups and carried no FLAKEHUNT_RUN_ID,
+// so the watchdog did not know them).
+#[test]
+fn a_snapshot_tool_running_when_flakehunt_is_sigkilled_is_ended_by_the_watchdog() {
+    let (_guard, t) = tmp();
+    let pids = t.join("pids");
+    let tool = t.join("tool.sh");
+    std::fs::write(&tool, format!("echo $$ >> {}\nexec sleep 300\n", pids.display())).unwrap();
+    std::fs::write(t.join("flakehunt.toml"), format!("[snapshot]\ntools = [\"sh {}\"]\n", tool.display())).unwrap();
+    let mut child = Command::new(bin())
+        .current_dir(&t)
+        .args(["sweep", "-q", "--profiles", "default", "--runs", "1", "--record", "rec", "--", "sleep", "300"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    poll_until("the snapshot tool to start", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    poll_until("the watchdog to end the snapshot tool", || read(&pids).lines().all(is_gone));
+}
