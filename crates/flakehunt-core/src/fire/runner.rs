@@ -353,7 +353,7 @@ impl<E: Execute> FireRunner<E> {
                         let token = self.options.trace_tokens.then(|| self.token(spec.id));
                         let env: Vec<(String, String)> =
                             token.iter().map(|t| ("FLAKEHUNT_TOKEN".to_owned(), t.clone())).collect();
-                        let slot = Slot { worker: Some(worker), level: Some(index) };
+                        let slot = Slot { worker: Some(worker), level: Some(index), timeout: None };
                         let result = runner.run(&spec, cell, worker as usize, slot, &env);
                         if tx.send(Ran { token, result }).is_err() {
                             return;

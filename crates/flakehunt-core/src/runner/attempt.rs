@@ -64,13 +64,16 @@ pub struct Finished {
     pub cancelled: bool,
 }
 
-/// Extra identity of an attempt, for fire.
+/// What an attempt carries besides its spec: fire's worker and level, and the plan's timeout.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Slot {
     /// Worker index (`FLAKEHUNT_WORKER`), when the hunt has workers.
     pub worker: Option<u32>,
     /// Ladder level.
     pub level: Option<u32>,
+    /// The plan's timeout for this attempt (the adaptive hunt's hang rule), in place of the
+    /// hunt's `--timeout` when set.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl AttemptRunner<'_> {
@@ -83,20 +86,6 @@ impl AttemptRunner<'_> {
         worker: usize,
         slot: Slot,
         extra_env: &[(String, String)],
-    ) -> Result<Finished, std::io::Error> {
-        self.run_within(spec, cell, worker, slot, extra_env, None)
-    }
-
-    /// [`AttemptRunner::run`] with the plan's timeout for this attempt (the adaptive hunt's
-    /// hang rule), when it sets one, instead of the hunt's `--timeout`.
-    pub fn run_within(
-        &self,
-        spec: &AttemptSpec,
-        cell: &CellSpec,
-        worker: usize,
-        slot: Slot,
-        extra_env: &[(String, String)],
-        timeout: Option<std::time::Duration>,
     ) -> Result<Finished, std::io::Error> {
         let placeholders: Vec<(String, String)> = cell
             .overlay
@@ -156,7 +145,7 @@ impl AttemptRunner<'_> {
         }
         let active = prepared.start(running.pid(), self.cancel);
         // Cloned only when the plan sets a timeout: the sweep path keeps its limits as they are.
-        let execution = match timeout {
+        let execution = match slot.timeout {
             Some(timeout) => running.wait(&Limits { timeout, ..self.limits.clone() }, self.cancel),
             None => running.wait(&self.limits, self.cancel),
         };

@@ -23,20 +23,6 @@ pub trait Execute: Sync + Sized {
         slot: Slot,
         extra_env: &[(String, String)],
     ) -> Result<Finished, std::io::Error>;
-    /// [`run`](Execute::run) with the plan's timeout for this attempt (the adaptive hunt's hang
-    /// rule) in place of the hunt's, when the plan sets one. An execution without timeouts of
-    /// its own (the fake) ignores it.
-    fn run_within(
-        &self,
-        spec: &AttemptSpec,
-        cell: &CellSpec,
-        worker: usize,
-        slot: Slot,
-        extra_env: &[(String, String)],
-        _timeout: Option<std::time::Duration>,
-    ) -> Result<Finished, std::io::Error> {
-        self.run(spec, cell, worker, slot, extra_env)
-    }
     /// The hunt's cancellation.
     fn cancel(&self) -> &Cancel;
     /// The program under test, for messages.
@@ -59,18 +45,6 @@ impl Execute for AttemptRunner<'_> {
         extra_env: &[(String, String)],
     ) -> Result<Finished, std::io::Error> {
         AttemptRunner::run(self, spec, cell, worker, slot, extra_env)
-    }
-
-    fn run_within(
-        &self,
-        spec: &AttemptSpec,
-        cell: &CellSpec,
-        worker: usize,
-        slot: Slot,
-        extra_env: &[(String, String)],
-        timeout: Option<std::time::Duration>,
-    ) -> Result<Finished, std::io::Error> {
-        AttemptRunner::run_within(self, spec, cell, worker, slot, extra_env, timeout)
     }
 
     fn cancel(&self) -> &Cancel {

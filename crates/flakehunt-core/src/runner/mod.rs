@@ -133,7 +133,7 @@ impl<E: Execute> Runner<E> {
             s.in_flight += 1;
             drop(s);
             let run = std::panic::AssertUnwindSafe(|| {
-                self.attempts.run_within(&spec, &cell, worker, Slot::default(), &[], timeout)
+                self.attempts.run(&spec, &cell, worker, Slot { timeout, ..Slot::default() }, &[])
             });
             let result = match std::panic::catch_unwind(run) {
                 Ok(result) => result,
