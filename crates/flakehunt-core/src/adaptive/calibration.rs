@@ -133,6 +133,24 @@ pub struct Level {
     pub expected_seconds: f64,
     /// Attempts that run at once (`copies=N`), 1 for the others.
     pub copies: u32,
+    /// CPUs one attempt is expected to keep busy under it, so the plan runs attempts side by
+    /// side only while they fit on the machine's CPUs together.
+    pub load: f64,
+    /// How it shares the machine with other attempts.
+    pub sharing: Sharing,
+}
+
+/// How the attempts of a level may share the machine with other attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Beside any attempts whose loads fit on the CPUs with its own.
+    Shared,
+    /// Pinned to one CPU: beside unpinned attempts only (two pinned attempts could be given the
+    /// same CPU).
+    Pinned,
+    /// Alone: its condition is the whole machine (noise threads on every CPU, or its own copies
+    /// at once), so nothing may run beside it, nor it beside anything.
+    Alone,
 }
 
 /// A condition family with its levels, weakest first.
@@ -226,7 +244,15 @@ impl Calibration {
     /// with the reason they were left out.
     pub fn arms(&self) -> Arms {
         let w = self.median_seconds;
-        let mut families = vec![Family { name: "default", levels: vec![level(Profile::default_profile(), w, 1)] }];
+        // The CPUs an attempt keeps busy: its measured CPU seconds per wall second (one CPU
+        // throughout when unmeasured), spread over the longer wall time of a stretched level.
+        let c = self.cpu_per_wall.unwrap_or(1.0);
+        let cpus = self.cpus as f64;
+        let busy_over = |seconds: f64| (c * w / seconds.max(1e-6)).min(cpus);
+        let mut families = vec![Family {
+            name: "default",
+            levels: vec![level(Profile::default_profile(), w, 1).sharing(busy_over(w), Sharing::Shared)],
+        }];
         let mut skipped = Vec::new();
         let mut skip = |family: &str, reason: String| skipped.push(Skipped { family: family.into(), reason });
 
@@ -238,7 +264,6 @@ impl Calibration {
         // gives q = C / (K w - (w - b) + P): 1/K for a long CPU-bound target, less for one that
         // mostly waits, more for one shorter than a period. Unmeasured CPU use is taken as one
         // CPU busy throughout (the quota is then the mildest that could stretch it that much).
-        let c = self.cpu_per_wall.unwrap_or(1.0);
         let (cpu, busy) = (c * w, c.min(1.0) * w);
         if c < 1e-3 {
             skip("cpu-starved", format!("the target used {c:.4} CPU-seconds per second: a quota cannot slow it"));
@@ -252,7 +277,8 @@ impl Calibration {
                 let duplicate =
                     levels.iter().any(|l| l.cell.profile.as_ref().and_then(|p| p.knobs.cpu_quota) == Some(pct));
                 if stretch >= MIN_STRETCH && !duplicate {
-                    levels.push(level(Profile::starved(pct), w * stretch, 1));
+                    let load = busy_over(w * stretch).min(pct / 100.0);
+                    levels.push(level(Profile::starved(pct), w * stretch, 1).sharing(load, Sharing::Shared));
                 }
             }
             if levels.is_empty() {
@@ -275,7 +301,8 @@ impl Calibration {
             let gap = nice_us(w * gap_frac * 1e6).max(MIN_GAP_US);
             let profile = Profile::paused(len, gap);
             if !pauses.iter().any(|l| l.cell.name == profile.name) {
-                pauses.push(level(profile, w * (1.0 + 1.5 * len as f64 / gap as f64), 1));
+                let seconds = w * (1.0 + 1.5 * len as f64 / gap as f64);
+                pauses.push(level(profile, seconds, 1).sharing(busy_over(seconds), Sharing::Shared));
             }
         }
         families.push(Family { name: "pause", levels: pauses });
@@ -284,7 +311,10 @@ impl Calibration {
         // while busy.
         let noise = NOISE_PER_CPU
             .iter()
-            .map(|&k| level(Profile::noisy(k, self.cpus), w * (1.0 + c.min(1.0) * f64::from(k)), 1))
+            .map(|&k| {
+                level(Profile::noisy(k, self.cpus), w * (1.0 + c.min(1.0) * f64::from(k)), 1)
+                    .sharing(cpus, Sharing::Alone)
+            })
             .collect();
         families.push(Family { name: "noisy", levels: noise });
 
@@ -295,7 +325,7 @@ impl Calibration {
             let n = n.clamp(2, crate::profile::MAX_COPIES as usize) as u32;
             if !copies.iter().any(|l| l.copies == n) {
                 let contention = (f64::from(n) * c.min(1.0) / self.cpus as f64).max(1.0);
-                copies.push(level(Profile::copies(n), w * contention, n));
+                copies.push(level(Profile::copies(n), w * contention, n).sharing(cpus, Sharing::Alone));
             }
         }
         families.push(Family { name: "copies", levels: copies });
@@ -310,13 +340,19 @@ impl Calibration {
             }
             _ => families.push(Family {
                 name: "jitter",
-                levels: JITTER_RATES.iter().map(|&r| level(Profile::jittered(r), w * (1.0 + r * 0.2), 1)).collect(),
+                levels: JITTER_RATES
+                    .iter()
+                    .map(|&r| {
+                        level(Profile::jittered(r), w * (1.0 + r * 0.2), 1).sharing(busy_over(w), Sharing::Shared)
+                    })
+                    .collect(),
             }),
         }
 
         if self.runtime == RuntimeKind::Python {
             let gil = Profile::builtin("tight-gil").unwrap_or_else(Profile::default_profile);
-            families.push(Family { name: "tight-gil", levels: vec![level(gil, w * 1.2, 1)] });
+            let tight = level(gil, w * 1.2, 1).sharing(busy_over(w), Sharing::Shared);
+            families.push(Family { name: "tight-gil", levels: vec![tight] });
         } else {
             skip("tight-gil", "not a Python target".into());
         }
@@ -330,7 +366,7 @@ impl Calibration {
                 skip(name, "single-threaded: pinning it to one CPU changes nothing".into());
             } else if let Some(p) = Profile::builtin(name) {
                 let stretch = c.max(1.0);
-                families.push(Family { name, levels: vec![level(p, w * stretch, 1)] });
+                families.push(Family { name, levels: vec![level(p, w * stretch, 1).sharing(1.0, Sharing::Pinned)] });
             }
         }
         Arms { families, skipped }
@@ -338,7 +374,13 @@ impl Calibration {
 }
 
 fn level(profile: Profile, expected_seconds: f64, copies: u32) -> Level {
-    Level { cell: CellSpec::for_profile(profile), expected_seconds, copies }
+    Level { cell: CellSpec::for_profile(profile), expected_seconds, copies, load: 1.0, sharing: Sharing::Shared }
+}
+
+impl Level {
+    fn sharing(self, load: f64, sharing: Sharing) -> Self {
+        Self { load, sharing, ..self }
+    }
 }
 
 /// The median of `v` (not empty).

@@ -19,7 +19,7 @@ pub mod record;
 pub use bandit::{BanditOptions, BanditPlan, Confirmation, Stage, CALIBRATE, CONFIRM, PRIOR};
 pub use beta::{beta, gamma};
 pub use calibration::{
-    Arms, Calibration, CalibrationError, Family, Level, Measurement, RuntimeKind, Skipped, JITTER_RATES,
+    Arms, Calibration, CalibrationError, Family, Level, Measurement, RuntimeKind, Sharing, Skipped, JITTER_RATES,
     MIN_QUOTA_PERCENT, NOISE_PER_CPU, STRETCHES,
 };
 pub use hang::{hang_timeout, HANG_FACTOR, MIN_HANG, MIN_PASSED};
