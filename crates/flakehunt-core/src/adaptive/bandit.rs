@@ -201,8 +201,9 @@ pub enum Stage {
 /// The adaptive plan. Cell 0 is `default`, the baseline; the arms' cells are added once the
 /// calibration attempts are in.
 ///
-/// Calibration attempts run one at a time. After them, attempts run side by side while their
-/// arms' loads fit on the CPUs together (a starved attempt keeps a few percent of one busy, so
+/// Calibration attempts run one at a time. After them, once the `copies=N` arm has shown that
+/// running the target beside itself changes nothing, attempts run side by side (up to N) while
+/// their arms' loads fit on the CPUs together (a starved attempt keeps a few percent of one busy, so
 /// several run beside a plain one), up to `window` at once, except that an arm whose condition
 /// is the whole machine (noise on every CPU, `copies=N`, whose N attempts start together) runs
 /// alone, and two pinned arms never run together: no arm takes CPU time another's measurement
@@ -459,13 +460,27 @@ impl BanditPlan {
         }
     }
 
+    /// Attempts that may run side by side: as many as the largest `copies=N` arm that has run
+    /// `unlock_after` attempts without a failure, else one. Running two attempts at once is
+    /// itself a condition (a scratch file at a fixed path, a fixed port, a shared database): until
+    /// the copies arm has shown that it does not matter, attempts of other arms side by side
+    /// would bring such a failure out and pin it on whichever arm they belonged to.
+    fn side_by_side(&self) -> usize {
+        self.arms
+            .iter()
+            .filter(|a| a.copies > 1 && a.failures == 0 && a.attempts >= self.unlock_after.max(u64::from(a.copies)))
+            .map(|a| a.copies as usize)
+            .max()
+            .unwrap_or(1)
+    }
+
     /// Whether an attempt of `cell` may start beside the attempts running now.
     fn fits(&self, cell: usize) -> bool {
         if self.flying.is_empty() {
             return true;
         }
         let arm = &self.arms[cell];
-        if arm.sharing == Sharing::Alone {
+        if arm.sharing == Sharing::Alone || self.flying.len() >= self.side_by_side() {
             return false;
         }
         let mut load = arm.load;
@@ -861,6 +876,29 @@ mod tests {
             pairs += busy_beside;
         }
         assert!(pairs > 0, "two busy attempts fit on two CPUs");
+    }
+
+    #[test]
+    fn attempts_run_side_by_side_only_once_copies_showed_it_changes_nothing() {
+        let outcome = |fail_copies: bool| {
+            move |cell: &str, spec: &AttemptSpec, _: u32| {
+                let r = if fail_copies && cell.starts_with("copies") && spec.iteration == 1 {
+                    fail(0.02)
+                } else {
+                    pass(0.02)
+                };
+                Result { cpu: Some(0.002), ..r }
+            }
+        };
+        let mut plan = BanditPlan::new(options(16));
+        let (steps, _) = drive(&mut plan, 1500, outcome(false));
+        let first = steps.iter().position(|s| s.running > 1 && !s.cell.starts_with("copies")).expect("side by side");
+        let copies_before = steps[..first].iter().filter(|s| s.cell == "copies=2").count() as u64;
+        assert!(copies_before >= plan.unlock_after(), "side by side after {copies_before} copies attempts");
+        // One failure with copies (a rumour, not yet a reproduction) keeps every attempt alone.
+        let mut plan = BanditPlan::new(options(16));
+        let (steps, _) = drive(&mut plan, 1500, outcome(true));
+        assert!(steps.iter().all(|s| s.running == 1 || s.cell.starts_with("copies")));
     }
 
     #[test]
