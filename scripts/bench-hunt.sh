@@ -11,6 +11,9 @@
 # --oracle majority, an output unlike the most common one is a failure). For stress a wrapper
 # stamps the end of every failing run.
 #
+# The hunt's cell says whether the hunt confirmed it against the baseline (",confirmed"), did not
+# (",unconfirmed": a failure no condition explains), or found the plain target failing ("default").
+#
 # Prints a table and the median ratios stress/hunt and stress/sweep over the fixtures where
 # either side reproduced (a "none" counts as CAP, so a ratio against it is a lower bound).
 #
@@ -81,12 +84,23 @@ def failed(a):
     if a["outcome"] in ("fail", "crash", "timeout", "wrong-output"):
         return True
     return leader is not None and a["outcome"] == "pass" and a.get("stdout_hash") not in (None, leader)
+# What the hunt concluded of the cell: confirmed against the baseline (p < 0.01 on fresh
+# attempts), not confirmed (a failure no condition explains), or the baseline itself.
+try:
+    details = json.loads((rec / "summary.json").read_text()).get("details") or {}
+except (OSError, ValueError):
+    details = {}
+def verdict(cell):
+    if manifest.get("kind") != "hunt" or cell == "default":
+        return cell
+    p = details.get("p_value")
+    return f"{cell},{'confirmed' if p is not None and p < 0.01 else 'unconfirmed'}"
 fails = collections.Counter()
 for n, a in enumerate(attempts, 1):
     if failed(a):
         fails[a["cell"]] += 1
         if fails[a["cell"]] == 2:
-            print(f'{t(a["started_at"]) + a["seconds"] - start:.1f} {a["cell"]} {n}'); sys.exit()
+            print(f'{t(a["started_at"]) + a["seconds"] - start:.1f} {verdict(a["cell"])} {n}'); sys.exit()
 print(f"none - {len(attempts)}")
 EOF
 }
