@@ -30,9 +30,10 @@ impl HuntSpec {
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
             HuntKind::Hunt { .. } => "hunt",
+            HuntKind::Suite(_) => "suite",
             HuntKind::Fire(_) => {
                 return Err(HuntError::usage(
-                    "only a sweep, a matrix or a hunt can be sharded: give `sweep ...`, `matrix ...` or `hunt ...`",
+                    "only a sweep, a matrix, a hunt or a suite can be sharded: give `sweep ...`, `matrix ...`, `hunt ...` or `suite ...`",
                 ))
             }
         };
@@ -72,6 +73,10 @@ impl HuntSpec {
                     o.flag("--follow-outside-links", room.follow_outside_links);
                 }
             }
+            HuntKind::Suite(s) => {
+                o.list("--profiles", &s.profiles);
+                o.flag("--strict", s.strict);
+            }
             HuntKind::Fire(_) | HuntKind::Hunt { .. } => {}
         }
         // A hunt given `--timeout` gives it to its shards whatever its value: it replaces the
@@ -98,13 +103,20 @@ impl HuntSpec {
         o.each("--ignore", &r.ignore);
         o.value_if("--oracle", "majority", r.majority);
         let t = &self.target;
-        o.opt("--cargo-test", t.cargo_test.as_ref());
+        match t.cargo_test.as_deref() {
+            Some("") => o.0.push("--cargo-test".to_owned()),
+            name => o.opt("--cargo-test", name.as_ref()),
+        }
         o.opt("-p", t.package.as_ref());
         if !t.go_test.is_empty() {
             o.0.push("--go-test".to_owned());
             o.0.extend(t.go_test.iter().cloned());
         }
-        o.opt("--pytest", t.pytest.as_ref());
+        if let Some(paths) = &t.pytest {
+            o.0.push("--pytest".to_owned());
+            o.0.extend(paths.iter().cloned());
+        }
+        o.opt("--python", t.python.as_ref().map(|p| p.display().to_string()).as_ref());
         o.opt("--shell", t.shell.as_ref());
         (o.0, t.command.clone())
     }

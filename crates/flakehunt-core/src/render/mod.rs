@@ -5,6 +5,7 @@
 
 mod context;
 mod details;
+pub mod events;
 pub mod html;
 pub mod hunt;
 pub mod json;

@@ -4,6 +4,7 @@
 //! Main types: [`TestResult`], [`bisect::Bisection`], [`classify::Category`],
 //! [`summary::SuiteSummary`].
 
+pub mod analyse;
 pub mod bisect;
 pub mod classify;
 pub mod collect;
@@ -14,6 +15,8 @@ pub mod order;
 pub mod python;
 pub mod record;
 pub mod repeat;
+pub mod run;
+pub mod setup;
 pub mod summary;
 
 #[cfg(test)]
