@@ -42,7 +42,7 @@ pub(super) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
     }
     if t.go_test.len() > 1 {
         return Err(HuntError::usage(format!(
-            "suite takes --go-test PKG (the whole package's tests), not '{}'",
+            "suite takes --go-test PKG (the whole package's tests), not '{}': give the other options before --go-test",
             t.go_test.join(" ")
         )));
     }

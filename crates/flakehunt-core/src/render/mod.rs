@@ -11,6 +11,7 @@ pub mod hunt;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod suite;
 pub mod term;
 mod text;
 

@@ -93,7 +93,6 @@ pub struct Ids {
     base: u64,
     runs: u64,
     stride: u64,
-    offset: u64,
     next: u64,
 }
 
@@ -102,18 +101,20 @@ impl Ids {
     /// largest id the record holds.
     pub fn new(planned: u64, runs: u64, shard: Option<Shard>, last: Option<u64>) -> Self {
         let (stride, offset) = shard.map_or((1, 0), |s| (u64::from(s.count), u64::from(s.index - 1)));
+        // The first id at or after the plan's that this shard owns.
+        let base = planned + (offset + stride - planned % stride) % stride;
         let next = match last {
-            Some(id) if id >= planned => (id - planned) / stride + 1,
+            Some(id) if id >= base => (id - base) / stride + 1,
             _ => 0,
         };
-        Self { base: planned, runs, stride, offset, next }
+        Self { base, runs, stride, next }
     }
 
     /// The next id and its iteration.
     pub fn take(&mut self) -> (u64, u64) {
         let k = self.next;
         self.next += 1;
-        (self.base + k * self.stride + self.offset, self.runs + 1 + k)
+        (self.base + k * self.stride, self.runs + 1 + k)
     }
 }
 
@@ -185,12 +186,12 @@ mod tests {
         let mut ids = Ids::new(20, 10, None, Some(19));
         assert_eq!(ids.take(), (20, 11));
         assert_eq!(ids.take(), (21, 12));
-        let shard = Some(Shard { index: 2, count: 3 });
-        let mut ids = Ids::new(20, 10, shard, Some(19));
-        assert_eq!(ids.take(), (21, 11));
-        assert_eq!(ids.take(), (24, 12));
-        assert!(shard.unwrap().owns(24));
-        let mut resumed = Ids::new(20, 10, shard, Some(24));
-        assert_eq!(resumed.take(), (27, 13), "a resumed hunt continues after its last");
+        let shard = Shard { index: 2, count: 3 };
+        let mut ids = Ids::new(20, 10, Some(shard), Some(19));
+        assert_eq!(ids.take(), (22, 11));
+        assert_eq!(ids.take(), (25, 12));
+        assert!(shard.owns(22) && shard.owns(25));
+        let mut resumed = Ids::new(20, 10, Some(shard), Some(25));
+        assert_eq!(resumed.take(), (28, 13), "a resumed hunt continues after its last");
     }
 }
