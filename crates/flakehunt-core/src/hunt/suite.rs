@@ -60,8 +60,11 @@ pub(super) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
         let (target, runner, selection) = pytest(t.python.as_deref(), paths)?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
-        let (target, adapter) = super::adapter::go_test(std::slice::from_ref(pkg), dir)?;
+        let (built, adapter) = super::adapter::go_test(std::slice::from_ref(pkg), dir)?;
         let (runner, selection) = go(&adapter)?;
+        // Shown as the user's command, not the binary in this record (shards merge on it).
+        let mut target = Target::argv(vec!["go".into(), "test".into(), pkg.clone()]);
+        target.dir = built.dir;
         (target, runner, selection, Some(adapter))
     } else {
         let (target, runner, selection) = libtest(t.package.as_deref(), t.cargo_test.as_deref().unwrap_or(""))?;
@@ -170,7 +173,9 @@ fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Ve
         0 => Err(HuntError::usage("--cargo-test: the build has no test binary with tests")),
         1 => {
             let (bin, _, tests) = with_tests.remove(0);
-            let target = Target::argv(vec![bin.executable.display().to_string()]).in_dir(bin.package_dir);
+            let mut argv = vec!["cargo".to_owned(), "test".to_owned()];
+            argv.extend(package.map(|p| ["-p".to_owned(), p.to_owned()]).into_iter().flatten());
+            let target = Target::argv(argv).in_dir(bin.package_dir);
             Ok((target, SuiteRunner::Libtest { binary: bin.executable }, tests))
         }
         _ => {

@@ -113,6 +113,24 @@ impl SuiteSetup {
         }
     }
 
+    /// The setup without what each machine of a sharded hunt finds for itself: where its files
+    /// and its test binary went, how long the collection took, its `PYTHONPATH`.
+    pub fn comparable(&self) -> Self {
+        let mut s = self.clone();
+        s.files = PathBuf::new();
+        s.collect_seconds = 0.0;
+        s.python_path = None;
+        match &mut s.runner {
+            SuiteRunner::Go { go, .. } => {
+                go.binary = PathBuf::new();
+                go.test2json = None;
+            }
+            SuiteRunner::Libtest { binary } => *binary = PathBuf::new(),
+            SuiteRunner::Pytest { .. } => {}
+        }
+        s
+    }
+
     /// The directory of the repeat plugin.
     pub fn plugin_dir(&self) -> PathBuf {
         self.files.join(PLUGIN_DIR)
