@@ -303,3 +303,70 @@ fn which(program: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()).expect("on PATH")
 }
+
+/// A test that fails only under one profile (its `env` reaches the test) is condition-sensitive,
+/// and the condition is named; the cells count the whole selection's attempts per profile.
+#[test]
+fn a_test_failing_under_one_profile_is_condition_sensitive() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("cond");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(
+        project.join("tests/test_cond.py"),
+        "import os\n\ndef test_env():\n    assert os.environ.get('SUITE_COND') != 'on'\n\ndef test_clean():\n    pass\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("flakehunt.toml"), "[profiles.cond]\nenv = { SUITE_COND = \"on\" }\n").unwrap();
+    let record = dir.path().join("rec");
+    let args = [
+        "--profiles",
+        "default,cond",
+        "--runs",
+        "6",
+        "--seed",
+        "1",
+        "--json",
+        "--quiet",
+        "--record",
+        record.to_str().unwrap(),
+        "--pytest",
+    ];
+    let (code, summary, stderr) = suite(&project, &args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let tests = by_id(&summary);
+    let t = &tests["tests/test_cond.py::test_env"];
+    assert_eq!(t["category"], "condition-sensitive", "{t}");
+    assert_eq!(t["condition"], "cond");
+    assert_eq!((t["attempts"].as_u64(), t["failures"].as_u64()), (Some(12), Some(6)));
+    let conditions = t["conditions"].as_array().unwrap();
+    assert_eq!(conditions[1]["name"], "cond");
+    assert!(conditions[1]["p_value"].as_f64().unwrap() < 0.01, "{conditions:?}");
+    assert_eq!(tests.len(), 1);
+}
+
+/// libtest cannot order tests on stable Rust: a Rust suite gets per-test tallies, said so.
+#[test]
+fn a_rust_suite_gets_per_test_tallies_without_order_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("cargo-flaky");
+    let status =
+        std::process::Command::new("cp").arg("-r").arg(fixture("adapters/cargo-flaky")).arg(&project).status().unwrap();
+    assert!(status.success());
+    let record = dir.path().join("rec");
+    let env = [("CARGO_TARGET_DIR", dir.path().join("target"))];
+    let args =
+        ["--runs", "8", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap(), "--cargo-test"];
+    let (code, summary, stderr) = suite(&project, &args, &env);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!((summary["framework"].as_str(), summary["shuffled"].as_bool()), (Some("libtest"), Some(false)));
+    let tests = by_id(&summary);
+    let t = &tests["ledger::transfer_keeps_the_total"];
+    // The fixture fails on iterations 4 and 8.
+    assert_eq!((t["attempts"].as_u64(), t["failures"].as_u64()), (Some(8), Some(2)));
+    assert_eq!(t["category"], "flaky");
+    assert!(summary["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("libtest cannot run tests in a given order")));
+}
