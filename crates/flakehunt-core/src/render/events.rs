@@ -82,6 +82,10 @@ pub fn line(event: &Event<'_>) -> Option<Line> {
         Event::StepSummaryFailed { path, error } => {
             warned(format!("flakehunt: warning: cannot append to $GITHUB_STEP_SUMMARY ({}): {error}", path.display()))
         }
+        Event::Classifying { tests: 0 } => said("suite: no test failed".into()),
+        Event::Classifying { tests } => said(format!(
+            "suite: {tests} test(s) failed: running each alone, twice in one process, bisecting for polluters or state-setters, and checking reproducers"
+        )),
         Event::Interrupted => warned("interrupted: ending running attempts (Ctrl-C again to kill them now)".into()),
         Event::BudgetSpent => warned("budget spent: letting running attempts finish".into()),
         Event::Started { .. } | Event::AttemptFinished { .. } | Event::CellAdded(_) | Event::LevelRecorded(_) => None,

@@ -28,6 +28,9 @@ pub trait Runs {
     /// The suite part of a run of `req` in the baseline cell; none when it cannot be had (the
     /// hunt was interrupted, or the record does not hold it).
     fn run(&mut self, req: &Request) -> Option<AttemptTests>;
+
+    /// The tests about to be classified, once, before their runs (for the display).
+    fn classifying(&mut self, _tests: &[TestId]) {}
 }
 
 /// The recorded confirmation, repetition, bisection and reproducer runs, each found by what it
@@ -103,6 +106,7 @@ pub fn analyse(setup: &SuiteSetup, mut tallies: Tallies, cells: &[String], runs:
         .filter(|(id, t)| t.failures > 0 || second_failed.contains(*id))
         .map(|(id, _)| id.clone())
         .collect();
+    c.runs.classifying(&failing);
     let mut entries = Vec::new();
     let mut bisections = BTreeMap::new();
     for id in failing {

@@ -8,6 +8,7 @@ use std::path::Path;
 use super::analyse::{Replay, Runs};
 use super::record::{AttemptTests, Role};
 use super::setup::{Request, SuiteSetup};
+use super::TestId;
 use crate::events::{Event, EventSink};
 use crate::exec::{Cancel, Watchdog};
 use crate::plan::{AttemptSpec, CellSpec, Shard, Target};
@@ -44,7 +45,17 @@ impl SuiteExecution<'_> {
         let mut output = String::from_utf8_lossy(&finished.stdout).into_owned();
         output.push('\n');
         output.push_str(&finished.attempt.stdout_tail);
-        finished.attempt.suite = Some(Box::new(self.setup.results(req, &prepared, &output)));
+        let tests = self.setup.results(req, &prepared, &output);
+        // Named by the tests that failed: the attempt's own output may be in a file, and the
+        // display shows each new signature.
+        if let Some(signature) = finished.attempt.signature.as_mut() {
+            let failed = failed_tests(&tests);
+            if !failed.is_empty() {
+                let status = signature.split(':').next().unwrap_or_default().to_owned();
+                *signature = format!("{status}: failed: {failed}");
+            }
+        }
+        finished.attempt.suite = Some(Box::new(tests));
         Ok(finished)
     }
 }
@@ -110,6 +121,11 @@ impl Ids {
         Self { base, runs, stride, next }
     }
 
+    /// Ids taken so far (a resumed hunt's included).
+    pub fn taken(&self) -> u64 {
+        self.next
+    }
+
     /// The next id and its iteration.
     pub fn take(&mut self) -> (u64, u64) {
         let k = self.next;
@@ -136,7 +152,21 @@ pub struct Live<'a> {
     pub fatal: Option<std::io::Error>,
 }
 
+/// Runs a failing test's classification takes, about: three alone, a bisection of a few, two
+/// reproducer checks. Only the progress bar's length depends on it.
+const RUNS_PER_TEST: u64 = 12;
+
 impl Runs for Live<'_> {
+    fn classifying(&mut self, tests: &[TestId]) {
+        let done = self.ids.taken();
+        let planned = done + tests.len() as u64 * RUNS_PER_TEST;
+        for event in [Event::Classifying { tests: tests.len() }, Event::Started { planned, done }] {
+            if let Err(e) = self.sink.event(&event) {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
     fn run(&mut self, req: &Request) -> Option<AttemptTests> {
         if let Some(t) = self.replay.take(req) {
             return Some(t);
@@ -163,6 +193,20 @@ impl Runs for Live<'_> {
             }
         }
     }
+}
+
+/// The tests of `t` that failed, the first three by id, then how many more.
+fn failed_tests(t: &AttemptTests) -> String {
+    let mut ids: Vec<&str> = t.tests.iter().filter(|r| r.outcome.is_failure()).map(|r| r.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let more = ids.len().saturating_sub(3);
+    ids.truncate(3);
+    let mut text = ids.join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
 }
 
 /// The phase a classification attempt is recorded with.
