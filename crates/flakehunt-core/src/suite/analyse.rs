@@ -315,6 +315,7 @@ mod tests {
                     "v" => seen.contains(&"p"),
                     "b" => !seen.contains(&"s"),
                     "n" => seen.contains(&"n"),
+                    "d" => true,
                     "f" => {
                         self.f_runs += 1;
                         self.f_runs % 2 == 0
@@ -340,14 +341,15 @@ mod tests {
     fn each_category_with_its_culprit_and_a_checked_reproducer() {
         let setup = SuiteSetup {
             runner: SuiteRunner::Pytest { pytest: Pytest { python: "py".into() }, paths: vec![] },
-            selection: ["p", "v", "s", "b", "n", "f", "c"].map(String::from).to_vec(),
+            selection: ["p", "v", "s", "b", "n", "f", "c", "d"].map(String::from).to_vec(),
             files: "/rec".into(),
             python_path: None,
             collect_seconds: 0.0,
         };
         let mut model = Model { runs: 0, f_runs: 0 };
         let mut tallies = Tallies::default();
-        for (i, order) in [["c", "p", "b", "v", "f", "n", "s"], ["s", "v", "b", "f", "p", "c", "n"]].iter().enumerate()
+        for (i, order) in
+            [["c", "p", "b", "v", "f", "n", "s", "d"], ["s", "v", "b", "d", "f", "p", "c", "n"]].iter().enumerate()
         {
             let req = Request {
                 role: Role::Shuffled,
@@ -371,6 +373,8 @@ mod tests {
         assert_eq!(by_id["f"].category, Category::Flaky);
         assert!(by_id["f"].reproducer.is_empty());
         assert!(!by_id.contains_key("c") && !by_id.contains_key("p"));
+        assert_eq!(by_id["d"].category, Category::Deterministic);
+        assert_eq!(by_id["d"].reproducer.last().map(String::as_str), Some("d"), "the test alone, checked");
         assert_eq!(by_id["v"].bisection.as_ref().unwrap().status, BisectStatus::Confirmed);
     }
 
