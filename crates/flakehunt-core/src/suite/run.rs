@@ -45,7 +45,11 @@ impl SuiteExecution<'_> {
         let mut output = String::from_utf8_lossy(&finished.stdout).into_owned();
         output.push('\n');
         output.push_str(&finished.attempt.stdout_tail);
-        let tests = self.setup.results(req, &prepared, &output);
+        let mut tests = self.setup.results(req, &prepared, &output);
+        // A failure's message is output too: redacted like the attempt's tails.
+        if crate::redact::enabled() {
+            tests.tests.iter_mut().filter_map(|r| r.message.as_mut()).for_each(crate::redact::in_place);
+        }
         // Named by the tests that failed: the attempt's own output may be in a file, and the
         // display shows each new signature.
         if let Some(signature) = finished.attempt.signature.as_mut() {
