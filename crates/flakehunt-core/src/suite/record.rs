@@ -269,6 +269,14 @@ mod tests {
     }
 
     #[test]
+    fn a_node_id_with_a_path_is_found_in_the_order_as_itself() {
+        let mut t = Tallies::default();
+        let (p, v) = ("tests/a.py::test_p", "tests/b.py::test_v");
+        t.add(1, "default", &shuffled(&[p, v], &[(p, Pass), (v, Fail)]));
+        assert_eq!(t.first_failure[v].before, [p], "not looked up as `tests`, the part before its first /");
+    }
+
+    #[test]
     fn a_subtest_is_replayed_from_its_parents_place() {
         let mut t = Tallies::default();
         t.add(1, "default", &shuffled(&["TestA", "TestB"], &[("TestA", Pass), ("TestB/sub", Fail), ("TestB", Fail)]));

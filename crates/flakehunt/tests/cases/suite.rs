@@ -370,3 +370,21 @@ fn a_rust_suite_gets_per_test_tallies_without_order_analysis() {
         .iter()
         .any(|n| n.as_str().unwrap().contains("libtest cannot run tests in a given order")));
 }
+
+/// A suite in which no test fails exits 0, with no test in the summary.
+#[test]
+fn a_clean_suite_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("clean");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(project.join("tests/test_ok.py"), "def test_a():\n    pass\n\ndef test_b():\n    pass\n").unwrap();
+    let record = dir.path().join("rec");
+    let (code, summary, stderr) =
+        suite(&project, &["--runs", "3", "--json", "--quiet", "--record", record.to_str().unwrap(), "--pytest"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(summary["verdict"], "not-reproduced");
+    assert_eq!(summary["tests"], serde_json::json!([]));
+    assert_eq!(summary["collected"], 2);
+    // Nothing failed, so only the repeat-all pass ran besides the three attempts.
+    assert_eq!(attempts_in(&record).len(), 4);
+}
