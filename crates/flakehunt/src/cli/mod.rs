@@ -50,7 +50,8 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// Run a whole test suite in seeded orders (under --profiles) and classify each failing test:
     /// non-idempotent, order-dependent (with its polluter or state-setter), condition-sensitive,
-    /// flaky or deterministic, with a reproducer checked to fail.
+    /// flaky or deterministic, with a reproducer checked to fail. `--profiles` defaults to `default`
+    /// alone; no command after `--`: the runner is --pytest [PATH...], --go-test PKG or --cargo-test.
     Suite(Box<SweepArgs>),
     /// Run a test under a grid of environment conditions and find the smallest set the failure follows.
     Matrix(Box<MatrixArgs>),
