@@ -144,6 +144,12 @@ pub enum Event<'a> {
         /// Why, on one line.
         error: &'a str,
     },
+    /// Suite: the shuffled attempts are done; these tests failed (or failed run twice) and get
+    /// their confirmation runs now.
+    Classifying {
+        /// How many.
+        tests: usize,
+    },
     /// The user interrupted: running attempts are being ended and will not be recorded.
     Interrupted,
     /// The budget ran out: no new attempts start.

@@ -102,74 +102,11 @@ impl EventSink for Display {
                 bar.set_position(done);
             }
             Event::AttemptFinished { attempt, .. } => self.attempt_finished(attempt),
-            Event::MatrixPlanned { cells, dimensions, runs, confirm } => {
-                let sizes: Vec<String> =
-                    dimensions.iter().map(|d| format!("{} ({})", d.name, d.values.len())).collect();
-                self.say(&format!(
-                    "matrix: {cells} cells from {}, {runs} runs each, confirm single failures up to {confirm} times",
-                    sizes.join(" x ")
-                ));
-            }
-            Event::CleanRoomReady { index, of, cell } => self.say(&format!("clean room {index}/{of}: {cell}")),
-            Event::CleanRoomsKept(dirs) => self.say(&format!("clean rooms kept: {}", dirs.join(" "))),
-            Event::StateCopied(stats) => self.say(&flakehunt_core::hunt::copy_line(stats)),
-            Event::ReferenceStarted { cell, runs } => {
-                self.say(&format!("{cell}: {runs} runs one after another in a fresh sandbox"));
-            }
-            Event::LevelStarted { index, of, cell, workers, runs } => self
-                .say(&format!("level {index}/{of}: {cell}: {workers} workers started together, sharing {runs} runs")),
-            Event::LevelJudged(l) => self.say(&format!(
-                "level {}: {}: {}{}",
-                l.name,
-                l.verdict.name(),
-                l.verdict_text,
-                flakehunt_core::fire::headline_text(&l.findings)
-            )),
-            Event::ShardsSubmitted { job, shards, seed, script, dir } => self.say(&format!(
-                "slurm: submitted job array {job} ({shards} tasks, seed {seed}); script {}; logs {}/slurm-{job}_*.out",
-                script.display(),
-                dir.display()
-            )),
-            Event::ShardProgress { job, pending, running, done, attempts } => self.say(&format!(
-                "slurm job {job}: {pending} pending, {running} running, {done} done; {attempts} attempts recorded"
-            )),
-            Event::QueueSilent { job } => {
-                self.println(&format!("flakehunt: warning: squeue does not answer; still waiting for job {job}"));
-            }
-            Event::ShardFailed { job, task, shards, exit, state, log } => {
-                let why = match (exit, state) {
-                    (Some(code), _) => format!("flakehunt exited {code}"),
-                    (None, state) => format!(
-                        "no exit status: cancelled, timed out or killed ({})",
-                        state.map_or_else(|| "state unknown".to_owned(), |s| format!("state {s}"))
-                    ),
-                };
-                self.println(&format!(
-                    "flakehunt: slurm task {job}_{task} (shard {}/{shards}) failed: {why}; log: {}",
-                    task + 1,
-                    log.display()
-                ));
-            }
-            Event::ShardsIncomplete { missing, shards, script, dir } => {
-                let list: Vec<String> = missing.iter().map(|i| format!("{i}/{shards}")).collect();
-                let tasks: Vec<String> = missing.iter().map(|i| (i - 1).to_string()).collect();
-                self.println(&format!(
-                    "flakehunt: shards {} did not complete: this record is incomplete. Re-submit them with \
-                     `sbatch --array={} {}` (each continues its shard's record), then merge with \
-                     `flakehunt merge {}/shard-*/ --into NEW_DIR`",
-                    list.join(", "),
-                    tasks.join(","),
-                    script.display(),
-                    dir.display()
-                ));
-            }
-            Event::StepSummaryFailed { path, error } => self.println(&format!(
-                "flakehunt: warning: cannot append to $GITHUB_STEP_SUMMARY ({}): {error}",
-                path.display()
-            )),
-            Event::Interrupted => self.println("interrupted: ending running attempts (Ctrl-C again to kill them now)"),
-            Event::BudgetSpent => self.println("budget spent: letting running attempts finish"),
-            Event::CellAdded(_) | Event::LevelRecorded(_) => {}
+            _ => match flakehunt_core::render::events::line(event) {
+                Some(line) if line.always => self.println(&line.text),
+                Some(line) => self.say(&line.text),
+                None => {}
+            },
         }
         Ok(())
     }

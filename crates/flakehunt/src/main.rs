@@ -33,7 +33,11 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
         Ok(config)
     };
     match &cli.command {
-        cli::Command::Hunt(_) | cli::Command::Sweep(_) | cli::Command::Matrix(_) | cli::Command::Fire(_) => {
+        cli::Command::Hunt(_)
+        | cli::Command::Sweep(_)
+        | cli::Command::Suite(_)
+        | cli::Command::Matrix(_)
+        | cli::Command::Fire(_) => {
             let (spec, json) = cli::hunt_spec(&cli.command, config()?, cli.config.as_deref()).expect("a hunt");
             hunt::run(&spec, json)
         }

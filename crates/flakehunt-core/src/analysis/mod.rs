@@ -33,8 +33,14 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     let top = outputs.majority().map(str::to_owned);
     let mut hunt =
         (record.manifest.kind == Kind::Hunt).then(|| crate::adaptive::record::HuntSummary::new(&record.manifest));
+    let suite = record.manifest.kind == Kind::Suite;
     for attempt in record.attempts()? {
         let mut attempt = attempt?;
+        // A suite's cells count its shuffled attempts; its confirmation runs are the
+        // classification's, below.
+        if suite && attempt.suite.as_ref().is_some_and(|t| t.role != crate::suite::record::Role::Shuffled) {
+            continue;
+        }
         plan.observe(&attempt);
         let recorded = hunt.as_ref().map(|_| attempt.clone());
         if majority {
@@ -55,10 +61,21 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         }
         Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,
         Kind::Hunt => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
+        Kind::Suite => {
+            let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
+            if let Some(analysis) = crate::suite::analyse::of_record(record)? {
+                crate::suite::summary::apply(&mut summary, analysis);
+            }
+            summary
+        }
     };
     // Fire decides completeness itself (its ladder stops at the first rejection).
     if record.manifest.kind != Kind::Fire {
         summary.complete |= plan.next() == Next::Done;
+    }
+    // A suite is complete when its classification is too.
+    if summary.suite.as_ref().is_some_and(|s| !s.classified) {
+        summary.complete = false;
     }
     // A hunt is complete when its plan is done, not when it ran as many attempts as it issued.
     if let Some(h) = hunt {

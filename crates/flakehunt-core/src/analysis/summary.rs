@@ -66,6 +66,10 @@ pub struct Summary {
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
     pub fire: Option<crate::fire::FireSummary>,
+    /// Suite: the runner, the tests collected and every test that failed at least once,
+    /// flattened into the document (`framework`, `collected`, `tests`, ...).
+    #[serde(flatten)]
+    pub suite: Option<crate::suite::summary::SuiteSummary>,
 }
 
 /// One cell's statistics.
@@ -200,6 +204,7 @@ impl Summary {
             details: serde_json::Value::Null,
             reproduction: None,
             fire: None,
+            suite: None,
         }
     }
 

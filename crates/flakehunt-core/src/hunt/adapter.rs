@@ -22,8 +22,13 @@ pub fn target(args: &TargetRequest, record: &Path) -> Result<Option<(Target, Ada
     if !args.go_test.is_empty() {
         return go_test(&args.go_test, record).map(Some);
     }
-    if let Some(node) = &args.pytest {
-        return pytest(node).map(Some);
+    if let Some(nodes) = &args.pytest {
+        let [node] = nodes.as_slice() else {
+            return Err(HuntError::usage(
+                "--pytest takes one node id here (flakehunt suite takes the paths to collect)",
+            ));
+        };
+        return pytest(node, args.python.as_deref()).map(Some);
     }
     Ok(None)
 }
@@ -32,21 +37,12 @@ pub fn target(args: &TargetRequest, record: &Path) -> Result<Option<(Target, Ada
 /// binary that lists NAME, run as `BIN NAME --exact` in its package's directory, as `cargo test`
 /// runs it (tests open their data files by paths relative to it).
 fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), HuntError> {
-    let mut build = Command::new("cargo");
-    build.args(["test", "--no-run", "--message-format=json"]);
-    if let Some(p) = package {
-        build.args(["-p", p]);
+    if name.is_empty() {
+        return Err(HuntError::usage(
+            "--cargo-test takes the NAME of one test here (flakehunt suite takes the whole suite)",
+        ));
     }
-    // Cargo's own progress goes to our stderr, so a long build is visible.
-    let output =
-        build.stderr(Stdio::inherit()).output().map_err(|e| HuntError::io("cannot run `cargo test --no-run`", e))?;
-    if !output.status.success() {
-        return Err(HuntError::usage(format!("`cargo test --no-run` failed ({}): fix the build first", output.status)));
-    }
-    let binaries = test_executables(&String::from_utf8_lossy(&output.stdout));
-    if binaries.is_empty() {
-        return Err(HuntError::usage("`cargo test --no-run` built no test binary"));
-    }
+    let binaries = cargo_build(package)?;
     let mut found: Vec<(&TestBinary, String)> = Vec::new();
     for bin in &binaries {
         let list = Command::new(&bin.executable)
@@ -81,6 +77,26 @@ fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), Hu
     let dir = relative_to_cwd(&bin.package_dir)?;
     let target = Target::argv(vec![binary.clone(), test.clone(), "--exact".into()]).in_dir(dir.clone());
     Ok((target, Adapter::CargoTest { test, binary, package: package.map(str::to_owned), dir }))
+}
+
+/// `cargo test --no-run --message-format=json [-p PKG]` once: the test executables it built.
+pub(super) fn cargo_build(package: Option<&str>) -> Result<Vec<TestBinary>, HuntError> {
+    let mut build = Command::new("cargo");
+    build.args(["test", "--no-run", "--message-format=json"]);
+    if let Some(p) = package {
+        build.args(["-p", p]);
+    }
+    // Cargo's own progress goes to our stderr, so a long build is visible.
+    let output =
+        build.stderr(Stdio::inherit()).output().map_err(|e| HuntError::io("cannot run `cargo test --no-run`", e))?;
+    if !output.status.success() {
+        return Err(HuntError::usage(format!("`cargo test --no-run` failed ({}): fix the build first", output.status)));
+    }
+    let binaries = test_executables(&String::from_utf8_lossy(&output.stdout));
+    if binaries.is_empty() {
+        return Err(HuntError::usage("`cargo test --no-run` built no test binary"));
+    }
+    Ok(binaries)
 }
 
 /// A test executable cargo built, and the directory of the package it tests.
@@ -265,7 +281,7 @@ fn first_line(bytes: &[u8]) -> String {
 /// builds its test binary once into the record, and NAME is resolved to one top-level test with
 /// the binary's `-test.list`. Attempts run the binary in the package's directory, as `go test`
 /// does.
-fn go_test(values: &[String], record: &Path) -> Result<(Target, Adapter), HuntError> {
+pub(super) fn go_test(values: &[String], record: &Path) -> Result<(Target, Adapter), HuntError> {
     let (pkg, run) = go_args(values).map_err(HuntError::usage)?;
     let cache = go_cache()?;
     let list = go_command(cache.as_ref())
@@ -357,9 +373,9 @@ fn go_test(values: &[String], record: &Path) -> Result<(Target, Adapter), HuntEr
     Ok((Target::argv(argv).in_dir(dir), adapter))
 }
 
-/// The per-attempt argv of `--pytest NODEID`.
-pub fn pytest_argv(node: &str) -> Vec<String> {
-    let mut argv: Vec<String> = ["python3", "-m", "pytest", "-q"].map(String::from).to_vec();
+/// The per-attempt argv of `--pytest NODEID` with the interpreter `python`.
+pub fn pytest_argv(python: &str, node: &str) -> Vec<String> {
+    let mut argv: Vec<String> = [python, "-m", "pytest", "-q"].map(String::from).to_vec();
     for plugin in PYTEST_NO_PLUGINS {
         argv.extend(["-p".into(), format!("no:{plugin}")]);
     }
@@ -367,18 +383,26 @@ pub fn pytest_argv(node: &str) -> Vec<String> {
     argv
 }
 
-/// `--pytest NODEID`, after checking that pytest can be imported.
-fn pytest(node: &str) -> Result<(Target, Adapter), HuntError> {
-    let ok = Command::new("python3")
+/// `--pytest NODEID`, with the interpreter the user means (`--python`, `$VIRTUAL_ENV`,
+/// `./.venv`, `python3`), after checking that it can import pytest.
+fn pytest(node: &str, explicit: Option<&Path>) -> Result<(Target, Adapter), HuntError> {
+    let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
+    let venv = std::env::var_os("VIRTUAL_ENV");
+    let python = crate::suite::python::interpreter(explicit, venv.as_deref(), &cwd)
+        .map_err(|e| HuntError::usage(e.to_string()))?;
+    let program = python.program.display().to_string();
+    let ok = Command::new(&python.program)
         .args(["-m", "pytest", "--version"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        return Err(HuntError::usage("--pytest needs pytest for python3: `python3 -m pip install pytest`"));
+        return Err(HuntError::usage(format!(
+            "--pytest needs pytest for {program}: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
+        )));
     }
-    Ok((Target::argv(pytest_argv(node)), Adapter::Pytest { node: node.to_owned() }))
+    Ok((Target::argv(pytest_argv(&program, node)), Adapter::Pytest { node: node.to_owned() }))
 }
 
 #[cfg(test)]
@@ -438,7 +462,7 @@ not json"#;
     #[test]
     fn pytest_argv_disables_rerun_plugins() {
         assert_eq!(
-            pytest_argv("t.py::test_x").join(" "),
+            pytest_argv("python3", "t.py::test_x").join(" "),
             "python3 -m pytest -q -p no:randomly -p no:rerunfailures -p no:flaky -p no:cacheprovider t.py::test_x"
         );
     }

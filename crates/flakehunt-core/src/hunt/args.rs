@@ -30,9 +30,10 @@ impl HuntSpec {
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
             HuntKind::Hunt { .. } => "hunt",
+            HuntKind::Suite(_) => "suite",
             HuntKind::Fire(_) => {
                 return Err(HuntError::usage(
-                    "only a sweep, a matrix or a hunt can be sharded: give `sweep ...`, `matrix ...` or `hunt ...`",
+                    "only a sweep, a matrix, a hunt or a suite can be sharded: give `sweep ...`, `matrix ...`, `hunt ...` or `suite ...`",
                 ))
             }
         };
@@ -72,6 +73,10 @@ impl HuntSpec {
                     o.flag("--follow-outside-links", room.follow_outside_links);
                 }
             }
+            HuntKind::Suite(s) => {
+                o.list("--profiles", &s.profiles);
+                o.flag("--strict", s.strict);
+            }
             HuntKind::Fire(_) | HuntKind::Hunt { .. } => {}
         }
         // A hunt given `--timeout` gives it to its shards whatever its value: it replaces the
@@ -98,13 +103,26 @@ impl HuntSpec {
         o.each("--ignore", &r.ignore);
         o.value_if("--oracle", "majority", r.majority);
         let t = &self.target;
-        o.opt("--cargo-test", t.cargo_test.as_ref());
-        o.opt("-p", t.package.as_ref());
-        if !t.go_test.is_empty() {
-            o.0.push("--go-test".to_owned());
-            o.0.extend(t.go_test.iter().cloned());
+        match t.cargo_test.as_deref() {
+            Some("") => o.0.push("--cargo-test".to_owned()),
+            name => o.opt("--cargo-test", name.as_ref()),
         }
-        o.opt("--pytest", t.pytest.as_ref());
+        o.opt("-p", t.package.as_ref());
+        match t.go_test.as_slice() {
+            [] => {}
+            // `--go-test` takes up to three words: alone, the package is joined to it, so that
+            // the options a shard appends (`--shard`, `--seed`) are not taken for more.
+            [pkg] => o.0.push(format!("--go-test={pkg}")),
+            words => {
+                o.0.push("--go-test".to_owned());
+                o.0.extend(words.iter().cloned());
+            }
+        }
+        if let Some(paths) = &t.pytest {
+            o.0.push("--pytest".to_owned());
+            o.0.extend(paths.iter().cloned());
+        }
+        o.opt("--python", t.python.as_ref().map(|p| p.display().to_string()).as_ref());
         o.opt("--shell", t.shell.as_ref());
         (o.0, t.command.clone())
     }
@@ -142,5 +160,44 @@ impl Options {
         if !values.is_empty() {
             self.0.extend([name.to_owned(), values.join(",")]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hunt::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
+
+    fn suite(target: TargetRequest) -> HuntSpec {
+        HuntSpec {
+            kind: HuntKind::Suite(SuiteRequest { profiles: vec!["default".into(), "noisy".into()], strict: false }),
+            target,
+            settings: SettingsRequest { runs: 20, ..SettingsRequest::default() },
+            oracle: OracleRequest::default(),
+            seed: None,
+            shard: None,
+            record: RecordRequest::New(None),
+            slurm: None,
+            config: crate::config::Config::default(),
+            config_path: None,
+            quiet: false,
+        }
+    }
+
+    #[test]
+    fn a_suites_shards_get_its_runner_back_and_a_lone_package_joined_to_its_option() {
+        let go = suite(TargetRequest { go_test: vec!["./pkg".into()], ..TargetRequest::default() });
+        let sharded = go.sharded("flakehunt".into(), 2, 5).unwrap();
+        assert_eq!(sharded.kind, "suite");
+        assert_eq!(sharded.options, ["--profiles", "default,noisy", "--runs", "20", "--go-test=./pkg"]);
+        let py = suite(TargetRequest {
+            pytest: Some(vec!["tests".into()]),
+            python: Some(".venv/bin/python".into()),
+            ..TargetRequest::default()
+        });
+        let options = py.sharded("flakehunt".into(), 2, 5).unwrap().options;
+        assert_eq!(options[4..], ["--pytest", "tests", "--python", ".venv/bin/python"]);
+        let cargo = suite(TargetRequest { cargo_test: Some(String::new()), ..TargetRequest::default() });
+        assert_eq!(cargo.sharded("flakehunt".into(), 2, 5).unwrap().options[4..], ["--cargo-test"]);
     }
 }

@@ -98,7 +98,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
 fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
     let kind = spec.kind.record_kind();
     match (&spec.record, &spec.kind) {
-        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_))
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_))
             if spec.oracle.is_given() || spec.target.has_adapter() =>
         {
             Err(HuntError::usage(
@@ -138,6 +138,17 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let (manifest, recorder) = create_record(kind, target, fire.settings, fire.cells, extra, None, seed, None, &dir)?;
             let ladder = Some(Ladder { options: fire.options, normalizer: fire.normalizer, resumed: None });
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
+        }
+        (RecordRequest::New(record), HuntKind::Suite(_)) => {
+            super::suite::check(spec)?;
+            let settings = settings_of(spec)?;
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+            let (target, setup, adapter) = super::suite::prepare(spec, &dir)?;
+            let (cells, extra) = super::suite::cells(spec, &target, setup, adapter)?;
+            let seed = spec.seed.unwrap_or_else(random_seed);
+            let (manifest, recorder) = create_record(kind, target, settings, cells, extra, None, seed, spec.shard, &dir)?;
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
         }
         (RecordRequest::New(record), _) => {
             let settings = settings_of(spec)?;
@@ -200,6 +211,7 @@ pub(super) fn cells_of(
             let options = record::prepare(target, adapter, seed, spec.oracle.majority, timeout);
             Ok((vec![record::baseline_cell()], Extra { bandit: Some(options), ..Extra::default() }))
         }
+        HuntKind::Suite(_) => super::suite::cells(spec, target, placeholder_setup(), None),
     }
 }
 
@@ -214,6 +226,14 @@ fn execute(
     let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| snapshot_tools(&spec.config, Some(manifest)));
     let leak_timeout = spec.settings.leak_timeout;
     match ladder {
+        None if manifest.kind == Kind::Suite => {
+            let session = super::Session::start(manifest, sink)?;
+            let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
+            let result = super::suite::execute(manifest, dir, recorder, &session, leak_timeout, sink);
+            let snapshot = snapshot.and_then(|s| s.join().ok());
+            session.finish();
+            Ok((result?, snapshot))
+        }
         None => {
             let mut plan = plan::from_manifest(manifest);
             let mut done = 0u64;
@@ -279,6 +299,18 @@ fn execute(
                 Err(e) => Err(HuntError::Usage(super::error_chain(&e))),
             }
         }
+    }
+}
+
+/// The setup a suite's cells are chosen without (Slurm's checks before submitting): the shards
+/// collect and build their own.
+fn placeholder_setup() -> crate::suite::setup::SuiteSetup {
+    crate::suite::setup::SuiteSetup {
+        runner: crate::suite::setup::SuiteRunner::Libtest { binary: PathBuf::new() },
+        selection: Vec::new(),
+        files: PathBuf::new(),
+        python_path: None,
+        collect_seconds: 0.0,
     }
 }
 

@@ -6,7 +6,7 @@
 //! A hunt's kind only decides its plan: the cells of a sweep or a matrix (a [`crate::plan::Plan`]
 //! the runner pulls attempts from), or fire's ladder (levels run against sandboxes). The adaptive
 //! `hunt` (a calibration phase, then a plan that moves attempts to the arms that show signal) and
-//! `suite` (a selection of tests per attempt) are further kinds of [`HuntKind`]: each brings its
+//! `suite` (a selection of tests per attempt, then each failing test's confirmation runs) are further kinds of [`HuntKind`]: each brings its
 //! own preparation and plan and shares everything else here.
 
 mod adapter;
@@ -18,6 +18,7 @@ mod matrix;
 mod probe;
 mod session;
 mod slurm;
+mod suite;
 mod target;
 
 use std::path::PathBuf;
@@ -85,6 +86,17 @@ pub enum HuntKind {
         /// `--timeout` was given: it replaces the hang rule.
         timeout_given: bool,
     },
+    /// A whole test suite per attempt, in seeded orders, under profiles.
+    Suite(SuiteRequest),
+}
+
+/// `flakehunt suite`'s own options (its runner is in [`TargetRequest`]).
+#[derive(Debug, Clone, Default)]
+pub struct SuiteRequest {
+    /// `--profiles` (empty: `default` only).
+    pub profiles: Vec<String>,
+    /// `--strict`.
+    pub strict: bool,
 }
 
 /// `flakehunt matrix`'s own options.
@@ -147,14 +159,16 @@ pub struct TargetRequest {
     pub command: Vec<String>,
     /// `--shell STRING`.
     pub shell: Option<String>,
-    /// `--cargo-test NAME`.
+    /// `--cargo-test NAME` (empty: no name given, as `suite` takes it).
     pub cargo_test: Option<String>,
     /// `-p PKG` with `--cargo-test`.
     pub package: Option<String>,
     /// `--go-test PKG [-run NAME]`.
     pub go_test: Vec<String>,
-    /// `--pytest NODEID`.
-    pub pytest: Option<String>,
+    /// `--pytest NODEID` (sweep, matrix, hunt: one), or `--pytest [PATH...]` (suite).
+    pub pytest: Option<Vec<String>>,
+    /// `--python PATH`: the interpreter for `--pytest`.
+    pub python: Option<PathBuf>,
 }
 
 impl TargetRequest {
@@ -237,6 +251,7 @@ impl HuntKind {
             HuntKind::Matrix(_) => Kind::Matrix,
             HuntKind::Fire(_) => Kind::Fire,
             HuntKind::Hunt { .. } => Kind::Hunt,
+            HuntKind::Suite(_) => Kind::Suite,
         }
     }
 }

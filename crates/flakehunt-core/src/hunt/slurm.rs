@@ -23,7 +23,14 @@ fn prepare(
     if slurm.shards == 0 {
         return Err(HuntError::usage("--slurm needs at least 1 shard"));
     }
-    let target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
+    let target = match spec.kind {
+        // A suite's shards collect and build on their machines: only its options are checked.
+        HuntKind::Suite(_) => {
+            super::suite::check(spec)?;
+            crate::plan::Target::argv(vec!["python3".into()])
+        }
+        _ => super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?,
+    };
     super::driver::settings_of(spec)?;
     let (cells, _) = super::driver::cells_of(spec, &target, sink)?;
     let seed = spec.seed.unwrap_or_else(super::random_seed);
@@ -31,8 +38,10 @@ fn prepare(
     // Without --profiles each machine would pick the profiles that apply on it, and shards
     // of different plans cannot be merged: pin the list chosen here.
     let mut pinned = spec.clone();
-    if let HuntKind::Sweep { profiles, .. } = &mut pinned.kind {
-        *profiles = cells.iter().map(|c| c.name.clone()).collect();
+    match &mut pinned.kind {
+        HuntKind::Sweep { profiles, .. } => *profiles = cells.iter().map(|c| c.name.clone()).collect(),
+        HuntKind::Suite(s) => s.profiles = cells.iter().map(|c| c.name.clone()).collect(),
+        _ => {}
     }
     let sharded = pinned.sharded(program.display().to_string(), slurm.shards, seed)?;
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;

@@ -180,4 +180,9 @@ pub struct Attempt {
     /// CPU quota by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
+    /// Suite: why the attempt ran, the tests in the order they ran and each test's result, so
+    /// that any failing order can be replayed from the record alone. Records of other kinds,
+    /// and those written before suites existed, have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<Box<crate::suite::record::AttemptTests>>,
 }

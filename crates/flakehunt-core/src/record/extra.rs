@@ -25,6 +25,9 @@ pub struct Extra {
     pub fire: Option<FireOptions>,
     /// An adaptive hunt's plan options (`bandit`), from which a resumed hunt rebuilds its plan.
     pub bandit: Option<BanditOptions>,
+    /// A suite hunt's runner, selection and where its files go, from which every attempt's
+    /// argv is rebuilt (by a resumed hunt, and by the analysis replaying its classification).
+    pub suite: Option<crate::suite::setup::SuiteSetup>,
 }
 
 /// The test runner an adapter resolved, and how.
@@ -111,12 +114,18 @@ struct Repr {
     fire: Option<FireOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bandit: Option<BanditOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    suite: Option<crate::suite::setup::SuiteSetup>,
 }
 
 impl Extra {
     /// Whether there is nothing to record (a plain sweep): `extra` is then left out.
     pub fn is_empty(&self) -> bool {
-        self.adapter.is_none() && self.matrix.is_none() && self.fire.is_none() && self.bandit.is_none()
+        self.adapter.is_none()
+            && self.matrix.is_none()
+            && self.fire.is_none()
+            && self.bandit.is_none()
+            && self.suite.is_none()
     }
 
     /// The matrix's `--confirm`, 0 for other hunts.
@@ -137,6 +146,7 @@ impl Serialize for Extra {
             matrix: self.matrix.clone(),
             fire: self.fire.clone(),
             bandit: self.bandit.clone(),
+            suite: self.suite.clone(),
         };
         let value = serde_json::to_value(repr).map_err(serde::ser::Error::custom)?;
         if value.as_object().is_some_and(serde_json::Map::is_empty) {
@@ -153,7 +163,7 @@ impl<'de> Deserialize<'de> for Extra {
             return Ok(Self::default());
         }
         let repr: Repr = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
-        Ok(Self { adapter: repr.adapter, matrix: repr.matrix, fire: repr.fire, bandit: repr.bandit })
+        Ok(Self { adapter: repr.adapter, matrix: repr.matrix, fire: repr.fire, bandit: repr.bandit, suite: repr.suite })
     }
 }
 

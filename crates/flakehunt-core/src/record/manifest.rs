@@ -20,6 +20,8 @@ pub enum Kind {
     Fire,
     /// `flakehunt hunt`: the adaptive hunt.
     Hunt,
+    /// `flakehunt suite`: a whole test selection per attempt, in seeded orders.
+    Suite,
 }
 
 impl Kind {
@@ -30,6 +32,7 @@ impl Kind {
             Kind::Matrix => "matrix",
             Kind::Fire => "fire",
             Kind::Hunt => "hunt",
+            Kind::Suite => "suite",
         }
     }
 }

@@ -250,12 +250,27 @@ fn difference(a: &Manifest, b: &Manifest) -> Option<&'static str> {
         (plan_eq, "plan settings (runs, stop rules, timeouts)"),
         (a.cells == b.cells, "list of cells"),
         (a.seed == b.seed, "seed"),
-        (a.extra == b.extra, "hunt parameters"),
+        (comparable(&a.extra) == comparable(&b.extra), "hunt parameters"),
         (sa.count == sb.count, "shard count"),
     ]
     .into_iter()
     .find(|(same, _)| !same)
     .map(|(_, what)| what)
+}
+
+/// The hunt parameters two shards must share: without what each machine found for itself (the
+/// test binary each built into its own record, how long the build and the collection took,
+/// where its files went), which does not change which attempts a shard holds.
+fn comparable(extra: &super::Extra) -> super::Extra {
+    let mut e = extra.clone();
+    if let Some(super::Adapter::GoTest { binary, build_seconds, .. }) = &mut e.adapter {
+        binary.clear();
+        *build_seconds = 0.0;
+    }
+    if let Some(s) = &mut e.suite {
+        *s = s.comparable();
+    }
+    e
 }
 
 fn read_or_empty(path: &Path) -> Vec<u8> {

@@ -65,5 +65,6 @@ pub fn cell_header(kind: Kind) -> &'static str {
         Kind::Matrix => "cell",
         Kind::Fire => "level",
         Kind::Hunt => "arm",
+        Kind::Suite => "profile",
     }
 }

@@ -76,7 +76,10 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     if let Some(h) = crate::adaptive::record::HuntDetails::of(summary) {
         hunt_card(&mut out, summary, &h);
     }
-    signatures_card(&mut out, summary);
+    match &summary.suite {
+        Some(tests) => suite_card(&mut out, tests),
+        None => signatures_card(&mut out, summary),
+    }
     notes_card(&mut out, summary);
     environment_card(&mut out, ctx);
     let _ = write!(
@@ -753,6 +756,31 @@ fn seconds_tick(t: f64) -> String {
     } else {
         format!("{t:.0} s")
     }
+}
+
+fn suite_card(out: &mut String, s: &crate::suite::summary::SuiteSummary) {
+    use super::suite::{condition, culprits, rate, reproducer};
+    let hint = format!(
+        "{} of the {} tests collected failed at least once; each reproducer was checked to fail twice",
+        s.tests.len(),
+        s.collected
+    );
+    card(out, "tests", "Tests that failed", &hint, |out| {
+        out.push_str("<table>\n<thead><tr><th>test</th><th>category</th><th>failed</th><th>polluter / state-setter</th><th>condition</th><th>reproducer</th></tr></thead>\n<tbody>\n");
+        for t in &s.tests {
+            let _ = writeln!(
+                out,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+                esc(&t.id),
+                esc(t.category.name()),
+                esc(&rate(t)),
+                esc(&culprits(t)),
+                esc(&condition(t)),
+                esc(&reproducer(t))
+            );
+        }
+        out.push_str("</tbody>\n</table>\n");
+    });
 }
 
 fn signatures_card(out: &mut String, summary: &Summary) {

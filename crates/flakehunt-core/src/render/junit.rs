@@ -35,6 +35,11 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         total += c.mean_seconds * c.attempts as f64;
         suite.add_test_case(case);
     }
+    if let Some(tests) = &summary.suite {
+        for t in &tests.tests {
+            suite.add_test_case(test_case(t, ctx));
+        }
+    }
     if let Some(fire) = FireView::of(summary) {
         for level in &fire.levels {
             let status = if level.accepted() {
@@ -103,6 +108,71 @@ fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase 
         // Flaky cases pass, so CI shows no message: put the rate where a reader finds it.
         case.set_system_out(message);
     }
+    case
+}
+
+/// A suite's test that failed at least once: one `flakyFailure` per failing run of it (the
+/// shuffled attempts', or its confirmation runs' for a test that only fails run twice), a
+/// `failure` when it failed every time; its category, culprits and reproducer as properties.
+fn test_case(t: &crate::suite::summary::TestSummary, ctx: &RenderContext) -> TestCase {
+    use crate::suite::record::Role;
+    let mut runs: Vec<(&Attempt, Option<&str>)> = Vec::new();
+    let mut confirmations = Vec::new();
+    for a in ctx.failing.values().flatten() {
+        let Some(part) = a.suite.as_deref() else { continue };
+        let failed = part.tests.iter().find(|r| r.id == t.id && r.outcome.is_failure());
+        if let Some(r) = failed {
+            let run = (a, r.message.as_deref());
+            if part.role == Role::Shuffled {
+                runs.push(run);
+            } else {
+                confirmations.push(run);
+            }
+        }
+    }
+    if runs.is_empty() {
+        runs = confirmations;
+    }
+    runs.sort_by_key(|(a, _)| a.id);
+    let message = match super::suite::culprits(t).as_str() {
+        "-" => format!("{}: failed {}", t.category.name(), super::suite::rate(t)),
+        culprits => format!("{}: failed {} ({culprits})", t.category.name(), super::suite::rate(t)),
+    };
+    let test_rerun = |(a, m): &(&Attempt, Option<&str>)| {
+        let mut r = TestRerun::new(NonSuccessKind::Failure);
+        let phase = a.phase.as_deref().unwrap_or("shuffled");
+        r.set_message(format!("attempt {} ({phase}, iteration {}): {}", a.id, a.iteration, m.unwrap_or("failed")));
+        r.set_time(secs(a.seconds));
+        r
+    };
+    let status = if t.attempts > 0 && t.failures == t.attempts {
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(message.as_str());
+        s.set_description(t.message.clone().unwrap_or_default());
+        for run in runs.iter().skip(1) {
+            s.add_rerun(test_rerun(run));
+        }
+        s
+    } else {
+        TestCaseStatus::Success { flaky_runs: runs.iter().map(test_rerun).collect() }
+    };
+    let mut case = TestCase::new(t.id.as_str(), status);
+    let framework = ctx.manifest.extra.suite.as_ref().map_or("suite", |s| s.framework().name());
+    case.set_classname(format!("flakehunt.suite.{framework}"));
+    case.add_property(("category", t.category.name()));
+    for p in &t.polluters {
+        case.add_property(("polluter", p.as_str()));
+    }
+    for s in &t.state_setters {
+        case.add_property(("state-setter", s.as_str()));
+    }
+    if let Some(c) = &t.condition {
+        case.add_property(("condition", c.as_str()));
+    }
+    if !t.reproducer.is_empty() {
+        case.add_property(("reproducer", crate::plan::shell_words(&t.reproducer).as_str()));
+    }
+    case.set_system_out(message);
     case
 }
 

@@ -53,7 +53,10 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     for c in summary.cells.iter().filter(|c| c.leaking > 0) {
         let _ = writeln!(out, "- :warning: **{}**: {} attempt(s) left processes behind", md_cell(&c.name), c.leaking);
     }
-    signatures(&mut out, summary);
+    match &summary.suite {
+        Some(tests) => suite(&mut out, tests),
+        None => signatures(&mut out, summary),
+    }
     outputs(&mut out, summary);
     if !summary.notes.is_empty() {
         out.push_str("\n<details><summary>Notes</summary>\n\n");
@@ -63,6 +66,30 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         out.push_str("\n</details>\n");
     }
     out
+}
+
+/// A suite's tests that failed, with their culprits and reproducers.
+fn suite(out: &mut String, s: &crate::suite::summary::SuiteSummary) {
+    use super::suite::{condition, culprits, rate, reproducer};
+    if s.tests.is_empty() {
+        let _ = writeln!(out, "\nNone of the {} tests collected failed.", s.collected);
+        return;
+    }
+    let _ = writeln!(out, "\n### Tests that failed ({} of {} collected)\n", s.tests.len(), s.collected);
+    out.push_str("| test | category | failed | polluter / state-setter | condition | reproducer |\n");
+    out.push_str("|---|---|--:|---|---|---|\n");
+    for t in &s.tests {
+        let repro = if t.reproducer.is_empty() { md_cell(&reproducer(t)) } else { md_code(&reproducer(t)) };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {repro} |",
+            md_code(&t.id),
+            t.category.name(),
+            rate(t),
+            md_cell(&culprits(t)),
+            md_cell(&condition(t))
+        );
+    }
 }
 
 /// A status marker GitHub renders as an emoji.

@@ -5,11 +5,13 @@
 
 mod context;
 mod details;
+pub mod events;
 pub mod html;
 pub mod hunt;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod suite;
 pub mod term;
 mod text;
 

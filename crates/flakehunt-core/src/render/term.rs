@@ -81,7 +81,10 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     for c in summary.cells.iter().filter(|c| c.leaking > 0) {
         let _ = writeln!(out, "leaks: {}: {} attempt(s) left processes behind (killed)", c.name, c.leaking);
     }
-    if !summary.signatures.is_empty() {
+    if let Some(suite) = &summary.suite {
+        // Per test, instead of the attempts' signatures (any failing test fails an attempt).
+        out.push_str(&super::suite::table(suite));
+    } else if !summary.signatures.is_empty() {
         let _ = writeln!(out, "failure signatures:");
         for s in summary.signatures.iter().take(5) {
             let _ = writeln!(out, "  {:>5}x  {}  [{}]", s.count, s.signature, s.cells.join(", "));
@@ -139,6 +142,8 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
         for r in &h.retired {
             let _ = writeln!(out, "retired: {}: {}", r.cell, r.reason);
         }
+    } else if summary.suite.as_ref().is_some_and(|s| !s.classified) && summary.attempts >= summary.planned {
+        let _ = writeln!(out, "incomplete: the classification's confirmation runs did not all run");
     } else if !summary.complete {
         // An adaptive hunt plans as it goes: it has no planned total to fall short of.
         let _ = writeln!(out, "incomplete: {} of {} planned attempts ran", summary.attempts, summary.planned);

@@ -223,6 +223,7 @@ impl AttemptRunner<'_> {
             load: crate::host::load_average_1m(),
             error: None,
             cpu_seconds: ex.cpu_seconds,
+            suite: None,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
             (false, _) => (Vec::new(), Vec::new()),
@@ -259,6 +260,7 @@ impl AttemptRunner<'_> {
             load: None,
             error: Some(e.to_string()),
             cpu_seconds: None,
+            suite: None,
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false }
     }

@@ -129,6 +129,7 @@ impl Execute for FakeExecution<'_> {
             started_at: rfc3339(SystemTime::UNIX_EPOCH),
             seconds: 0.0,
             cpu_seconds: None,
+            suite: None,
             outcome,
             exit_code,
             signal: (outcome == Outcome::Crash).then_some(9),

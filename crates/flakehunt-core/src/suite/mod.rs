@@ -4,6 +4,7 @@
 //! Main types: [`TestResult`], [`bisect::Bisection`], [`classify::Category`],
 //! [`summary::SuiteSummary`].
 
+pub mod analyse;
 pub mod bisect;
 pub mod classify;
 pub mod collect;
@@ -14,6 +15,8 @@ pub mod order;
 pub mod python;
 pub mod record;
 pub mod repeat;
+pub mod run;
+pub mod setup;
 pub mod summary;
 
 #[cfg(test)]
@@ -38,6 +41,15 @@ pub enum Framework {
 }
 
 impl Framework {
+    /// The name used in the record and the reports (`pytest`, `go`, `libtest`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Pytest => "pytest",
+            Framework::Go => "go",
+            Framework::Libtest => "libtest",
+        }
+    }
+
     /// Whether an attempt can run the selection in an order flakehunt chooses. libtest cannot on
     /// stable Rust: it runs tests in name order (with `--test-threads=1`) or concurrently, and
     /// its `--shuffle` needs `-Z unstable-options`; Rust suites get per-test tallies and

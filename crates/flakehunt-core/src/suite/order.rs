@@ -64,7 +64,7 @@ impl Invocation {
 
 /// pytest, run as `PYTHON -m pytest` from the suite's root directory (its node ids are
 /// relative to pytest's rootdir).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Pytest {
     /// The interpreter the user means (`--python`, `$VIRTUAL_ENV`, `./.venv`, `python3`).
     pub python: String,
@@ -153,7 +153,7 @@ impl Pytest {
 }
 
 /// A Go package's test binary, built once (`go test -c`), run in the package's directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GoTest {
     /// The `go` command (for `go tool test2json`).
     pub go: String,
@@ -165,6 +165,10 @@ pub struct GoTest {
     /// like `--- FAIL` from being read as a result; older binaries reject the value and get
     /// plain `-test.v`.
     pub framing: bool,
+    /// The test2json tool itself (`go tool -n test2json`), run directly: `go tool` costs a
+    /// start of the go command per attempt, more than a small package's tests take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test2json: Option<String>,
 }
 
 impl GoTest {
@@ -191,8 +195,11 @@ impl GoTest {
     }
 
     fn through_test2json(&self, binary_args: Vec<String>) -> Invocation {
-        let mut argv =
-            vec![self.go.clone(), "tool".into(), "test2json".into(), "-t".into(), "-p".into(), self.package.clone()];
+        let mut argv = match &self.test2json {
+            Some(tool) => vec![tool.clone()],
+            None => vec![self.go.clone(), "tool".into(), "test2json".into()],
+        };
+        argv.extend(["-t".into(), "-p".into(), self.package.clone()]);
         argv.extend(binary_args);
         Invocation::argv(argv)
     }
@@ -213,6 +220,14 @@ impl GoTest {
     /// The test twice in a row in one process (`-test.count=2`).
     pub fn repeat(&self, test: &TestId) -> Invocation {
         self.through_test2json(self.binary_args(None, Some(std::slice::from_ref(test)), 2, true))
+    }
+
+    /// Every test of `tests` (or of the binary) twice, in one process (`-test.count=2`): Go runs
+    /// the whole list, then the whole list again, so a test's second run is not next to its
+    /// first; the tests whose second run failed after their first passed are then confirmed
+    /// with [`Self::repeat`] alone.
+    pub fn repeat_all(&self, tests: Option<&[TestId]>) -> Invocation {
+        self.through_test2json(self.binary_args(None, tests, 2, true))
     }
 
     /// The reproducer of an order-dependent failure, without test2json:
@@ -303,8 +318,13 @@ mod tests {
 
     #[test]
     fn go_argvs() {
-        let go =
-            GoTest { go: "go".into(), package: "example.com/s".into(), binary: "/rec/s.test".into(), framing: false };
+        let go = GoTest {
+            go: "go".into(),
+            package: "example.com/s".into(),
+            binary: "/rec/s.test".into(),
+            framing: false,
+            test2json: None,
+        };
         let tests = vec!["TestPolluter".to_owned(), "TestVictim".to_owned()];
         assert_eq!(
             go.run(42, None).argv.join(" "),

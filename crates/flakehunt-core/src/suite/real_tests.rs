@@ -253,7 +253,7 @@ fn go_binary(dir: &Path) -> Option<GoTest> {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // -test.v=test2json is Go 1.20's; older binaries reject it.
     let framing = Command::new(&binary).args(["-test.v=test2json", "-test.run=^$"]).output().unwrap().status.success();
-    Some(GoTest { go: "go".into(), package: "example.com/flakehunt/suite".into(), binary, framing })
+    Some(GoTest { go: "go".into(), package: "example.com/flakehunt/suite".into(), binary, framing, test2json: None })
 }
 
 fn go_run(go: &GoTest, inv: &Invocation, dir: &Path, iteration: u64) -> gotest::GoRun {

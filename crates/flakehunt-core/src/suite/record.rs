@@ -11,7 +11,7 @@ use super::classify::{ConditionTally, TestTally};
 use super::{TestId, TestOutcome, TestResult};
 
 /// Why an attempt ran what it ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// The hunt's attempt: the selection (or a shard of it) in a shuffled order.
@@ -28,9 +28,8 @@ pub enum Role {
     Reproducer,
 }
 
-/// The suite part of one attempt: flattened into the attempt's line
-/// (`"role"`, `"order"`, `"tests"`, ... beside `id`, `cell`, `outcome`), so that a failing order
-/// can be replayed from the record alone.
+/// The suite part of one attempt: the attempt line's `suite` object (`"role"`, `"order"`,
+/// `"tests"`, ...), so that a failing order can be replayed from the record alone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttemptTests {
     /// Why it ran.
@@ -46,6 +45,9 @@ pub struct AttemptTests {
     pub shuffle: Option<u64>,
     /// Every result, in the order the tests ended (a repeated test appears twice).
     pub tests: Vec<TestResult>,
+    /// A reproducer's check run: the exact argv it ran, as printed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reproducer: Vec<String>,
 }
 
 /// Where a test's outcome can be replayed from: the attempt and the tests that ran before it.
@@ -124,8 +126,12 @@ impl Tallies {
                 }
             }
             // A subtest is replayed as its top-level test.
+            // (A pytest node id holds `/` in its path: it is found as itself first.)
             let top = id.split('/').next().unwrap_or(id);
-            let Some(pos) = a.order.iter().position(|t| t == top) else { continue };
+            let Some(pos) = a.order.iter().position(|t| t == id).or_else(|| a.order.iter().position(|t| t == top))
+            else {
+                continue;
+            };
             let prefix = || Prefix { attempt, before: a.order[..pos].to_vec(), shuffle: a.shuffle };
             let first = if failed { &mut self.first_failure } else { &mut self.first_pass };
             first.entry(id.clone()).or_insert_with(prefix);
@@ -181,6 +187,7 @@ mod tests {
             order: order.iter().map(|s| s.to_string()).collect(),
             shuffle: Some(99),
             tests: results(outcomes),
+            reproducer: vec![],
         }
     }
 
@@ -196,6 +203,7 @@ mod tests {
             order: vec!["v".into()],
             shuffle: None,
             tests: results(&[("v", o)]),
+            reproducer: vec![],
         };
         t.add(4, "default", &alone(Pass));
         t.add(5, "default", &alone(Pass));
@@ -205,6 +213,7 @@ mod tests {
             order: vec!["v".into()],
             shuffle: None,
             tests: results(&[("v", Pass), ("v", Pass)]),
+            reproducer: vec![],
         };
         t.add(6, "default", &repeat);
         let all = AttemptTests {
@@ -213,6 +222,7 @@ mod tests {
             order: vec!["p".into(), "n".into()],
             shuffle: None,
             tests: results(&[("p", Pass), ("p", Pass), ("n", Pass), ("n", Fail), ("x", Fail), ("x", Fail)]),
+            reproducer: vec![],
         };
         t.add(7, "default", &all);
         let bisect = AttemptTests {
@@ -221,6 +231,7 @@ mod tests {
             order: vec![],
             shuffle: None,
             tests: results(&[("v", Fail)]),
+            reproducer: vec![],
         };
         t.add(8, "default", &bisect);
 
@@ -255,6 +266,14 @@ mod tests {
         t.add(2, "default", &shuffled(&["b", "a"], &[("b", Pass), ("a", Pass)]));
         assert_eq!((t.tests["a"].attempts, t.tests["a"].failures), (2, 1));
         assert_eq!(t.tests["a"].conditions[0].runs, 2);
+    }
+
+    #[test]
+    fn a_node_id_with_a_path_is_found_in_the_order_as_itself() {
+        let mut t = Tallies::default();
+        let (p, v) = ("tests/a.py::test_p", "tests/b.py::test_v");
+        t.add(1, "default", &shuffled(&[p, v], &[(p, Pass), (v, Fail)]));
+        assert_eq!(t.first_failure[v].before, [p], "not looked up as `tests`, the part before its first /");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::classify::{classify, Category, TestTally};
 use super::{Framework, TestId};
+use crate::analysis::stats;
 
 /// What a suite hunt found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +22,14 @@ pub struct SuiteSummary {
     pub shuffled: bool,
     /// Every test that failed at least once, most failures first.
     pub tests: Vec<TestSummary>,
+    /// Every confirmation run the classification needs is in the record (false: the hunt was
+    /// interrupted before they all ran; `--resume` runs the rest).
+    #[serde(default = "yes")]
+    pub classified: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One test that failed at least once.
@@ -34,6 +43,12 @@ pub struct TestSummary {
     pub failures: u64,
     /// failures / attempts.
     pub rate: f64,
+    /// Wilson 95 % interval of the rate.
+    pub ci95: [f64; 2],
+    /// Per cell (the baseline first): its runs and failures there, and for the other cells the
+    /// two-sided Fisher exact p against the baseline, as `sweep` compares its cells.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionSummary>,
     /// Why it fails.
     pub category: Category,
     /// The condition it fails more under (`condition-sensitive`).
@@ -49,23 +64,64 @@ pub struct TestSummary {
     /// The first failure's message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The bisection for its polluters or state-setters, when one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bisection: Option<super::analyse::BisectionSummary>,
+    /// Runs alone, and how many failed.
+    pub alone: [u64; 2],
+    /// Runs twice in one process whose first run passed, and how many second runs failed.
+    pub repeated: [u64; 2],
+}
+
+/// One test's runs in one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionSummary {
+    /// The cell.
+    pub name: String,
+    /// Attempts of the cell that ran the test.
+    pub runs: u64,
+    /// Of those, the ones it failed in.
+    pub failures: u64,
+    /// Two-sided Fisher exact p against the baseline (none for the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
 }
 
 impl TestSummary {
     /// The entry of a test from its tally, or none when it never failed.
     pub fn new(id: TestId, tally: &TestTally, reproducer: Vec<String>, message: Option<String>) -> Option<Self> {
         let c = classify(tally)?;
+        let (lo, hi) = stats::wilson(tally.failures, tally.attempts, stats::Z95);
+        let base = tally.conditions.first();
+        let conditions = tally
+            .conditions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ConditionSummary {
+                name: c.name.clone(),
+                runs: c.runs,
+                failures: c.failures,
+                p_value: base.filter(|b| i > 0 && b.runs > 0 && c.runs > 0).map(|b| {
+                    stats::fisher_exact_two_sided(c.failures, c.runs - c.failures, b.failures, b.runs - b.failures)
+                }),
+            })
+            .collect();
         Some(TestSummary {
             id,
             attempts: tally.attempts,
             failures: tally.failures,
             rate: if tally.attempts == 0 { 0.0 } else { tally.failures as f64 / tally.attempts as f64 },
+            ci95: [lo, hi],
+            conditions,
             category: c.category,
             condition: c.condition,
             polluters: tally.polluters.clone(),
             state_setters: tally.state_setters.clone(),
             reproducer,
             message,
+            bisection: None,
+            alone: [tally.alone_runs, tally.alone_failures],
+            repeated: [tally.repeat_runs, tally.repeat_failures],
         })
     }
 }
@@ -83,7 +139,7 @@ impl SuiteSummary {
             .filter_map(|(id, tally, reproducer, message)| TestSummary::new(id, &tally, reproducer, message))
             .collect();
         tests.sort_by(|a, b| b.failures.cmp(&a.failures).then_with(|| a.id.cmp(&b.id)));
-        SuiteSummary { framework, collected, shuffled: framework.orders(), tests }
+        SuiteSummary { framework, collected, shuffled: framework.orders(), tests, classified: true }
     }
 
     /// The verdict's machine name: `flaky-tests` when any test failed, else `not-reproduced`;
@@ -94,6 +150,43 @@ impl SuiteSummary {
         } else {
             "flaky-tests"
         }
+    }
+}
+
+/// Puts a suite's classification into its hunt's summary: the verdict, its words and notes.
+pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::Analysis) {
+    let mut suite = analysis.summary;
+    suite.classified = analysis.complete;
+    summary.verdict = suite.verdict().to_owned();
+    summary.verdict_text = suite.verdict_text(summary.attempts);
+    if !suite.shuffled {
+        summary.notes.push(super::order::LIBTEST_ORDER_NOTE.to_owned());
+    }
+    if !suite.classified {
+        summary.notes.push(
+            "the classification is incomplete (the hunt was interrupted during its confirmation runs): continue it with --resume".to_owned(),
+        );
+    }
+    summary.suite = Some(suite);
+}
+
+impl SuiteSummary {
+    /// The verdict in words: how many tests failed, by category.
+    pub fn verdict_text(&self, attempts: u64) -> String {
+        if self.tests.is_empty() {
+            return format!("no test failed: {} tests, {attempts} attempts of the whole selection", self.collected);
+        }
+        let mut counts: Vec<(Category, usize)> = Vec::new();
+        for t in &self.tests {
+            match counts.iter_mut().find(|(c, _)| *c == t.category) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((t.category, 1)),
+            }
+        }
+        counts.sort();
+        let parts: Vec<String> = counts.iter().map(|(c, n)| format!("{n} {}", c.name())).collect();
+        let n = self.tests.len();
+        format!("{n} of {} tests failed ({})", self.collected, parts.join(", "))
     }
 }
 

@@ -48,6 +48,11 @@ pub enum Command {
     Hunt(Box<HuntArgs>),
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
+    /// Run a whole test suite in seeded orders (under --profiles) and classify each failing test:
+    /// non-idempotent, order-dependent (with its polluter or state-setter), condition-sensitive,
+    /// flaky or deterministic, with a reproducer checked to fail. `--profiles` defaults to `default`
+    /// alone; no command after `--`: the runner is --pytest [PATH...], --go-test PKG or --cargo-test.
+    Suite(Box<SweepArgs>),
     /// Run a test under a grid of environment conditions and find the smallest set the failure follows.
     Matrix(Box<MatrixArgs>),
     /// Hypotheses about a flake, each with the command that could kill it.
@@ -174,8 +179,8 @@ pub struct HuntArgs {
     /// Judge attempts by their exit status only, or also by agreement with the most common stdout.
     #[arg(long, value_enum, default_value_t = OracleKind::Exit, value_name = "KIND", help_heading = "Oracles")]
     pub oracle: OracleKind,
-    /// Build the cargo test binary once and run test NAME in it directly.
-    #[arg(long, value_name = "NAME", help_heading = "Test runners", conflicts_with_all = ["command", "shell", "go_test", "pytest"])]
+    /// Build the cargo test binary once and run test NAME in it directly (suite: the whole binary).
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "", help_heading = "Test runners", conflicts_with_all = ["command", "shell", "go_test", "pytest"])]
     pub cargo_test: Option<String>,
     /// With --cargo-test: the package holding the test.
     #[arg(short = 'p', long, value_name = "PKG", help_heading = "Test runners", requires = "cargo_test")]
@@ -184,9 +189,12 @@ pub struct HuntArgs {
     #[arg(long, num_args = 1..=3, allow_hyphen_values = true, value_names = ["PKG", "-run NAME"],
           help_heading = "Test runners", conflicts_with_all = ["command", "shell", "pytest"])]
     pub go_test: Vec<String>,
-    /// Run one pytest node id with the plugins that alter re-runs disabled.
-    #[arg(long, value_name = "NODEID", help_heading = "Test runners", conflicts_with_all = ["command", "shell"])]
-    pub pytest: Option<String>,
+    /// Run one pytest node id with the plugins that alter re-runs disabled (suite: the paths to collect).
+    #[arg(long, value_name = "NODEID", num_args = 0.., help_heading = "Test runners", conflicts_with_all = ["command", "shell"])]
+    pub pytest: Option<Vec<String>>,
+    /// The interpreter for --pytest (default: $VIRTUAL_ENV's, else ./.venv's, else python3).
+    #[arg(long, value_name = "PATH", help_heading = "Test runners", requires = "pytest")]
+    pub python: Option<PathBuf>,
     /// Run this string through `sh -c` instead of an argv after `--`.
     #[arg(long, value_name = "STRING", conflicts_with = "command", group = "plan")]
     pub shell: Option<String>,

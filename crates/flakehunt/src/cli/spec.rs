@@ -6,7 +6,7 @@ use std::path::Path;
 use flakehunt_core::config::Config;
 use flakehunt_core::hunt::{
     CleanRoomRequest, FireRequest, HuntKind, HuntSpec, MatrixRequest, OracleRequest, RecordRequest, SettingsRequest,
-    SlurmRequest, TargetRequest,
+    SlurmRequest, SuiteRequest, TargetRequest,
 };
 
 use super::{Cli, Command, FireArgs, HuntArgs, OracleKind};
@@ -17,7 +17,7 @@ use crate::exit::usage;
 pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) -> Option<(HuntSpec, bool)> {
     let json = match command {
         Command::Hunt(a) => a.json,
-        Command::Sweep(a) => a.hunt.json,
+        Command::Sweep(a) | Command::Suite(a) => a.hunt.json,
         Command::Matrix(a) => a.hunt.json,
         Command::Fire(a) => a.json,
         _ => false,
@@ -28,6 +28,12 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
             let kind = HuntKind::Sweep { profiles: a.profiles.clone(), strict: a.strict };
             shared(&a.hunt, kind, config, config_path)
         }
+        Command::Suite(a) => shared(
+            &a.hunt,
+            HuntKind::Suite(SuiteRequest { profiles: a.profiles.clone(), strict: a.strict }),
+            config,
+            config_path,
+        ),
         Command::Matrix(a) => {
             let kind = HuntKind::Matrix(MatrixRequest {
                 define: a.define.clone(),
@@ -67,6 +73,7 @@ fn shared(h: &HuntArgs, kind: HuntKind, config: Config, config_path: Option<&Pat
             package: h.package.clone(),
             go_test: h.go_test.clone(),
             pytest: h.pytest.clone(),
+            python: h.python.clone(),
         },
         settings: SettingsRequest {
             runs: h.runs,
@@ -150,7 +157,7 @@ pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli>
     argv.extend(hunt.iter().cloned());
     let cli = super::parse_nested(argv)?;
     let args = match &cli.command {
-        Command::Sweep(a) => &a.hunt,
+        Command::Sweep(a) | Command::Suite(a) => &a.hunt,
         Command::Matrix(a) => &a.hunt,
         _ => return Err(usage("slurm-script takes a sweep or a matrix: `flakehunt slurm-script sweep --slurm 8 ...`")),
     };

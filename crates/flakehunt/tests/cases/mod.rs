@@ -18,4 +18,5 @@ mod profiles;
 mod record;
 mod report_merge;
 mod slurm;
+mod suite;
 mod usage;

@@ -1,0 +1,125 @@
+//! The suite parts every format shows: the table of the tests that failed (id, category, rate,
+//! polluter or state-setter, condition, reproducer) and the words each cell of it holds. Pure.
+//! Main function: [`table`].
+
+use comfy_table::presets::NOTHING;
+use comfy_table::Table;
+
+use crate::analysis::stats::format_rate;
+use crate::suite::summary::{SuiteSummary, TestSummary};
+
+/// `4/6 (66.7%)`: the shuffled attempts it failed in.
+pub fn rate(t: &TestSummary) -> String {
+    let [repeated, second_failed] = t.repeated;
+    if t.failures == 0 && second_failed > 0 {
+        // Non-idempotent: it never fails run once.
+        return format!("0/{}; run twice: {second_failed}/{repeated}", t.attempts);
+    }
+    format!("{}/{} ({})", t.failures, t.attempts, format_rate(t.rate))
+}
+
+/// Who makes it fail (`after P`) or pass (`passes after S`); `-` when nobody was found.
+pub fn culprits(t: &TestSummary) -> String {
+    if !t.polluters.is_empty() {
+        format!("after {}", t.polluters.join(" + "))
+    } else if !t.state_setters.is_empty() {
+        format!("passes after {}", t.state_setters.join(" + "))
+    } else {
+        "-".to_owned()
+    }
+}
+
+/// The condition a condition-sensitive test fails more under, or `-`.
+pub fn condition(t: &TestSummary) -> String {
+    t.condition.clone().unwrap_or_else(|| "-".to_owned())
+}
+
+/// The reproducer as shell words to paste, or why there is none.
+pub fn reproducer(t: &TestSummary) -> String {
+    if t.reproducer.is_empty() {
+        "none that fails twice in a row".to_owned()
+    } else {
+        crate::plan::shell_words(&t.reproducer)
+    }
+}
+
+/// The terminal table of the tests that failed, or a line saying none did.
+pub fn table(s: &SuiteSummary) -> String {
+    if s.tests.is_empty() {
+        return format!("tests: none of the {} collected failed\n", s.collected);
+    }
+    let mut table = Table::new();
+    table.load_preset(NOTHING);
+    table.set_header(vec!["test", "category", "failed", "polluter / state-setter", "condition", "reproducer"]);
+    for t in &s.tests {
+        table.add_row(vec![
+            t.id.clone(),
+            t.category.name().to_owned(),
+            rate(t),
+            culprits(t),
+            condition(t),
+            reproducer(t),
+        ]);
+    }
+    let mut out = format!("tests that failed ({} of {} collected):\n", s.tests.len(), s.collected);
+    for line in table.to_string().lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::classify::Category;
+    use crate::suite::Framework;
+
+    #[test]
+    fn the_table_names_culprit_and_reproducer() {
+        let victim = TestSummary {
+            id: "b.py::test_v".into(),
+            attempts: 6,
+            failures: 3,
+            rate: 0.5,
+            ci95: [0.1, 0.9],
+            conditions: vec![],
+            category: Category::OrderDependentVictim,
+            condition: None,
+            polluters: vec!["a.py::test_p".into()],
+            state_setters: vec![],
+            reproducer: vec![
+                "python3".into(),
+                "-m".into(),
+                "pytest".into(),
+                "a.py::test_p".into(),
+                "b.py::test_v".into(),
+            ],
+            message: None,
+            bisection: None,
+            alone: [3, 0],
+            repeated: [0, 0],
+        };
+        let s = SuiteSummary {
+            framework: Framework::Pytest,
+            collected: 9,
+            shuffled: true,
+            tests: vec![victim],
+            classified: true,
+        };
+        let text = table(&s);
+        assert!(text.starts_with("tests that failed (1 of 9 collected):"), "{text}");
+        let row = text.lines().nth(2).unwrap();
+        for part in [
+            "b.py::test_v",
+            "order-dependent-victim",
+            "3/6 (50.0%)",
+            "after a.py::test_p",
+            "python3 -m pytest a.py::test_p b.py::test_v",
+        ] {
+            assert!(row.contains(part), "{part} missing: {row}");
+        }
+        let none = SuiteSummary { tests: vec![], ..s };
+        assert_eq!(table(&none), "tests: none of the 9 collected failed\n");
+    }
+}

@@ -1,0 +1,390 @@
+//! `flakehunt suite` end to end on the fixture suites of `fixtures/suite/` (pytest and Go): each
+//! failing test's category, its polluter or state-setter, and a reproducer that fails when run;
+//! the record's per-attempt orders and results; `report`, `--resume` and `merge` reaching the
+//! same conclusions from the record; and the usage errors.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use crate::harness::{attempts_in, bin, fixture, read_json};
+
+const POLLUTER: &str = "tests/test_alpha.py::test_polluter";
+const SETTER: &str = "tests/test_alpha.py::test_state_setter";
+const VICTIM: &str = "tests/test_beta.py::test_victim";
+const BRITTLE: &str = "tests/test_beta.py::test_brittle";
+const NON_IDEMPOTENT: &str = "tests/test_gamma.py::test_non_idempotent";
+const EVERY_THIRD: &str = "tests/test_gamma.py::test_every_third";
+
+/// A copy of a fixture suite in a fresh directory (caches and bytecode stay out of the tree).
+fn copy_suite(name: &str, into: &Path) -> PathBuf {
+    let to = into.join(name);
+    let status = std::process::Command::new("cp").arg("-r").arg(fixture(&format!("suite/{name}"))).arg(&to).status();
+    assert!(status.unwrap().success());
+    to
+}
+
+/// Runs `flakehunt suite ARGS` in `project` with `env`; its exit code, JSON summary and stderr.
+fn suite(project: &Path, args: &[&str], env: &[(&str, PathBuf)]) -> (i32, Value, String) {
+    let out = Command::new(bin())
+        .arg("suite")
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(project)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+    (out.status.code().unwrap(), summary, stderr)
+}
+
+fn by_id(summary: &Value) -> BTreeMap<String, Value> {
+    summary["tests"].as_array().unwrap().iter().map(|t| (t["id"].as_str().unwrap().to_owned(), t.clone())).collect()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect()
+}
+
+/// Runs a printed reproducer (no shell, as printed) in `dir`; its exit code and stdout.
+fn run_reproducer(argv: &[String], dir: &Path, env: &[(&str, PathBuf)]) -> (i32, String) {
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("FLAKEHUNT_ITERATION")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn pytest_suite_names_each_category_its_culprit_and_a_reproducer_that_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("pytest", dir.path());
+    let record = dir.path().join("rec");
+    let args = ["--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap()];
+    let (code, summary, stderr) = suite(&project, &args, &[]);
+    assert_eq!(code, 1, "a flaky test was found: {stderr}");
+    assert_eq!(summary["kind"], "suite");
+    assert_eq!(summary["framework"], "pytest");
+    assert_eq!(summary["collected"], 13);
+    let tests = by_id(&summary);
+    assert_eq!(tests.len(), 4, "the clean tests, the polluter and the state-setter never failed: {:?}", tests.keys());
+    let victim = &tests[VICTIM];
+    assert_eq!(victim["category"], "order-dependent-victim");
+    assert_eq!(strings(&victim["polluters"]), [POLLUTER]);
+    assert_eq!(victim["bisection"]["status"], "confirmed");
+    let brittle = &tests[BRITTLE];
+    assert_eq!(brittle["category"], "order-dependent-brittle");
+    assert_eq!(strings(&brittle["state_setters"]), [SETTER]);
+    assert_eq!(tests[NON_IDEMPOTENT]["category"], "non-idempotent");
+    assert_eq!(tests[EVERY_THIRD]["category"], "flaky");
+    assert!(tests[EVERY_THIRD]["reproducer"].as_array().unwrap().is_empty(), "no reliable reproducer");
+    for t in tests.values() {
+        for field in ["id", "attempts", "failures", "category", "polluters", "state_setters", "reproducer"] {
+            assert!(t.get(field).is_some(), "{field} missing from {t}");
+        }
+        assert_eq!(t["attempts"], 6);
+    }
+
+    // Each printed reproducer names the interpreter and fails when run, naming its test.
+    let victim_repro = strings(&victim["reproducer"]);
+    assert_eq!(victim_repro[0], "python3");
+    assert_eq!(victim_repro[victim_repro.len() - 2..], [POLLUTER, VICTIM]);
+    for id in [VICTIM, BRITTLE, NON_IDEMPOTENT] {
+        let argv = strings(&tests[id]["reproducer"]);
+        let (code, out) = run_reproducer(&argv, &project, &[]);
+        assert_eq!(code, 1, "{id}: {argv:?}: {out}");
+        assert!(out.lines().any(|l| l.starts_with(&format!("FAILED {id}"))), "{id}: {out}");
+    }
+    // And the victim passes without its polluter.
+    let alone: Vec<String> = victim_repro.iter().filter(|a| *a != POLLUTER).cloned().collect();
+    assert_eq!(run_reproducer(&alone, &project, &[]).0, 0);
+
+    // The record: each attempt's order and per-test results; the confirmation runs as phases.
+    let attempts = attempts_in(&record);
+    let shuffled: Vec<&Value> = attempts.iter().filter(|a| a["suite"]["role"] == "shuffled").collect();
+    assert_eq!(shuffled.len(), 6);
+    let orders: Vec<Vec<String>> = shuffled.iter().map(|a| strings(&a["suite"]["order"])).collect();
+    assert!(orders.iter().all(|o| o.len() == 13) && orders[0] != orders[1], "seeded orders of the whole selection");
+    for a in &shuffled {
+        let ran: Vec<&str> =
+            a["suite"]["tests"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+        let order = strings(&a["suite"]["order"]);
+        assert_eq!(ran, order.iter().map(String::as_str).collect::<Vec<_>>(), "tests ran in the recorded order");
+        assert!(a.get("phase").is_none());
+    }
+    let phases: Vec<&str> = attempts.iter().filter_map(|a| a["phase"].as_str()).collect();
+    for phase in ["repeat-all", "alone", "repeat", "bisect", "reproducer"] {
+        assert!(phases.contains(&phase), "no {phase} run recorded: {phases:?}");
+    }
+    assert!(!record.join("scratch").read_dir().unwrap().any(|_| true), "scratch directories are removed");
+
+    // Every report reads the same conclusions back from the record.
+    let report = |format: &str| {
+        let out = Command::new(bin()).args(["report", "-f", format]).arg(&record).output().unwrap();
+        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let again: Value = serde_json::from_str(&report("json")).unwrap();
+    assert_eq!(again["tests"], summary["tests"], "report recomputes the classification from the record");
+    let term = report("term");
+    let row = term.lines().find(|l| l.contains(VICTIM)).unwrap();
+    for part in ["order-dependent-victim", &format!("after {POLLUTER}"), POLLUTER] {
+        assert!(row.contains(part), "{part}: {row}");
+    }
+    let junit = report("junit");
+    assert!(junit.contains(&format!("<testcase name=\"{VICTIM}\"")), "{junit}");
+    assert!(junit.contains("<property name=\"category\" value=\"order-dependent-victim\"/>"));
+    assert!(junit.contains(&format!("<property name=\"polluter\" value=\"{POLLUTER}\"/>")));
+    let victim_case = &junit[junit.find(&format!("<testcase name=\"{VICTIM}\"")).unwrap()..];
+    let victim_case = &victim_case[..victim_case.find("</testcase>").unwrap()];
+    assert_eq!(victim_case.matches("<flakyFailure").count(), victim["failures"].as_u64().unwrap() as usize);
+    let md = report("md");
+    assert!(md.contains("| `tests/test_beta.py::test_victim` | order-dependent-victim |"), "{md}");
+    assert!(report("html").contains("Tests that failed"));
+}
+
+/// A Go environment inside `dir`: its own build cache and GOPATH, no network.
+fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    vec![
+        ("GOCACHE", dir.join("gocache")),
+        ("GOPATH", dir.join("gopath")),
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOPROXY", "off".into()),
+        ("GOFLAGS", "".into()),
+    ]
+}
+
+#[test]
+fn go_suite_names_each_category_its_culprit_and_a_reproducer_that_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("go", dir.path());
+    let record = dir.path().join("rec");
+    let env = go_env(dir.path());
+    // --go-test last: it takes the values after it.
+    let args =
+        ["--runs", "6", "--seed", "2", "--json", "--quiet", "--record", record.to_str().unwrap(), "--go-test", "."];
+    let (code, summary, stderr) = suite(&project, &args, &env);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(summary["framework"], "go");
+    assert_eq!(summary["collected"], 10);
+    let tests = by_id(&summary);
+    assert_eq!(tests.len(), 4, "{:?}", tests.keys());
+    assert_eq!(tests["TestVictim"]["category"], "order-dependent-victim");
+    assert_eq!(strings(&tests["TestVictim"]["polluters"]), ["TestPolluter"]);
+    assert_eq!(tests["TestBrittle"]["category"], "order-dependent-brittle");
+    assert_eq!(strings(&tests["TestBrittle"]["state_setters"]), ["TestStateSetter"]);
+    assert_eq!(tests["TestNonIdempotent"]["category"], "non-idempotent");
+    assert_eq!(tests["TestEveryThird"]["category"], "flaky");
+    let victim = strings(&tests["TestVictim"]["reproducer"]);
+    assert!(victim[0].ends_with(".test") && victim.iter().any(|a| a.starts_with("-test.shuffle=")), "{victim:?}");
+    assert!(victim.contains(&"-test.run=^(TestPolluter|TestVictim)$".to_owned()), "{victim:?}");
+    assert!(strings(&tests["TestNonIdempotent"]["reproducer"]).contains(&"-test.count=2".to_owned()));
+    for id in ["TestVictim", "TestBrittle", "TestNonIdempotent"] {
+        let argv = strings(&tests[id]["reproducer"]);
+        let (code, out) = run_reproducer(&argv, &project, &env);
+        assert_eq!(code, 1, "{id}: {argv:?}: {out}");
+        assert!(out.contains(&format!("--- FAIL: {id} ")), "{id}: {out}");
+    }
+    // Go shuffles itself: the order each attempt ran is read back into the record.
+    let shuffled: Vec<Value> = attempts_in(&record).into_iter().filter(|a| a["suite"]["role"] == "shuffled").collect();
+    assert!(shuffled.iter().all(|a| a["suite"]["shuffle"].is_u64() && strings(&a["suite"]["order"]).len() == 10));
+    let manifest = read_json(&record.join("manifest.json"));
+    assert_eq!(manifest["extra"]["suite"]["runner"]["framework"], "go");
+}
+
+#[test]
+fn a_resumed_suite_runs_only_the_confirmation_runs_it_lacks_and_concludes_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("go", dir.path());
+    let env = go_env(dir.path());
+    let record = dir.path().join("rec");
+    let args =
+        ["--runs", "6", "--seed", "2", "--json", "--quiet", "--record", record.to_str().unwrap(), "--go-test", "."];
+    let (_, whole, stderr) = suite(&project, &args, &env);
+    let attempts = std::fs::read_to_string(record.join("attempts.jsonl")).unwrap();
+    let lines: Vec<&str> = attempts.lines().collect();
+    // Cut inside the classification: the shuffled attempts, the repeat-all pass and a few runs.
+    let kept = 10;
+    assert!(lines.len() > kept + 5, "{stderr}");
+    std::fs::write(record.join("attempts.jsonl"), lines[..kept].join("\n") + "\n").unwrap();
+    let (code, resumed, stderr) = suite(&project, &["--json", "--quiet", "--resume", record.to_str().unwrap()], &env);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(resumed["tests"], whole["tests"], "the same classification");
+    assert_eq!(attempts_in(&record).len(), lines.len(), "only the missing runs ran again");
+}
+
+#[test]
+fn shards_of_a_suite_merge_into_one_classification() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("go", dir.path());
+    let env = go_env(dir.path());
+    let mut shards = Vec::new();
+    for i in 1..=2 {
+        let record = dir.path().join(format!("shard-{i}"));
+        let shard = format!("{i}/2");
+        let args = [
+            "--runs",
+            "6",
+            "--seed",
+            "2",
+            "--shard",
+            &shard,
+            "--json",
+            "--quiet",
+            "--record",
+            record.to_str().unwrap(),
+            "--go-test",
+            ".",
+        ];
+        suite(&project, &args, &env);
+        shards.push(record);
+    }
+    let merged = dir.path().join("merged");
+    let out = Command::new(bin()).arg("merge").args(&shards).arg("--into").arg(&merged).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = read_json(&merged.join("summary.json"));
+    let tests = by_id(&summary);
+    assert_eq!(tests["TestVictim"]["attempts"], 6, "the shards' shuffled attempts together");
+    assert_eq!(strings(&tests["TestVictim"]["polluters"]), ["TestPolluter"]);
+    assert_eq!(tests["TestNonIdempotent"]["category"], "non-idempotent");
+}
+
+#[test]
+fn suite_refuses_what_it_does_not_take_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let refuse = |args: &[&str], expected: &str| {
+        let out = Command::new(bin()).arg("suite").args(args).current_dir(dir.path()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    };
+    refuse(&["--", "true"], "suite runs the test runner itself");
+    refuse(&[], "suite needs a test runner");
+    refuse(&["--fail-if", "x", "--pytest"], "drop the oracle options");
+    refuse(&["--until-fails", "2", "--pytest"], "--until-fails");
+    refuse(&["--python", "/no/such/python", "--pytest"], "--python /no/such/python: no such file");
+    refuse(&["--runs", "1", "--go-test", ".", "--runs", "2"], "give the other options before --go-test");
+    assert!(!dir.path().join(".flakehunt").exists(), "a refused hunt leaves no record");
+}
+
+/// `--python`, else `$VIRTUAL_ENV`'s python, is the interpreter of `--pytest` in sweep too.
+#[test]
+fn sweep_runs_pytest_with_the_interpreter_the_user_means() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("pytest", dir.path());
+    let venv = dir.path().join("venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    let python3 = which("python3");
+    std::os::unix::fs::symlink(&python3, venv.join("bin/python")).unwrap();
+    let record = dir.path().join("rec");
+    let out = Command::new(bin())
+        .args(["sweep", "--profiles", "default", "--runs", "1", "--quiet", "--record"])
+        .arg(&record)
+        .args(["--pytest", "tests/test_alpha.py::test_clean_alpha_one"])
+        .env("VIRTUAL_ENV", &venv)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest = read_json(&record.join("manifest.json"));
+    assert_eq!(manifest["target"]["argv"][0], venv.join("bin/python").display().to_string());
+}
+
+fn which(program: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()).expect("on PATH")
+}
+
+/// A test that fails only under one profile (its `env` reaches the test) is condition-sensitive,
+/// and the condition is named; the cells count the whole selection's attempts per profile.
+#[test]
+fn a_test_failing_under_one_profile_is_condition_sensitive() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("cond");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(
+        project.join("tests/test_cond.py"),
+        "import os\n\ndef test_env():\n    assert os.environ.get('SUITE_COND') != 'on'\n\ndef test_clean():\n    pass\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("flakehunt.toml"), "[profiles.cond]\nenv = { SUITE_COND = \"on\" }\n").unwrap();
+    let record = dir.path().join("rec");
+    let args = [
+        "--profiles",
+        "default,cond",
+        "--runs",
+        "6",
+        "--seed",
+        "1",
+        "--json",
+        "--quiet",
+        "--record",
+        record.to_str().unwrap(),
+        "--pytest",
+    ];
+    let (code, summary, stderr) = suite(&project, &args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let tests = by_id(&summary);
+    let t = &tests["tests/test_cond.py::test_env"];
+    assert_eq!(t["category"], "condition-sensitive", "{t}");
+    assert_eq!(t["condition"], "cond");
+    assert_eq!((t["attempts"].as_u64(), t["failures"].as_u64()), (Some(12), Some(6)));
+    let conditions = t["conditions"].as_array().unwrap();
+    assert_eq!(conditions[1]["name"], "cond");
+    assert!(conditions[1]["p_value"].as_f64().unwrap() < 0.01, "{conditions:?}");
+    assert_eq!(tests.len(), 1);
+}
+
+/// libtest cannot order tests on stable Rust: a Rust suite gets per-test tallies, said so.
+#[test]
+fn a_rust_suite_gets_per_test_tallies_without_order_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("cargo-flaky");
+    let status =
+        std::process::Command::new("cp").arg("-r").arg(fixture("adapters/cargo-flaky")).arg(&project).status().unwrap();
+    assert!(status.success());
+    let record = dir.path().join("rec");
+    let env = [("CARGO_TARGET_DIR", dir.path().join("target"))];
+    let args =
+        ["--runs", "8", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap(), "--cargo-test"];
+    let (code, summary, stderr) = suite(&project, &args, &env);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!((summary["framework"].as_str(), summary["shuffled"].as_bool()), (Some("libtest"), Some(false)));
+    let tests = by_id(&summary);
+    let t = &tests["ledger::transfer_keeps_the_total"];
+    // The fixture fails on iterations 4 and 8.
+    assert_eq!((t["attempts"].as_u64(), t["failures"].as_u64()), (Some(8), Some(2)));
+    assert_eq!(t["category"], "flaky");
+    assert!(summary["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("libtest cannot run tests in a given order")));
+}
+
+/// A suite in which no test fails exits 0, with no test in the summary.
+#[test]
+fn a_clean_suite_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("clean");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(project.join("tests/test_ok.py"), "def test_a():\n    pass\n\ndef test_b():\n    pass\n").unwrap();
+    let record = dir.path().join("rec");
+    let (code, summary, stderr) =
+        suite(&project, &["--runs", "3", "--json", "--quiet", "--record", record.to_str().unwrap(), "--pytest"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(summary["verdict"], "not-reproduced");
+    assert_eq!(summary["tests"], serde_json::json!([]));
+    assert_eq!(summary["collected"], 2);
+    // Nothing failed, so only the repeat-all pass ran besides the three attempts.
+    assert_eq!(attempts_in(&record).len(), 4);
+}
