@@ -175,7 +175,10 @@ impl Summary {
             .collect();
         signatures.sort_by(|a, b| b.count.cmp(&a.count).then(a.signature.cmp(&b.signature)));
         let (verdict, verdict_text) = sweep_verdict(&out_cells, failures, attempts, &baseline_name);
-        let mut notes = zero_failure_notes(&out_cells);
+        // An adaptive hunt's conclusion says what its clean arms rule out, at the rate that
+        // matters (the one a failure would have shown at within the attempts it ran).
+        let mut notes =
+            if manifest.kind == crate::record::Kind::Hunt { Vec::new() } else { zero_failure_notes(&out_cells) };
         if let Some((lo, hi)) = tally.load_range {
             if hi - lo >= 1.0 && hi >= 1.5 * lo.max(0.5) {
                 notes.push(format!(

@@ -40,7 +40,11 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     }
     header.push("effect".into());
     table.set_header(header);
-    for c in &summary.cells {
+    // An adaptive hunt lists the arms it tried; the levels it never opened go on one line.
+    let hunt = summary.kind == crate::record::Kind::Hunt;
+    let untried: Vec<&str> =
+        summary.cells.iter().filter(|c| hunt && c.attempts == 0).map(|c| c.name.as_str()).collect();
+    for c in summary.cells.iter().filter(|c| !hunt || c.attempts > 0) {
         let mut row = vec![
             format!(
                 "{}{}",
@@ -74,6 +78,9 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     }
     for line in table.to_string().lines() {
         let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if !untried.is_empty() {
+        let _ = writeln!(out, "not tried (the hunt ended first): {}", untried.join(", "));
     }
     for c in summary.cells.iter().filter(|c| c.inert) {
         let _ = writeln!(out, "inert: {}: {}", c.name, c.inert_reason.as_deref().unwrap_or("no measurable effect"));
