@@ -156,7 +156,7 @@ pub enum Sharing {
 /// A condition family with its levels, weakest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Family {
-    /// The family's name (`cpu-starved`, `pause`, `noisy`, `copies`, `jitter`, `tight-gil`,
+    /// The family's name (`cpu-starved`, `pause`, `noisy`, `idle`, `copies`, `jitter`, `tight-gil`,
     /// `one-core`, `one-core-native`; `default` for the baseline).
     pub name: &'static str,
     /// Its levels, weakest first.
@@ -318,6 +318,19 @@ impl Calibration {
             .collect();
         families.push(Family { name: "noisy", levels: noise });
 
+        // Idle priority: the target's tree under SCHED_IDLE beside a busy competitor per two
+        // CPUs (sweep's `idle`), so any runnable normal task, the competitor or a neighbour's
+        // build, takes its CPU first. How much that stretches it depends on what else wants the
+        // CPUs, which no calibration knows: its hang limit assumes the strongest quota's stretch
+        // until its own attempts have passed, so a starved attempt is not taken for a hang.
+        if c < 1e-3 {
+            skip("idle", format!("the target used {c:.4} CPU-seconds per second: a priority cannot slow it"));
+        } else if let Some(idle) = Profile::builtin("idle") {
+            let stretch = STRETCHES[STRETCHES.len() - 1];
+            let level = level(idle, w * stretch, 1).sharing(cpus, Sharing::Alone);
+            families.push(Family { name: "idle", levels: vec![level] });
+        }
+
         // Concurrent copies: as many as CPUs, then twice that; each copy is an attempt, so the
         // arm runs N attempts per attempt length (slower each when they contend for the CPUs).
         let mut copies: Vec<Level> = Vec::new();
@@ -458,6 +471,16 @@ mod tests {
         assert_eq!(names(&arms, "copies"), ["copies=2", "copies=4"]);
         assert_eq!(names(&arms, "jitter"), ["jitter", "jitter=0.25", "jitter=1"]);
         assert_eq!(names(&arms, "one-core"), ["one-core"]);
+        assert_eq!(names(&arms, "idle"), ["idle"]);
+        // What may run beside what: a plain attempt keeps one CPU busy; a quota of 2.9 % keeps
+        // 2.9 % of one busy; noise, idle and copies take the machine; one-core is pinned.
+        let of = |name: &str| arms.families.iter().flat_map(|f| &f.levels).find(|l| l.cell.name == name).unwrap();
+        assert_eq!((of("default").load, of("default").sharing), (1.0, Sharing::Shared));
+        assert!((of("cpu-starved=2.9").load - 0.029).abs() < 1e-9);
+        for name in ["noisy=x1", "idle", "copies=2"] {
+            assert_eq!(of(name).sharing, Sharing::Alone, "{name}");
+        }
+        assert_eq!(of("one-core").sharing, Sharing::Pinned);
         assert_eq!(arms.skipped, vec![Skipped { family: "tight-gil".into(), reason: "not a Python target".into() }]);
         // Every level's name is one `sweep --profiles` accepts, as the same profile.
         for family in &arms.families {
