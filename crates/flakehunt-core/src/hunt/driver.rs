@@ -248,11 +248,17 @@ fn execute(
                 jobs: manifest.plan.jobs as usize,
                 budget: session.durations.budget,
             };
-            let result = {
+            let result = std::thread::scope(|scope| {
+                // An adaptive hunt tries every mechanism within its first seconds: the helpers
+                // (the jitter library's build, the quota backend, the Python hook) are made while
+                // its calibration runs, not in the way of its first attempt of each arm.
+                if manifest.kind == crate::record::Kind::Hunt {
+                    scope.spawn(|| session.profiles.make_helpers());
+                }
                 let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
                 sinks.event(&Event::Started { planned: plan.planned(), done })?;
-                runner.run(plan.as_mut(), &mut sinks)
-            };
+                Ok::<_, HuntError>(runner.run(plan.as_mut(), &mut sinks))
+            })?;
             // Joined before the session ends, which kills every process it does not know.
             let snapshot = snapshot.and_then(|s| s.join().ok());
             session.finish();

@@ -411,6 +411,15 @@ impl ProfileEnv {
         })
     }
 
+    /// Makes every helper a profile may use now (each is otherwise made on first use).
+    pub fn make_helpers(&self) {
+        self.quota();
+        self.jitter_built();
+        if self.python_target {
+            self.gil();
+        }
+    }
+
     /// The Python hook, created on first use.
     pub fn gil(&self) -> Option<&GilHook> {
         self.gil
