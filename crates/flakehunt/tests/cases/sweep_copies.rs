@@ -110,3 +110,83 @@ fn the_other_cells_keep_to_jobs_and_until_fails_stops_after_the_failing_batch() 
     assert!(copies.iter().all(|a| copies.iter().all(|b| a["id"] == b["id"] || overlap(a, b))), "{copies:?}");
     assert_eq!(manifest["plan"]["jobs"], 2);
 }
+
+#[test]
+fn a_resumed_sweep_runs_the_batches_left_together_with_the_width_it_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, locks) = (dir.path().join("rec"), dir.path().join("locks"));
+    let flakehunt = |args: &[&str]| {
+        Command::new(bin())
+            .args(args)
+            .args(["--json", "--quiet"])
+            .current_dir(dir.path())
+            .timeout(RUN_LIMIT)
+            .output()
+            .unwrap()
+    };
+    let target = fixture_arg("copies-collide.sh");
+    let first = flakehunt(&[
+        "sweep",
+        "--profiles",
+        "default,copies=2",
+        "--runs",
+        "4",
+        "--timeout",
+        "30s",
+        "--seed",
+        "8",
+        "--record",
+        "rec",
+        "--",
+        &target,
+        locks.to_str().unwrap(),
+    ]);
+    assert_eq!(first.status.code(), Some(1), "{}", String::from_utf8_lossy(&first.stderr));
+    // Cut the record before the second batch of copies, as an interruption between batches
+    // leaves it, and let that batch start afresh.
+    let text = std::fs::read_to_string(record.join("attempts.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = lines
+        .iter()
+        .position(|l| {
+            let a: Value = serde_json::from_str(l).unwrap();
+            a["cell"] == "copies=2" && a["iteration"].as_u64().unwrap() > 2
+        })
+        .unwrap();
+    std::fs::write(record.join("attempts.jsonl"), lines[..cut].iter().map(|l| format!("{l}\n")).collect::<String>())
+        .unwrap();
+    std::fs::remove_file(record.join("summary.json")).unwrap();
+    std::fs::remove_dir_all(&locks).unwrap();
+    let resumed = flakehunt(&["sweep", "--resume", "rec"]);
+    assert_eq!(resumed.status.code(), Some(1), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let summary = summary_of(&resumed);
+    let copies = cell(&summary, "copies=2");
+    assert_eq!((copies["attempts"].as_u64(), copies["failures"].as_u64()), (Some(4), Some(2)), "{copies}");
+    let attempts = attempts_in(&record);
+    assert_eq!(attempts.len(), 8);
+    let second: Vec<&Value> = attempts[cut..].iter().filter(|a| a["cell"] == "copies=2").collect();
+    assert_eq!(second.len(), 2);
+    assert!(overlap(second[0], second[1]), "{second:?}");
+    assert_eq!(read_json(&record.join("manifest.json"))["plan"]["jobs"], 1);
+}
+
+#[test]
+fn the_majority_oracle_judges_copies_run_together() {
+    // Every attempt prints the same line but the copies' fourth, which prints another.
+    let script =
+        r#"if [ "$FLAKEHUNT_CELL" = copies=2 ] && [ "$FLAKEHUNT_ITERATION" = 4 ]; then echo other; else echo same; fi"#;
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["sweep", "--profiles", "default,copies=2", "--runs", "4", "--oracle", "majority", "--until-fails", "1"])
+        .args(["--seed", "2", "--json", "--quiet", "--record"])
+        .arg(dir.path().join("rec"))
+        .args(["--shell", script])
+        .timeout(RUN_LIMIT)
+        .output()
+        .unwrap();
+    let summary = summary_of(&out);
+    let copies = cell(&summary, "copies=2");
+    assert_eq!((copies["attempts"].as_u64(), copies["failures"].as_u64()), (Some(4), Some(1)), "{copies}");
+    assert_eq!(copies["effect"]["copies_at_once"], 2, "{copies}");
+    assert_eq!(cell(&summary, "default")["failures"], 0);
+}
