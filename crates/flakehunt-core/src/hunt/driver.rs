@@ -192,7 +192,7 @@ pub(super) fn cells_of(
             for p in &profiles {
                 if let Some(n) = p.knobs.copies {
                     crate::bounds::Machine::get()
-                        .check_workers(&format!("profile {}'s copies", p.name), u64::from(n))
+                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))
                         .map_err(|e| HuntError::usage(e.to_string()))?;
                 }
             }
