@@ -266,7 +266,7 @@ fn cell_summary(spec: &CellSpec, t: &CellTally, base: Option<&CellTally>, python
         meaning,
         inert: inert_reason.is_some(),
         inert_reason,
-        effect: effect_json(t),
+        effect: effect_json(spec, t),
         mean_seconds: if t.attempts == 0 { 0.0 } else { t.seconds / t.attempts as f64 },
         mean_load: (t.load_n > 0).then(|| t.load_sum / t.load_n as f64),
         leaking: t.leaking,
@@ -327,6 +327,9 @@ fn inert_reason(spec: &CellSpec, t: &CellTally, python: bool) -> Option<String> 
     {
         return Some("neither SCHED_IDLE nor nice 19 applied".into());
     }
+    if k.copies.is_some_and(|n| n > 1) && t.at_once.measured >= 2 && t.at_once.most < 2 {
+        return Some("no two of its attempts ran at once".into());
+    }
     if k.jitter.is_some() && e.jitter_n > 0 && e.jitter_delays == 0 {
         return Some("the jitter library loaded but injected no delay: the program made no intercepted call (stdio and Rust's std locks go through libc internals or futexes)".into());
     }
@@ -347,9 +350,12 @@ pub fn cpu_count(list: &str) -> usize {
         .sum()
 }
 
-fn effect_json(t: &CellTally) -> serde_json::Value {
+fn effect_json(spec: &CellSpec, t: &CellTally) -> serde_json::Value {
     let e = &t.effect;
     let mut m = serde_json::Map::new();
+    if spec.profile.as_ref().and_then(|p| p.knobs.copies).is_some_and(|n| n > 1) && t.at_once.measured > 0 {
+        m.insert("copies_at_once".into(), t.at_once.most.into());
+    }
     if let Some((cpus, _)) = e.cpus.iter().max_by_key(|(_, n)| **n) {
         m.insert("cpus".into(), cpus.clone().into());
     }

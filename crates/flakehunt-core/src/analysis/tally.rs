@@ -30,6 +30,50 @@ pub struct CellTally {
     pub load_n: u64,
     /// Attempts that left processes behind (whatever their outcome).
     pub leaking: u64,
+    /// How many of the cell's attempts ran at once (what `copies=N` measures).
+    #[serde(default)]
+    pub at_once: AtOnce,
+}
+
+/// The most attempts of one cell seen running at once, from their start times and lengths:
+/// the effect of `copies=N`, whose N attempts the plan starts together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AtOnce {
+    /// The most attempts running at the start of one of them.
+    pub most: u64,
+    /// Attempts with a start time.
+    pub measured: u64,
+    /// The attempts that may still overlap one recorded later: start, end, and how many ran
+    /// at its start.
+    #[serde(skip)]
+    recent: Vec<(f64, f64, u64)>,
+}
+
+impl AtOnce {
+    /// Attempts are recorded as they end, so one that ended before this one started overlaps
+    /// nothing recorded from now on but attempts longer than it (which it does not start
+    /// inside): dropped, it keeps the memory as small as the attempts running at once. The most
+    /// a cell can run at once bounds what is kept besides.
+    fn add(&mut self, a: &Attempt) {
+        let Some(start) = super::reproduction::unix_seconds(&a.started_at) else { return };
+        let end = start + a.seconds.max(0.0);
+        self.measured += 1;
+        self.recent.retain(|&(_, e, _)| e > start);
+        let mut running = 1;
+        for (s, e, n) in &mut self.recent {
+            if *s <= start && start < *e {
+                running += 1;
+            } else if start < *s && *s < end {
+                *n += 1;
+                self.most = self.most.max(*n);
+            }
+        }
+        self.most = self.most.max(running);
+        self.recent.push((start, end, running));
+        if self.recent.len() > crate::profile::MAX_COPIES as usize {
+            self.recent.remove(0);
+        }
+    }
 }
 
 /// Log-scale duration histograms: 4 buckets per power of ten from 1 ms to 10,000 s, so the
@@ -176,6 +220,7 @@ impl Tally {
             });
         }
         cell.effect.add(&a.effect);
+        cell.at_once.add(a);
         if let Some(sig) = &a.signature {
             let key = if self.signatures.len() >= MAX_SIGNATURES && !self.signatures.contains_key(sig) {
                 "(other signatures)".to_owned()
@@ -265,5 +310,30 @@ mod tests {
         assert!(Durations::bucket(0.01) < Durations::bucket(0.1));
         assert_eq!(Durations::bucket(1e9), Durations::BUCKETS - 1);
         assert!((Durations::lower_edge(Durations::PER_DECADE) - 0.01).abs() < 1e-12);
+    }
+    #[test]
+    fn at_once_counts_the_attempts_running_together_in_any_recording_order() {
+        use crate::analysis::reproduction::tests::attempt;
+        let most = |spans: &[(f64, f64)]| {
+            let mut t = Tally::default();
+            for (i, &(at, seconds)) in spans.iter().enumerate() {
+                t.add(&attempt(i as u64, "copies=3", at, seconds, false, None));
+            }
+            t.cells["copies=3"].at_once.clone()
+        };
+        // One after another: never two at once.
+        assert_eq!(most(&[(0.0, 1.0), (1.5, 1.0), (3.0, 1.0)]).most, 1);
+        // Three started together, recorded as they end (the longest first started last), then
+        // one alone.
+        let together = most(&[(0.2, 0.5), (0.1, 1.0), (0.0, 2.0), (5.0, 1.0)]);
+        assert_eq!((together.most, together.measured), (3, 4));
+        // The attempt that started first is recorded last: it still counts the others.
+        assert_eq!(most(&[(1.0, 0.5), (1.2, 0.5), (0.5, 3.0)]).most, 3);
+        // No start time (a damaged record): nothing measured.
+        let mut t = Tally::default();
+        let mut a = attempt(0, "c", 0.0, 1.0, false, None);
+        a.started_at = String::new();
+        t.add(&a);
+        assert_eq!(t.cells["c"].at_once.measured, 0);
     }
 }

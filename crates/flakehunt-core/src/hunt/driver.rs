@@ -189,8 +189,15 @@ pub(super) fn cells_of(
     match &spec.kind {
         HuntKind::Sweep { profiles, strict } => {
             let profiles = super::probe::select(profiles, &spec.config, target)?;
+            for p in &profiles {
+                if let Some(n) = p.knobs.copies {
+                    crate::bounds::Machine::get()
+                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))
+                        .map_err(|e| HuntError::usage(e.to_string()))?;
+                }
+            }
             if *strict {
-                super::probe::refuse_inert(&profiles)?;
+                super::probe::refuse_inert(&profiles, crate::record::Kind::Sweep)?;
             }
             Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
         }
@@ -245,7 +252,7 @@ fn execute(
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
             let runner = Runner {
                 attempts: session.attempts(manifest, leak_timeout),
-                jobs: manifest.plan.jobs as usize,
+                jobs: plan::runner_jobs(manifest),
                 budget: session.durations.budget,
             };
             let result = std::thread::scope(|scope| {

@@ -95,12 +95,18 @@ fn compress(cpus: &[usize]) -> String {
 
 /// Runs the probe workload under each profile.
 pub fn probe(profiles: &[Profile]) -> Result<Vec<ProbeResult>, HuntError> {
+    probe_in(profiles, false)
+}
+
+/// [`probe`] for a hunt whose plan runs `copies=N` cells N at once when `copies_scheduled`.
+fn probe_in(profiles: &[Profile], copies_scheduled: bool) -> Result<Vec<ProbeResult>, HuntError> {
     let exe = std::env::current_exe().map_err(|e| HuntError::io("cannot find flakehunt's own executable", e))?;
     let python = which("python3");
     let tree = ProcessTree::default();
     ProcessTree::become_subreaper();
     let cancel = Cancel::new().map_err(|e| HuntError::io("cannot create the cancellation pipe", e))?;
-    let env = ProfileEnv::new(&format!("probe-{}", std::process::id()), 1, true);
+    let mut env = ProfileEnv::new(&format!("probe-{}", std::process::id()), 1, true);
+    env.copies_scheduled = copies_scheduled;
     let mut results = Vec::new();
     for (i, profile) in profiles.iter().enumerate() {
         let target = if profile.is_python_only() {
@@ -262,10 +268,11 @@ pub fn probe_table(results: &[ProbeResult]) -> String {
     table.to_string().lines().map(|l| format!("{}\n", l.trim_end())).collect()
 }
 
-/// `--strict`: refuses (exit 3) before any attempt when a profile cannot act here.
-pub fn refuse_inert(profiles: &[Profile]) -> Result<(), HuntError> {
+/// `--strict`: refuses (exit 3) before any attempt when a profile cannot act here (`copies=N`
+/// acts where the plan of the hunt, of `kind`, runs its copies together).
+pub fn refuse_inert(profiles: &[Profile], kind: crate::record::Kind) -> Result<(), HuntError> {
     let to_check: Vec<Profile> = profiles.iter().filter(|p| !p.is_default()).cloned().collect();
-    let results = probe(&to_check)?;
+    let results = probe_in(&to_check, crate::plan::schedules_copies(kind))?;
     let bad: Vec<String> = results
         .iter()
         .filter(|r| !r.applied)

@@ -53,8 +53,8 @@ impl Session {
         install_signals(&cancel)?;
         let mut profiles = ProfileEnv::new(&manifest.run_id, manifest.seed, manifest.target.looks_like_python())
             .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
-        // The adaptive hunt's plan starts a copies=N arm's N attempts together.
-        profiles.copies_scheduled = manifest.kind == crate::record::Kind::Hunt;
+        // The adaptive hunt's and the sweep's plans start a copies=N cell's N attempts together.
+        profiles.copies_scheduled = crate::plan::schedules_copies(manifest.kind);
         let (rooms, kept) = super::matrix::clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })

@@ -96,7 +96,7 @@ pub(super) fn cells(
     let profiles = if req.profiles.is_empty() { vec!["default".to_owned()] } else { req.profiles.clone() };
     let profiles = super::probe::select(&profiles, &spec.config, target)?;
     if req.strict {
-        super::probe::refuse_inert(&profiles)?;
+        super::probe::refuse_inert(&profiles, crate::record::Kind::Suite)?;
     }
     let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
     Ok((cells, Extra { adapter, suite: Some(setup), ..Extra::default() }))

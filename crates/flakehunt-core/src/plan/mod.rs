@@ -12,7 +12,7 @@ mod target;
 pub use cell::{CellSpec, Setting};
 pub use rng::Rng;
 pub(crate) use schedule::RunningMajority;
-pub use schedule::Schedule;
+pub use schedule::{widest_copies, Schedule};
 pub use settings::{parse_bytes, Durations, Settings, Shard};
 pub use target::{shell_words, Target};
 
@@ -79,6 +79,22 @@ pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
         Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
             .until_fails(manifest.plan.until_fails)
             .majority(manifest.oracle.as_ref().is_some_and(|o| o.majority))
-            .shard(manifest.shard),
+            .shard(manifest.shard)
+            .width(manifest.plan.jobs)
+            .copies(schedules_copies(manifest.kind)),
     )
+}
+
+/// Whether the plan of a hunt of `kind` runs a `copies=N` cell's N attempts together (the
+/// adaptive hunt's and the sweep's); elsewhere such a cell is inert.
+pub fn schedules_copies(kind: crate::record::Kind) -> bool {
+    matches!(kind, crate::record::Kind::Hunt | crate::record::Kind::Sweep)
+}
+
+/// Attempts the runner must be able to run at once for `manifest`'s plan: `--jobs`, or a sweep's
+/// largest `copies=N`, whichever is more. The record keeps `--jobs`, the width the plan gives every
+/// other cell, so a resumed sweep widens its runner again from its cells.
+pub fn runner_jobs(manifest: &crate::record::Manifest) -> usize {
+    let copies = if manifest.kind == crate::record::Kind::Sweep { widest_copies(&manifest.cells) } else { 1 };
+    manifest.plan.jobs.max(copies) as usize
 }

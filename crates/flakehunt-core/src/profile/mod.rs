@@ -226,7 +226,7 @@ impl Profile {
         }
         if let Some(n) = k.copies.filter(|&n| n > 1 && !env.copies_scheduled) {
             return Some(format!(
-                "copies={n} needs {n} attempts of the cell at once, which only an adaptive hunt schedules; here each attempt ran alone"
+                "copies={n} needs {n} attempts of the cell at once, which only an adaptive hunt or a sweep schedules; here each attempt ran alone"
             ));
         }
         None

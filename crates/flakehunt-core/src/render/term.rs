@@ -202,6 +202,9 @@ pub fn effect_text(c: &CellSummary) -> String {
     if let Some(m) = e.get("mechanism").and_then(|v| v.as_str()) {
         parts.push(m.to_owned());
     }
+    if let Some(n) = e.get("copies_at_once").and_then(serde_json::Value::as_u64) {
+        parts.push(format!("{n} copies at once"));
+    }
     if let Some(cpus) = e.get("cpus").and_then(|v| v.as_str()) {
         parts.push(format!("cpus {cpus}"));
     }

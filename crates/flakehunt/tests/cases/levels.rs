@@ -6,7 +6,7 @@ use assert_cmd::Command;
 use crate::harness::{attempts_in, bin, cell, summary_of};
 
 #[test]
-fn levelled_names_run_as_cells_and_copies_say_why_they_are_inert() {
+fn levelled_names_run_as_cells() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("rec");
     let out = Command::new(bin())
@@ -30,9 +30,10 @@ fn levelled_names_run_as_cells_and_copies_say_why_they_are_inert() {
     assert!(attempts_in(&record)
         .iter()
         .any(|a| a["cell"] == "noisy=x1" && a["effect"]["noise_cpu_seconds"].is_number()));
+    // A sweep runs the copies together (tests/cases/sweep_copies.rs).
     let copies = cell(&summary, "copies=2");
-    assert_eq!(copies["inert"], true);
-    assert!(copies["inert_reason"].as_str().unwrap().contains("only an adaptive hunt"), "{copies}");
+    assert_eq!(copies["inert"], false, "{copies}");
+    assert_eq!(copies["effect"]["copies_at_once"], 2, "{copies}");
 }
 
 #[test]

@@ -19,4 +19,5 @@ mod record;
 mod report_merge;
 mod slurm;
 mod suite;
+mod sweep_copies;
 mod usage;
