@@ -144,6 +144,8 @@ pub enum Event<'a> {
         /// Why, on one line.
         error: &'a str,
     },
+    /// A hunt that runs warm runs some attempts cold, for this reason (said once per reason).
+    RunsCold(&'a str),
     /// The user interrupted: running attempts are being ended and will not be recorded.
     Interrupted,
     /// The budget ran out: no new attempts start.

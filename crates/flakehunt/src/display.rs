@@ -167,6 +167,7 @@ impl EventSink for Display {
                 "flakehunt: warning: cannot append to $GITHUB_STEP_SUMMARY ({}): {error}",
                 path.display()
             )),
+            Event::RunsCold(why) => self.println(&format!("flakehunt: {why}")),
             Event::Interrupted => self.println("interrupted: ending running attempts (Ctrl-C again to kill them now)"),
             Event::BudgetSpent => self.println("budget spent: letting running attempts finish"),
             Event::CellAdded(_) | Event::LevelRecorded(_) => {}

@@ -135,6 +135,7 @@ pub fn probe(profiles: &[Profile]) -> Result<Vec<ProbeResult>, HuntError> {
             profiles: &env,
             rooms: &Default::default(),
             oracle: None,
+            warm: None,
         };
         let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None };
         let finished = runner

@@ -298,6 +298,7 @@ mod tests {
             load: None,
             error: None,
             cpu_seconds: None,
+            mode: Default::default(),
         }
     }
 

@@ -116,6 +116,7 @@ impl Fixture {
             load: Some(0.5),
             error: None,
             cpu_seconds: None,
+            mode: Default::default(),
         });
         self.attempts.last_mut().unwrap()
     }
