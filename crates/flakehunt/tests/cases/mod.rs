@@ -19,3 +19,4 @@ mod record;
 mod report_merge;
 mod slurm;
 mod usage;
+mod warm;
