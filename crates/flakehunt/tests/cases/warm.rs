@@ -261,3 +261,32 @@ fn the_watchdog_ends_the_warm_parent_and_its_fork_when_flakehunt_is_sigkilled_an
     assert_eq!(results(&attempts).len(), 5);
     assert!(all_warm(&attempts), "{:?}", modes(&attempts));
 }
+
+#[test]
+fn the_adaptive_hunt_runs_a_python_target_warm_by_default_and_cold_with_no_warm() {
+    let hunt = Hunt::sweep();
+    let script = write(
+        &hunt,
+        "every4.py",
+        "import os, sys\nsys.exit(1 if int(os.environ['FLAKEHUNT_ITERATION']) % 4 == 0 else 0)\n",
+    );
+    for (flag, mode) in [(None, "warm"), (Some("--no-warm"), "cold")] {
+        let dir = hunt.scratch(&format!("record-{mode}"));
+        let out = assert_cmd::Command::cargo_bin("flakehunt")
+            .unwrap()
+            .args(["hunt", "--json", "-q", "--seed", "7", "--record"])
+            .arg(&dir)
+            .args(flag)
+            .args(["--", "python3", script.to_str().unwrap()])
+            .timeout(crate::harness::RUN_LIMIT)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        let attempts = attempts_in(&dir);
+        // Arms whose preloaded library a fork cannot carry (jitter) run cold in a warm hunt.
+        let served: Vec<&Value> =
+            attempts.iter().filter(|a| !a["cell"].as_str().unwrap().starts_with("jitter")).collect();
+        assert!(!served.is_empty());
+        assert!(served.iter().all(|a| a["mode"] == mode), "{mode}: {:?}", modes(&attempts));
+    }
+}
