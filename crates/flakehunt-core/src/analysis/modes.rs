@@ -41,6 +41,8 @@ pub struct CellModes {
     pub warm: ModeRate,
     /// Its cold attempts.
     pub cold: ModeRate,
+    /// Its failures were met in cold attempts and in no warm one.
+    pub only_cold: bool,
 }
 
 /// `modes` in the summary of a hunt that ran warm attempts.
@@ -86,7 +88,8 @@ impl ModeTally {
                 total.failures += part.failures;
             }
             if warm.attempts > 0 && cold.attempts > 0 {
-                s.cells.push(CellModes { cell: cell.clone(), warm: *warm, cold: *cold });
+                let only_cold = cold.failures > 0 && warm.failures == 0;
+                s.cells.push(CellModes { cell: cell.clone(), warm: *warm, cold: *cold, only_cold });
             }
         }
         if s.warm.attempts == 0 {
@@ -151,7 +154,7 @@ mod tests {
         assert_eq!((s.warm.attempts, s.warm.failures, s.cold.attempts, s.cold.failures), (40, 0, 5, 3));
         assert!(s.only_cold);
         assert_eq!(s.cells.len(), 1, "only cell a ran both modes");
-        assert_eq!((s.cells[0].cold.failures, s.cells[0].warm.attempts), (3, 20));
+        assert_eq!((s.cells[0].cold.failures, s.cells[0].warm.attempts, s.cells[0].only_cold), (3, 20, true));
         assert!(note.contains("only in cold attempts") && note.contains("3/5 (60.0%)"), "{note}");
     }
 
