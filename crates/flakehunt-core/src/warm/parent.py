@@ -328,9 +328,15 @@ def _apply(request, fds):
             os.close(fd)
     if request.get("cwd"):
         os.chdir(request["cwd"])
-    # The whole environment of the attempt, set before any of the user's code runs in the child.
-    os.environ.clear()
-    os.environ.update(request["env"])
+    # The whole environment of the attempt, set before any of the user's code runs in the child:
+    # only what differs from the parent's is written, since each write copies pages the child
+    # shares with the parent (clearing and refilling it cost a millisecond per attempt).
+    env = request["env"]
+    for name in [n for n in os.environ if n not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _serve(conn):
