@@ -166,6 +166,7 @@ impl AttemptRunner<'_> {
             cgroups.iter().for_each(|c| w.track_cgroup(c));
         }
         let active = prepared.start(running.pid(), self.cancel);
+        running.settled();
         // Cloned only when the plan sets a timeout: the sweep path keeps its limits as they are.
         let execution = match slot.timeout {
             Some(timeout) => running.wait(&Limits { timeout, ..self.limits.clone() }, self.cancel),

@@ -411,7 +411,8 @@ impl<'t> WarmParent<'t> {
         )?;
         drop((out_write, err_write, status_write));
         self.served.fetch_add(1, Ordering::Relaxed);
-        let reaped = Reaped { status: File::from(status_read), _parent: Arc::clone(&self.inner) };
+        let reaped =
+            Reaped { status: File::from(status_read), parent: Arc::clone(&self.inner), pid, settled: false.into() };
         Ok(Running::adopt(
             pid,
             pidfd,
@@ -428,13 +429,30 @@ impl<'t> WarmParent<'t> {
 /// the parent, which is ended only once no child of it is left.
 pub(crate) struct Reaped<'t> {
     status: File,
-    _parent: Arc<Inner<'t>>,
+    parent: Arc<Inner<'t>>,
+    pid: u32,
+    /// The parent has been told it may reap the child.
+    settled: std::sync::atomic::AtomicBool,
 }
 
 impl Reaped<'_> {
+    /// Tells the parent it may reap the child once it exits (once: later calls do nothing).
+    pub(crate) fn settle(&self) {
+        if self.settled.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let line = format!("{{\"settled\": {}}}\n", self.pid);
+        let conn = self.parent.conn.lock().unwrap_or_else(|e| e.into_inner());
+        // A parent that is gone has nothing left to reap.
+        if let Some(conn) = conn.as_ref() {
+            let _ = send(conn, line.as_bytes(), &[]);
+        }
+    }
+
     /// The child's end and CPU time, as the parent reports them. Called once the child has
     /// exited (its pidfd is readable): the parent reaps it at once and writes the line.
     pub(crate) fn status(mut self) -> (Status, Option<f64>) {
+        self.settle();
         let mut text = Vec::new();
         let _ = self.status.read_to_end(&mut text);
         let Ok(exit) = serde_json::from_slice::<Exit>(text.trim_ascii()) else {
@@ -669,7 +687,7 @@ fn read_at_startup(name: &str) -> bool {
 fn send(conn: &OwnedFd, line: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     let mut space = vec![MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(fds.len()))];
     let mut control = SendAncillaryBuffer::new(&mut space);
-    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+    if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
         return Err(io::Error::other("too many fds for one message"));
     }
     let sent = loop {

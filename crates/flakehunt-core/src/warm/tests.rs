@@ -389,3 +389,31 @@ fn a_hunt_plans_warm_attempts_only_for_a_target_a_parent_serves() {
     assert_eq!((options.recycle_after, options.cold_every), (None, Some(5)));
     assert!(Config::parse("[warm]\nrecycle = 3\n", Path::new("flakehunt.toml")).is_err(), "unknown keys are refused");
 }
+
+/// The profile reads a started attempt's CPUs and policy in `/proc`; a cold attempt's process
+/// stays there (a zombie) until flakehunt waits for it, so a warm parent must not reap its fork
+/// before flakehunt says it has read it, however fast the fork exits.
+#[test]
+fn an_exited_fork_stays_in_proc_until_flakehunt_has_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("quick.py"), "").unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "quick.py", 0), &tree, &WarmOptions::default()).unwrap();
+    let running = parent.start_attempt(&script_launch(dir.path(), "quick.py", 1), marker(1)).unwrap();
+    let pid = running.pid();
+    let state = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_owned))
+    };
+    let end = Instant::now() + Duration::from_secs(60);
+    while state().as_deref() != Some("Z") {
+        assert!(Instant::now() < end, "the fork {pid} did not stay as an unreaped zombie: {:?}", state());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status.contains("Cpus_allowed_list:"), "{status}");
+    running.settled();
+    let ex = running.wait(&limits(), &Cancel::new().unwrap());
+    assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
+    assert!(wait_gone(pid), "reaped once settled");
+}

@@ -222,6 +222,14 @@ if os.environ["FLAKEHUNT_ITERATION"] == "3" and not os.path.exists(os.path.join(
     time.sleep(300)
 "#;
 
+/// Whether the watchdog of hunt `run_id` (`flakehunt __watchdog RUN_ID`) is still running.
+fn watchdog_alive(run_id: &str) -> bool {
+    let needle = format!("\0__watchdog\0{run_id}\0");
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    })
+}
+
 fn pids(path: &Path) -> Option<(i32, i32)> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut words = text.split_whitespace().map(|w| w.parse().unwrap());
@@ -248,6 +256,10 @@ fn the_watchdog_ends_the_warm_parent_and_its_fork_when_flakehunt_is_sigkilled_an
     run.expect_nothing_left();
     assert_eq!(results(&attempts_in(&record)), [(1, "pass".to_owned()), (2, "pass".to_owned())]);
 
+    // The killed hunt's watchdog ends every process of its run id, which the resumed hunt
+    // keeps: it must be done first.
+    poll_until("the killed hunt's watchdog to exit", POLL_LIMIT, || !watchdog_alive(&run_id));
+
     // --resume continues the hunt warm, from its record.
     let out = assert_cmd::Command::cargo_bin("flakehunt")
         .unwrap()
@@ -256,8 +268,8 @@ fn the_watchdog_ends_the_warm_parent_and_its_fork_when_flakehunt_is_sigkilled_an
         .timeout(crate::harness::RUN_LIMIT)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let attempts = attempts_in(&record);
+    assert_eq!(out.status.code(), Some(0), "{}\n{attempts:#?}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(results(&attempts).len(), 5);
     assert!(all_warm(&attempts), "{:?}", modes(&attempts));
 }
