@@ -18,6 +18,9 @@
 //!   order) or the script; `env` is the attempt's whole environment.
 //! - reply: `{"pid": N}` with a pidfd of the child, once the child has applied everything, or
 //!   `{"error": "...", "errno": N}` when a setting was refused (as a cold start fails).
+//! - `{"settled": PID}` (no reply), once flakehunt has read what it measures of the started
+//!   child in `/proc` (the profile's CPUs, policy): the parent reaps an exited child only then,
+//!   as a cold attempt's exited process stays readable until flakehunt waits for it.
 //! - on the status pipe, when the parent has reaped the child: `{"status": WAIT_STATUS, "cpu":
 //!   SECONDS}`.
 //!
