@@ -9,10 +9,16 @@
 #      the child's set-up, its exit and the status report), since its test takes no time,
 #   5. a fixture race (two threads, a sleep inside the critical section), whose failure rate
 #      cold and warm should agree within noise.
-# Until the runner starts warm attempts itself, crates/flakehunt-core/examples/warm_bench.rs
-# drives both. Targets: warm >= 10x cold for the pytest cases; overhead under 2 ms.
+# First through the library (crates/flakehunt-core/examples/warm_bench.rs drives both modes),
+# then through the real binary: `flakehunt sweep --profiles default --warm` against `--no-warm`
+# for the same cases, attempts per second from the record (attempts over the span from the first
+# attempt's start to the last one's end, so warm-ups of recycled parents are inside it) and from
+# the wall clock of the whole invocation (flakehunt's own start and the first warm-up included).
+# Targets: warm >= 10x cold for the pytest cases; overhead under 2 ms per warm attempt (the no-op
+# script's median time per attempt, less the bare fork of the floor line).
 #
-# Usage: scripts/bench-warm.sh   (env: N=100 attempts per case and mode; PROFILE=dev uses the
+# Usage: scripts/bench-warm.sh   (env: N=100 attempts per case and mode; LIBRARY=0 measures only
+#        through the binary; RACE_N sizes the race; PROFILE=dev uses the
 #        debug build, which spares a release build of the dependencies on a busy machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,37 +51,46 @@ import numpy as np
 assert np.arange(10).sum() == 45
 PY
 : >"$tmp/noop.py"
-cat >"$tmp/test_race.py" <<'PY'
-import threading, time
+# The race: two threads increment a counter without a lock; an increment is lost when the GIL
+# switches threads between a read and its write, so the failure rate depends on how long the
+# threads run against the 5 ms switch interval (RACE_N increments each; 12,000 fails 20-60 % of
+# attempts on the 2-CPU machine this was written on: a rate away from 0 and 1, so that the cold
+# and warm rates can be compared).
+cat >"$tmp/test_race.py" <<PY
+import threading
 
 def test_race():
     box = {"n": 0}
     def bump():
-        for _ in range(20):
+        for _ in range(${RACE_N:-12000}):
             v = box["n"]
-            time.sleep(0.0001)  # the critical section, where the other thread may step in
-            box["n"] = v + 1
+            v = int(str(v)) + 1  # the window between the read and the write
+            box["n"] = v
     threads = [threading.Thread(target=bump) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert box["n"] == 40
+    assert box["n"] == 2 * ${RACE_N:-12000}
 PY
 
 cargo build --profile "$PROFILE" --quiet -p flakehunt-core --example warm_bench
+cargo build --profile "$PROFILE" --quiet -p flakehunt --bin flakehunt
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 BENCH=$target_dir/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/examples/warm_bench
+FLAKEHUNT=$target_dir/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/flakehunt
 PYTEST=(python3 -m pytest -q -p no:randomly -p no:rerunfailures -p no:flaky -p no:cacheprovider)
 
 echo "N=$N attempts ($PROFILE build) per case and mode, one at a time, on $(nproc) CPUs (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+if [ "${LIBRARY:-1}" = 1 ]; then
 printf '%-16s ' "pytest trivial"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_trivial.py::test_trivial
 printf '%-16s ' "pytest numpy"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_numpy.py::test_numpy
 printf '%-16s ' "script numpy"; "$BENCH" "$N" "$tmp" -- python3 script_numpy.py
 printf '%-16s ' "no-op script"; "$BENCH" "$N" "$tmp" -- python3 noop.py
+fi
 # The floor under a warm attempt, with no flakehunt in it: a Python process forking a child that
 # exits at once, and reaping it. A no-op warm attempt minus this is flakehunt's overhead.
-python3 - "$N" <<'PY'
+floor=$(python3 - "$N" <<'PY'
 import os, sys, time
 n = int(sys.argv[1]) * 4
 t = time.perf_counter()
@@ -84,6 +99,75 @@ for _ in range(n):
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
-print("%-16s fork, exit and reap in Python alone: %.2f ms" % ("floor", (time.perf_counter() - t) / n * 1e3))
+print("%.3f" % ((time.perf_counter() - t) / n * 1e3))
 PY
+)
+printf '%-16s fork, exit and reap in Python alone: %s ms\n' floor "$floor"
+if [ "${LIBRARY:-1}" = 1 ]; then
 printf '%-16s ' "pytest race"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_race.py::test_race
+fi
+
+# Through the binary: one sweep per case and mode, N attempts of the default profile.
+rates() { # rates RECORD WALL_SECONDS: "attempts failures record-rate wall-rate median-ms-per-attempt modes"
+  python3 - "$1" "$2" <<'PY'
+import json, sys, datetime
+rec, wall = sys.argv[1], float(sys.argv[2])
+def t(s):
+    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+attempts = [json.loads(l) for l in open(rec + "/attempts.jsonl")]
+first = min(t(a["started_at"]) for a in attempts)
+last = max(t(a["started_at"]) + a["seconds"] for a in attempts)
+span = max(last - first, 1e-9)
+failures = sum(a["outcome"] in ("fail", "crash", "timeout", "wrong-output") for a in attempts)
+modes = sorted({a.get("mode", "cold") for a in attempts})
+# The typical cost of one attempt: its own seconds and the gap to the next one's start (the
+# record, the plan), median over the attempts, so that the warm-up of a recycled parent (every
+# 50 attempts, inside the span) is not spread over the others.
+attempts.sort(key=lambda a: t(a["started_at"]))
+each = sorted(a["seconds"] + max(t(b["started_at"]) - t(a["started_at"]) - a["seconds"], 0) for a, b in zip(attempts, attempts[1:]))
+median = each[len(each) // 2] if each else span
+print(len(attempts), failures, "%.1f" % (len(attempts) / span), "%.1f" % (len(attempts) / wall), "%.2f" % (median * 1e3), ",".join(modes))
+PY
+}
+sweep() { # sweep MODE ARGV...: prints rates
+  local mode=$1
+  shift
+  local rec
+  rec=$(mktemp -d "$tmp/rec-XXXX")
+  rmdir "$rec"
+  local start end
+  start=$(date +%s.%N)
+  (cd "$tmp" && "$FLAKEHUNT" sweep --profiles default --runs "$N" "$mode" -q --record "$rec" -- "$@" >/dev/null 2>"$rec.err") || true
+  end=$(date +%s.%N)
+  rates "$rec" "$(python3 -c "print($end - $start)")"
+}
+echo
+echo "through flakehunt sweep ($PROFILE build), N=$N attempts per case and mode:"
+printf '%-16s %22s %22s %8s %8s\n' case "cold /s (record, wall)" "warm /s (record, wall)" ratio wall-ratio
+declare -A per_attempt
+for case in "pytest trivial|${PYTEST[*]} test_trivial.py::test_trivial" \
+  "pytest numpy|${PYTEST[*]} test_numpy.py::test_numpy" \
+  "script numpy|python3 script_numpy.py" \
+  "no-op script|python3 noop.py" \
+  "pytest race|${PYTEST[*]} test_race.py::test_race"; do
+  name=${case%%|*}
+  read -r -a argv <<<"${case#*|}"
+  read -r cn cf crate cwall cms cmodes <<<"$(sweep --no-warm "${argv[@]}")"
+  read -r wn wf wrate wwall wms wmodes <<<"$(sweep --warm "${argv[@]}")"
+  per_attempt[$name]=$wms
+  printf '%-16s %10s %11s %10s %11s %7sx %7sx' "$name" "$crate" "$cwall" "$wrate" "$wwall" \
+    "$(python3 -c "print('%.1f' % ($wrate / $crate))")" "$(python3 -c "print('%.1f' % ($wwall / $cwall))")"
+  [ "$wmodes" = warm ] || printf '  (warm run recorded modes: %s)' "$wmodes"
+  [ "$name" = "pytest race" ] && printf '  failures: cold %s/%s, warm %s/%s' "$cf" "$cn" "$wf" "$wn"
+  echo
+done
+noop=${per_attempt[no-op script]}
+echo "no-op warm attempt through flakehunt: $noop ms per attempt (median of its seconds and the gap to the next), floor $floor ms:" \
+  "flakehunt's overhead per warm attempt $(python3 -c "print('%.2f' % ($noop - $floor))") ms (target < 2 ms)"
+# The race's rate drifts with the machine's load, so two sweeps one after the other can differ:
+# interleaved in one sweep (every second attempt cold, `[warm] cold-every = 2`), the summary's
+# `modes` compares the two rates on the same minutes of the machine.
+printf '[warm]\ncold-every = 2\n' >"$tmp/flakehunt.toml"
+(cd "$tmp" && "$FLAKEHUNT" sweep --profiles default --runs $((2 * N)) --warm -q --record "$tmp/interleaved" --json -- \
+  "${PYTEST[@]}" test_race.py::test_race 2>/dev/null || true) |
+  python3 -c 'import json, sys; print("pytest race, interleaved in one sweep:", [n for n in json.load(sys.stdin)["notes"] if n.startswith("warm attempts")][0])'

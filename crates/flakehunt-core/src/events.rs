@@ -150,6 +150,8 @@ pub enum Event<'a> {
         /// How many.
         tests: usize,
     },
+    /// A hunt that runs warm runs some attempts cold, for this reason (said once per reason).
+    RunsCold(&'a str),
     /// The user interrupted: running attempts are being ended and will not be recorded.
     Interrupted,
     /// The budget ran out: no new attempts start.

@@ -2,6 +2,7 @@
 //! verdict. Pure: attempts in, numbers and words out.
 
 pub mod matrix;
+pub mod modes;
 pub mod reproduction;
 pub mod signature;
 pub mod stats;
@@ -27,6 +28,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         }
     }
     let mut tally = Tally::default();
+    let mut modes = modes::ModeTally::default();
     // The plan replayed over the record says whether it has work left: a cell stopped by
     // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
     let mut plan = crate::plan::from_manifest(&record.manifest);
@@ -50,6 +52,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
             h.add(&recorded, &attempt);
         }
         tally.add(&attempt);
+        modes.add(&attempt);
     }
     let cells = record.cells()?;
     let mut summary = match record.manifest.kind {
@@ -84,6 +87,10 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     if majority {
         summary.outputs = outputs.summary();
         summary.notes.extend(outputs.notes());
+    }
+    if let Some((m, note)) = modes.summary() {
+        summary.modes = Some(m);
+        summary.notes.push(note);
     }
     Ok(summary)
 }

@@ -62,6 +62,9 @@ pub struct Summary {
     /// none did); absent from other kinds' summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproduction: Option<Option<crate::analysis::reproduction::Reproduction>>,
+    /// Warm attempts' failure rate against cold ones', when any attempt ran warm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<super::modes::ModeSummary>,
     /// Fire: the reference and the ladder's levels, flattened into the document
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
@@ -206,6 +209,7 @@ impl Summary {
             attribution: None,
             details: serde_json::Value::Null,
             reproduction: None,
+            modes: None,
             fire: None,
             suite: None,
         }

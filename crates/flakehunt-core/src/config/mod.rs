@@ -25,6 +25,21 @@ pub struct Config {
     /// Environment snapshot settings.
     #[serde(default)]
     pub snapshot: SnapshotConfig,
+    /// Warm attempts' settings.
+    #[serde(default)]
+    pub warm: WarmConfig,
+}
+
+/// `[warm]`: how warm attempts (`--warm`) run.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct WarmConfig {
+    /// A new warm parent (a new `PYTHONHASHSEED`) after this many attempts; 0 keeps one
+    /// parent per cell (default 50).
+    pub recycle_after: Option<u64>,
+    /// Run every Nth attempt of a cell cold, so that the summary compares warm and cold
+    /// failure rates; 0 or absent: none.
+    pub cold_every: Option<u64>,
 }
 
 /// `[matrix]`: dimensions added to those given with `-D` and `--rlimit`.

@@ -178,6 +178,15 @@ impl<'t> Running<'t> {
         self.pid
     }
 
+    /// Says that flakehunt has read what it measures of the started process in `/proc` (the
+    /// profile's CPUs and policy): a warm parent keeps its exited fork unreaped until then, as a
+    /// cold attempt's exited process stays readable until flakehunt waits for it.
+    pub fn settled(&self) {
+        if let Reap::Warm(reaped) = &self.reap {
+            reaped.settle();
+        }
+    }
+
     /// Waits for the attempt to end, enforcing `limits` and honouring `cancel`.
     pub fn wait(mut self, limits: &Limits, cancel: &Cancel) -> Execution {
         let _batch = BatchWhileWaiting::begin();

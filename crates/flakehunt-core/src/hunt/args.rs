@@ -19,6 +19,7 @@ impl Default for SettingsRequest {
             grace: Duration::from_secs(2),
             leak_timeout: Duration::from_millis(100),
             capture: 1 << 20,
+            warm: None,
         }
     }
 }
@@ -96,6 +97,8 @@ impl HuntSpec {
             o.value_if(name, humantime::format_duration(value), value != default || given);
         }
         o.value_if("--capture", s.capture, s.capture != d.capture);
+        o.flag("--warm", s.warm == Some(true));
+        o.flag("--no-warm", s.warm == Some(false));
         let r = &self.oracle;
         o.each("--fail-if", &r.fail_if);
         o.each("--pass-if", &r.pass_if);

@@ -13,7 +13,7 @@ use crate::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBO
 use crate::oracle::OracleSpec;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
 use crate::record::{Extra, Kind, Manifest, NewDir, Record, Recorder, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE};
-use crate::runner::{rfc3339, RunError, Runner};
+use crate::runner::{rfc3339, AttemptRunner, RunError, Runner};
 use crate::state::Normalizer;
 
 /// What a finished hunt leaves for the caller to print.
@@ -151,7 +151,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
         }
         (RecordRequest::New(record), _) => {
-            let settings = settings_of(spec)?;
+            let mut settings = settings_of(spec)?;
             let oracle = oracle_of(spec)?;
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
@@ -162,6 +162,12 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             };
             let (cells, mut extra) = cells_of(spec, &target, sink)?;
             extra.adapter = adapter;
+            let by_default = spec.kind.warm_by_default();
+            let why_cold;
+            (settings.warm, why_cold) = crate::warm::plan(spec.settings.warm, by_default, &target, &spec.config.warm);
+            if let Some(why) = why_cold {
+                sink.event(&Event::RunsCold(&why))?;
+            }
             let seed = spec.seed.unwrap_or_else(random_seed);
             let (manifest, recorder) = create_record(kind, target, settings, cells, extra, oracle, seed, spec.shard, &dir)?;
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
@@ -250,8 +256,12 @@ fn execute(
             }
             let session = super::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
+            let warm = session.warm_cells(manifest);
             let runner = Runner {
-                attempts: session.attempts(manifest, leak_timeout),
+                attempts: AttemptRunner {
+                    warm: warm.as_ref().map(|w| w as _),
+                    ..session.attempts(manifest, leak_timeout)
+                },
                 jobs: plan::runner_jobs(manifest),
                 budget: session.durations.budget,
             };
@@ -268,6 +278,8 @@ fn execute(
             })?;
             // Joined before the session ends, which kills every process it does not know.
             let snapshot = snapshot.and_then(|s| s.join().ok());
+            // The warm parents exit once told, before the session kills what it does not know.
+            warm.iter().for_each(crate::warm::WarmCells::end);
             session.finish();
             match result {
                 Ok(end) => Ok((end.interrupted, snapshot)),
@@ -354,6 +366,7 @@ pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
         timeout_seconds: s.timeout.as_secs_f64(),
         grace_seconds: s.grace.as_secs_f64(),
         capture_bytes: s.capture,
+        warm: None,
     })
 }
 

@@ -61,6 +61,7 @@ pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFi
         timeout_seconds: settings.timeout.as_secs_f64(),
         grace_seconds: settings.grace.as_secs_f64(),
         capture_bytes: settings.capture,
+        warm: None,
     };
     Ok(NewFire { options, normalizer, cells, settings })
 }

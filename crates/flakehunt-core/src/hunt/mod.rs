@@ -197,6 +197,9 @@ pub struct SettingsRequest {
     pub leak_timeout: Duration,
     /// `--capture`.
     pub capture: u64,
+    /// `--warm` (`Some(true)`) or `--no-warm` (`Some(false)`); `None`: the kind's default
+    /// ([`HuntKind::warm_by_default`]).
+    pub warm: Option<bool>,
 }
 
 /// Oracles beyond the exit status, as given.
@@ -244,6 +247,13 @@ pub struct SlurmRequest {
 }
 
 impl HuntKind {
+    /// Whether a Python target runs warm unless `--no-warm` is given: in the adaptive hunt,
+    /// whose aim is the most attempts in the least time; sweeps and matrices compare
+    /// conditions, cold as they always ran, unless `--warm` is given.
+    pub fn warm_by_default(&self) -> bool {
+        matches!(self, HuntKind::Hunt { .. })
+    }
+
     /// The record kind.
     pub fn record_kind(&self) -> Kind {
         match self {

@@ -84,7 +84,15 @@ impl Session {
             profiles: &self.profiles,
             rooms: &self.rooms,
             oracle: self.oracle.as_ref(),
+            warm: None,
         }
+    }
+
+    /// The warm parents of a hunt whose plan runs warm, none otherwise. Ended with
+    /// [`crate::warm::WarmCells::end`] before the session finishes.
+    pub fn warm_cells(&self, manifest: &Manifest) -> Option<crate::warm::WarmCells<'_>> {
+        let plan = manifest.plan.warm.as_ref()?;
+        Some(crate::warm::WarmCells::new(&self.tree, crate::warm::WarmOptions::of_plan(plan)))
     }
 
     /// Captures the environment snapshot on a thread while the hunt runs; its tool commands

@@ -299,6 +299,7 @@ mod tests {
             error: None,
             cpu_seconds: None,
             suite: None,
+            mode: Default::default(),
         }
     }
 

@@ -13,7 +13,7 @@ pub use cell::{CellSpec, Setting};
 pub use rng::Rng;
 pub(crate) use schedule::RunningMajority;
 pub use schedule::{widest_copies, Schedule};
-pub use settings::{parse_bytes, Durations, Settings, Shard};
+pub use settings::{parse_bytes, Durations, Settings, Shard, WarmPlan};
 pub use target::{shell_words, Target};
 
 use crate::record::Attempt;

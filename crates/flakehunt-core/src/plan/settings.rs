@@ -27,6 +27,19 @@ pub struct Settings {
     pub grace_seconds: f64,
     /// Bytes kept per stream for the logs.
     pub capture_bytes: u64,
+    /// Warm attempts (Python targets), when on: a resumed hunt runs warm too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm: Option<WarmPlan>,
+}
+
+/// How a hunt's warm attempts run (`--warm`, `[warm]` in `flakehunt.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarmPlan {
+    /// A new warm parent, with a new `PYTHONHASHSEED`, after this many attempts (0: never).
+    pub recycle_after: u64,
+    /// Every Nth attempt of a cell runs cold, to compare the two modes (0: none).
+    #[serde(default)]
+    pub cold_every: u64,
 }
 
 impl Default for Settings {
@@ -39,6 +52,7 @@ impl Default for Settings {
             timeout_seconds: 600.0,
             grace_seconds: 2.0,
             capture_bytes: 1 << 20,
+            warm: None,
         }
     }
 }

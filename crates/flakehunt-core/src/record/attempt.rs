@@ -59,6 +59,27 @@ impl Outcome {
     }
 }
 
+/// How an attempt's process started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// A new process: exec, interpreter start-up, imports (every attempt before `--warm` existed).
+    #[default]
+    Cold,
+    /// A fork of a warm parent that had imported the target already (`--warm`).
+    Warm,
+}
+
+impl Mode {
+    /// The name used in the record and the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Cold => "cold",
+            Mode::Warm => "warm",
+        }
+    }
+}
+
 /// What a profile measured on one attempt. Every field is optional: each mechanism fills its own.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Effect {
@@ -185,4 +206,7 @@ pub struct Attempt {
     /// and those written before suites existed, have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suite: Option<Box<crate::suite::record::AttemptTests>>,
+    /// How its process started; records written before warm attempts existed read as cold.
+    #[serde(default)]
+    pub mode: Mode,
 }

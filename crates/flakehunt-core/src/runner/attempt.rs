@@ -10,7 +10,8 @@ use crate::exec::{Cancel, Execution, Launch, Limit, Limits, ProcessTree, Running
 use crate::oracle::Oracle;
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
 use crate::profile::{Profile, ProfileEnv};
-use crate::record::{Attempt, Effect, Outcome};
+use crate::record::{Attempt, Effect, Mode, Outcome};
+use crate::warm::{Start, WarmStart};
 
 /// Everything needed to run attempts of one hunt, shared by its workers. Cloned to run in
 /// another directory or environment (fire runs each level in its own sandbox).
@@ -40,6 +41,8 @@ pub struct AttemptRunner<'a> {
     pub rooms: &'a std::collections::BTreeMap<String, Room>,
     /// Oracles beyond the exit code; none keeps the attempt path free of regex work.
     pub oracle: Option<&'a Oracle>,
+    /// Warm attempts' parents, when the hunt runs warm; none keeps the attempt path as it is.
+    pub warm: Option<&'a dyn WarmStart>,
 }
 
 /// Where a cell's attempts run when it has a room of its own.
@@ -62,6 +65,8 @@ pub struct Finished {
     pub stderr: Vec<u8>,
     /// Ended by a cancellation: not a result, not recorded.
     pub cancelled: bool,
+    /// Why this and further attempts run cold though the hunt runs warm, the first time.
+    pub runs_cold: Option<String>,
 }
 
 /// What an attempt carries besides its spec: fire's worker and level, and the plan's timeout.
@@ -131,11 +136,28 @@ impl AttemptRunner<'_> {
         let prepared = profile.prepare(&mut launch, self.profiles, worker, spec.id);
         let cgroups = prepared.cgroups();
 
-        let running = match Running::spawn(&launch, self.tree, format!("FLAKEHUNT_ATTEMPT={attempt_tag}")) {
+        let marker = format!("FLAKEHUNT_ATTEMPT={attempt_tag}");
+        let (mut mode, mut runs_cold) = (Mode::Cold, None);
+        let started = match self.warm.map(|w| w.start(&cell.name, &launch, &marker)) {
+            None => Running::spawn(&launch, self.tree, marker),
+            Some(Ok(Start::Warm(running))) => {
+                mode = Mode::Warm;
+                Ok(running)
+            }
+            Some(Ok(Start::Cold { say })) => {
+                runs_cold = say;
+                Running::spawn(&launch, self.tree, marker)
+            }
+            Some(Err(e)) => {
+                mode = Mode::Warm;
+                Err(e)
+            }
+        };
+        let running = match started {
             Ok(r) => r,
             // It will fail the same way every time: not evidence, the end of the hunt.
             Err(e) if crate::exec::error_repeats(&e) => return Err(e),
-            Err(e) => return Ok(self.spawn_error(spec, cell, slot, &e)),
+            Err(e) => return Ok(Finished { runs_cold, ..self.spawn_error(spec, cell, slot, &e, mode) }),
         };
         // The watchdog is not told about each attempt: it finds the hunt's processes (and their
         // groups) by FLAKEHUNT_RUN_ID if flakehunt dies, which spares two messages and two
@@ -144,6 +166,7 @@ impl AttemptRunner<'_> {
             cgroups.iter().for_each(|c| w.track_cgroup(c));
         }
         let active = prepared.start(running.pid(), self.cancel);
+        running.settled();
         // Cloned only when the plan sets a timeout: the sweep path keeps its limits as they are.
         let execution = match slot.timeout {
             Some(timeout) => running.wait(&Limits { timeout, ..self.limits.clone() }, self.cancel),
@@ -153,7 +176,10 @@ impl AttemptRunner<'_> {
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
-        Ok(self.finish(spec, cell, slot, execution, effect))
+        let mut finished = self.finish(spec, cell, slot, execution, effect);
+        finished.attempt.mode = mode;
+        finished.runs_cold = runs_cold;
+        Ok(finished)
     }
 
     fn finish(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, ex: Execution, effect: Effect) -> Finished {
@@ -224,16 +250,17 @@ impl AttemptRunner<'_> {
             error: None,
             cpu_seconds: ex.cpu_seconds,
             suite: None,
+            mode: Mode::Cold,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
             (false, _) => (Vec::new(), Vec::new()),
             (true, false) => (ex.stdout.into_head(), ex.stderr.into_head()),
             (true, true) => (redacted_log(ex.stdout.into_head()), redacted_log(ex.stderr.into_head())),
         };
-        Finished { attempt, stdout, stderr, cancelled: ex.cancelled }
+        Finished { attempt, stdout, stderr, cancelled: ex.cancelled, runs_cold: None }
     }
 
-    fn spawn_error(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, e: &std::io::Error) -> Finished {
+    fn spawn_error(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, e: &std::io::Error, mode: Mode) -> Finished {
         let attempt = Attempt {
             id: spec.id,
             cell: cell.name.clone(),
@@ -261,8 +288,9 @@ impl AttemptRunner<'_> {
             error: Some(e.to_string()),
             cpu_seconds: None,
             suite: None,
+            mode,
         };
-        Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false }
+        Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }
     }
 }
 

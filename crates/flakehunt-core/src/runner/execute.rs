@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use super::{rfc3339, AttemptRunner, Finished, Slot};
 use crate::exec::{Cancel, Watchdog};
 use crate::plan::{AttemptSpec, CellSpec, Target};
-use crate::record::{Attempt, Effect, Outcome};
+use crate::record::{Attempt, Effect, Mode, Outcome};
 
 /// Runs attempts of one hunt.
 pub trait Execute: Sync + Sized {
@@ -149,8 +149,9 @@ impl Execute for FakeExecution<'_> {
             log: None,
             load: None,
             error: None,
+            mode: Mode::Cold,
         };
-        Ok(Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false })
+        Ok(Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None })
     }
 
     fn cancel(&self) -> &Cancel {

@@ -220,6 +220,9 @@ impl Shared<'_> {
 
 /// Feeds a finished attempt back to the plan, then to the sinks (with any cells the plan added).
 fn record(plan: &mut dyn Plan, sink: &mut dyn EventSink, f: &Finished) -> Result<(), RunError> {
+    if let Some(why) = &f.runs_cold {
+        sink.event(&Event::RunsCold(why))?;
+    }
     let cells_before = plan.cells().len();
     plan.observe(&f.attempt);
     for cell in &plan.cells()[cells_before..] {

@@ -63,6 +63,7 @@ fn run(script: &str, plan_timeout: Option<Duration>, hunt_timeout: Duration) -> 
         profiles: &profiles,
         rooms: &rooms,
         oracle: None,
+        warm: None,
     };
     let mut plan = Timed {
         cells: vec![CellSpec::for_profile(Profile::default_profile())],

@@ -18,6 +18,9 @@
 //!   order) or the script; `env` is the attempt's whole environment.
 //! - reply: `{"pid": N}` with a pidfd of the child, once the child has applied everything, or
 //!   `{"error": "...", "errno": N}` when a setting was refused (as a cold start fails).
+//! - `{"settled": PID}` (no reply), once flakehunt has read what it measures of the started
+//!   child in `/proc` (the profile's CPUs, policy): the parent reaps an exited child only then,
+//!   as a cold attempt's exited process stays readable until flakehunt waits for it.
 //! - on the status pipe, when the parent has reaped the child: `{"status": WAIT_STATUS, "cpu":
 //!   SECONDS}`.
 //!
@@ -75,7 +78,7 @@ const PER_ATTEMPT: [&str; 5] = [
 #[derive(Debug, thiserror::Error)]
 pub enum WarmError {
     /// The target is not one a warm parent serves.
-    #[error("warm mode needs `python3 -m pytest ...` or `python3 SCRIPT.py ...`")]
+    #[error("warm mode needs `python3 -m pytest ...` or `python3 SCRIPT.py ...`: attempts run cold")]
     Unsupported,
     /// The parent refused during warm-up (a thread started at import, collection failed) or
     /// exited; `output` is the end of what it wrote.
@@ -87,7 +90,7 @@ pub enum WarmError {
         output: String,
     },
     /// This attempt's launch changes what only a new interpreter could apply; it runs cold.
-    #[error("warm mode cannot apply {0} to a fork of the warm parent: the attempt runs cold")]
+    #[error("warm mode cannot apply {0} to a fork of the warm parent: attempts with it run cold")]
     NotServed(String),
     /// The parent stopped answering; this and later attempts run cold.
     #[error("the warm parent is gone ({0}): attempts run cold")]
@@ -96,7 +99,7 @@ pub enum WarmError {
     #[error("{0}")]
     Start(io::Error),
     /// Setting up the parent failed.
-    #[error("cannot start the warm parent: {0}")]
+    #[error("cannot start the warm parent ({0}): attempts run cold")]
     Io(#[from] io::Error),
 }
 
@@ -108,17 +111,48 @@ pub struct WarmOptions {
     pub recycle_after: Option<u64>,
     /// How long warm-up may take before the parent is refused.
     pub warmup_timeout: Duration,
+    /// Every Nth attempt of a cell runs cold, so that a hunt compares the two modes' failure
+    /// rates (a failure met only cold is a start-up race); `None`: none does.
+    pub cold_every: Option<u64>,
 }
 
 impl Default for WarmOptions {
     fn default() -> Self {
-        Self { recycle_after: Some(DEFAULT_RECYCLE), warmup_timeout: Duration::from_secs(300) }
+        Self { recycle_after: Some(DEFAULT_RECYCLE), warmup_timeout: Duration::from_secs(300), cold_every: None }
+    }
+}
+
+impl WarmOptions {
+    /// The options a hunt's plan records.
+    pub fn of_plan(plan: &crate::plan::WarmPlan) -> Self {
+        let some = |n: u64| (n > 0).then_some(n);
+        Self { recycle_after: some(plan.recycle_after), cold_every: some(plan.cold_every), ..Self::default() }
     }
 }
 
 /// Attempts per parent by default: a warm-up costs about one cold attempt, so this keeps warm
 /// attempts at 98% of a hunt while a 1,000-attempt hunt still meets 20 hash seeds.
 pub const DEFAULT_RECYCLE: u64 = 50;
+
+/// The warm plan of a new hunt: on when asked (`asked`, else `by_default`) for a target a warm
+/// parent serves. The line is what to say, once, when `--warm` was given for a target that it
+/// cannot serve (which then runs cold).
+pub fn plan(
+    asked: Option<bool>,
+    by_default: bool,
+    target: &crate::plan::Target,
+    config: &crate::config::WarmConfig,
+) -> (Option<crate::plan::WarmPlan>, Option<String>) {
+    if !asked.unwrap_or(by_default) {
+        return (None, None);
+    }
+    let (program, args) = target.program_and_args(&[]);
+    if target.shell || WarmTarget::of(&Launch { program, args, ..Launch::default() }).is_none() {
+        return (None, (asked == Some(true)).then(|| WarmError::Unsupported.to_string()));
+    }
+    let recycle_after = config.recycle_after.unwrap_or(DEFAULT_RECYCLE);
+    (Some(crate::plan::WarmPlan { recycle_after, cold_every: config.cold_every.unwrap_or(0) }), None)
+}
 
 /// What a warm parent runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +277,11 @@ impl<'t> WarmParent<'t> {
     /// for its warm-up. A refusal is [`WarmError::Refused`] with one line saying why.
     pub fn start(launch: &Launch, tree: &'t ProcessTree, options: &WarmOptions) -> Result<Self, WarmError> {
         let target = WarmTarget::of(launch).ok_or(WarmError::Unsupported)?;
+        if launch.env.iter().any(|(name, _)| name == "FLAKEHUNT_JITTER_REPORT") {
+            // The preloaded library reads its seed and report path once, at the parent's start,
+            // and reports at a process's exit, which a fork skips.
+            return Err(WarmError::NotServed("the jitter library (preloaded, set up at start-up)".into()));
+        }
         let dir = tempfile::Builder::new().prefix("flakehunt-warm-").tempdir()?;
         let program = dir.path().join("parent.py");
         std::fs::write(&program, PARENT_PY)?;
@@ -375,7 +414,8 @@ impl<'t> WarmParent<'t> {
         )?;
         drop((out_write, err_write, status_write));
         self.served.fetch_add(1, Ordering::Relaxed);
-        let reaped = Reaped { status: File::from(status_read), _parent: Arc::clone(&self.inner) };
+        let reaped =
+            Reaped { status: File::from(status_read), parent: Arc::clone(&self.inner), pid, settled: false.into() };
         Ok(Running::adopt(
             pid,
             pidfd,
@@ -392,13 +432,30 @@ impl<'t> WarmParent<'t> {
 /// the parent, which is ended only once no child of it is left.
 pub(crate) struct Reaped<'t> {
     status: File,
-    _parent: Arc<Inner<'t>>,
+    parent: Arc<Inner<'t>>,
+    pid: u32,
+    /// The parent has been told it may reap the child.
+    settled: std::sync::atomic::AtomicBool,
 }
 
 impl Reaped<'_> {
+    /// Tells the parent it may reap the child once it exits (once: later calls do nothing).
+    pub(crate) fn settle(&self) {
+        if self.settled.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let line = format!("{{\"settled\": {}}}\n", self.pid);
+        let conn = self.parent.conn.lock().unwrap_or_else(|e| e.into_inner());
+        // A parent that is gone has nothing left to reap.
+        if let Some(conn) = conn.as_ref() {
+            let _ = send(conn, line.as_bytes(), &[]);
+        }
+    }
+
     /// The child's end and CPU time, as the parent reports them. Called once the child has
     /// exited (its pidfd is readable): the parent reaps it at once and writes the line.
     pub(crate) fn status(mut self) -> (Status, Option<f64>) {
+        self.settle();
         let mut text = Vec::new();
         let _ = self.status.read_to_end(&mut text);
         let Ok(exit) = serde_json::from_slice::<Exit>(text.trim_ascii()) else {
@@ -532,6 +589,8 @@ struct CellState<'t> {
     off: Option<String>,
     /// Reasons already said.
     said: BTreeSet<String>,
+    /// Attempts asked for, for [`WarmOptions::cold_every`].
+    asked: u64,
 }
 
 /// How an attempt of a [`WarmCell`] starts.
@@ -548,7 +607,11 @@ pub enum Start<'t> {
 impl<'t> WarmCell<'t> {
     /// A cell with no parent yet: the first attempt starts one.
     pub fn new(tree: &'t ProcessTree, options: WarmOptions) -> Self {
-        Self { tree, options, state: Mutex::new(CellState { parent: None, off: None, said: BTreeSet::new() }) }
+        Self {
+            tree,
+            options,
+            state: Mutex::new(CellState { parent: None, off: None, said: BTreeSet::new(), asked: 0 }),
+        }
     }
 
     /// Starts one attempt warm if the cell can, else says to run it cold. `Err` is a refused
@@ -557,6 +620,10 @@ impl<'t> WarmCell<'t> {
         let parent = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.off.is_some() {
+                return Ok(Start::Cold { say: None });
+            }
+            state.asked += 1;
+            if self.options.cold_every.is_some_and(|n| state.asked % n == 0) {
                 return Ok(Start::Cold { say: None });
             }
             let worn = |p: &WarmParent<'_>| self.options.recycle_after.is_some_and(|n| p.served() >= n);
@@ -623,7 +690,7 @@ fn read_at_startup(name: &str) -> bool {
 fn send(conn: &OwnedFd, line: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     let mut space = vec![MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(fds.len()))];
     let mut control = SendAncillaryBuffer::new(&mut space);
-    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+    if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
         return Err(io::Error::other("too many fds for one message"));
     }
     let sent = loop {
@@ -697,6 +764,9 @@ fn raw_pid(pid: u32) -> Pid {
 fn timespec(d: Duration) -> Timespec {
     Timespec { tv_sec: d.as_secs().min(i64::MAX as u64) as i64, tv_nsec: d.subsec_nanos() as _ }
 }
+
+mod cells;
+pub use cells::{WarmCells, WarmStart};
 
 #[cfg(test)]
 mod tests;

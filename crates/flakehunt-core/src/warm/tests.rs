@@ -361,3 +361,59 @@ fn what_a_fork_leaves_behind_is_found_and_killed_as_for_a_cold_attempt() {
     assert_eq!(ex.leaked[0].command, "sleep");
     assert!(wait_gone(left), "the sleep {left} it left is still alive");
 }
+
+#[test]
+fn a_hunt_plans_warm_attempts_only_for_a_target_a_parent_serves() {
+    use crate::config::{Config, WarmConfig};
+    use crate::plan::{Target, WarmPlan};
+    let argv = |words: &[&str]| Target::argv(words.iter().map(|w| w.to_string()).collect());
+    let pytest = argv(&["python3", "-m", "pytest", "-q", "t.py::test_x"]);
+    let none = WarmConfig::default();
+    let default = Some(WarmPlan { recycle_after: DEFAULT_RECYCLE, cold_every: 0 });
+    // Off unless asked or the kind's default; --no-warm wins over the default.
+    assert_eq!(plan(None, false, &pytest, &none), (None, None));
+    assert_eq!(plan(None, true, &pytest, &none), (default, None));
+    assert_eq!(plan(Some(false), true, &pytest, &none), (None, None));
+    assert_eq!(plan(Some(true), false, &argv(&["/usr/bin/python3.11", "s.py", "a"]), &none), (default, None));
+    // A target it cannot serve: said when --warm was given, silent when it was only the default.
+    for target in [argv(&["./flaky.sh"]), argv(&["python3", "-c", "pass"]), Target::shell("python3 -m pytest".into())] {
+        let (warm, said) = plan(Some(true), false, &target, &none);
+        assert!(warm.is_none() && said.as_deref().is_some_and(|s| s.contains("attempts run cold")), "{target:?}");
+        assert_eq!(plan(None, true, &target, &none), (None, None), "{target:?}");
+    }
+    // `[warm]` in flakehunt.toml sets the plan's numbers, which the options follow.
+    let config = Config::parse("[warm]\nrecycle-after = 0\ncold-every = 5\n", Path::new("flakehunt.toml")).unwrap();
+    let (warm, _) = plan(Some(true), false, &pytest, &config.warm);
+    assert_eq!(warm, Some(WarmPlan { recycle_after: 0, cold_every: 5 }));
+    let options = WarmOptions::of_plan(&warm.unwrap());
+    assert_eq!((options.recycle_after, options.cold_every), (None, Some(5)));
+    assert!(Config::parse("[warm]\nrecycle = 3\n", Path::new("flakehunt.toml")).is_err(), "unknown keys are refused");
+}
+
+/// The profile reads a started attempt's CPUs and policy in `/proc`; a cold attempt's process
+/// stays there (a zombie) until flakehunt waits for it, so a warm parent must not reap its fork
+/// before flakehunt says it has read it, however fast the fork exits.
+#[test]
+fn an_exited_fork_stays_in_proc_until_flakehunt_has_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("quick.py"), "").unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "quick.py", 0), &tree, &WarmOptions::default()).unwrap();
+    let running = parent.start_attempt(&script_launch(dir.path(), "quick.py", 1), marker(1)).unwrap();
+    let pid = running.pid();
+    let state = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_owned))
+    };
+    let end = Instant::now() + Duration::from_secs(60);
+    while state().as_deref() != Some("Z") {
+        assert!(Instant::now() < end, "the fork {pid} did not stay as an unreaped zombie: {:?}", state());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status.contains("Cpus_allowed_list:"), "{status}");
+    running.settled();
+    let ex = running.wait(&limits(), &Cancel::new().unwrap());
+    assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
+    assert!(wait_gone(pid), "reaped once settled");
+}

@@ -117,6 +117,7 @@ impl Fixture {
             error: None,
             cpu_seconds: None,
             suite: None,
+            mode: Default::default(),
         });
         self.attempts.last_mut().unwrap()
     }

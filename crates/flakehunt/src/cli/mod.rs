@@ -158,6 +158,13 @@ pub struct HuntArgs {
     /// Extra sbatch options for --slurm, e.g. '--partition=long --time=1:00:00' (split at spaces).
     #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true, requires = "slurm")]
     pub slurm_opt: Vec<String>,
+    /// Python targets (pytest, `python3 SCRIPT.py`): fork each attempt from an interpreter that imported the
+    /// target once, instead of starting a new one (default in `hunt`; see the README for what a fork changes).
+    #[arg(long, overrides_with = "no_warm", group = "plan")]
+    pub warm: bool,
+    /// Start every attempt in a new process (default in `sweep` and `matrix`).
+    #[arg(long, overrides_with = "warm", group = "plan")]
+    pub no_warm: bool,
     /// Print the summary as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,

@@ -84,6 +84,7 @@ fn shared(h: &HuntArgs, kind: HuntKind, config: Config, config_path: Option<&Pat
             grace: h.grace,
             leak_timeout: h.leak_timeout,
             capture: h.capture,
+            warm: if h.warm { Some(true) } else { h.no_warm.then_some(false) },
         },
         oracle: OracleRequest {
             fail_if: h.fail_if.clone(),
@@ -120,14 +121,11 @@ fn fire(a: &FireArgs, config: Config, config_path: Option<&Path>) -> HuntSpec {
         }),
         target: TargetRequest { command: a.command.clone(), shell: a.shell.clone(), ..TargetRequest::default() },
         settings: SettingsRequest {
-            runs: 1,
-            jobs: 1,
-            until_fails: None,
-            budget: None,
             timeout: a.timeout,
             grace: a.grace,
             leak_timeout: a.leak_timeout,
             capture: a.capture,
+            ..SettingsRequest::default()
         },
         oracle: OracleRequest::default(),
         seed: a.seed,

@@ -21,3 +21,4 @@ mod slurm;
 mod suite;
 mod sweep_copies;
 mod usage;
+mod warm;

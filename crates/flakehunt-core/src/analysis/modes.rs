@@ -1,0 +1,176 @@
+//! Warm against cold attempts: the failure rate of each mode, over the hunt and per cell where
+//! both ran, and whether failures were met only cold (a start-up race: warm attempts skip the
+//! interpreter's start-up and the imports, so they cannot meet it). Main type: [`ModeSummary`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{fisher_exact_two_sided, format_p, format_rate};
+use crate::record::{Attempt, Mode};
+
+/// The failures of one mode's attempts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModeRate {
+    /// Attempts.
+    pub attempts: u64,
+    /// Failures among them.
+    pub failures: u64,
+    /// `failures / attempts` (0 without attempts).
+    pub rate: f64,
+}
+
+impl ModeRate {
+    fn add(&mut self, failed: bool) {
+        self.attempts += 1;
+        self.failures += u64::from(failed);
+        self.rate = self.failures as f64 / self.attempts as f64;
+    }
+
+    fn text(&self) -> String {
+        format!("{}/{} ({})", self.failures, self.attempts, format_rate(self.rate))
+    }
+}
+
+/// One cell in which both modes ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellModes {
+    /// The cell.
+    pub cell: String,
+    /// Its warm attempts.
+    pub warm: ModeRate,
+    /// Its cold attempts.
+    pub cold: ModeRate,
+    /// Its failures were met in cold attempts and in no warm one.
+    pub only_cold: bool,
+}
+
+/// `modes` in the summary of a hunt that ran warm attempts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModeSummary {
+    /// The hunt's warm attempts.
+    pub warm: ModeRate,
+    /// The hunt's cold attempts.
+    pub cold: ModeRate,
+    /// Two-sided Fisher exact test of warm against cold, when both ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// The cells in which both modes ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellModes>,
+    /// Failures were met in cold attempts and in no warm one: a start-up race.
+    pub only_cold: bool,
+}
+
+/// Attempts by cell and mode, as the record is read.
+#[derive(Debug, Default)]
+pub struct ModeTally {
+    by_cell: BTreeMap<String, (ModeRate, ModeRate)>,
+}
+
+impl ModeTally {
+    /// Counts one attempt.
+    pub fn add(&mut self, attempt: &Attempt) {
+        let (warm, cold) = self.by_cell.entry(attempt.cell.clone()).or_default();
+        match attempt.mode {
+            Mode::Warm => warm.add(attempt.outcome.is_failure()),
+            Mode::Cold => cold.add(attempt.outcome.is_failure()),
+        }
+    }
+
+    /// The comparison, when any attempt ran warm (a hunt of cold attempts only has none), and
+    /// the sentence the reports show.
+    pub fn summary(&self) -> Option<(ModeSummary, String)> {
+        let mut s = ModeSummary::default();
+        for (cell, (warm, cold)) in &self.by_cell {
+            for (total, part) in [(&mut s.warm, warm), (&mut s.cold, cold)] {
+                total.attempts += part.attempts;
+                total.failures += part.failures;
+            }
+            if warm.attempts > 0 && cold.attempts > 0 {
+                let only_cold = cold.failures > 0 && warm.failures == 0;
+                s.cells.push(CellModes { cell: cell.clone(), warm: *warm, cold: *cold, only_cold });
+            }
+        }
+        if s.warm.attempts == 0 {
+            return None;
+        }
+        for m in [&mut s.warm, &mut s.cold] {
+            m.rate = if m.attempts == 0 { 0.0 } else { m.failures as f64 / m.attempts as f64 };
+        }
+        if s.cold.attempts == 0 {
+            let note = format!(
+                "all {} attempts ran warm (forks of an interpreter that had imported the target): a failure at start-up cannot show in them; --no-warm runs them cold",
+                s.warm.attempts
+            );
+            return Some((s, note));
+        }
+        let (w, c) = (s.warm, s.cold);
+        let p = fisher_exact_two_sided(w.failures, w.attempts - w.failures, c.failures, c.attempts - c.failures);
+        s.p_value = Some(p);
+        s.only_cold = c.failures > 0 && w.failures == 0;
+        let mut note = format!("warm attempts failed {}, cold attempts {} ({})", w.text(), c.text(), format_p(p));
+        if s.only_cold {
+            note.push_str(
+                ": failures appear only in cold attempts, a start-up race (interpreter start, imports) that warm attempts skip; hunt it with --no-warm",
+            );
+        }
+        Some((s, note))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Outcome;
+
+    fn attempt(cell: &str, mode: Mode, outcome: Outcome) -> Attempt {
+        let line = serde_json::json!({
+            "id": 0, "cell": cell, "iteration": 1, "started_at": "2024-01-01T00:00:00Z", "seconds": 0.1,
+            "outcome": outcome, "exit_code": 0, "signal": null, "stdout_tail": "", "stderr_tail": "",
+            "signature": null, "mode": mode,
+        });
+        serde_json::from_value(line).unwrap()
+    }
+
+    #[test]
+    fn cold_only_records_have_no_comparison() {
+        let mut t = ModeTally::default();
+        t.add(&attempt("a", Mode::Cold, Outcome::Fail));
+        assert!(t.summary().is_none());
+    }
+
+    #[test]
+    fn a_failure_met_only_cold_is_called_a_start_up_race() {
+        let mut t = ModeTally::default();
+        for i in 0..20 {
+            t.add(&attempt("a", Mode::Warm, Outcome::Pass));
+            t.add(&attempt("b", Mode::Warm, Outcome::Pass));
+            if i % 4 == 0 {
+                t.add(&attempt("a", Mode::Cold, if i % 8 == 0 { Outcome::Fail } else { Outcome::Pass }));
+            }
+        }
+        let (s, note) = t.summary().unwrap();
+        assert_eq!((s.warm.attempts, s.warm.failures, s.cold.attempts, s.cold.failures), (40, 0, 5, 3));
+        assert!(s.only_cold);
+        assert_eq!(s.cells.len(), 1, "only cell a ran both modes");
+        assert_eq!((s.cells[0].cold.failures, s.cells[0].warm.attempts, s.cells[0].only_cold), (3, 20, true));
+        assert!(note.contains("only in cold attempts") && note.contains("3/5 (60.0%)"), "{note}");
+    }
+
+    #[test]
+    fn failures_in_both_modes_are_compared_without_the_race() {
+        let mut t = ModeTally::default();
+        t.add(&attempt("a", Mode::Warm, Outcome::Fail));
+        t.add(&attempt("a", Mode::Cold, Outcome::Fail));
+        let (s, note) = t.summary().unwrap();
+        assert!(!s.only_cold && s.p_value.is_some());
+        assert!(note.starts_with("warm attempts failed 1/1"), "{note}");
+        // An older record's attempt (no `mode`) reads as cold.
+        let old: Attempt = serde_json::from_str(
+            r#"{"id":0,"cell":"a","iteration":1,"started_at":"x","seconds":0,"outcome":"pass","exit_code":0,"signal":null,"stdout_tail":"","stderr_tail":"","signature":null}"#,
+        )
+        .unwrap();
+        assert_eq!(old.mode, Mode::Cold);
+    }
+}
