@@ -95,6 +95,13 @@ def verdict(cell):
         return cell
     p = details.get("p_value")
     return f"{cell},{'confirmed' if p is not None and p < 0.01 else 'unconfirmed'}"
+# A hunt's own reproduction (the arm its plan confirmed, folded in id order) when it has one.
+try:
+    repro = json.loads((rec / "summary.json").read_text()).get("reproduction")
+except (OSError, ValueError):
+    repro = None
+if manifest.get("kind") == "hunt" and repro:
+    print(f'{repro["seconds"]:.1f} {verdict(repro["cell"])} {repro["attempts"]}'); sys.exit()
 fails = collections.Counter()
 for n, a in enumerate(attempts, 1):
     if failed(a):

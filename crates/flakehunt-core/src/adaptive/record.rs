@@ -44,6 +44,11 @@ impl ShardedPlan {
     pub fn bandit(&self) -> &BanditPlan {
         &self.inner
     }
+
+    /// See [`BanditPlan::settle`].
+    pub fn settle(&mut self) {
+        self.inner.settle();
+    }
 }
 
 impl Plan for ShardedPlan {
@@ -228,13 +233,19 @@ impl HuntDetails {
     }
 }
 
-/// Feeds a hunt's judged attempts, in record order, to what its summary needs.
+/// Feeds a hunt's judged attempts to what its summary needs. The plan folds attempts in id
+/// order, whatever order they ended (and were recorded) in, so the tally does too: the
+/// reproduction it names is the arm the plan confirmed.
 #[derive(Debug)]
 pub struct HuntSummary {
     tally: HuntTally,
     plan: ShardedPlan,
     started: Option<f64>,
     timeline: Vec<Stretch>,
+    /// Judged attempts not yet tallied, by id: attempts end at most a runner's width out of
+    /// order, so holding a few times that puts them back in id order.
+    pending: std::collections::BTreeMap<u64, Attempt>,
+    reorder: usize,
 }
 
 impl HuntSummary {
@@ -245,6 +256,8 @@ impl HuntSummary {
             plan: plan_of(manifest),
             started: crate::analysis::reproduction::unix_seconds(&manifest.started_at),
             timeline: Vec::new(),
+            pending: std::collections::BTreeMap::new(),
+            reorder: 4 * runner_jobs(options_of(manifest).cpus) as usize,
         }
     }
 
@@ -252,7 +265,12 @@ impl HuntSummary {
     /// judged by the analysis (`judged`, for the tally).
     pub fn add(&mut self, recorded: &Attempt, judged: &Attempt) {
         self.plan.observe(recorded);
-        self.tally.add(judged);
+        self.pending.insert(judged.id, judged.clone());
+        while self.pending.len() > self.reorder {
+            if let Some((_, a)) = self.pending.pop_first() {
+                self.tally.add(&a);
+            }
+        }
         let from = match (self.started, crate::analysis::reproduction::unix_seconds(&judged.started_at)) {
             (Some(start), Some(began)) => (began - start).max(0.0),
             _ => self.timeline.last().map_or(0.0, |s| s.to),
@@ -282,7 +300,26 @@ impl HuntSummary {
 
     /// Completes `summary`: `reproduction`, `details`, and whether the hunt is complete.
     pub fn apply(mut self, summary: &mut Summary) {
+        for (_, a) in std::mem::take(&mut self.pending) {
+            self.tally.add(&a);
+        }
         let done = self.plan.next() == crate::plan::Next::Done;
+        // The attempts the plan had not folded when it stopped (or the record ends): for the
+        // arms their last attempts retired. Its confirmation stopped at its stop rule; attempts
+        // chosen before the stop was known are not counted in it.
+        self.plan.settle();
+        let plan = self.plan.bandit();
+        let same_arm = |c: &&crate::adaptive::Confirmation| {
+            self.tally.reproduction().is_some_and(|r| plan.cells().get(c.arm).is_some_and(|cell| cell.name == r.cell))
+        };
+        if let Some(c) = plan.confirmation().filter(|c| done && same_arm(c)).copied() {
+            self.tally.set_confirmation(ConfirmCounts {
+                cell_attempts: c.arm_attempts,
+                cell_failures: c.arm_failures,
+                base_attempts: c.base_attempts,
+                base_failures: c.base_failures,
+            });
+        }
         summary.complete = done;
         summary.reproduction = Some(self.tally.reproduction().cloned());
         let c = self.tally.confirmation();

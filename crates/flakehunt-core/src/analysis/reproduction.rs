@@ -127,6 +127,11 @@ impl HuntTally {
         self.confirm
     }
 
+    /// Replaces the confirmation counts with the plan's, which stopped at its stop rule.
+    pub fn set_confirmation(&mut self, counts: ConfirmCounts) {
+        self.confirm = counts;
+    }
+
     /// Every cell's attempts outside confirmation, in the order they first ran.
     pub fn tried(&self) -> &[Tried] {
         &self.tried

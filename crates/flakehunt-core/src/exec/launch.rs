@@ -272,3 +272,15 @@ fn write_own_pid(fd: i32) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Puts the calling thread, and what it starts from now on, under `SCHED_IDLE` (nice 19 where
+/// refused): for flakehunt's own background work beside attempts that are being measured.
+pub fn idle_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain system calls on the calling thread (pid 0) with valid parameters.
+    unsafe {
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            let _ = libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        }
+    }
+}

@@ -12,7 +12,7 @@ mod watchdog;
 
 pub use cancel::Cancel;
 pub use capture::Capture;
-pub use launch::{ChildSetup, Launch, Limit, Resource};
+pub use launch::{idle_priority, ChildSetup, Launch, Limit, Resource};
 pub use program::{check_program, error_repeats, spawn_failure, ProgramError};
 pub use running::{Execution, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;

@@ -268,9 +268,14 @@ fn execute(
             let result = std::thread::scope(|scope| {
                 // An adaptive hunt tries every mechanism within its first seconds: the helpers
                 // (the jitter library's build, the quota backend, the Python hook) are made while
-                // its calibration runs, not in the way of its first attempt of each arm.
+                // its calibration runs, not in the way of its first attempt of each arm. Under
+                // SCHED_IDLE (the compiler inherits it), so they take only CPU time the
+                // calibration attempts leave.
                 if manifest.kind == crate::record::Kind::Hunt {
-                    scope.spawn(|| session.profiles.make_helpers());
+                    scope.spawn(|| {
+                        crate::exec::idle_priority();
+                        session.profiles.make_helpers();
+                    });
                 }
                 let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
                 sinks.event(&Event::Started { planned: plan.planned(), done })?;

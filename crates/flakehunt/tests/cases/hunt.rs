@@ -62,8 +62,10 @@ fn a_race_that_needs_concurrent_copies_is_reproduced_under_a_copies_arm_and_conf
     let r = &summary["reproduction"];
     let arm = r["cell"].as_str().unwrap();
     assert!(arm.starts_with("copies="), "{summary:#}");
-    // The attempts until the second failure of that arm, counted from the record.
-    let attempts = attempts_in(&dir.path().join("rec"));
+    // The attempts until the second failure of that arm, counted from the record in id order
+    // (the order the plan decides in; copies started together end in any order).
+    let mut attempts = attempts_in(&dir.path().join("rec"));
+    attempts.sort_by_key(|a| a["id"].as_u64());
     let mut failures = 0;
     let until = attempts
         .iter()
