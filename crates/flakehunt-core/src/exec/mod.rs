@@ -18,4 +18,4 @@ pub use running::{Execution, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;
 pub(crate) use tree::boot_ticks;
 pub use tree::{LeakedProcess, ProcessTree};
-pub use watchdog::{serve as serve_watchdog, DirTracker, TrackedDir, Watchdog};
+pub use watchdog::{serve as serve_watchdog, wait_for_previous, DirTracker, TrackedDir, Watchdog};

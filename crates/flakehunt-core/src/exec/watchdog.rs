@@ -144,6 +144,41 @@ impl Watchdog {
     }
 }
 
+/// Waits, at most `limit`, until no watchdog of the hunt `run_id` is left from an earlier run
+/// of it (a `--resume` right after flakehunt was killed): that watchdog kills every process
+/// carrying the run id and removes the directories it was told of, which are the resumed run's
+/// too. True when none is left.
+pub fn wait_for_previous(run_id: &str, limit: std::time::Duration) -> bool {
+    let started = std::time::Instant::now();
+    let own = std::process::id();
+    let alive = |pid: u32| {
+        // A zombie has done its work; only its parent's wait is missing.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+    };
+    let previous: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let mut args = cmdline.split(|&b| b == 0).skip(1);
+            args.next() == Some(b"__watchdog".as_slice()) && args.next() == Some(run_id.as_bytes())
+        })
+        .collect();
+    for pid in previous {
+        while alive(pid) {
+            if started.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    true
+}
+
 /// The watchdog's own main loop: reads messages from `input` until end-of-file, then cleans up
 /// unless told `done`. `run_id` is the hunt's `FLAKEHUNT_RUN_ID`.
 pub fn serve(input: impl Read, run_id: &str) {

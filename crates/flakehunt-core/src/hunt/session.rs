@@ -36,6 +36,9 @@ pub struct Session {
     _kept_rooms: Vec<CleanRoom>,
 }
 
+/// How long a hunt waits for the watchdog of an earlier run of it to finish its cleanup.
+const WATCHDOG_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Session {
     /// Sets up the session of the hunt `manifest` describes; clean rooms are announced to `sink`.
     pub fn start(manifest: &Manifest, sink: &mut dyn EventSink) -> Result<Self, HuntError> {
@@ -45,6 +48,15 @@ impl Session {
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe()
             .map_err(|e| HuntError::io("cannot find flakehunt's own executable for its watchdog", e))?;
+        // A resumed hunt keeps its run id: the killed run's watchdog, still cleaning up, would
+        // end this run's attempts and remove its sandboxes.
+        if !crate::exec::wait_for_previous(&manifest.run_id, WATCHDOG_WAIT) {
+            return Err(HuntError::Usage(format!(
+                "the watchdog of an earlier run of {} is still cleaning up after {} s: wait for it to end (or kill it), then resume",
+                manifest.run_id,
+                WATCHDOG_WAIT.as_secs()
+            )));
+        }
         let watchdog = Watchdog::spawn(&exe, &["__watchdog", &manifest.run_id]).ok();
         if let Some(w) = &watchdog {
             tree.register(w.pid());
