@@ -11,6 +11,8 @@ It connects to flakehunt's SOCK_SEQPACKET socket at SOCKET, warms up, and sends 
 - pytest: a session with the target's own arguments, which imports pytest, its plugins, the
   conftests, the test modules and everything they import, and collects; it is held where it
   would start running tests (`_WarmSession`), and each fork runs the attempt's items from there.
+  A suite's parent has the suite's options, a placeholder `--junitxml` and every node id; a
+  request then names its own xml file ("junitxml"), which the fork points pytest's plugin at.
   Its header goes to this process's stdout, which flakehunt reads while it waits (a refusal
   quotes it); an attempt's output starts with its first test.
 - script: the script's top level is its test, so none of it runs here. The modules it imports at
