@@ -6,7 +6,8 @@
 #      N shuffled attempts: their mean recorded duration, and the wall time of the whole
 #      shuffled phase per attempt (which adds flakehunt's own work between attempts: reading
 #      the junit xml or the event stream, writing the record). Target: within 5 %.
-#   2. the runs each bisection needed (its two confirmation runs included), from summary.json.
+#   2. the runs each bisection needed (its two confirmation runs included), from summary.json;
+#   3. pytest: the whole hunt's wall time with warm attempts (suite's default) and with --no-warm.
 # Prints figures; asserts nothing (timings depend on the machine: see the README).
 #
 # Usage: scripts/bench-suite.sh   (env: N=20 attempts; PROFILE=dev uses the debug build, which
@@ -77,10 +78,21 @@ mapfile -t ids < <("$py" -m pytest -p no:randomly -p no:cacheprovider -q --colle
 pytest_run=("$py" -m pytest -p no:randomly -p no:cacheprovider -p no:rerunfailures -p no:flaky -q \
   --junitxml "$tmp/direct.xml" "${ids[@]}")
 before=$(direct "${pytest_run[@]}")
-"$flakehunt" suite --runs "$N" --seed 1 --quiet --record "$tmp/rec-pytest" --python "$py" --pytest >/dev/null || true
+"$flakehunt" suite --runs "$N" --seed 1 --quiet --record "$tmp/rec-pytest" --python "$py" --no-warm --pytest >/dev/null || true
 after=$(direct "${pytest_run[@]}")
 echo "pytest: direct runs before the hunt $before s, after $after s"
-figures "$tmp/rec-pytest" "$(python3 -c "print(($before + $after) / 2)")" pytest
+pytest_direct=$(python3 -c "print(($before + $after) / 2)")
+figures "$tmp/rec-pytest" "$pytest_direct" pytest
+
+# 3. warm attempts (suite's default) against cold ones: the wall time of the whole hunt, its
+#    shuffled attempts and its classification, once in each mode (the repeat runs and the
+#    reproducer checks run cold in both).
+for mode in warm no-warm; do
+  start=$(date +%s.%N)
+  "$flakehunt" suite --runs "$N" --seed 1 --quiet --record "$tmp/rec-$mode" --python "$py" "--$mode" --pytest >/dev/null || true
+  echo "pytest --$mode: whole hunt $(python3 -c "import time; print(f'{time.time() - $start:.2f}')") s"
+  figures "$tmp/rec-$mode" "$pytest_direct" "pytest --$mode"
+done
 
 # Go: the binary the hunt built, through the same test2json.
 cd "$tmp/go"

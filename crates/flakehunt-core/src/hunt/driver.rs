@@ -141,10 +141,16 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         }
         (RecordRequest::New(record), HuntKind::Suite(_)) => {
             super::suite::check(spec)?;
-            let settings = settings_of(spec)?;
+            let mut settings = settings_of(spec)?;
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
             let (target, setup, adapter) = super::suite::prepare(spec, &dir)?;
+            let why_cold;
+            let by_default = spec.kind.warm_by_default();
+            (settings.warm, why_cold) = crate::warm::plan(spec.settings.warm, by_default, &target, &spec.config.warm);
+            if let Some(why) = why_cold {
+                sink.event(&Event::RunsCold(&why))?;
+            }
             let (cells, extra) = super::suite::cells(spec, &target, setup, adapter)?;
             let seed = spec.seed.unwrap_or_else(random_seed);
             let (manifest, recorder) = create_record(kind, target, settings, cells, extra, None, seed, spec.shard, &dir)?;

@@ -247,11 +247,11 @@ pub struct SlurmRequest {
 }
 
 impl HuntKind {
-    /// Whether a Python target runs warm unless `--no-warm` is given: in the adaptive hunt,
-    /// whose aim is the most attempts in the least time; sweeps and matrices compare
+    /// Whether a Python target runs warm unless `--no-warm` is given: in the adaptive hunt and
+    /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
     /// conditions, cold as they always ran, unless `--warm` is given.
     pub fn warm_by_default(&self) -> bool {
-        matches!(self, HuntKind::Hunt { .. })
+        matches!(self, HuntKind::Hunt { .. } | HuntKind::Suite(_))
     }
 
     /// The record kind.

@@ -9,7 +9,7 @@ use super::{HuntError, HuntKind, HuntSpec};
 use crate::events::{Event, EventSink, Fanout};
 use crate::plan::{self, CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
-use crate::runner::{RunError, Runner};
+use crate::runner::{AttemptRunner, RunError, Runner};
 use crate::suite::analyse::{self, Replay};
 use crate::suite::order::{GoTest, Pytest};
 use crate::suite::record::Role;
@@ -224,7 +224,13 @@ pub(super) fn execute(
             }
         }
     }
-    let exec = SuiteExecution { inner: session.attempts(manifest, leak_timeout), setup, seed: manifest.seed };
+    // A pytest suite's warm parents collect the whole selection once; each attempt runs its part.
+    let warm = manifest.plan.warm.as_ref().zip(setup.warm_target()).map(|(plan, target)| {
+        let options = crate::warm::WarmOptions { target: Some(target), ..crate::warm::WarmOptions::of_plan(plan) };
+        crate::warm::WarmCells::new(&session.tree, options)
+    });
+    let inner = AttemptRunner { warm: warm.as_ref().map(|w| w as _), ..session.attempts(manifest, leak_timeout) };
+    let exec = SuiteExecution { inner, setup, seed: manifest.seed, said_cold: Default::default() };
     let runner = Runner { attempts: exec.clone(), jobs: manifest.plan.jobs as usize, budget: session.durations.budget };
     let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
     sinks.event(&Event::Started { planned: plan.planned(), done })?;

@@ -25,7 +25,13 @@ pub struct SuiteExecution<'a> {
     pub setup: &'a SuiteSetup,
     /// The hunt's seed, which with an attempt's id gives its order.
     pub seed: u64,
+    /// [`RUNS_COLD`] has been said.
+    pub said_cold: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// Said once, when a warm suite runs its first attempt that starts a new interpreter.
+const RUNS_COLD: &str =
+    "the repeat runs (flakehunt's plugin, loaded at pytest's start) and the reproducer checks run cold";
 
 impl SuiteExecution<'_> {
     /// Runs `req` as the attempt `spec`, with its per-test results in `attempt.suite`.
@@ -40,8 +46,17 @@ impl SuiteExecution<'_> {
         let prepared = self.setup.prepare(req, spec.id)?;
         let target =
             Target { argv: prepared.invocation.argv.clone(), shell: false, dir: self.inner.target.dir.clone() };
-        let runner = AttemptRunner { target, ..self.inner.clone() };
+        let mut runner = AttemptRunner { target, ..self.inner.clone() };
+        // A repeat run loads flakehunt's plugin at pytest's start, and a reproducer is checked
+        // as the user will paste it: both start a new interpreter.
+        let cold = matches!(req.role, Role::Repeat | Role::RepeatAll | Role::Reproducer) && runner.warm.is_some();
+        if cold {
+            runner.warm = None;
+        }
         let mut finished = runner.run(spec, cell, worker, slot, &prepared.invocation.env)?;
+        if cold && !self.said_cold.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            finished.runs_cold = Some(RUNS_COLD.to_owned());
+        }
         let mut output = String::from_utf8_lossy(&finished.stdout).into_owned();
         output.push('\n');
         output.push_str(&finished.attempt.stdout_tail);
@@ -185,7 +200,8 @@ impl Runs for Live<'_> {
             Ok(f) => {
                 let event =
                     Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr, token: None };
-                if let Err(e) = self.sink.event(&event) {
+                let said = f.runs_cold.as_deref().map_or(Ok(()), |why| self.sink.event(&Event::RunsCold(why)));
+                if let Err(e) = said.and_then(|()| self.sink.event(&event)) {
                     self.error = Some(e);
                     return None;
                 }

@@ -131,6 +131,14 @@ impl SuiteSetup {
         s
     }
 
+    /// What a suite's warm parents run: pytest's fixed options and the whole selection, of
+    /// which each shuffled attempt and confirmation run gives a part (none for Go and libtest).
+    pub fn warm_target(&self) -> Option<crate::warm::WarmTarget> {
+        let SuiteRunner::Pytest { pytest, .. } = &self.runner else { return None };
+        let options = pytest.reproducer(&[]).split_off(3);
+        Some(crate::warm::WarmTarget::Suite { options, ids: self.selection.iter().cloned().collect() })
+    }
+
     /// The directory of the repeat plugin.
     pub fn plugin_dir(&self) -> PathBuf {
         self.files.join(PLUGIN_DIR)

@@ -114,11 +114,19 @@ pub struct WarmOptions {
     /// Every Nth attempt of a cell runs cold, so that a hunt compares the two modes' failure
     /// rates (a failure met only cold is a start-up race); `None`: none does.
     pub cold_every: Option<u64>,
+    /// What the parents run when it is not the first attempt's target: a suite's fixed
+    /// arguments ([`WarmTarget::Suite`]), which every attempt of the suite runs a part of.
+    pub target: Option<WarmTarget>,
 }
 
 impl Default for WarmOptions {
     fn default() -> Self {
-        Self { recycle_after: Some(DEFAULT_RECYCLE), warmup_timeout: Duration::from_secs(300), cold_every: None }
+        Self {
+            recycle_after: Some(DEFAULT_RECYCLE),
+            warmup_timeout: Duration::from_secs(300),
+            cold_every: None,
+            target: None,
+        }
     }
 }
 
@@ -169,6 +177,16 @@ pub enum WarmTarget {
         /// Its arguments.
         args: Vec<String>,
     },
+    /// `python3 -m pytest OPTIONS IDS...` of `flakehunt suite`: each attempt runs any of the
+    /// node ids, in its own order, with the same options and a junit xml file of its own
+    /// (`--junitxml PATH`, anywhere in its arguments). The parent is started with a placeholder
+    /// xml path, so that pytest's junitxml plugin is set up for the children to point at theirs.
+    Suite {
+        /// What follows `-m pytest` in every attempt, before its node ids.
+        options: Vec<String>,
+        /// The collected node ids.
+        ids: BTreeSet<String>,
+    },
 }
 
 impl WarmTarget {
@@ -193,23 +211,39 @@ impl WarmTarget {
 
     fn kind(&self) -> &'static str {
         match self {
-            Self::Pytest { .. } => "pytest",
+            Self::Pytest { .. } | Self::Suite { .. } => "pytest",
             Self::Script { .. } => "script",
         }
     }
 
-    /// The parent's arguments after `--`.
-    fn parent_args(&self) -> Vec<String> {
+    /// The parent's arguments after `--`; `placeholder` is a suite parent's junit xml file.
+    fn parent_args(&self, placeholder: &Path) -> Vec<String> {
         match self {
             Self::Pytest { args } => args.clone(),
             Self::Script { path, args } => std::iter::once(path.clone()).chain(args.iter().cloned()).collect(),
+            Self::Suite { options, ids } => {
+                let junit = ["--junitxml".to_owned(), placeholder.display().to_string()];
+                options.iter().cloned().chain(junit).chain(ids.iter().cloned()).collect()
+            }
         }
     }
 
-    /// The child's `argv` for another launch of the same target (the attempt's node ids), or
-    /// why it is not the same target.
-    fn attempt_argv(&self, other: &WarmTarget) -> Result<Vec<String>, WarmError> {
-        match (self, other) {
+    /// The child's `argv` for another launch of the same target (the attempt's node ids), and
+    /// for a suite parent its junit xml file (`Some(None)`: the attempt writes none), or why it
+    /// is not the same target.
+    fn attempt_argv(&self, other: &WarmTarget) -> Result<(Vec<String>, Option<Option<String>>), WarmError> {
+        if let (Self::Suite { options, ids }, Self::Pytest { args }) = (self, other) {
+            // The parent's session collected every id with these options: an attempt may run
+            // any of the ids in any order, with no option of its own but its xml file.
+            let (args, junit) = without_junitxml(args);
+            let served = args.starts_with(options) && args[options.len()..].iter().all(|a| ids.contains(a));
+            return if served {
+                Ok((args, Some(junit)))
+            } else {
+                Err(WarmError::NotServed("pytest options other than the suite's".into()))
+            };
+        }
+        let argv = match (self, other) {
             // The parent's session collected for its arguments: an attempt may reorder them
             // (its node ids in its order), nothing else.
             (Self::Pytest { args: mine }, Self::Pytest { args }) => {
@@ -224,8 +258,26 @@ impl WarmTarget {
             }
             (Self::Script { path, .. }, Self::Script { path: p, args }) if path == p => Ok(args.clone()),
             _ => Err(WarmError::NotServed("another program".into())),
+        };
+        argv.map(|a| (a, None))
+    }
+}
+
+/// pytest arguments without their `--junitxml PATH` (or `--junit-xml`, or `=PATH`), and the
+/// last such path.
+fn without_junitxml(args: &[String]) -> (Vec<String>, Option<String>) {
+    let (mut rest, mut junit) = (Vec::with_capacity(args.len()), None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if let Some(path) = a.strip_prefix("--junitxml=").or_else(|| a.strip_prefix("--junit-xml=")) {
+            junit = Some(path.to_owned());
+        } else if a == "--junitxml" || a == "--junit-xml" {
+            junit = it.next().cloned();
+        } else {
+            rest.push(a.clone());
         }
     }
+    (rest, junit)
 }
 
 /// One warm parent process.
@@ -276,7 +328,10 @@ impl<'t> WarmParent<'t> {
     /// attempt's: its per-attempt `FLAKEHUNT_*` variables and settings are left out) and waits
     /// for its warm-up. A refusal is [`WarmError::Refused`] with one line saying why.
     pub fn start(launch: &Launch, tree: &'t ProcessTree, options: &WarmOptions) -> Result<Self, WarmError> {
-        let target = WarmTarget::of(launch).ok_or(WarmError::Unsupported)?;
+        let target = match (WarmTarget::of(launch), &options.target) {
+            (Some(WarmTarget::Pytest { .. }), Some(fixed)) => fixed.clone(),
+            (target, _) => target.ok_or(WarmError::Unsupported)?,
+        };
         if launch.env.iter().any(|(name, _)| name == "FLAKEHUNT_JITTER_REPORT") {
             // The preloaded library reads its seed and report path once, at the parent's start,
             // and reports at a process's exit, which a fork skips.
@@ -293,7 +348,7 @@ impl<'t> WarmParent<'t> {
         rustix::net::listen(&listener, 1).map_err(io::Error::from)?;
 
         let mut args: Vec<OsString> = vec![program.into(), socket_path.into(), target.kind().into(), "--".into()];
-        args.extend(target.parent_args().into_iter().map(OsString::from));
+        args.extend(target.parent_args(&dir.path().join("placeholder.xml")).into_iter().map(OsString::from));
         let parent = Launch {
             program: launch.program.clone(),
             args,
@@ -354,7 +409,7 @@ impl<'t> WarmParent<'t> {
     /// a cold spawn error); the other errors mean "run this attempt cold".
     pub fn start_attempt(&self, launch: &Launch, marker: String) -> Result<Running<'t>, WarmError> {
         let other = WarmTarget::of(launch).ok_or(WarmError::NotServed("another program".into()))?;
-        let argv = self.target.attempt_argv(&other)?;
+        let (argv, junitxml) = self.target.attempt_argv(&other)?;
         let env = full_env(launch).ok_or_else(|| WarmError::NotServed("a variable that is not UTF-8".into()))?;
         let mut startup: Vec<(String, String)> = env.iter().filter(|(n, _)| read_at_startup(n)).cloned().collect();
         startup.sort();
@@ -372,7 +427,7 @@ impl<'t> WarmParent<'t> {
             None => std::env::current_dir().map_err(WarmError::Start)?,
         };
         let setup = &launch.setup;
-        let request = serde_json::json!({
+        let mut request = serde_json::json!({
             "argv": argv,
             "env": env.into_iter().map(|(n, v)| (n, v.into())).collect::<serde_json::Map<_, _>>(),
             "cwd": cwd.to_str().ok_or_else(|| WarmError::NotServed("a directory that is not UTF-8".into()))?,
@@ -381,6 +436,9 @@ impl<'t> WarmParent<'t> {
             "nice": setup.nice,
             "sched_idle": setup.sched_idle,
         });
+        if let Some(path) = junitxml {
+            request["junitxml"] = path.into();
+        }
         let mut line = serde_json::to_vec(&request).expect("a JSON value serialises");
         line.push(b'\n');
 

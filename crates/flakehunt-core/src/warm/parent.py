@@ -11,6 +11,8 @@ It connects to flakehunt's SOCK_SEQPACKET socket at SOCKET, warms up, and sends 
 - pytest: a session with the target's own arguments, which imports pytest, its plugins, the
   conftests, the test modules and everything they import, and collects; it is held where it
   would start running tests (`_WarmSession`), and each fork runs the attempt's items from there.
+  A suite's parent has the suite's options, a placeholder `--junitxml` and every node id; a
+  request then names its own xml file ("junitxml"), which the fork points pytest's plugin at.
   Its header goes to this process's stdout, which flakehunt reads while it waits (a refusal
   quotes it); an attempt's output starts with its first test.
 - script: the script's top level is its test, so none of it runs here. The modules it imports at
@@ -155,6 +157,10 @@ class _WarmSession:
         refusal = _thread_refusal()
         if refusal:
             _refuse(self.conn, refusal)
+        from _pytest import junitxml
+
+        if "--junitxml" in self.args and junitxml.xml_key not in session.config.stash:
+            _refuse(self.conn, "warm mode refused: pytest's junitxml plugin is not loaded; attempts run cold")
         capman = session.config.pluginmanager.getplugin("capturemanager")
         saved = _saved_fds(session.config, capman)
         _ready(self.conn, saved)
@@ -165,6 +171,8 @@ class _WarmSession:
             os.dup2(target, fd)
         _fresh_capture_files(capman)
         _child_common()
+        if "junitxml" in request:
+            _point_junitxml(session.config, request["junitxml"])
         session.items = _reorder(session.items, self.args, request["argv"])
         session.testscollected = len(session.items)
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
@@ -214,14 +222,41 @@ def _fresh_capture_files(capman):
             os.dup2(fresh.fileno(), fileno())
 
 
+def _point_junitxml(config, path):
+    """Points pytest's junitxml plugin at the attempt's own file (a suite's parent was started
+    with a placeholder path, so that the plugin is set up), or, with none, turns it off."""
+    from _pytest import junitxml, timing
+
+    xml = config.stash.get(junitxml.xml_key, None)
+    if xml is None:
+        return
+    if path is None:
+        del config.stash[junitxml.xml_key]
+        config.pluginmanager.unregister(xml)
+        return
+    xml.logfile = os.path.normpath(os.path.abspath(path))
+    # The suite's time and timestamp are the attempt's, not the parent's warm-up.
+    if hasattr(xml, "suite_start"):
+        xml.suite_start = timing.Instant()
+
+
 def _reorder(items, parent_argv, argv):
     """The collected items an attempt's arguments select, in their order. flakehunt sends only
-    arguments that are the parent's, reordered: each node id selects the items it names."""
+    arguments that are the parent's, reordered (or, for a suite, any of its node ids): each node
+    id selects the items it names."""
     if argv == parent_argv:
         return items
     chosen, seen = [], set()
+    by_id = {item.nodeid: item for item in items}
     for arg in argv:
         if arg in parent_argv and arg.startswith("-"):
+            continue
+        exact = by_id.get(arg)
+        if exact is not None:
+            # A suite's attempt names thousands of items, each exactly: found without a scan.
+            if id(exact) not in seen:
+                seen.add(id(exact))
+                chosen.append(exact)
             continue
         for item in items:
             nodeid = item.nodeid

@@ -417,3 +417,22 @@ fn an_exited_fork_stays_in_proc_until_flakehunt_has_read_it() {
     assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
     assert!(wait_gone(pid), "reaped once settled");
 }
+
+#[test]
+fn a_suite_parent_serves_any_of_its_ids_in_any_order_with_an_xml_file_of_its_own() {
+    let strings = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let suite = WarmTarget::Suite { options: strings(&["-q"]), ids: ["a.py::x", "b.py::y"].map(String::from).into() };
+    let attempt = |args: &[&str]| suite.attempt_argv(&WarmTarget::Pytest { args: strings(args) });
+    let (argv, junit) = attempt(&["-q", "--junitxml", "/s/1.xml", "b.py::y", "a.py::x"]).unwrap();
+    assert_eq!((argv, junit), (strings(&["-q", "b.py::y", "a.py::x"]), Some(Some("/s/1.xml".into()))));
+    let (argv, junit) = attempt(&["-q", "--junit-xml=/s/2.xml", "a.py::x"]).unwrap();
+    assert_eq!((argv, junit), (strings(&["-q", "a.py::x"]), Some(Some("/s/2.xml".into()))));
+    assert_eq!(attempt(&["-q", "b.py::y"]).unwrap(), (strings(&["-q", "b.py::y"]), Some(None)), "no xml file");
+    let refused = |args: &[&str]| matches!(attempt(args), Err(WarmError::NotServed(_)));
+    assert!(refused(&["-q", "-p", "flakehunt_repeat", "a.py::x"]), "an option of its own");
+    assert!(refused(&["a.py::x"]), "without the suite's options");
+    assert!(refused(&["-q", "c.py::z"]), "an id the parent did not collect");
+    // The parent itself is started with a placeholder xml file, before the ids.
+    let args = suite.parent_args(Path::new("/w/placeholder.xml"));
+    assert_eq!(args, strings(&["-q", "--junitxml", "/w/placeholder.xml", "a.py::x", "b.py::y"]));
+}

@@ -159,7 +159,7 @@ pub struct HuntArgs {
     #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true, requires = "slurm")]
     pub slurm_opt: Vec<String>,
     /// Python targets (pytest, `python3 SCRIPT.py`): fork each attempt from an interpreter that imported the
-    /// target once, instead of starting a new one (default in `hunt`; see the README for what a fork changes).
+    /// target once, instead of starting a new one (default in `hunt` and `suite`; see the README).
     #[arg(long, overrides_with = "no_warm", group = "plan")]
     pub warm: bool,
     /// Start every attempt in a new process (default in `sweep` and `matrix`).

@@ -19,6 +19,7 @@ mod record;
 mod report_merge;
 mod slurm;
 mod suite;
+mod suite_warm;
 mod sweep_copies;
 mod usage;
 mod warm;

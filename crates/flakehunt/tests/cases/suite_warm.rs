@@ -1,0 +1,105 @@
+//! `flakehunt suite --pytest` with warm attempts (its default) against `--no-warm`, on the fixture
+//! suite of `fixtures/suite/pytest`: the same conclusions, the same per-test results attempt by
+//! attempt (each fork writes its own junit xml), the record's `mode` per attempt, and the runs
+//! that must start a new interpreter said once and run cold.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use crate::harness::{attempts_in, bin, fixture};
+
+/// Runs `flakehunt suite --pytest --runs 6 --seed 1 ARGS` in `project`, recording into
+/// `record`; its exit code, JSON summary and stderr.
+fn suite(project: &Path, record: &Path, args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(bin())
+        .args(["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record"])
+        .arg(record)
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(project)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+    (out.status.code().unwrap(), summary, stderr)
+}
+
+/// The summary's tests, with the record's own directory (in the repeat reproducer's
+/// `PYTHONPATH`) written as `RECORD` and only the first line of each failure's message (pytest's
+/// explanation of an assertion can quote an object's address).
+fn tests_of(summary: &Value, record: &Path) -> String {
+    let mut tests = summary["tests"].clone();
+    for t in tests.as_array_mut().unwrap() {
+        let first = t["message"].as_str().unwrap_or_default().lines().next().unwrap_or_default().to_owned();
+        t["message"] = first.into();
+    }
+    tests.to_string().replace(record.to_str().unwrap(), "RECORD")
+}
+
+/// An attempt's id, role, the order it ran and each test's id and outcome, as recorded.
+type Results = (u64, String, Vec<String>, Vec<(String, String)>);
+
+/// Per attempt, its [`Results`].
+fn results(attempts: &[Value]) -> Vec<Results> {
+    attempts
+        .iter()
+        .map(|a| {
+            let s = &a["suite"];
+            let order = s["order"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect();
+            let tests = s["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| (t["id"].as_str().unwrap().to_owned(), t["outcome"].as_str().unwrap().to_owned()))
+                .collect();
+            (a["id"].as_u64().unwrap(), s["role"].as_str().unwrap().to_owned(), order, tests)
+        })
+        .collect()
+}
+
+#[test]
+fn a_warm_suite_concludes_as_a_cold_one_and_each_fork_reports_its_own_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let project: PathBuf = dir.path().join("pytest");
+    let copied = std::process::Command::new("cp").arg("-r").arg(fixture("suite/pytest")).arg(&project).status();
+    assert!(copied.unwrap().success());
+    let (warm_rec, cold_rec) = (dir.path().join("warm"), dir.path().join("cold"));
+    let (code, warm, warm_err) = suite(&project, &warm_rec, &[]);
+    assert_eq!(code, 1, "flaky tests were found: {warm_err}");
+    let (code, cold, cold_err) = suite(&project, &cold_rec, &["--no-warm"]);
+    assert_eq!(code, 1, "flaky tests were found: {cold_err}");
+
+    // The same categories, polluter, state-setter and reproducers.
+    assert_eq!(warm["tests"].as_array().unwrap().len(), 4, "{warm_err}");
+    assert_eq!(tests_of(&warm, &warm_rec), tests_of(&cold, &cold_rec));
+
+    let (warm_attempts, cold_attempts) = (attempts_in(&warm_rec), attempts_in(&cold_rec));
+    // Each warm attempt's junit xml is its own: its results come in the order it ran, the orders
+    // differ from one attempt to the next, and every attempt has the results of the same cold one.
+    let warm_results = results(&warm_attempts);
+    for (id, role, order, tests) in &warm_results {
+        // (A repeat run has each test twice; a reproducer's result is read from its output.)
+        if matches!(role.as_str(), "shuffled" | "alone" | "bisect") {
+            let ran: Vec<&String> = tests.iter().map(|(t, _)| t).collect();
+            assert_eq!(ran, order.iter().collect::<Vec<_>>(), "attempt {id} ({role}): results in its order");
+        }
+    }
+    let shuffled: Vec<&Vec<String>> = warm_results.iter().filter(|r| r.1 == "shuffled").map(|r| &r.2).collect();
+    assert_eq!(shuffled.len(), 6);
+    assert!(shuffled.windows(2).all(|w| w[0] != w[1]), "each attempt its own order: {shuffled:?}");
+    assert_eq!(warm_results, results(&cold_attempts), "the same results, attempt by attempt");
+
+    // The record's mode: the shuffled attempts and the alone and bisection runs are forks; the
+    // repeat runs (the plugin) and the reproducer checks (the command as printed) run cold.
+    for a in &warm_attempts {
+        let role = a["suite"]["role"].as_str().unwrap();
+        let expected = if matches!(role, "repeat" | "repeat-all" | "reproducer") { "cold" } else { "warm" };
+        assert_eq!(a["mode"], expected, "attempt {} ({role})", a["id"]);
+    }
+    assert!(cold_attempts.iter().all(|a| a["mode"] == "cold"), "--no-warm: every attempt cold");
+    assert_eq!(warm_err.matches("the repeat runs").count(), 1, "said once: {warm_err}");
+    assert!(!cold_err.contains("the repeat runs"), "{cold_err}");
+    assert!(!warm_err.contains("other pytest"), "no attempt of the plan was refused: {warm_err}");
+}
