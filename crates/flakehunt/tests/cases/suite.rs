@@ -27,7 +27,7 @@ fn copy_suite(name: &str, into: &Path) -> PathBuf {
 }
 
 /// Runs `flakehunt suite ARGS` in `project` with `env`; its exit code, JSON summary and stderr.
-fn suite(project: &Path, args: &[&str], env: &[(&str, PathBuf)]) -> (i32, Value, String) {
+pub(super) fn suite(project: &Path, args: &[&str], env: &[(&str, PathBuf)]) -> (i32, Value, String) {
     let out = Command::new(bin())
         .arg("suite")
         .args(args)

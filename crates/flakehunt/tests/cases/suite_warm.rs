@@ -5,25 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{attempts_in, bin, fixture};
+use crate::harness::{attempts_in, fixture};
 
 /// Runs `flakehunt suite --pytest --runs 6 --seed 1 ARGS` in `project`, recording into
 /// `record`; its exit code, JSON summary and stderr.
 fn suite(project: &Path, record: &Path, args: &[&str]) -> (i32, Value, String) {
-    let out = Command::new(bin())
-        .args(["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record"])
-        .arg(record)
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .current_dir(project)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let summary = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
-    (out.status.code().unwrap(), summary, stderr)
+    let record = record.to_str().unwrap();
+    let fixed = ["--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", record];
+    super::suite::suite(project, &[&fixed[..], args].concat(), &[])
 }
 
 /// The summary's tests, with the record's own directory (in the repeat reproducer's
