@@ -657,17 +657,12 @@ impl Plan for BanditPlan {
         // Calibration attempts run one at a time, so the calibration is folded as soon as its
         // last attempt is in (or a later attempt shows it was lost), and the arms' cells exist
         // before any of their attempts is observed.
-        let calibration = self.options.calibration_attempts;
-        let observed_id = attempt.id;
         self.observed.insert(attempt.id, attempt.clone());
         if !self.calibrated {
-            self.fold_to((observed_id + 1).min(calibration));
-            if observed_id >= calibration {
-                self.fold_to(calibration);
-            }
+            self.fold_to((attempt.id + 1).min(self.options.calibration_attempts));
         }
         let Some(cell) = self.cells.iter().position(|c| c.name == attempt.cell) else {
-            self.observed.remove(&observed_id);
+            self.observed.remove(&attempt.id);
             return;
         };
         self.iterations[cell] = self.iterations[cell].max(attempt.iteration);
