@@ -15,7 +15,7 @@
 # attempt's start to the last one's end, so warm-ups of recycled parents are inside it) and from
 # the wall clock of the whole invocation (flakehunt's own start and the first warm-up included).
 # Targets: warm >= 10x cold for the pytest cases; overhead under 2 ms per warm attempt (the no-op
-# script's median time per attempt, less the bare fork of the floor line).
+# script's time per attempt with one parent, less the bare fork of the floor line).
 #
 # Usage: scripts/bench-warm.sh   (env: N=100 attempts per case and mode; LIBRARY=0 measures only
 #        through the binary; RACE_N sizes the race; PROFILE=dev uses the
@@ -108,7 +108,7 @@ printf '%-16s ' "pytest race"; "$BENCH" "$N" "$tmp" -- "${PYTEST[@]}" test_race.
 fi
 
 # Through the binary: one sweep per case and mode, N attempts of the default profile.
-rates() { # rates RECORD WALL_SECONDS: "attempts failures record-rate wall-rate median-ms-per-attempt modes"
+rates() { # rates RECORD WALL_SECONDS: "attempts failures record-rate wall-rate ms-per-attempt modes"
   python3 - "$1" "$2" <<'PY'
 import json, sys, datetime
 rec, wall = sys.argv[1], float(sys.argv[2])
@@ -120,13 +120,9 @@ last = max(t(a["started_at"]) + a["seconds"] for a in attempts)
 span = max(last - first, 1e-9)
 failures = sum(a["outcome"] in ("fail", "crash", "timeout", "wrong-output") for a in attempts)
 modes = sorted({a.get("mode", "cold") for a in attempts})
-# The typical cost of one attempt: its own seconds and the gap to the next one's start (the
-# record, the plan), median over the attempts, so that the warm-up of a recycled parent (every
-# 50 attempts, inside the span) is not spread over the others.
-attempts.sort(key=lambda a: t(a["started_at"]))
-each = sorted(a["seconds"] + max(t(b["started_at"]) - t(a["started_at"]) - a["seconds"], 0) for a, b in zip(attempts, attempts[1:]))
-median = each[len(each) // 2] if each else span
-print(len(attempts), failures, "%.1f" % (len(attempts) / span), "%.1f" % (len(attempts) / wall), "%.2f" % (median * 1e3), ",".join(modes))
+# The cost of one attempt: the span over the attempts (started_at has millisecond resolution,
+# so a per-attempt gap would be quantised to whole milliseconds; over the span it is not).
+print(len(attempts), failures, "%.1f" % (len(attempts) / span), "%.1f" % (len(attempts) / wall), "%.3f" % (span / len(attempts) * 1e3), ",".join(modes))
 PY
 }
 sweep() { # sweep MODE ARGV...: prints rates
@@ -161,9 +157,17 @@ for case in "pytest trivial|${PYTEST[*]} test_trivial.py::test_trivial" \
   [ "$name" = "pytest race" ] && printf '  failures: cold %s/%s, warm %s/%s' "$cf" "$cn" "$wf" "$wn"
   echo
 done
-noop=${per_attempt[no-op script]}
-echo "no-op warm attempt through flakehunt: $noop ms per attempt (median of its seconds and the gap to the next), floor $floor ms:" \
-  "flakehunt's overhead per warm attempt $(python3 -c "print('%.2f' % ($noop - $floor))") ms (target < 2 ms)"
+# flakehunt's overhead per warm attempt: the no-op script's time per attempt, with one parent for
+# all of them (`[warm] recycle-after = 0`), less the bare fork of the floor line. The table's
+# rates count the default recycling (a new parent every 50 attempts): its share per attempt is
+# the difference between the two no-op figures.
+printf '[warm]\nrecycle-after = 0\n' >"$tmp/flakehunt.toml"
+read -r _ _ _ _ noop _ <<<"$(sweep --warm python3 noop.py)"
+rm "$tmp/flakehunt.toml"
+recycled=${per_attempt[no-op script]}
+echo "no-op warm attempt through flakehunt: $noop ms per attempt with one parent ($recycled ms with a new parent every 50), floor $floor ms:" \
+  "flakehunt's overhead per warm attempt $(python3 -c "print('%.2f' % ($noop - $floor))") ms (target < 2 ms);" \
+  "recycling adds $(python3 -c "print('%.2f' % ($recycled - $noop))") ms per attempt"
 # The race's rate drifts with the machine's load, so two sweeps one after the other can differ:
 # interleaved in one sweep (every second attempt cold, `[warm] cold-every = 2`), the summary's
 # `modes` compares the two rates on the same minutes of the machine.

@@ -11,11 +11,12 @@
 //! `{"refused": "..."}`.
 //!
 //! Protocol, one message each way per attempt (a message is one JSON line):
-//! - request: `{"argv": [...], "env": {...}, "cwd": "...", "cpus": [..] | null, "rlimits":
-//!   [[name, soft, hard]], "nice": n | null, "sched_idle": bool}` with the fds stdout, stderr,
-//!   status (write ends of pipes flakehunt reads) and one `cgroup.procs` per cgroup to join,
-//!   passed with `SCM_RIGHTS`. `argv` is what follows `-m pytest` (the attempt's node ids in its
-//!   order) or the script; `env` is the attempt's whole environment.
+//! - request: `{"argv": [...], "set": {...}, "unset": [...], "cwd": "...", "cpus": [..] | null,
+//!   "rlimits": [[name, soft, hard]], "nice": n | null, "sched_idle": bool}` with the fds
+//!   stdout, stderr, status (write ends of pipes flakehunt reads) and one `cgroup.procs` per
+//!   cgroup to join, passed with `SCM_RIGHTS`. `argv` is what follows `-m pytest` (the attempt's
+//!   node ids in its order) or the script; `set` and `unset` are how the attempt's whole
+//!   environment differs from the one the parent was started with.
 //! - reply: `{"pid": N}` with a pidfd of the child, once the child has applied everything, or
 //!   `{"error": "...", "errno": N}` when a setting was refused (as a cold start fails).
 //! - `{"settled": PID}` (no reply), once flakehunt has read what it measures of the started
@@ -40,7 +41,7 @@
 //! fork (`os.register_at_fork(after_in_child=_inst.seed)` in CPython's random.py, checked on
 //! 3.11), and the child re-seeds numpy's global generator, which does not.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, IoSlice, IoSliceMut, Read};
@@ -286,6 +287,8 @@ pub struct WarmParent<'t> {
     target: WarmTarget,
     /// The parent's variables that Python or the dynamic loader read at start-up.
     startup_env: Vec<(String, String)>,
+    /// The parent's whole environment, which an attempt's request changes.
+    parent_env: BTreeMap<String, String>,
     served: AtomicU64,
     native_threads: u32,
 }
@@ -357,8 +360,9 @@ impl<'t> WarmParent<'t> {
             cwd: launch.cwd.clone(),
             setup: Default::default(),
         };
-        let startup_env =
-            startup_vars(&parent).ok_or_else(|| WarmError::NotServed("a variable that is not UTF-8".into()))?;
+        let not_utf8 = || WarmError::NotServed("a variable that is not UTF-8".into());
+        let startup_env = startup_vars(&parent).ok_or_else(not_utf8)?;
+        let parent_env = full_env(&parent).ok_or_else(not_utf8)?.into_iter().collect();
         let spawned = tree.spawn_helper(|| parent.spawn(), |c| c.pid)?;
         let pid = spawned.pid;
         let pidfd = match spawned.pidfd {
@@ -381,6 +385,7 @@ impl<'t> WarmParent<'t> {
             inner: Arc::new(inner),
             target,
             startup_env,
+            parent_env,
             served: AtomicU64::new(0),
             native_threads: hello.native_threads,
         })
@@ -427,9 +432,18 @@ impl<'t> WarmParent<'t> {
             None => std::env::current_dir().map_err(WarmError::Start)?,
         };
         let setup = &launch.setup;
+        // What the attempt's environment changes in the parent's: a few names, not the whole
+        // environment (the fork writes only these, and each write copies a shared page).
+        let unset: Vec<&String> = self.parent_env.keys().filter(|n| !env.iter().any(|(m, _)| m == *n)).collect();
+        let set: serde_json::Map<String, serde_json::Value> = env
+            .iter()
+            .filter(|(n, v)| self.parent_env.get(n) != Some(v))
+            .map(|(n, v)| (n.clone(), v.as_str().into()))
+            .collect();
         let mut request = serde_json::json!({
             "argv": argv,
-            "env": env.into_iter().map(|(n, v)| (n, v.into())).collect::<serde_json::Map<_, _>>(),
+            "set": set,
+            "unset": unset,
             "cwd": cwd.to_str().ok_or_else(|| WarmError::NotServed("a directory that is not UTF-8".into()))?,
             "cpus": setup.cpus,
             "rlimits": setup.rlimits.iter().map(|l| (l.resource.name(), l.soft, l.hard)).collect::<Vec<_>>(),

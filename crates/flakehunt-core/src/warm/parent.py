@@ -35,6 +35,7 @@ in every child). End-of-file on the socket means flakehunt is done: it waits for
 exits.
 """
 
+import array
 import ast
 import json
 import os
@@ -363,15 +364,14 @@ def _apply(request, fds):
             os.close(fd)
     if request.get("cwd"):
         os.chdir(request["cwd"])
-    # The whole environment of the attempt, set before any of the user's code runs in the child:
-    # only what differs from the parent's is written, since each write copies pages the child
-    # shares with the parent (clearing and refilling it cost a millisecond per attempt).
-    env = request["env"]
-    for name in [n for n in os.environ if n not in env]:
-        del os.environ[name]
-    for name, value in env.items():
-        if os.environ.get(name) != value:
-            os.environ[name] = value
+    # The attempt's environment, set before any of the user's code runs in the child: flakehunt
+    # sends what differs from the environment the parent was started with (a fork writes only
+    # those variables, since each write copies a page it shares with the parent). What the
+    # warm-up itself set (pytest's PYTEST_VERSION) stays, as a cold start sets it again.
+    for name in request["unset"]:
+        os.environ.pop(name, None)
+    for name, value in request["set"].items():
+        os.environ[name] = value
 
 
 def _reap(pid, status_fd, pidfd):
@@ -383,6 +383,29 @@ def _reap(pid, status_fd, pidfd):
         pass
     os.close(status_fd)
     os.close(pidfd)
+
+
+def _recv(conn):
+    """One message and the fds it carries; b"" at end-of-file. Read into one buffer, mapped
+    once (its pages are touched only as far as a message reaches): a request may name thousands
+    of node ids, and a buffer of that size allocated and unmapped per message costs a mapping
+    and a TLB flush on every CPU each time."""
+    if _BUFFER[0] is None:
+        import mmap
+
+        _BUFFER[0] = mmap.mmap(-1, 1 << 22)
+    fds = array.array("i")
+    try:
+        size, ancillary, _flags, _addr = conn.recvmsg_into([_BUFFER[0]], socket.CMSG_SPACE(64 * fds.itemsize))
+    except OSError:
+        return b"", []
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return _BUFFER[0][:size], list(fds)
+
+
+_BUFFER = [None]
 
 
 def _serve(conn):
@@ -414,10 +437,7 @@ def _serve(conn):
                 else:
                     exited[pid] = (status_fd, fd)
                 continue
-            try:
-                msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 22, 64)
-            except (ConnectionResetError, OSError):
-                msg, fds = b"", []
+            msg, fds = _recv(conn)
             if not msg:
                 open_ = False
                 poller.unregister(conn.fileno())

@@ -143,6 +143,14 @@ fn the_environment_overlay_and_flakehunt_iteration_reach_the_test() {
     let ex = run_warm(&parent, &pytest_launch(dir.path(), 8, &nodes), 8);
     assert_eq!(ex.status, Status::Exited(1), "{}", stdout(&ex));
     assert!(stdout(&ex).contains("overlay=None iteration=8"), "{}", stdout(&ex));
+    // A variable of the parent's that an attempt removes is gone in its fork.
+    let mut with_overlay = pytest_launch(dir.path(), 0, &nodes);
+    with_overlay.env.push(("OVERLAY".into(), Some("yes".into())));
+    let parent = WarmParent::start(&with_overlay, &tree, &WarmOptions::default()).unwrap();
+    let mut removed = pytest_launch(dir.path(), 9, &nodes);
+    removed.env.push(("OVERLAY".into(), None));
+    let ex = run_warm(&parent, &removed, 9);
+    assert!(stdout(&ex).contains("overlay=None iteration=9"), "{}", stdout(&ex));
 }
 
 const PROBE: &str = r#"
