@@ -108,7 +108,9 @@ pub enum WarmError {
 #[derive(Debug, Clone)]
 pub struct WarmOptions {
     /// A new parent (with a new hash seed) after this many attempts of one parent, so that
-    /// hash-order flakiness is still met; `None` keeps one parent.
+    /// hash-order flakiness is still met; `None` keeps one parent. The new one is started while
+    /// the old one serves its last attempts (see [`WarmParent::launch`]), so attempts do not
+    /// wait for its warm-up.
     pub recycle_after: Option<u64>,
     /// How long warm-up may take before the parent is refused.
     pub warmup_timeout: Duration,
@@ -139,8 +141,9 @@ impl WarmOptions {
     }
 }
 
-/// Attempts per parent by default: a warm-up costs about one cold attempt, so this keeps warm
-/// attempts at 98% of a hunt while a 1,000-attempt hunt still meets 20 hash seeds.
+/// Attempts per parent by default: a 1,000-attempt hunt meets 20 hash seeds. A warm-up costs
+/// about one cold attempt, of CPU rather than of waiting (the successor warms up beside the
+/// attempts), so this spends about 2% of a hunt's CPU on warm-ups.
 pub const DEFAULT_RECYCLE: u64 = 50;
 
 /// The warm plan of a new hunt: on when asked (`asked`, else `by_default`) for a target a warm
@@ -291,6 +294,55 @@ pub struct WarmParent<'t> {
     parent_env: BTreeMap<String, String>,
     served: AtomicU64,
     native_threads: u32,
+    /// From its start to its ready line.
+    warmup: Duration,
+    ready_at: Instant,
+}
+
+/// A warm parent that is warming up: see [`WarmParent::launch`]. Dropped before it is ready, it
+/// is ended at once.
+pub struct Pending<'t> {
+    /// Taken by [`Self::ready`].
+    inner: Option<Inner<'t>>,
+    listener: OwnedFd,
+    /// Its stdout and stderr, read while it warms up; taken by [`Self::ready`].
+    output: Option<(File, File)>,
+    launched: Instant,
+    timeout: Duration,
+    target: WarmTarget,
+    startup_env: Vec<(String, String)>,
+    parent_env: BTreeMap<String, String>,
+}
+
+impl<'t> Pending<'t> {
+    /// Waits for the parent's warm-up (what is left of it) and returns the ready parent, or its
+    /// refusal (one line).
+    pub fn ready(mut self) -> Result<WarmParent<'t>, WarmError> {
+        let inner = self.inner.take().expect("ready once");
+        let deadline = crate::bounds::deadline(self.launched, self.timeout);
+        let (stdout, stderr) = self.output.take().expect("ready once");
+        let (conn, hello) = warm_up(&inner, &self.listener, stdout, stderr, deadline, self.timeout)?;
+        *inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
+        Ok(WarmParent {
+            inner: Arc::new(inner),
+            target: self.target.clone(),
+            startup_env: std::mem::take(&mut self.startup_env),
+            parent_env: std::mem::take(&mut self.parent_env),
+            served: AtomicU64::new(0),
+            native_threads: hello.native_threads,
+            warmup: self.launched.elapsed(),
+            ready_at: Instant::now(),
+        })
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Some(inner) = &self.inner {
+            // Not ready: nothing would tell it to end, so it is ended here (then reaped).
+            let _ = rustix::process::kill_process_group(raw_pid(inner.pid), Signal::KILL);
+        }
+    }
 }
 
 /// The parent process and its socket; dropped when the last attempt it forked has been reaped.
@@ -331,6 +383,13 @@ impl<'t> WarmParent<'t> {
     /// attempt's: its per-attempt `FLAKEHUNT_*` variables and settings are left out) and waits
     /// for its warm-up. A refusal is [`WarmError::Refused`] with one line saying why.
     pub fn start(launch: &Launch, tree: &'t ProcessTree, options: &WarmOptions) -> Result<Self, WarmError> {
+        Self::launch(launch, tree, options)?.ready()
+    }
+
+    /// Starts a warm parent as [`Self::start`] does, without waiting for its warm-up: it warms
+    /// up by itself meanwhile (a cell starts its next parent while the current one serves its
+    /// last attempts), and [`Pending::ready`] waits for what is left of it.
+    pub fn launch(launch: &Launch, tree: &'t ProcessTree, options: &WarmOptions) -> Result<Pending<'t>, WarmError> {
         let target = match (WarmTarget::of(launch), &options.target) {
             (Some(WarmTarget::Pytest { .. }), Some(fixed)) => fixed.clone(),
             (target, _) => target.ok_or(WarmError::Unsupported)?,
@@ -379,15 +438,15 @@ impl<'t> WarmParent<'t> {
         };
         let inner = Inner { conn: Mutex::new(None), pid, pidfd, tree, _dir: dir };
         // From here on, dropping `inner` ends and reaps the parent.
-        let (conn, hello) = warm_up(&inner, &listener, spawned.stdout, spawned.stderr, options.warmup_timeout)?;
-        *inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
-        Ok(Self {
-            inner: Arc::new(inner),
+        Ok(Pending {
+            inner: Some(inner),
+            listener,
+            output: Some((spawned.stdout, spawned.stderr)),
+            launched: Instant::now(),
+            timeout: options.warmup_timeout,
             target,
             startup_env,
             parent_env,
-            served: AtomicU64::new(0),
-            native_threads: hello.native_threads,
         })
     }
 
@@ -406,6 +465,20 @@ impl<'t> WarmParent<'t> {
     /// Attempts this parent has forked.
     pub fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
+    }
+
+    /// Whether this parent, replaced after `recycle_after` attempts, is due to be replaced soon
+    /// enough that its successor should start warming up now: once it has served half its
+    /// attempts, or earlier when the rest, at the pace it has served them so far, take less
+    /// than twice its own warm-up. Then no attempt after the cell's first waits for a warm-up.
+    fn due_within(&self, recycle_after: u64) -> bool {
+        let served = self.served();
+        let left = recycle_after.saturating_sub(served);
+        if served == 0 || left * 2 <= recycle_after {
+            return served > 0;
+        }
+        let per_attempt = self.ready_at.elapsed().as_secs_f64() / served as f64;
+        left as f64 * per_attempt <= 2.0 * self.warmup.as_secs_f64()
     }
 
     /// Starts one attempt as a fork of this parent: `launch` is the attempt's launch as a cold
@@ -564,13 +637,13 @@ fn warm_up(
     listener: &OwnedFd,
     stdout: File,
     stderr: File,
+    deadline: Instant,
     timeout: Duration,
 ) -> Result<(OwnedFd, Hello), WarmError> {
     let mut out = Capture::new(0, 2048);
     let mut err = Capture::new(0, 2048);
     let mut streams = [Some(stdout), Some(stderr)];
     let mut conn: Option<OwnedFd> = None;
-    let deadline = crate::bounds::deadline(Instant::now(), timeout);
     let mut buf = vec![0u8; 16 * 1024];
     let refused = |reason: String, out: &Capture, err: &Capture| WarmError::Refused {
         reason,
@@ -657,6 +730,8 @@ pub struct WarmCell<'t> {
 
 struct CellState<'t> {
     parent: Option<Arc<WarmParent<'t>>>,
+    /// The parent that replaces it once it is worn, started early enough to be warm by then.
+    next: Option<Pending<'t>>,
     /// Why warm attempts are off for the cell, once they are.
     off: Option<String>,
     /// Reasons already said.
@@ -682,7 +757,7 @@ impl<'t> WarmCell<'t> {
         Self {
             tree,
             options,
-            state: Mutex::new(CellState { parent: None, off: None, said: BTreeSet::new(), asked: 0 }),
+            state: Mutex::new(CellState { parent: None, next: None, off: None, said: BTreeSet::new(), asked: 0 }),
         }
     }
 
@@ -702,7 +777,11 @@ impl<'t> WarmCell<'t> {
             if state.parent.as_deref().is_none_or(worn) {
                 // The worn parent lives on until its last attempt has been reaped.
                 state.parent = None;
-                match WarmParent::start(launch, self.tree, &self.options) {
+                let next = match state.next.take() {
+                    Some(pending) => Ok(pending),
+                    None => WarmParent::launch(launch, self.tree, &self.options),
+                };
+                match next.and_then(Pending::ready) {
                     Ok(p) => state.parent = Some(Arc::new(p)),
                     Err(e) => {
                         let reason = e.to_string();
@@ -711,7 +790,12 @@ impl<'t> WarmCell<'t> {
                     }
                 }
             }
-            Arc::clone(state.parent.as_ref().expect("started above"))
+            let parent = Arc::clone(state.parent.as_ref().expect("started above"));
+            if state.next.is_none() && self.options.recycle_after.is_some_and(|n| parent.due_within(n)) {
+                // A failure to start it is met (and said) when the parent is needed.
+                state.next = WarmParent::launch(launch, self.tree, &self.options).ok();
+            }
+            parent
         };
         match parent.start_attempt(launch, marker) {
             Ok(running) => Ok(Start::Warm(running)),

@@ -291,17 +291,28 @@ fn a_collection_error_refuses_and_a_cell_recycles_its_parent_after_n_attempts() 
     std::fs::write(dir.path().join("probe.py"), PROBE).unwrap();
     let cell = WarmCell::new(&tree, WarmOptions { recycle_after: Some(2), ..Default::default() });
     let cancel = Cancel::new().unwrap();
-    let mut parents = Vec::new();
+    let (mut parents, mut successors) = (Vec::new(), Vec::new());
     for iteration in 1..=3 {
         let launch = script_launch(dir.path(), "probe.py", iteration);
         let Start::Warm(running) = cell.start(&launch, marker(iteration)).unwrap() else { panic!("cold") };
         let ex = running.wait(&limits(), &cancel);
         assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
-        parents.push(cell.state.lock().unwrap().parent.as_ref().unwrap().pid());
+        let state = cell.state.lock().unwrap();
+        parents.push(state.parent.as_ref().unwrap().pid());
+        successors.push(state.next.as_ref().and_then(|p| p.inner.as_ref()).map(|i| i.pid));
     }
     assert_eq!(parents[0], parents[1]);
     assert_ne!(parents[1], parents[2], "a new parent after two attempts");
+    // Its successor was started while it served (once it had served half its attempts), and
+    // is the parent that took over.
+    assert_eq!(successors[1], Some(parents[2]), "{successors:?} {parents:?}");
     assert!(wait_gone(parents[0]), "the worn parent ended once its attempts were reaped");
+    // A successor that never served is ended with its cell.
+    let waiting = cell.state.lock().unwrap().next.as_ref().and_then(|p| p.inner.as_ref()).map(|i| i.pid);
+    drop(cell);
+    if let Some(pid) = waiting {
+        assert!(wait_gone(pid), "the waiting successor {pid} ended with its cell");
+    }
 }
 
 #[test]
