@@ -1,7 +1,7 @@
 //! What an adaptive hunt keeps in its record and adds to its summary: the plan's options in the
 //! manifest (so `--resume`, `report` and `merge` rebuild the same plan), the runtime and the
 //! runner's width a new hunt is prepared with, and the summary's `reproduction` and typed
-//! details. Main functions: [`options_of`], [`prepare`], [`summarize`].
+//! details. Main functions: [`options_of`], [`prepare`], [`HuntSummary`].
 
 use std::path::Path;
 

@@ -11,7 +11,7 @@
 //! hunt: shards of different versions may not merge.
 //!
 //! Every value the user gave is quoted for the language it is written into, and only there:
-//! shell words with [`quote`], YAML scalars with [`yaml_str`] / [`yaml_block`], comments with
+//! shell words with [`quote`], YAML scalars with `yaml_str` / `yaml_block`, comments with
 //! [`display_word`] (one line, so a newline in an argument cannot end a comment and run the
 //! rest of the argument as a command).
 
