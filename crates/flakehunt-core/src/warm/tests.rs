@@ -292,7 +292,7 @@ fn a_collection_error_refuses_and_a_cell_recycles_its_parent_after_n_attempts() 
     let cell = WarmCell::new(&tree, WarmOptions { recycle_after: Some(2), ..Default::default() });
     let cancel = Cancel::new().unwrap();
     let (mut parents, mut successors) = (Vec::new(), Vec::new());
-    for iteration in 1..=3 {
+    for iteration in 1..=4 {
         let launch = script_launch(dir.path(), "probe.py", iteration);
         let Start::Warm(running) = cell.start(&launch, marker(iteration)).unwrap() else { panic!("cold") };
         let ex = running.wait(&limits(), &cancel);
@@ -308,11 +308,12 @@ fn a_collection_error_refuses_and_a_cell_recycles_its_parent_after_n_attempts() 
     assert_eq!(successors[1], Some(parents[2]), "{successors:?} {parents:?}");
     assert!(wait_gone(parents[0]), "the worn parent ended once its attempts were reaped");
     // A successor that never served is ended with its cell.
-    let waiting = cell.state.lock().unwrap().next.as_ref().and_then(|p| p.inner.as_ref()).map(|i| i.pid);
+    // The fourth attempt was the new parent's second of two: its own successor waits, and is
+    // ended with the cell.
+    assert_eq!(parents[2], parents[3]);
+    let waiting = successors[3].expect("the new parent's successor is started at its half");
     drop(cell);
-    if let Some(pid) = waiting {
-        assert!(wait_gone(pid), "the waiting successor {pid} ended with its cell");
-    }
+    assert!(wait_gone(waiting), "the waiting successor {waiting} ended with its cell");
 }
 
 #[test]
