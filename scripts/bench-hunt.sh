@@ -87,19 +87,17 @@ def failed(a):
 # What the hunt concluded of the cell: confirmed against the baseline (p < 0.01 on fresh
 # attempts), not confirmed (a failure no condition explains), or the baseline itself.
 try:
-    details = json.loads((rec / "summary.json").read_text()).get("details") or {}
+    summary = json.loads((rec / "summary.json").read_text())
 except (OSError, ValueError):
-    details = {}
+    summary = {}
+details = summary.get("details") or {}
 def verdict(cell):
     if manifest.get("kind") != "hunt" or cell == "default":
         return cell
     p = details.get("p_value")
     return f"{cell},{'confirmed' if p is not None and p < 0.01 else 'unconfirmed'}"
 # A hunt's own reproduction (the arm its plan confirmed, folded in id order) when it has one.
-try:
-    repro = json.loads((rec / "summary.json").read_text()).get("reproduction")
-except (OSError, ValueError):
-    repro = None
+repro = summary.get("reproduction")
 if manifest.get("kind") == "hunt" and repro:
     print(f'{repro["seconds"]:.1f} {verdict(repro["cell"])} {repro["attempts"]}'); sys.exit()
 fails = collections.Counter()

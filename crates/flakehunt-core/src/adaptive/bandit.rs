@@ -865,10 +865,9 @@ mod tests {
     }
 
     /// Every step with the cells that ran beside it when it started.
-    fn beside(steps: &[Step], attempts: &[Attempt]) -> Vec<(String, Vec<String>)> {
+    fn beside(steps: &[Step]) -> Vec<(String, Vec<String>)> {
         // The fake executor ends the oldest attempt first, so attempt `i` runs beside the
         // `running - 1` attempts issued just before it.
-        let _ = attempts;
         steps
             .iter()
             .enumerate()
@@ -883,11 +882,11 @@ mod tests {
     fn arms_share_the_machine_only_where_they_fit_and_copies_run_together() {
         let mut plan = BanditPlan::new(options(5));
         // A target busy on a tenth of a CPU: plain attempts fit side by side.
-        let (steps, attempts) = drive(&mut plan, 1500, |_, _, _| Result { cpu: Some(0.002), ..pass(0.02) });
+        let (steps, _) = drive(&mut plan, 1500, |_, _, _| Result { cpu: Some(0.002), ..pass(0.02) });
         let alone = |cell: &str| cell.starts_with("noisy") || cell.starts_with("copies");
         let pinned = |cell: &str| cell.starts_with("one-core");
         let mut side_by_side = 0;
-        for (cell, others) in beside(&steps, &attempts) {
+        for (cell, others) in beside(&steps) {
             side_by_side += usize::from(!others.is_empty());
             if let Some(n) = cell.strip_prefix("copies=") {
                 assert!(others.iter().all(|o| *o == cell) && others.len() < n.parse().unwrap(), "{cell} {others:?}");
@@ -908,10 +907,10 @@ mod tests {
             .all(|c| c.len() < 4 || c.iter().map(|s| s.running).collect::<Vec<_>>() == [1, 2, 3, 4]));
         // A target that keeps a CPU busy runs one plain attempt per CPU at most.
         let mut busy = BanditPlan::new(options(5));
-        let (steps, attempts) = drive(&mut busy, 600, |_, _, _| Result { cpu: Some(0.02), ..pass(0.02) });
+        let (steps, _) = drive(&mut busy, 600, |_, _, _| Result { cpu: Some(0.02), ..pass(0.02) });
         let whole_cpu = |cell: &str| cell == "default" || cell.starts_with("jitter") || cell.starts_with("one-core");
         let mut pairs = 0;
-        for (cell, others) in beside(&steps, &attempts).iter().filter(|(cell, _)| whole_cpu(cell)) {
+        for (cell, others) in beside(&steps).iter().filter(|(cell, _)| whole_cpu(cell)) {
             let busy_beside = others.iter().filter(|o| whole_cpu(o)).count();
             assert!(busy_beside <= 1, "{cell} ran beside {others:?}");
             pairs += busy_beside;

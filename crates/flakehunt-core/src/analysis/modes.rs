@@ -21,10 +21,11 @@ pub struct ModeRate {
 }
 
 impl ModeRate {
-    fn add(&mut self, failed: bool) {
-        self.attempts += 1;
-        self.failures += u64::from(failed);
-        self.rate = self.failures as f64 / self.attempts as f64;
+    /// Counts `attempts` more, `failures` of them failed.
+    fn add(&mut self, attempts: u64, failures: u64) {
+        self.attempts += attempts;
+        self.failures += failures;
+        self.rate = if self.attempts == 0 { 0.0 } else { self.failures as f64 / self.attempts as f64 };
     }
 
     fn text(&self) -> String {
@@ -72,9 +73,10 @@ impl ModeTally {
     /// Counts one attempt.
     pub fn add(&mut self, attempt: &Attempt) {
         let (warm, cold) = self.by_cell.entry(attempt.cell.clone()).or_default();
+        let failed = u64::from(attempt.outcome.is_failure());
         match attempt.mode {
-            Mode::Warm => warm.add(attempt.outcome.is_failure()),
-            Mode::Cold => cold.add(attempt.outcome.is_failure()),
+            Mode::Warm => warm.add(1, failed),
+            Mode::Cold => cold.add(1, failed),
         }
     }
 
@@ -84,8 +86,7 @@ impl ModeTally {
         let mut s = ModeSummary::default();
         for (cell, (warm, cold)) in &self.by_cell {
             for (total, part) in [(&mut s.warm, warm), (&mut s.cold, cold)] {
-                total.attempts += part.attempts;
-                total.failures += part.failures;
+                total.add(part.attempts, part.failures);
             }
             if warm.attempts > 0 && cold.attempts > 0 {
                 let only_cold = cold.failures > 0 && warm.failures == 0;
@@ -94,9 +95,6 @@ impl ModeTally {
         }
         if s.warm.attempts == 0 {
             return None;
-        }
-        for m in [&mut s.warm, &mut s.cold] {
-            m.rate = if m.attempts == 0 { 0.0 } else { m.failures as f64 / m.attempts as f64 };
         }
         if s.cold.attempts == 0 {
             let note = format!(

@@ -145,12 +145,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
             let (target, setup, adapter) = super::suite::prepare(spec, &dir)?;
-            let why_cold;
-            let by_default = spec.kind.warm_by_default();
-            (settings.warm, why_cold) = crate::warm::plan(spec.settings.warm, by_default, &target, &spec.config.warm);
-            if let Some(why) = why_cold {
-                sink.event(&Event::RunsCold(&why))?;
-            }
+            settings.warm = warm_plan(spec, &target, sink)?;
             let (cells, extra) = super::suite::cells(spec, &target, setup, adapter)?;
             let seed = spec.seed.unwrap_or_else(random_seed);
             let (manifest, recorder) = create_record(kind, target, settings, cells, extra, None, seed, spec.shard, &dir)?;
@@ -168,12 +163,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             };
             let (cells, mut extra) = cells_of(spec, &target, sink)?;
             extra.adapter = adapter;
-            let by_default = spec.kind.warm_by_default();
-            let why_cold;
-            (settings.warm, why_cold) = crate::warm::plan(spec.settings.warm, by_default, &target, &spec.config.warm);
-            if let Some(why) = why_cold {
-                sink.event(&Event::RunsCold(&why))?;
-            }
+            settings.warm = warm_plan(spec, &target, sink)?;
             let seed = spec.seed.unwrap_or_else(random_seed);
             let (manifest, recorder) = create_record(kind, target, settings, cells, extra, oracle, seed, spec.shard, &dir)?;
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
@@ -348,6 +338,17 @@ fn placeholder_setup() -> crate::suite::setup::SuiteSetup {
         python_path: None,
         collect_seconds: 0.0,
     }
+}
+
+/// The warm plan of a new hunt of `target` (see [`crate::warm::plan`]); why `--warm` cannot
+/// serve the target is said to `sink`.
+fn warm_plan(spec: &HuntSpec, target: &Target, sink: &mut dyn EventSink) -> Result<Option<plan::WarmPlan>, HuntError> {
+    let (warm, why_cold) =
+        crate::warm::plan(spec.settings.warm, spec.kind.warm_by_default(), target, &spec.config.warm);
+    if let Some(why) = why_cold {
+        sink.event(&Event::RunsCold(&why))?;
+    }
+    Ok(warm)
 }
 
 /// Settings from the shared options, checked.

@@ -288,9 +288,8 @@ fn without_junitxml(args: &[String]) -> (Vec<String>, Option<String>) {
 pub struct WarmParent<'t> {
     inner: Arc<Inner<'t>>,
     target: WarmTarget,
-    /// The parent's variables that Python or the dynamic loader read at start-up.
-    startup_env: Vec<(String, String)>,
-    /// The parent's whole environment, which an attempt's request changes.
+    /// The parent's whole environment, which an attempt's request changes; what Python or the
+    /// dynamic loader read of it at start-up no attempt may change.
     parent_env: BTreeMap<String, String>,
     served: AtomicU64,
     native_threads: u32,
@@ -300,48 +299,35 @@ pub struct WarmParent<'t> {
 }
 
 /// A warm parent that is warming up: see [`WarmParent::launch`]. Dropped before it is ready, it
-/// is ended at once.
+/// is ended at once (it never connected, so nothing else would tell it to end).
 pub struct Pending<'t> {
-    /// Taken by [`Self::ready`].
-    inner: Option<Inner<'t>>,
+    inner: Inner<'t>,
     listener: OwnedFd,
-    /// Its stdout and stderr, read while it warms up; taken by [`Self::ready`].
-    output: Option<(File, File)>,
+    /// Its stdout and stderr, read while it warms up.
+    output: (File, File),
     launched: Instant,
     timeout: Duration,
     target: WarmTarget,
-    startup_env: Vec<(String, String)>,
     parent_env: BTreeMap<String, String>,
 }
 
 impl<'t> Pending<'t> {
     /// Waits for the parent's warm-up (what is left of it) and returns the ready parent, or its
     /// refusal (one line).
-    pub fn ready(mut self) -> Result<WarmParent<'t>, WarmError> {
-        let inner = self.inner.take().expect("ready once");
-        let deadline = crate::bounds::deadline(self.launched, self.timeout);
-        let (stdout, stderr) = self.output.take().expect("ready once");
-        let (conn, hello) = warm_up(&inner, &self.listener, stdout, stderr, deadline, self.timeout)?;
+    pub fn ready(self) -> Result<WarmParent<'t>, WarmError> {
+        let Self { inner, listener, output: (stdout, stderr), launched, timeout, target, parent_env } = self;
+        let deadline = crate::bounds::deadline(launched, timeout);
+        let (conn, hello) = warm_up(&inner, &listener, stdout, stderr, deadline, timeout)?;
         *inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
         Ok(WarmParent {
             inner: Arc::new(inner),
-            target: self.target.clone(),
-            startup_env: std::mem::take(&mut self.startup_env),
-            parent_env: std::mem::take(&mut self.parent_env),
+            target,
+            parent_env,
             served: AtomicU64::new(0),
             native_threads: hello.native_threads,
-            warmup: self.launched.elapsed(),
+            warmup: launched.elapsed(),
             ready_at: Instant::now(),
         })
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if let Some(inner) = &self.inner {
-            // Not ready: nothing would tell it to end, so it is ended here (then reaped).
-            let _ = rustix::process::kill_process_group(raw_pid(inner.pid), Signal::KILL);
-        }
     }
 }
 
@@ -419,9 +405,8 @@ impl<'t> WarmParent<'t> {
             cwd: launch.cwd.clone(),
             setup: Default::default(),
         };
-        let not_utf8 = || WarmError::NotServed("a variable that is not UTF-8".into());
-        let startup_env = startup_vars(&parent).ok_or_else(not_utf8)?;
-        let parent_env = full_env(&parent).ok_or_else(not_utf8)?.into_iter().collect();
+        let parent_env =
+            full_env(&parent).ok_or_else(|| WarmError::NotServed("a variable that is not UTF-8".into()))?;
         let spawned = tree.spawn_helper(|| parent.spawn(), |c| c.pid)?;
         let pid = spawned.pid;
         let pidfd = match spawned.pidfd {
@@ -439,13 +424,12 @@ impl<'t> WarmParent<'t> {
         let inner = Inner { conn: Mutex::new(None), pid, pidfd, tree, _dir: dir };
         // From here on, dropping `inner` ends and reaps the parent.
         Ok(Pending {
-            inner: Some(inner),
+            inner,
             listener,
-            output: Some((spawned.stdout, spawned.stderr)),
+            output: (spawned.stdout, spawned.stderr),
             launched: Instant::now(),
             timeout: options.warmup_timeout,
             target,
-            startup_env,
             parent_env,
         })
     }
@@ -473,9 +457,12 @@ impl<'t> WarmParent<'t> {
     /// than twice its own warm-up. Then no attempt after the cell's first waits for a warm-up.
     fn due_within(&self, recycle_after: u64) -> bool {
         let served = self.served();
+        if served == 0 {
+            return false;
+        }
         let left = recycle_after.saturating_sub(served);
-        if served == 0 || left * 2 <= recycle_after {
-            return served > 0;
+        if left * 2 <= recycle_after {
+            return true;
         }
         let per_attempt = self.ready_at.elapsed().as_secs_f64() / served as f64;
         left as f64 * per_attempt <= 2.0 * self.warmup.as_secs_f64()
@@ -489,16 +476,17 @@ impl<'t> WarmParent<'t> {
         let other = WarmTarget::of(launch).ok_or(WarmError::NotServed("another program".into()))?;
         let (argv, junitxml) = self.target.attempt_argv(&other)?;
         let env = full_env(launch).ok_or_else(|| WarmError::NotServed("a variable that is not UTF-8".into()))?;
-        let mut startup: Vec<(String, String)> = env.iter().filter(|(n, _)| read_at_startup(n)).cloned().collect();
-        startup.sort();
-        if startup != self.startup_env {
-            let names: BTreeSet<&str> = startup
-                .iter()
-                .chain(&self.startup_env)
-                .filter(|kv| !startup.contains(kv) || !self.startup_env.contains(kv))
-                .map(|(n, _)| n.as_str())
-                .collect();
-            return Err(WarmError::NotServed(names.into_iter().collect::<Vec<_>>().join(", ")));
+        let parent = &self.parent_env;
+        let changed = |n: &&String| env.get(*n) != parent.get(*n);
+        let read_at_start: BTreeSet<&str> = env
+            .keys()
+            .chain(parent.keys())
+            .filter(|n| read_at_startup(n))
+            .filter(changed)
+            .map(String::as_str)
+            .collect();
+        if !read_at_start.is_empty() {
+            return Err(WarmError::NotServed(read_at_start.into_iter().collect::<Vec<_>>().join(", ")));
         }
         let cwd = match &launch.cwd {
             Some(dir) => dir.clone(),
@@ -507,12 +495,9 @@ impl<'t> WarmParent<'t> {
         let setup = &launch.setup;
         // What the attempt's environment changes in the parent's: a few names, not the whole
         // environment (the fork writes only these, and each write copies a shared page).
-        let unset: Vec<&String> = self.parent_env.keys().filter(|n| !env.iter().any(|(m, _)| m == *n)).collect();
-        let set: serde_json::Map<String, serde_json::Value> = env
-            .iter()
-            .filter(|(n, v)| self.parent_env.get(n) != Some(v))
-            .map(|(n, v)| (n.clone(), v.as_str().into()))
-            .collect();
+        let unset: Vec<&String> = parent.keys().filter(|n| !env.contains_key(*n)).collect();
+        let set: serde_json::Map<String, serde_json::Value> =
+            env.iter().filter(|(n, _)| changed(n)).map(|(n, v)| (n.clone(), v.as_str().into())).collect();
         let mut request = serde_json::json!({
             "argv": argv,
             "set": set,
@@ -622,8 +607,9 @@ impl Reaped<'_> {
 impl Drop for Inner<'_> {
     fn drop(&mut self) {
         // Closing the socket tells the parent to exit; it has no child left (each holds this).
-        drop(self.conn.get_mut().unwrap_or_else(|e| e.into_inner()).take());
-        if !wait_readable(&self.pidfd, Duration::from_secs(5)) {
+        // One that never connected (still warming up, or refused) is told nothing: ended at once.
+        let told = self.conn.get_mut().unwrap_or_else(|e| e.into_inner()).take().is_some();
+        if !told || !wait_readable(&self.pidfd, Duration::from_secs(5)) {
             let _ = rustix::process::kill_process_group(raw_pid(self.pid), Signal::KILL);
         }
         waitpid(self.pid);
@@ -821,24 +807,19 @@ impl<'t> WarmCell<'t> {
 
 /// The attempt's whole environment as its exec would get it, or `None` when a name or value is
 /// not UTF-8 (JSON strings cannot carry it).
-fn full_env(launch: &Launch) -> Option<Vec<(String, String)>> {
-    let mut env: Vec<(OsString, OsString)> = if launch.env_clear { Vec::new() } else { std::env::vars_os().collect() };
+fn full_env(launch: &Launch) -> Option<BTreeMap<String, String>> {
+    let mut env: BTreeMap<OsString, OsString> =
+        if launch.env_clear { BTreeMap::new() } else { std::env::vars_os().collect() };
     for (name, value) in &launch.env {
-        env.retain(|(n, _)| n != name);
-        if let Some(v) = value {
-            env.push((name.clone(), v.clone()));
-        }
+        match value {
+            Some(v) => env.insert(name.clone(), v.clone()),
+            None => env.remove(name),
+        };
     }
     env.into_iter().map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?))).collect()
 }
 
-/// The variables of a launch that the interpreter or the dynamic loader read at start-up, sorted.
-fn startup_vars(launch: &Launch) -> Option<Vec<(String, String)>> {
-    let mut vars: Vec<(String, String)> = full_env(launch)?.into_iter().filter(|(n, _)| read_at_startup(n)).collect();
-    vars.sort();
-    Some(vars)
-}
-
+/// Whether the interpreter or the dynamic loader reads the variable `name` at start-up.
 fn read_at_startup(name: &str) -> bool {
     name.starts_with("PYTHON") || name.starts_with("LD_")
 }

@@ -299,7 +299,7 @@ fn a_collection_error_refuses_and_a_cell_recycles_its_parent_after_n_attempts() 
         assert_eq!(ex.status, Status::Exited(0), "{}", stderr(&ex));
         let state = cell.state.lock().unwrap();
         parents.push(state.parent.as_ref().unwrap().pid());
-        successors.push(state.next.as_ref().and_then(|p| p.inner.as_ref()).map(|i| i.pid));
+        successors.push(state.next.as_ref().map(|p| p.inner.pid));
     }
     assert_eq!(parents[0], parents[1]);
     assert_ne!(parents[1], parents[2], "a new parent after two attempts");

@@ -115,7 +115,15 @@ sys.exit(0 if len(__import__("os").sched_getaffinity(0)) == 1 else 1)
 
 #[test]
 fn the_overlay_and_rlimits_reach_the_forked_child() {
-    let hunt = Hunt::sweep().without_json();
+    let hunt = Hunt::of("matrix").without_json().args([
+        "-D",
+        "OVERLAY=a,b",
+        "--rlimit",
+        "nofile=1024,512",
+        "--runs",
+        "2",
+        "--warm",
+    ]);
     let script = write(
         &hunt,
         "overlay.py",
@@ -124,17 +132,9 @@ import os, resource
 print("OVERLAY=%s nofile=%d" % (os.environ.get("OVERLAY"), resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
 "#,
     );
-    let dir = hunt.record_dir();
-    let out = assert_cmd::Command::cargo_bin("flakehunt")
-        .unwrap()
-        .args(["matrix", "-D", "OVERLAY=a,b", "--rlimit", "nofile=1024,512", "--runs", "2", "--warm", "--record"])
-        .arg(&dir)
-        .args(["--", "python3", script.to_str().unwrap()])
-        .timeout(crate::harness::RUN_LIMIT)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let attempts = attempts_in(&dir);
+    let run = hunt.command(["python3", script.to_str().unwrap()]).run();
+    run.expect_code(0);
+    let attempts = run.attempts();
     assert_eq!(attempts.len(), 8);
     assert!(all_warm(&attempts), "{:?}", modes(&attempts));
     for a in &attempts {
@@ -256,15 +256,9 @@ fn the_watchdog_ends_the_warm_parent_and_its_fork_when_flakehunt_is_sigkilled_an
     // Resumed at once: the killed hunt's watchdog may still be ending every process of the run
     // id the resumed hunt keeps; the resumed hunt waits for it before it starts anything.
     // --resume continues the hunt warm, from its record.
-    let out = assert_cmd::Command::cargo_bin("flakehunt")
-        .unwrap()
-        .args(["sweep", "--resume"])
-        .arg(&record)
-        .timeout(crate::harness::RUN_LIMIT)
-        .output()
-        .unwrap();
+    let resumed = Hunt::sweep().without_record().without_json().args(["--resume"]).args([&record]).run();
     let attempts = attempts_in(&record);
-    assert_eq!(out.status.code(), Some(0), "{}\n{attempts:#?}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(resumed.code, Some(0), "{}\n{attempts:#?}", resumed.stderr);
     assert_eq!(results(&attempts).len(), 5);
     assert!(all_warm(&attempts), "{:?}", modes(&attempts));
 }
@@ -278,18 +272,13 @@ fn the_adaptive_hunt_runs_a_python_target_warm_by_default_and_cold_with_no_warm(
         "import os, sys\nsys.exit(1 if int(os.environ['FLAKEHUNT_ITERATION']) % 4 == 0 else 0)\n",
     );
     for (flag, mode) in [(None, "warm"), (Some("--no-warm"), "cold")] {
-        let dir = hunt.scratch(&format!("record-{mode}"));
-        let out = assert_cmd::Command::cargo_bin("flakehunt")
-            .unwrap()
-            .args(["hunt", "--json", "-q", "--seed", "7", "--record"])
-            .arg(&dir)
+        let run = Hunt::of("hunt")
+            .args(["-q", "--seed", "7"])
             .args(flag)
-            .args(["--", "python3", script.to_str().unwrap()])
-            .timeout(crate::harness::RUN_LIMIT)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-        let attempts = attempts_in(&dir);
+            .command(["python3", script.to_str().unwrap()])
+            .run();
+        run.expect_code(1);
+        let attempts = run.attempts();
         // Arms whose preloaded library a fork cannot carry (jitter) run cold in a warm hunt.
         let served: Vec<&Value> =
             attempts.iter().filter(|a| !a["cell"].as_str().unwrap().starts_with("jitter")).collect();

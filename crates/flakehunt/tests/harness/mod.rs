@@ -65,7 +65,8 @@ pub fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
 }
 
-/// One invocation of `flakehunt sweep`, recording into a fresh temporary directory.
+/// One invocation of `flakehunt sweep` (or another hunt), recording into a fresh temporary
+/// directory.
 pub struct Hunt {
     args: Vec<OsString>,
     target: Vec<OsString>,
@@ -77,8 +78,13 @@ pub struct Hunt {
 impl Hunt {
     /// `flakehunt sweep --record <tmp>/record --json` with nothing else yet.
     pub fn sweep() -> Self {
+        Self::of("sweep")
+    }
+
+    /// `flakehunt SUBCOMMAND --record <tmp>/record --json` with nothing else yet.
+    pub fn of(subcommand: &str) -> Self {
         Self {
-            args: vec!["sweep".into()],
+            args: vec![subcommand.into()],
             target: Vec::new(),
             tmp: tempfile::tempdir().expect("a temporary directory"),
             record: true,
