@@ -441,9 +441,124 @@ static COMPILED: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     RULES.iter().map(|r| Regex::new(r.pattern).expect("redaction pattern compiles")).collect()
 });
 
+/// The values of secret-named variables this process knows (its own environment, which every
+/// target inherits, and the secret-named values a hunt gives its cells), found anywhere in
+/// text: a test that prints `$MY_API_TOKEN` has no shape to recognise it by. Values too short
+/// or too plain to be told from ordinary output (`1`, `true`, `disabled`, `20240105`) are left
+/// out: see [`SecretValues::worth_matching`].
+static SECRET_VALUES: std::sync::RwLock<Option<std::sync::Arc<SecretValues>>> = std::sync::RwLock::new(None);
+
+/// Literal secret values, matched by one automaton (the regex engine's multi-literal search).
+#[derive(Debug)]
+pub struct SecretValues {
+    values: Vec<String>,
+    regex: Option<Regex>,
+}
+
+impl SecretValues {
+    /// The matcher of `values`, those [`Self::worth_matching`] only.
+    pub fn new<I: IntoIterator<Item = String>>(values: I) -> Self {
+        let mut values: Vec<String> = values.into_iter().filter(|v| Self::worth_matching(v)).collect();
+        // Longest first, so that a value holding another is redacted whole.
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values.dedup();
+        let regex = (!values.is_empty()).then(|| {
+            let alternation: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
+            // Escaped literals always compile.
+            Regex::new(&format!("(?-u){}", alternation.join("|"))).expect("literal alternation compiles")
+        });
+        Self { values, regex }
+    }
+
+    /// Whether a value can be looked for in output without taking ordinary words and numbers
+    /// for it: at least 8 characters mixing two kinds (lower and upper case letters, digits,
+    /// the rest), or at least 16 of any kind (a passphrase of plain words). `hunter2` and
+    /// `disabled` are left to the rules by shape and by key.
+    pub fn worth_matching(value: &str) -> bool {
+        let classes = [
+            value.bytes().any(|b| b.is_ascii_lowercase()),
+            value.bytes().any(|b| b.is_ascii_uppercase()),
+            value.bytes().any(|b| b.is_ascii_digit()),
+            value.bytes().any(|b| !b.is_ascii_alphanumeric()),
+        ];
+        let kinds = classes.iter().filter(|c| **c).count();
+        !value.contains('\n') && ((value.len() >= 8 && kinds >= 2) || value.len() >= 16)
+    }
+
+    /// How many values are looked for.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `input` with every value replaced by the marker (the common case, none, not copied).
+    pub fn redact<'a>(&self, input: &'a [u8]) -> Cow<'a, [u8]> {
+        match &self.regex {
+            Some(regex) => regex.replace_all(input, REDACTED.as_bytes()),
+            None => Cow::Borrowed(input),
+        }
+    }
+}
+
+/// Adds `values` (of secret-named variables) to those looked for in everything redacted from
+/// now on; the ones too plain to match are left out.
+pub fn add_secret_values<I: IntoIterator<Item = String>>(values: I) {
+    let mut guard = SECRET_VALUES.write().unwrap_or_else(|e| e.into_inner());
+    let mut all: Vec<String> = guard.as_ref().map(|s| s.values.clone()).unwrap_or_default();
+    let before = all.len();
+    all.extend(values.into_iter().filter(|v| SecretValues::worth_matching(v) && !all.contains(v)).collect::<Vec<_>>());
+    if all.len() != before || guard.is_none() {
+        *guard = Some(std::sync::Arc::new(SecretValues::new(all)));
+    }
+}
+
+/// The values of this process's environment whose variable's name is secret
+/// ([`is_secret_name`]): what every target inherits.
+pub fn secret_values_of_environment() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| is_secret_name(k))
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// The secret values looked for now, if any.
+fn secret_values() -> Option<std::sync::Arc<SecretValues>> {
+    SECRET_VALUES.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// A test id with the secrets in it redacted and its shape kept: a pytest parameter part keeps
+/// its brackets (`test_p[token=<redacted>]`), each `/`-separated level (a path, a Go subtest) is
+/// redacted on its own, so a secret's redaction never runs into what follows it.
+pub fn test_id(id: &str) -> Cow<'_, str> {
+    let levels = |s: &str| -> String { s.split('/').map(|level| text(level)).collect::<Vec<_>>().join("/") };
+    let (head, params) = match id.find('[') {
+        Some(open) if open > 0 && id.ends_with(']') => (&id[..open], Some(&id[open + 1..id.len() - 1])),
+        _ => (id, None),
+    };
+    let written = match params {
+        Some(inner) => format!("{}[{}]", levels(head), text(inner)),
+        None => levels(head),
+    };
+    if written == id {
+        Cow::Borrowed(id)
+    } else {
+        Cow::Owned(written)
+    }
+}
+
 /// `bytes` with every secret value found in it redacted (see the module's rules).
 pub fn bytes(input: &[u8]) -> Cow<'_, [u8]> {
     let mut out = Cow::Borrowed(input);
+    if let Some(values) = secret_values() {
+        if let Cow::Owned(replaced) = values.redact(input) {
+            out = Cow::Owned(replaced);
+        }
+    }
     for (rule, regex) in RULES.iter().zip(COMPILED.iter()) {
         if !regex.is_match(&out) {
             continue;

@@ -40,8 +40,13 @@ impl Display {
         })
     }
 
-    /// Prints a line above the bar (or plainly when there is no terminal or no bar).
+    /// Prints a line above the bar (or plainly when there is no terminal or no bar). A line
+    /// may quote the target (a collection error, a state file's lines, a signature): redacted
+    /// like everything written, which costs nothing on the attempts the display only counts.
     pub fn println(&self, line: &str) {
+        let line: std::borrow::Cow<'_, str> =
+            if flakehunt_core::redact::enabled() { flakehunt_core::redact::text(line) } else { line.into() };
+        let line = line.as_ref();
         match &self.bar {
             Some(bar) if !bar.is_hidden() => bar.println(line),
             _ => eprintln!("{line}"),

@@ -43,7 +43,12 @@ pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &st
     let footer = format!("record: {}", dir.display());
     if json {
         let mut out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, summary)?;
+        // The document `summary.json` holds, redacted as it is.
+        let mut document = serde_json::to_value(summary)?;
+        if flakehunt_core::redact::enabled() {
+            flakehunt_core::redact::json(&mut document);
+        }
+        serde_json::to_writer_pretty(&mut out, &document)?;
         writeln!(out)?;
         eprint!("{table}");
         eprintln!("{footer}");

@@ -41,7 +41,7 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
             }
             let id = entries.iter().filter(|e| matches!(e, Entry::Added { .. })).count() as u32 + 1;
             append(&path, &Entry::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
-            println!("hypothesis {id} recorded: {text}");
+            println!("hypothesis {id} recorded: {}", shown(text));
             Ok(exit::Done::Ok)
         }
         HypoCommand::Run { id } => {
@@ -64,7 +64,8 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                     if let Some(dir) = line.strip_prefix("record: ") {
                         record = Some(dir.trim().to_owned());
                     }
-                    println!("{line}");
+                    // Relayed: redacted like all flakehunt shows (its stderr is the terminal's).
+                    println!("{}", shown(&line));
                 }
             }
             let status = child.wait()?;
@@ -97,5 +98,14 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
             }
             Ok(exit::Done::Ok)
         }
+    }
+}
+
+/// `text` as the terminal may show it: redacted unless `--no-redact`.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if flakehunt_core::redact::enabled() {
+        flakehunt_core::redact::text(text)
+    } else {
+        text.into()
     }
 }

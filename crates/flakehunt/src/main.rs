@@ -18,10 +18,19 @@ fn main() {
     let cli = cli::parse();
     // Decided once, before anything is written.
     flakehunt_core::redact::set_enabled(!cli.no_redact);
+    if !cli.no_redact {
+        // What every target inherits: a test may print any of it.
+        flakehunt_core::redact::add_secret_values(flakehunt_core::redact::secret_values_of_environment());
+    }
     let result = dispatch(&cli);
     if let Err(err) = &result {
-        // One line: the error and its causes, joined by ": ".
-        eprintln!("flakehunt: error: {}", exit::message_of(err));
+        // One line: the error and its causes, joined by ": ". An error may quote the target's
+        // output (a collection error) or an argument: redacted like everything written.
+        let mut message = exit::message_of(err);
+        if flakehunt_core::redact::enabled() {
+            flakehunt_core::redact::in_place(&mut message);
+        }
+        eprintln!("flakehunt: error: {message}");
     }
     std::process::exit(exit::code(&result));
 }

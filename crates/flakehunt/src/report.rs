@@ -14,11 +14,12 @@ use crate::exit;
 /// Runs `flakehunt report`: the record in `dir` in `format`, to `output` or stdout.
 pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<exit::Done> {
     let record = Record::open(dir).map_err(exit::record)?;
+    // A record written without redaction is read as a redacted one holds it (every file a
+    // renderer reads, structured data redacted before it is rendered: a redaction of the
+    // rendered text would cut test ids and break JSON and XML escapes).
+    let record = record.redacted().map_err(exit::record)?;
     let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", dir.display())))?;
-    let mut text = render::render(format, &summary, &ctx);
-    if unredacted(&record) {
-        flakehunt_core::redact::in_place(&mut text);
-    }
+    let text = render::render(format, &summary, &ctx);
     match output {
         Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
         None if format == Format::Term => {
@@ -43,15 +44,6 @@ pub fn load(record: &Record) -> Result<(Summary, RenderContext), flakehunt_core:
             }
         }
     }
-    let mut ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
-    if let Some(snapshot) = ctx.snapshot.as_mut().filter(|_| unredacted(record)) {
-        flakehunt_core::redact::json(snapshot);
-    }
+    let ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
     Ok((summary, ctx))
-}
-
-/// Whether a report of `record` must redact what it shows: a record written before redaction
-/// existed, or with `--no-redact`, rendered without `--no-redact`.
-fn unredacted(record: &Record) -> bool {
-    flakehunt_core::redact::enabled() && !record.manifest.redacted
 }

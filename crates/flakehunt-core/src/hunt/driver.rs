@@ -463,6 +463,9 @@ fn create_record(
     shard: Option<plan::Shard>,
     dir: &Path,
 ) -> Result<(Manifest, Recorder), HuntError> {
+    if crate::redact::enabled() {
+        crate::redact::add_secret_values(secret_values_of(&cells));
+    }
     let now = std::time::SystemTime::now();
     let run_id = format!("{}-{:04x}", stamp(now), Rng::new(random_seed()).next_u64() & 0xffff);
     let manifest = Manifest {
@@ -484,6 +487,29 @@ fn create_record(
     };
     let recorder = Recorder::create(dir, &manifest).map_err(HuntError::record)?;
     Ok((manifest, recorder))
+}
+
+/// The values of the secret-named variables the cells set (a matrix's `-D API_TOKEN=...`, a
+/// profile's `env`): the attempts get them, and may print them.
+fn secret_values_of(cells: &[CellSpec]) -> Vec<String> {
+    let mut values = Vec::new();
+    for cell in cells {
+        for setting in &cell.overlay {
+            match setting {
+                plan::Setting::Env { name, value: Some(value) } | plan::Setting::Placeholder { name, value }
+                    if crate::redact::is_secret_name(name) =>
+                {
+                    values.push(value.clone());
+                }
+                _ => {}
+            }
+        }
+        if let Some(profile) = &cell.profile {
+            let env = profile.knobs.env.iter().filter(|(name, _)| crate::redact::is_secret_name(name));
+            values.extend(env.map(|(_, value)| value.clone()));
+        }
+    }
+    values
 }
 
 /// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.

@@ -15,6 +15,7 @@ use crate::suite::order::{GoTest, Pytest};
 use crate::suite::record::Role;
 use crate::suite::run::{Ids, Live, SuiteExecution};
 use crate::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
+use crate::suite::written::WrittenIds;
 use crate::suite::{collect, python, repeat};
 
 /// Refuses what a suite does not take, before anything is touched.
@@ -225,7 +226,11 @@ pub(super) fn execute(
         crate::warm::WarmCells::new(&session.tree, options)
     });
     let inner = AttemptRunner { warm: warm.as_ref().map(|w| w as _), ..session.attempts(manifest, leak_timeout) };
-    let exec = SuiteExecution { inner, setup, seed: manifest.seed, said_cold: Default::default() };
+    // The classification works on the ids as the record holds them (as `report` does); each
+    // run maps them back to the real ones.
+    let ids = WrittenIds::new(&setup.selection);
+    let written_setup = ids.setup(setup);
+    let exec = SuiteExecution { inner, setup, seed: manifest.seed, ids: &ids, said_cold: Default::default() };
     let runner = Runner { attempts: exec.clone(), jobs: manifest.plan.jobs as usize, budget: session.durations.budget };
     let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
     sinks.event(&Event::Started { planned: plan.planned(), done })?;
@@ -254,7 +259,7 @@ pub(super) fn execute(
         error: None,
         fatal: None,
     };
-    analyse::analyse(setup, tallies, &cells, &mut live);
+    analyse::analyse(&written_setup, tallies, &cells, &mut live);
     if let Some(e) = live.error {
         return Err(e.into());
     }

@@ -16,6 +16,16 @@ pub struct Record {
     pub dir: PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
+    /// Read as a redacted record would hold it (see [`Record::redacted`]).
+    view: Option<std::sync::Arc<RedactedView>>,
+}
+
+/// What reading a record written with `--no-redact` as a redacted one takes: its test ids and
+/// cell names as written, each real one to its written one.
+#[derive(Debug)]
+struct RedactedView {
+    ids: crate::suite::written::WrittenIds,
+    cells: std::collections::HashMap<String, String>,
 }
 
 impl Record {
@@ -49,7 +59,39 @@ impl Record {
                 ));
             }
         }
-        Ok(Self { dir: dir.to_owned(), manifest })
+        Ok(Self { dir: dir.to_owned(), manifest, view: None })
+    }
+
+    /// The record as a redacted one would hold it, for a `report` of a record written with
+    /// `--no-redact` (or before redaction existed): its manifest as written, every attempt
+    /// sealed as the live run seals it (the target's output, test ids, signatures), cell names
+    /// and side files redacted. So the analysis runs on what a redacted record holds, and what
+    /// it shows keeps the shape of ids a redaction of the rendered text would cut. Unchanged
+    /// when redaction is off or the record is redacted already.
+    pub fn redacted(self) -> Result<Self, RecordError> {
+        if self.manifest.redacted || !crate::redact::enabled() {
+            return Ok(self);
+        }
+        let path = self.dir.join(MANIFEST);
+        let ids = crate::suite::written::WrittenIds::new(
+            self.manifest.extra.suite.as_ref().map(|s| s.selection.as_slice()).unwrap_or_default(),
+        );
+        let mut raw = self.manifest.clone();
+        raw.redacted = true;
+        let written = raw.to_written().map_err(RecordError::Json)?;
+        let mut manifest: Manifest =
+            serde_json::from_value(written).map_err(|e| RecordError::Corrupt(path, e.to_string()))?;
+        // Cells that redaction named alike are told apart by their place, as a matrix does.
+        let mut cells = std::collections::HashMap::new();
+        let names: Vec<String> = manifest.cells.iter().map(|c| c.name.clone()).collect();
+        for (i, (cell, raw)) in manifest.cells.iter_mut().zip(&self.manifest.cells).enumerate() {
+            if names.iter().filter(|n| **n == cell.name).count() > 1 {
+                cell.name = format!("{} (cell {})", cell.name, i + 1);
+            }
+            cells.insert(raw.name.clone(), cell.name.clone());
+        }
+        let view = Some(std::sync::Arc::new(RedactedView { ids, cells }));
+        Ok(Self { dir: self.dir, manifest, view })
     }
 
     /// Streams the attempts, in the order they were recorded, a bit of memory per attempt id.
@@ -68,7 +110,7 @@ impl Record {
             }
             Err(e) => return Err(RecordError::io(&path, e)),
         };
-        Ok(Lines { file, path, line: Vec::new(), number: 0, seen: SeenIds::default() })
+        Ok(Lines { file, path, line: Vec::new(), number: 0, seen: SeenIds::default(), view: self.view.clone() })
     }
 
     /// Whether the attempts file ends in a line without its newline, which the reader skips: a
@@ -82,7 +124,13 @@ impl Record {
     /// Every cell: the manifest's, then any added while the hunt ran.
     pub fn cells(&self) -> Result<Vec<CellSpec>, RecordError> {
         let mut cells = self.manifest.cells.clone();
-        cells.extend(self.side_lines::<CellSpec>(CELLS)?);
+        let mut added = self.side_lines::<CellSpec>(CELLS)?;
+        if let Some(view) = &self.view {
+            for cell in &mut added {
+                cell.name = view.cell(&cell.name);
+            }
+        }
+        cells.extend(added);
         Ok(cells)
     }
 
@@ -96,18 +144,25 @@ impl Record {
         };
         // A last line without its newline was cut by a crash: ignore it.
         let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-        complete
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).map_err(|e| RecordError::Corrupt(path.clone(), e.to_string())))
-            .collect()
+        complete.lines().filter(|l| !l.trim().is_empty()).map(|l| self.parse(l, &path)).collect()
+    }
+
+    /// One JSON document of the record, redacted when this is a [redacted](Self::redacted) view.
+    fn parse<T: serde::de::DeserializeOwned>(&self, text: &str, path: &Path) -> Result<T, RecordError> {
+        let corrupt = |e: serde_json::Error| RecordError::Corrupt(path.to_owned(), e.to_string());
+        if self.view.is_none() {
+            return serde_json::from_str(text).map_err(corrupt);
+        }
+        let mut value: serde_json::Value = serde_json::from_str(text).map_err(corrupt)?;
+        crate::redact::json(&mut value);
+        serde_json::from_value(value).map_err(corrupt)
     }
 
     /// A JSON document of the record, if present.
     pub fn document<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, RecordError> {
         let path = self.dir.join(name);
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| RecordError::Corrupt(path, e.to_string())),
+            Ok(text) => self.parse(&text, &path).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(RecordError::io(&path, e)),
         }
@@ -125,6 +180,22 @@ struct Lines {
     line: Vec<u8>,
     number: u64,
     seen: SeenIds,
+    view: Option<std::sync::Arc<RedactedView>>,
+}
+
+impl RedactedView {
+    /// A cell's name as written.
+    fn cell(&self, raw: &str) -> String {
+        self.cells.get(raw).cloned().unwrap_or_else(|| crate::redact::text(raw).into_owned())
+    }
+
+    /// An attempt as the live run would have sealed it with redaction on.
+    fn seal(&self, a: &mut Attempt) {
+        crate::runner::redact_attempt(a);
+        a.cell = self.cell(&a.cell);
+        a.signature = crate::runner::signature_of(a);
+        crate::suite::run::seal_suite_part(a, &self.ids);
+    }
 }
 
 /// The attempt ids read so far: a bit per id below [`SeenIds::DENSE`] (a plan's ids are dense
@@ -171,7 +242,7 @@ impl Iterator for Lines {
             if self.line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let attempt: Attempt = match serde_json::from_slice(&self.line) {
+            let mut attempt: Attempt = match serde_json::from_slice(&self.line) {
                 Ok(a) => a,
                 Err(e) => {
                     return Some(Err(RecordError::Corrupt(self.path.clone(), format!("line {}: {e}", self.number))))
@@ -185,6 +256,9 @@ impl Iterator for Lines {
                         self.number, attempt.id
                     ),
                 )));
+            }
+            if let Some(view) = &self.view {
+                view.seal(&mut attempt);
             }
             return Some(Ok(attempt));
         }

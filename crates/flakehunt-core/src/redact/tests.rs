@@ -324,3 +324,43 @@ fn families_found_by_adversarial_testing() {
     // A numeric password stays hidden: only counts are exempt.
     hides("password=123456", "123456");
 }
+
+#[test]
+fn test_ids_keep_their_brackets_and_levels() {
+    assert_eq!(
+        test_id("tests/t.py::test_p[token=ghp_0123456789abcdefghij0123]"),
+        "tests/t.py::test_p[token=<redacted>]"
+    );
+    assert_eq!(
+        test_id("tests/t.py::test_db[postgres://app:s3cret@db/app]"),
+        "tests/t.py::test_db[postgres://app:<redacted>@db/app]"
+    );
+    assert_eq!(test_id("tests/t.py::test_p[ghp_0123456789abcdefghij0123-1]"), "tests/t.py::test_p[ghp_<redacted>-1]");
+    assert_eq!(test_id("TestLogin/password=hunter2/retry"), "TestLogin/password=<redacted>/retry");
+    // Redacting a written id again changes nothing.
+    for id in ["tests/t.py::test_p[token=<redacted>]", "TestLogin/password=<redacted>/retry"] {
+        assert_eq!(test_id(id), id);
+        assert_eq!(text(id), id);
+    }
+    // Ids with no secret are borrowed as they are, whatever they hold.
+    for id in ["tests/test_tokens.py::test_auth_key", "tests/t.py::test_x[1-2]", "auth::tests::login", "TestA/sub"] {
+        assert!(matches!(test_id(id), Cow::Borrowed(_)), "{id}");
+    }
+}
+
+#[test]
+fn the_values_of_secret_named_variables_are_found_as_they_are() {
+    let values = SecretValues::new(
+        ["EnvValue0nly4Name", "correct horse battery staple", "1", "true", "disabled", "hunter2", "20240105"]
+            .map(String::from),
+    );
+    // Too short or too plain to tell from output: ordinary words, numbers, flags.
+    assert_eq!(values.len(), 2);
+    let out = values.redact(b"connect EnvValue0nly4Name; pass correct horse battery staple; auth disabled 1 true");
+    assert_eq!(&*out, b"connect <redacted>; pass <redacted>; auth disabled 1 true".as_slice());
+    assert!(matches!(values.redact(b"nothing here"), Cow::Borrowed(_)));
+    // A value holding another goes whole.
+    let nested = SecretValues::new(["Abcdefgh1", "Abcdefgh1-longer"].map(String::from));
+    assert_eq!(&*nested.redact(b"x Abcdefgh1-longer y"), b"x <redacted> y".as_slice());
+    assert!(SecretValues::new(Vec::new()).is_empty());
+}

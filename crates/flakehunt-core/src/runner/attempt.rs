@@ -82,9 +82,26 @@ pub struct Slot {
 }
 
 impl AttemptRunner<'_> {
-    /// Runs one attempt. `Err` only when the program cannot be started at all (not found, not
-    /// executable): that stops a hunt instead of filling it with spawn errors.
+    /// Runs one attempt, its record [sealed](Finished::seal) (redacted, its signature taken).
+    /// `Err` only when the program cannot be started at all (not found, not executable): that
+    /// stops a hunt instead of filling it with spawn errors.
     pub fn run(
+        &self,
+        spec: &AttemptSpec,
+        cell: &CellSpec,
+        worker: usize,
+        slot: Slot,
+        extra_env: &[(String, String)],
+    ) -> Result<Finished, std::io::Error> {
+        let mut finished = self.run_unsealed(spec, cell, worker, slot, extra_env)?;
+        finished.seal();
+        Ok(finished)
+    }
+
+    /// Runs one attempt and leaves its record as the target wrote it: output tails and logs
+    /// not redacted, no signature yet. For a caller that reads the output first (a suite's
+    /// per-test results), then [seals](Finished::seal) the record before anything writes it.
+    pub fn run_unsealed(
         &self,
         spec: &AttemptSpec,
         cell: &CellSpec,
@@ -204,24 +221,6 @@ impl AttemptRunner<'_> {
             let judged = o.judge(outcome, &ex);
             (outcome, oracle, keep_distinct) = (judged.outcome, judged.reason, judged.keep_logs);
         }
-        // Redacted here, once per attempt and before the signature is taken from the tails, so
-        // that the record, the logs, the live display and every report get the same text.
-        let redact = crate::redact::enabled();
-        let mut stderr_tail = ex.stderr.tail_text();
-        let mut stdout_tail = ex.stdout.tail_text();
-        let mut leaked = ex.leaked;
-        if redact {
-            crate::redact::in_place(&mut stderr_tail);
-            crate::redact::in_place(&mut stdout_tail);
-            if let Some(reason) = &mut oracle {
-                crate::redact::in_place(reason);
-            }
-            leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
-        }
-        let signature = outcome.is_failure().then(|| match &oracle {
-            Some(reason) => signature::of_oracle(outcome, exit_code, reason),
-            None => signature::of_streams(outcome, exit_code, signal, &stdout_tail, &stderr_tail),
-        });
         let keep_logs = outcome != Outcome::Pass || keep_distinct;
         let attempt = Attempt {
             id: spec.id,
@@ -234,14 +233,14 @@ impl AttemptRunner<'_> {
             signal,
             termination: ex.timed_out,
             stdout_hash: ex.stdout.hash(),
-            stdout_tail,
-            stderr_tail,
+            stdout_tail: ex.stdout.tail_text(),
+            stderr_tail: ex.stderr.tail_text(),
             stdout_bytes: ex.stdout.total(),
             stderr_bytes: ex.stderr.total(),
             oracle,
-            leaked,
-            effect: if redact { redacted_effect(effect) } else { effect },
-            signature,
+            leaked: ex.leaked,
+            effect,
+            signature: None,
             worker: slot.worker,
             level: slot.level,
             phase: spec.phase.clone(),
@@ -252,10 +251,9 @@ impl AttemptRunner<'_> {
             suite: None,
             mode: Mode::Cold,
         };
-        let (stdout, stderr) = match (keep_logs, redact) {
-            (false, _) => (Vec::new(), Vec::new()),
-            (true, false) => (ex.stdout.into_head(), ex.stderr.into_head()),
-            (true, true) => (redacted_log(ex.stdout.into_head()), redacted_log(ex.stderr.into_head())),
+        let (stdout, stderr) = match keep_logs {
+            false => (Vec::new(), Vec::new()),
+            true => (ex.stdout.into_head(), ex.stderr.into_head()),
         };
         Finished { attempt, stdout, stderr, cancelled: ex.cancelled, runs_cold: None }
     }
@@ -292,6 +290,47 @@ impl AttemptRunner<'_> {
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }
     }
+}
+
+impl Finished {
+    /// Makes the record what may be written: unless `--no-redact`, the secrets in its output
+    /// tails, logs, oracle reason, leaked commands, the variables its profile set and its start
+    /// error redacted; then its signature taken from the redacted tails. Once per attempt, after
+    /// whatever reads the output has read it (so parsing never sees a marker) and before
+    /// anything writes or shows it (so the record, the logs, the live display and every report
+    /// get the same text).
+    pub fn seal(&mut self) {
+        if crate::redact::enabled() {
+            redact_attempt(&mut self.attempt);
+            self.stdout = redacted_log(std::mem::take(&mut self.stdout));
+            self.stderr = redacted_log(std::mem::take(&mut self.stderr));
+        }
+        self.attempt.signature = signature_of(&self.attempt);
+    }
+}
+
+/// Redacts what an attempt's record holds of the target's output and environment: its output
+/// tails, oracle reason, start error, leaked commands and the variables its profile set (its
+/// suite part is the suite's: see `suite::run::seal_suite_part`).
+pub(crate) fn redact_attempt(a: &mut Attempt) {
+    crate::redact::in_place(&mut a.stderr_tail);
+    crate::redact::in_place(&mut a.stdout_tail);
+    if let Some(reason) = &mut a.oracle {
+        crate::redact::in_place(reason);
+    }
+    if let Some(error) = &mut a.error {
+        crate::redact::in_place(error);
+    }
+    a.leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
+    a.effect = redacted_effect(std::mem::take(&mut a.effect));
+}
+
+/// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded.
+pub(crate) fn signature_of(a: &Attempt) -> Option<String> {
+    a.outcome.is_failure().then(|| match &a.oracle {
+        Some(reason) => signature::of_oracle(a.outcome, a.exit_code, reason),
+        None => signature::of_streams(a.outcome, a.exit_code, a.signal, &a.stdout_tail, &a.stderr_tail),
+    })
 }
 
 /// A log with its secrets redacted (the common case, none, does not copy it).

@@ -18,6 +18,7 @@ pub mod repeat;
 pub mod run;
 pub mod setup;
 pub mod summary;
+pub mod written;
 
 #[cfg(test)]
 mod real_tests;

@@ -8,6 +8,7 @@ use std::path::Path;
 use super::analyse::{Replay, Runs};
 use super::record::{AttemptTests, Role};
 use super::setup::{Request, SuiteSetup};
+use super::written::WrittenIds;
 use super::TestId;
 use crate::events::{Event, EventSink};
 use crate::exec::{Cancel, Watchdog};
@@ -25,6 +26,8 @@ pub struct SuiteExecution<'a> {
     pub setup: &'a SuiteSetup,
     /// The hunt's seed, which with an attempt's id gives its order.
     pub seed: u64,
+    /// How the selection's ids are written: requests come, and results go, as written.
+    pub ids: &'a WrittenIds,
     /// [`RUNS_COLD`] has been said.
     pub said_cold: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
@@ -34,7 +37,9 @@ const RUNS_COLD: &str =
     "the repeat runs (flakehunt's plugin, loaded at pytest's start) and the reproducer checks run cold";
 
 impl SuiteExecution<'_> {
-    /// Runs `req` as the attempt `spec`, with its per-test results in `attempt.suite`.
+    /// Runs `req` (its ids as written) as the attempt `spec`, with its per-test results in
+    /// `attempt.suite`: the run gets the real ids, its output is read as the runner wrote it,
+    /// then the record is sealed and its ids written.
     pub fn run_request(
         &self,
         spec: &AttemptSpec,
@@ -43,6 +48,7 @@ impl SuiteExecution<'_> {
         slot: Slot,
         req: &Request,
     ) -> Result<Finished, std::io::Error> {
+        let req = &self.ids.raw_request(req);
         let prepared = self.setup.prepare(req, spec.id)?;
         let target =
             Target { argv: prepared.invocation.argv.clone(), shell: false, dir: self.inner.target.dir.clone() };
@@ -53,7 +59,7 @@ impl SuiteExecution<'_> {
         if cold {
             runner.warm = None;
         }
-        let mut finished = match runner.run(spec, cell, worker, slot, &prepared.invocation.env) {
+        let mut finished = match runner.run_unsealed(spec, cell, worker, slot, &prepared.invocation.env) {
             Ok(f) => f,
             Err(e) => {
                 prepared.discard();
@@ -66,22 +72,32 @@ impl SuiteExecution<'_> {
         let mut output = String::from_utf8_lossy(&finished.stdout).into_owned();
         output.push('\n');
         output.push_str(&finished.attempt.stdout_tail);
-        let mut tests = self.setup.results(req, &prepared, &output);
-        // A failure's message is output too: redacted like the attempt's tails.
-        if crate::redact::enabled() {
-            tests.tests.iter_mut().filter_map(|r| r.message.as_mut()).for_each(crate::redact::in_place);
-        }
-        // Named by the tests that failed: the attempt's own output may be in a file, and the
-        // display shows each new signature.
-        if let Some(signature) = finished.attempt.signature.as_mut() {
-            let failed = failed_tests(&tests);
-            if !failed.is_empty() {
-                let status = signature.split(':').next().unwrap_or_default().to_owned();
-                *signature = format!("{status}: failed: {failed}");
-            }
-        }
+        // Read before anything is redacted: a marker in a test's id would hide its result.
+        let tests = self.setup.results(req, &prepared, &output);
+        drop(output);
         finished.attempt.suite = Some(Box::new(tests));
+        finished.seal();
+        seal_suite_part(&mut finished.attempt, self.ids);
         Ok(finished)
+    }
+}
+
+/// Makes the suite part of a [sealed](Finished::seal) attempt what may be written: its
+/// failures' messages redacted (they are output too) and its ids written; then the signature
+/// named by the tests that failed (the attempt's own output may be in a file, and the display
+/// shows each new signature).
+pub(crate) fn seal_suite_part(attempt: &mut crate::record::Attempt, ids: &WrittenIds) {
+    let Some(tests) = attempt.suite.as_deref_mut() else { return };
+    if crate::redact::enabled() {
+        tests.tests.iter_mut().filter_map(|r| r.message.as_mut()).for_each(crate::redact::in_place);
+    }
+    ids.write_tests(tests);
+    if let Some(signature) = attempt.signature.as_mut() {
+        let failed = failed_tests(tests);
+        if !failed.is_empty() {
+            let status = signature.split(':').next().unwrap_or_default().to_owned();
+            *signature = format!("{status}: failed: {failed}");
+        }
     }
 }
 
@@ -94,7 +110,8 @@ impl Execute for SuiteExecution<'_> {
         slot: Slot,
         _extra_env: &[(String, String)],
     ) -> Result<Finished, std::io::Error> {
-        self.run_request(spec, cell, worker, slot, &self.setup.shuffled(self.seed, spec.id))
+        let req = self.ids.written_request(&self.setup.shuffled(self.seed, spec.id));
+        self.run_request(spec, cell, worker, slot, &req)
     }
 
     fn cancel(&self) -> &Cancel {

@@ -1,7 +1,8 @@
 //! Secrets of every family, handed to real hunts through the environment, the target's
 //! arguments, `--shell` and `-D` values, and printed by a failing target on both streams: no
 //! file of the record, no report and no generated job file may hold one, and `--no-redact`
-//! keeps them all.
+//! keeps them all. A suite's test ids keep their shape redacted, and the value of a secret-named
+//! variable is redacted wherever the target prints it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -326,4 +327,201 @@ fn hypo_list_shows_no_secret_of_a_kill_test_unless_told() {
     assert!(!shown.contains('\x1b') && shown.contains("\\u{1b}]0;title"), "{shown}");
     let raw = flakehunt(dir.path(), &["--no-redact", "hypo", "list"]);
     assert!(String::from_utf8_lossy(&raw.stdout).contains("hypobearer-1q2w"));
+}
+
+/// A pytest suite whose parameter ids hold secrets: a victim of a polluter under a token id,
+/// another under a database URL, two ids that differ only in their secret, and a test that
+/// prints the value of a secret-named variable that has no shape of its own.
+const SECRET_IDS_SUITE: &str = r#"import os
+import pytest
+from tests import registry
+
+def test_polluter():
+    registry.STATE.append(1)
+
+@pytest.mark.parametrize("dsn", ["x"], ids=["token=ghp_0123456789abcdefghijSECRETID01"])
+def test_victim(dsn):
+    assert not registry.STATE, "polluted"
+
+@pytest.mark.parametrize("url", ["y"], ids=["postgres://app:PASSWORDID7@db/app"])
+def test_url(url):
+    print("connecting with", os.environ["MY_API_TOKEN"])
+    assert not registry.STATE
+
+@pytest.mark.parametrize("key", ["a", "b"], ids=["api_key=twinsecretA1", "api_key=twinsecretB2"])
+def test_twin(key):
+    pass
+"#;
+
+/// The secrets of [`SECRET_IDS_SUITE`] and its environment.
+const ID_SECRETS: &[&str] =
+    &["SECRETID01", "ghp_0123456789", "PASSWORDID7", "twinsecretA1", "twinsecretB2", "plainvalue-of-9k2m"];
+
+/// A project holding [`SECRET_IDS_SUITE`].
+fn secret_ids_project(dir: &Path) -> PathBuf {
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(project.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(project.join("tests/registry.py"), "STATE = []\n").unwrap();
+    std::fs::write(project.join("tests/test_secret.py"), SECRET_IDS_SUITE).unwrap();
+    project
+}
+
+/// `flakehunt [pre...] suite ARGS` in `project`, with the secret-named variable set.
+fn suite_in(project: &Path, pre: &[&str], args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(pre)
+        .arg("suite")
+        .args(args)
+        .current_dir(project)
+        .env("MY_API_TOKEN", "plainvalue-of-9k2m")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap()
+}
+
+#[track_caller]
+fn assert_none_of(secrets: &[&str], written: &[(String, Vec<u8>)]) {
+    for secret in secrets {
+        for (name, content) in written {
+            assert!(!contains(content, secret), "{secret:?} written in {name}:\n{}", String::from_utf8_lossy(content));
+        }
+    }
+}
+
+fn by_id(summary: &serde_json::Value) -> std::collections::BTreeMap<String, serde_json::Value> {
+    summary["tests"].as_array().unwrap().iter().map(|t| (t["id"].as_str().unwrap().to_owned(), t.clone())).collect()
+}
+
+const VICTIM_WRITTEN: &str = "tests/test_secret.py::test_victim[token=<redacted>]";
+const URL_WRITTEN: &str = "tests/test_secret.py::test_url[postgres://app:<redacted>@db/app]";
+
+#[test]
+fn a_suite_writes_no_secret_of_its_test_ids_and_keeps_their_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = secret_ids_project(dir.path());
+    let record = dir.path().join("rec");
+    let hunt =
+        suite_in(&project, &[], &["--runs", "6", "--seed", "1", "--record", record.to_str().unwrap(), "--pytest"]);
+    assert_eq!(hunt.status.code(), Some(1), "{}", String::from_utf8_lossy(&hunt.stderr));
+    let mut written: Vec<(String, Vec<u8>)> =
+        files(&record).into_iter().map(|(p, c)| (p.display().to_string(), c)).collect();
+    written.push(("suite stdout".into(), hunt.stdout.clone()));
+    written.push(("suite stderr".into(), hunt.stderr.clone()));
+    for format in ["html", "md", "json", "junit", "term"] {
+        let out = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
+        assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
+        written.push((format!("report --format {format}"), out.stdout));
+    }
+    assert_none_of(ID_SECRETS, &written);
+
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["complete"], true, "the classification found every run it made: {summary:#}");
+    let tests = by_id(&summary);
+    // The ids keep their brackets; the victims were told by their polluter and their
+    // reproducers checked to fail: the check read the run's output before it was redacted.
+    for id in [VICTIM_WRITTEN, URL_WRITTEN] {
+        let t = tests.get(id).unwrap_or_else(|| panic!("no {id} in {summary:#}"));
+        assert_eq!(t["category"], "order-dependent-victim", "{t:#}");
+        assert_eq!(t["polluters"], serde_json::json!(["tests/test_secret.py::test_polluter"]), "{t:#}");
+        let reproducer: Vec<&str> = t["reproducer"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+        assert_eq!(reproducer[reproducer.len() - 2..], ["tests/test_secret.py::test_polluter", id], "{t:#}");
+    }
+    // Two ids that differ only in their secret stay two tests.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record.join("manifest.json")).unwrap()).unwrap();
+    let selection: Vec<&str> =
+        manifest["extra"]["suite"]["selection"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert!(selection.contains(&"tests/test_secret.py::test_twin[api_key=<redacted>]"), "{selection:?}");
+    assert!(selection.contains(&"tests/test_secret.py::test_twin[api_key=<redacted>#2]"), "{selection:?}");
+    assert!(selection.contains(&VICTIM_WRITTEN) && selection.contains(&URL_WRITTEN), "{selection:?}");
+    // The value of the secret-named variable the test printed, though it has no shape.
+    let attempts = std::fs::read_to_string(record.join("attempts.jsonl")).unwrap();
+    assert!(attempts.contains("connecting with <redacted>"), "{attempts}");
+    // `report` reaches the live run's conclusions from the record alone.
+    let report = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", "json"]);
+    let recomputed: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(recomputed["tests"], summary["tests"]);
+}
+
+#[test]
+fn a_report_of_a_suite_recorded_without_redaction_redacts_ids_keeping_their_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = secret_ids_project(dir.path());
+    let record = dir.path().join("rec");
+    let args = ["--runs", "6", "--seed", "1", "--record", record.to_str().unwrap(), "--json", "--pytest"];
+    let hunt = suite_in(&project, &["--no-redact"], &args);
+    assert_eq!(hunt.status.code(), Some(1), "{}", String::from_utf8_lossy(&hunt.stderr));
+    let raw: serde_json::Value = serde_json::from_slice(&hunt.stdout).unwrap();
+    // Without redaction the ids, the reproducers and the classification are the real ones.
+    let victim = "tests/test_secret.py::test_victim[token=ghp_0123456789abcdefghijSECRETID01]";
+    let raw_victim = by_id(&raw).remove(victim).unwrap_or_else(|| panic!("no {victim} in {raw:#}"));
+    assert_eq!(raw_victim["reproducer"].as_array().unwrap().last().unwrap(), victim, "{raw_victim:#}");
+    assert_eq!(raw["complete"], true, "{raw:#}");
+    let mut written = Vec::new();
+    for format in ["html", "md", "json", "junit", "term"] {
+        let out = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
+        assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
+        written.push((format!("report --format {format}"), out.stdout));
+    }
+    // The record's own values are its; the report of it is redacted.
+    assert_none_of(&ID_SECRETS[..5], &written);
+    let report = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", "json"]);
+    let redacted: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let tests = by_id(&redacted);
+    for id in [VICTIM_WRITTEN, URL_WRITTEN] {
+        let t = tests.get(id).unwrap_or_else(|| panic!("no {id} in {redacted:#}"));
+        assert_eq!(t["category"], "order-dependent-victim", "{t:#}");
+        assert_eq!(t["reproducer"].as_array().unwrap().last().unwrap(), id, "{t:#}");
+    }
+    assert_eq!(redacted["complete"], true, "{redacted:#}");
+}
+
+#[test]
+fn the_value_of_a_secret_named_variable_is_redacted_wherever_it_is_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Printed without its name, where no rule by shape or key can see it; the short and plain
+    // values of secret-named variables are ordinary words in output and stay.
+    let script = "echo \"using $MY_API_TOKEN and $SESSION_SECRET\"; echo \"auth $AUTH_MODE, $USE_TOKEN\" >&2; exit 1";
+    let out = Command::new(bin())
+        .args(["matrix", "-D", "SESSION_SECRET=matrixvalue-5t6y,matrixvalue-7u8i", "--runs", "1", "--confirm", "0"])
+        .args(["--record", "rec", "--shell", script])
+        .current_dir(dir.path())
+        .env("MY_API_TOKEN", "EnvValue0nly4Name")
+        .env("AUTH_MODE", "disabled")
+        .env("USE_TOKEN", "1")
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    let record = dir.path().join("rec");
+    let mut written: Vec<(String, Vec<u8>)> =
+        files(&record).into_iter().map(|(p, c)| (p.display().to_string(), c)).collect();
+    written.push(("stdout".into(), out.stdout.clone()));
+    written.push(("stderr".into(), out.stderr.clone()));
+    for format in ["html", "md", "json", "junit", "term"] {
+        let report = flakehunt(dir.path(), &["report", "rec", "--format", format]);
+        written.push((format!("report --format {format}"), report.stdout));
+    }
+    assert_none_of(&["EnvValue0nly4Name", "matrixvalue-5t6y", "matrixvalue-7u8i"], &written);
+    let attempts = std::fs::read_to_string(record.join("attempts.jsonl")).unwrap();
+    assert!(attempts.contains("using <redacted> and <redacted>"), "{attempts}");
+    assert!(attempts.contains("auth disabled, 1"), "{attempts}");
+}
+
+#[test]
+fn an_error_line_quoting_an_argument_holds_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 2] = [
+        &["sweep", "--runs", "1", "--profiles", "token=ghp_0123456789abcdefghijERRLINE01", "--", "true"],
+        &["matrix", "--rlimit", "nofile=password=errline-pw-3d4f", "--", "true"],
+    ];
+    for args in cases {
+        let out = flakehunt(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("ERRLINE01") && !stderr.contains("errline-pw-3d4f"), "{args:?}: {stderr}");
+        assert!(stderr.contains("<redacted>") && stderr.lines().count() == 1, "{args:?}: {stderr}");
+    }
 }
