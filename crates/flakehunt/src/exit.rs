@@ -1,7 +1,7 @@
 //! Exit codes and the errors that carry them: one pure decision from how a command ended to
 //! its exit code ([`code`]).
 
-use flakehunt_core::hunt::HuntEnd;
+use flakehunt_core::driver::HuntEnd;
 
 /// Nothing reproduced, or every fire level accepted.
 pub const OK: i32 = 0;
@@ -87,7 +87,7 @@ pub fn code_of(err: &anyhow::Error) -> i32 {
             return USAGE;
         }
         if cause.is::<Refused>()
-            || cause.downcast_ref::<flakehunt_core::hunt::HuntError>().is_some_and(|e| e.is_refusal())
+            || cause.downcast_ref::<flakehunt_core::driver::HuntError>().is_some_and(|e| e.is_refusal())
         {
             return REFUSED;
         }
@@ -136,9 +136,9 @@ mod tests {
         assert_eq!(code(&Ok(Done::Refused)), REFUSED);
         assert_eq!(code(&Err(usage("--runs must be at least 1"))), USAGE);
         assert_eq!(code(&Err(Refused("sbatch refused the job".into()).into())), REFUSED);
-        let refused = flakehunt_core::hunt::HuntError::Refused("--strict".into());
+        let refused = flakehunt_core::driver::HuntError::Refused("--strict".into());
         assert_eq!(code(&Err(refused.into())), REFUSED);
-        let usage = flakehunt_core::hunt::HuntError::Usage("no command".into());
+        let usage = flakehunt_core::driver::HuntError::Usage("no command".into());
         assert_eq!(code(&Err(usage.into())), USAGE);
     }
 

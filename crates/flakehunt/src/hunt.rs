@@ -7,8 +7,8 @@ use std::path::Path;
 
 use flakehunt_core::analysis::Summary;
 use flakehunt_core::config::Config;
+use flakehunt_core::driver::{self, cell_header, HuntSpec};
 use flakehunt_core::events::{Event, EventSink};
-use flakehunt_core::hunt::{self, cell_header, HuntSpec};
 use flakehunt_core::plan::Target;
 use flakehunt_core::profile::Profile;
 
@@ -18,7 +18,7 @@ use crate::exit::Done;
 /// Runs `spec` with the display attached and prints its summary.
 pub fn run(spec: &HuntSpec, json: bool) -> anyhow::Result<Done> {
     let mut display = Display::new(spec.quiet);
-    let result = hunt::run(spec, &mut display);
+    let result = driver::run(spec, &mut display);
     display.finish();
     let report = result?;
     print_summary(&report.summary, &report.dir, json, cell_header(report.summary.kind))?;
@@ -33,7 +33,7 @@ pub fn run(spec: &HuntSpec, json: bool) -> anyhow::Result<Done> {
 /// `flakehunt slurm-script`: prints the batch script `spec` would submit.
 pub fn slurm_script(spec: &HuntSpec) -> anyhow::Result<Done> {
     let mut display = Display::new(spec.quiet);
-    print!("{}", hunt::slurm_script(spec, &mut display)?);
+    print!("{}", driver::slurm_script(spec, &mut display)?);
     Ok(Done::Ok)
 }
 
@@ -62,13 +62,13 @@ pub fn probe(names: &[String], json: bool, config: &Config) -> anyhow::Result<Do
         all.extend(config.user_profiles());
         all
     } else {
-        hunt::select(names, config, &Target::argv(vec!["python3".into()]))?
+        driver::select(names, config, &Target::argv(vec!["python3".into()]))?
     };
-    let results = hunt::probe(&profiles)?;
+    let results = driver::probe(&profiles)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
-        print!("{}", hunt::probe_table(&results));
+        print!("{}", driver::probe_table(&results));
     }
     Ok(if results.iter().all(|r| r.applied || r.profile == "default") { Done::Ok } else { Done::Refused })
 }

@@ -61,16 +61,16 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
         cli::Command::Man => cli::shell::man(),
         cli::Command::Probe { profiles, json } => hunt::probe(profiles, *json, &config()?),
         cli::Command::Profiles => {
-            print!("{}", flakehunt_core::hunt::profiles_table(&config()?));
+            print!("{}", flakehunt_core::driver::profiles_table(&config()?));
             Ok(Done::Ok)
         }
         cli::Command::Snapshot => {
-            let tools = flakehunt_core::hunt::snapshot_tools(&config()?, None);
+            let tools = flakehunt_core::driver::snapshot_tools(&config()?, None);
             println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
             Ok(Done::Ok)
         }
         cli::Command::ProbeWorkload { millis } => {
-            println!("{}", flakehunt_core::hunt::workload(*millis));
+            println!("{}", flakehunt_core::driver::workload(*millis));
             Ok(Done::Ok)
         }
         cli::Command::Watchdog { run_id } => {

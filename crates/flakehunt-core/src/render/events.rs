@@ -27,7 +27,7 @@ pub fn line(event: &Event<'_>) -> Option<Line> {
         }
         Event::CleanRoomReady { index, of, cell } => said(format!("clean room {index}/{of}: {cell}")),
         Event::CleanRoomsKept(dirs) => said(format!("clean rooms kept: {}", dirs.join(" "))),
-        Event::StateCopied(stats) => said(crate::hunt::copy_line(stats)),
+        Event::StateCopied(stats) => said(crate::driver::copy_line(stats)),
         Event::ReferenceStarted { cell, runs } => {
             said(format!("{cell}: {runs} runs one after another in a fresh sandbox"))
         }

@@ -1,10 +1,10 @@
 //! From clap's arguments to the library's typed hunt: the binary's whole share of a hunt's
-//! meaning. Nothing is checked here; `flakehunt_core::hunt` does that when it prepares the hunt.
+//! meaning. Nothing is checked here; `flakehunt_core::driver` does that when it prepares the hunt.
 
 use std::path::Path;
 
 use flakehunt_core::config::Config;
-use flakehunt_core::hunt::{
+use flakehunt_core::driver::{
     CleanRoomRequest, FireRequest, HuntKind, HuntSpec, MatrixRequest, OracleRequest, RecordRequest, SettingsRequest,
     SlurmRequest, SuiteRequest, TargetRequest,
 };

@@ -169,7 +169,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hunt::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
+    use crate::driver::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
 
     fn suite(target: TargetRequest) -> HuntSpec {
         HuntSpec {

@@ -11,11 +11,11 @@
 
 mod adapter;
 mod args;
-mod driver;
 mod error;
 mod fire;
 mod matrix;
 mod probe;
+mod run;
 mod session;
 mod slurm;
 mod suite;
@@ -25,10 +25,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use adapter::{discard_build, GO_BUILD_DIR, PYTEST_NO_PLUGINS};
-pub use driver::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
 pub use error::{error_chain, HuntError};
 pub use fire::copy_line;
 pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
+pub use run::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
 pub use session::Session;
 pub use slurm::script_of as slurm_script;
 pub use target::target_from;

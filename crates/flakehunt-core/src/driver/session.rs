@@ -43,7 +43,7 @@ impl Session {
     /// Sets up the session of the hunt `manifest` describes; clean rooms are announced to `sink`.
     pub fn start(manifest: &Manifest, sink: &mut dyn EventSink) -> Result<Self, HuntError> {
         // Checked again here, before anything starts, for a record edited since it was opened.
-        let durations = super::driver::check_plan(manifest)?;
+        let durations = super::run::check_plan(manifest)?;
         let tree = Arc::new(ProcessTree::default());
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe()
