@@ -4,7 +4,6 @@
 
 #![cfg(target_os = "linux")]
 
-pub mod adaptive;
 pub mod analysis;
 pub mod bounds;
 pub mod cleanroom;
@@ -14,9 +13,9 @@ pub mod dispatch;
 pub mod driver;
 pub mod events;
 pub mod exec;
-pub mod fire;
 pub mod host;
 pub mod hypo;
+pub mod kind;
 pub mod oracle;
 pub mod plan;
 pub mod profile;
@@ -26,5 +25,4 @@ pub mod render;
 pub mod runner;
 pub mod snapshot;
 pub mod state;
-pub mod suite;
 pub mod warm;

@@ -51,28 +51,28 @@ pub struct Summary {
     pub outputs: Vec<crate::oracle::majority::OutputSummary>,
     /// Matrix: the dimensions of the grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dimensions: Option<Vec<crate::plan::matrix::Dimension>>,
+    pub dimensions: Option<Vec<crate::kind::matrix::plan::Dimension>>,
     /// Matrix: failures per dimension value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attribution: Option<Vec<super::matrix::Attribution>>,
-    /// Matrix, fire or hunt specifics (a hunt's: [`crate::adaptive::record::HuntDetails`]).
+    pub attribution: Option<Vec<crate::kind::matrix::summary::Attribution>>,
+    /// Matrix, fire or hunt specifics (a hunt's: [`crate::kind::adaptive::record::HuntDetails`]).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
     /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
     /// none did); absent from other kinds' summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reproduction: Option<Option<crate::analysis::reproduction::Reproduction>>,
+    pub reproduction: Option<Option<crate::kind::adaptive::reproduction::Reproduction>>,
     /// Warm attempts' failure rate against cold ones', when any attempt ran warm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<super::modes::ModeSummary>,
     /// Fire: the reference and the ladder's levels, flattened into the document
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
-    pub fire: Option<crate::fire::FireSummary>,
+    pub fire: Option<crate::kind::fire::FireSummary>,
     /// Suite: the runner, the tests collected and every test that failed at least once,
     /// flattened into the document (`framework`, `collected`, `tests`, ...).
     #[serde(flatten)]
-    pub suite: Option<crate::suite::summary::SuiteSummary>,
+    pub suite: Option<crate::kind::suite::summary::SuiteSummary>,
 }
 
 /// One cell's statistics.

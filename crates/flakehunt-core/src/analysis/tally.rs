@@ -55,7 +55,7 @@ impl AtOnce {
     /// inside): dropped, it keeps the memory as small as the attempts running at once. The most
     /// a cell can run at once bounds what is kept besides.
     fn add(&mut self, a: &Attempt) {
-        let Some(start) = super::reproduction::unix_seconds(&a.started_at) else { return };
+        let Some(start) = crate::kind::adaptive::reproduction::unix_seconds(&a.started_at) else { return };
         let end = start + a.seconds.max(0.0);
         self.measured += 1;
         self.recent.retain(|&(_, e, _)| e > start);
@@ -313,7 +313,7 @@ mod tests {
     }
     #[test]
     fn at_once_counts_the_attempts_running_together_in_any_recording_order() {
-        use crate::analysis::reproduction::tests::attempt;
+        use crate::kind::adaptive::reproduction::tests::attempt;
         let most = |spans: &[(f64, f64)]| {
             let mut t = Tally::default();
             for (i, &(at, seconds)) in spans.iter().enumerate() {

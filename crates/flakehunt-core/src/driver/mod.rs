@@ -9,24 +9,21 @@
 //! `suite` (a selection of tests per attempt, then each failing test's confirmation runs) are further kinds of [`HuntKind`]: each brings its
 //! own preparation and plan and shares everything else here.
 
-mod adapter;
+pub(crate) mod adapter;
 mod args;
 mod error;
-mod fire;
-mod matrix;
-mod probe;
+pub(crate) mod probe;
 mod run;
 mod session;
 mod slurm;
-mod suite;
 mod target;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::kind::fire::prepare::copy_line;
 pub use adapter::{discard_build, GO_BUILD_DIR, PYTEST_NO_PLUGINS};
 pub use error::{error_chain, HuntError};
-pub use fire::copy_line;
 pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
 pub use run::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
 pub use session::Session;

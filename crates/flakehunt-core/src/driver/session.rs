@@ -67,7 +67,7 @@ impl Session {
             .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
         // The adaptive hunt's and the sweep's plans start a copies=N cell's N attempts together.
         profiles.copies_scheduled = crate::plan::schedules_copies(manifest.kind);
-        let (rooms, kept) = super::matrix::clean_rooms(manifest, sink, watchdog.as_ref())?;
+        let (rooms, kept) = crate::kind::matrix::prepare::clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
     }

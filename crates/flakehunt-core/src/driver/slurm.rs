@@ -26,7 +26,7 @@ fn prepare(
     let target = match spec.kind {
         // A suite's shards collect and build on their machines: only its options are checked.
         HuntKind::Suite(_) => {
-            super::suite::check(spec)?;
+            crate::kind::suite::prepare::check(spec)?;
             crate::plan::Target::argv(vec!["python3".into()])
         }
         _ => super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?,

@@ -3,7 +3,6 @@
 //! fit the same runner as static ones. Main trait: [`Plan`].
 
 mod cell;
-pub mod matrix;
 mod rng;
 mod schedule;
 mod settings;
@@ -63,11 +62,11 @@ pub trait Plan: Send {
 /// already recorded).
 pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
     if manifest.kind == crate::record::Kind::Hunt {
-        return Box::new(crate::adaptive::record::plan_of(manifest));
+        return Box::new(crate::kind::adaptive::record::plan_of(manifest));
     }
     if manifest.kind == crate::record::Kind::Matrix {
         let confirm = manifest.extra.confirm();
-        return Box::new(matrix::MatrixPlan::new(
+        return Box::new(crate::kind::matrix::plan::MatrixPlan::new(
             manifest.cells.clone(),
             manifest.plan.runs,
             manifest.seed,

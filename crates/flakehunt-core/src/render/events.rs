@@ -39,7 +39,7 @@ pub fn line(event: &Event<'_>) -> Option<Line> {
             l.name,
             l.verdict.name(),
             l.verdict_text,
-            crate::fire::headline_text(&l.findings)
+            crate::kind::fire::headline_text(&l.findings)
         )),
         Event::ShardsSubmitted { job, shards, seed, script, dir } => said(format!(
             "slurm: submitted job array {job} ({shards} tasks, seed {seed}); script {}; logs {}/slurm-{job}_*.out",

@@ -73,7 +73,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     if let Some(f) = FireView::of(summary) {
         fire_card(&mut out, &f);
     }
-    if let Some(h) = crate::adaptive::record::HuntDetails::of(summary) {
+    if let Some(h) = crate::kind::adaptive::record::HuntDetails::of(summary) {
         hunt_card(&mut out, summary, &h);
     }
     match &summary.suite {
@@ -651,7 +651,7 @@ fn fire_card(out: &mut String, f: &FireView) {
 
 /// The adaptive hunt: its conclusion, and the arms it tried over time, one row per arm (the
 /// name carries the level), each stretch of its attempts a bar, red where one failed.
-fn hunt_card(out: &mut String, summary: &Summary, h: &crate::adaptive::record::HuntDetails) {
+fn hunt_card(out: &mut String, summary: &Summary, h: &crate::kind::adaptive::record::HuntDetails) {
     card(
         out,
         "hunt",
@@ -758,7 +758,7 @@ fn seconds_tick(t: f64) -> String {
     }
 }
 
-fn suite_card(out: &mut String, s: &crate::suite::summary::SuiteSummary) {
+fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
     use super::suite::{condition, culprits, rate, reproducer};
     let hint = format!(
         "{} of the {} tests collected failed at least once; each reproducer was checked to fail twice",
@@ -877,7 +877,7 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
         let mut plan = if m.kind == crate::record::Kind::Hunt {
             // The adaptive hunt plans as it goes: no runs per cell; the hang rule unless a
             // timeout was given.
-            let options = crate::adaptive::record::options_of(m);
+            let options = crate::kind::adaptive::record::options_of(m);
             let timeout = options.timeout.map_or_else(
                 || format!("hang rule (else {})", seconds(p.timeout_seconds)),
                 |t| seconds(t.as_secs_f64()),

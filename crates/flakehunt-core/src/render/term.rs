@@ -141,7 +141,7 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     for n in &summary.notes {
         let _ = writeln!(out, "note: {n}");
     }
-    let hunt = crate::adaptive::record::HuntDetails::of(summary);
+    let hunt = crate::kind::adaptive::record::HuntDetails::of(summary);
     if let Some(h) = &hunt {
         for s in &h.skipped {
             let _ = writeln!(out, "skipped: {}: {}", s.family, s.reason);

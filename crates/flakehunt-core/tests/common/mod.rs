@@ -207,7 +207,7 @@ pub fn sweep() -> Fixture {
 
 /// A 3 x 2 matrix where the failure follows LC_ALL=C with 4 workers.
 pub fn matrix() -> Fixture {
-    use flakehunt_core::plan::matrix::{grid, Dimension, DimensionKind};
+    use flakehunt_core::kind::matrix::plan::{grid, Dimension, DimensionKind};
     let dimensions = vec![
         Dimension {
             name: "LC_ALL".into(),

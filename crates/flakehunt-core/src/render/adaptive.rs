@@ -2,8 +2,8 @@
 //! an arm (and how confirmation judged it), or, with the budget spent, what was tried and the
 //! rate a failure would very likely have shown above. Pure. Main function: [`conclusion`].
 
-use crate::analysis::reproduction::{HuntTally, Tried, BASELINE};
 use crate::analysis::stats::{amplification, format_p, format_rate, zero_failure_upper_bound};
+use crate::kind::adaptive::reproduction::{HuntTally, Tried, BASELINE};
 
 /// Confirmation's significance level: below it, the arm is the condition.
 pub const ALPHA: f64 = 0.01;
@@ -115,7 +115,7 @@ fn spaced(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::reproduction::tests::{attempt, START};
+    use crate::kind::adaptive::reproduction::tests::{attempt, START};
     use crate::record::Attempt;
 
     fn tally(attempts: &[Attempt]) -> HuntTally {

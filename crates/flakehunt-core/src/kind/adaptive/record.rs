@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::bandit::{BanditOptions, BanditPlan};
 use super::calibration::{Calibration, RuntimeKind, Skipped};
-use crate::analysis::reproduction::{ConfirmCounts, HuntTally, Reproduction, Tried};
 use crate::analysis::Summary;
+use crate::kind::adaptive::reproduction::{ConfirmCounts, HuntTally, Reproduction, Tried};
 use crate::plan::{Plan, Target};
 use crate::record::{Attempt, Manifest};
 
@@ -254,7 +254,7 @@ impl HuntSummary {
         Self {
             tally: HuntTally::new(&manifest.started_at),
             plan: plan_of(manifest),
-            started: crate::analysis::reproduction::unix_seconds(&manifest.started_at),
+            started: crate::kind::adaptive::reproduction::unix_seconds(&manifest.started_at),
             timeline: Vec::new(),
             pending: std::collections::BTreeMap::new(),
             reorder: 4 * runner_jobs(options_of(manifest).cpus) as usize,
@@ -271,7 +271,7 @@ impl HuntSummary {
                 self.tally.add(&a);
             }
         }
-        let from = match (self.started, crate::analysis::reproduction::unix_seconds(&judged.started_at)) {
+        let from = match (self.started, crate::kind::adaptive::reproduction::unix_seconds(&judged.started_at)) {
             (Some(start), Some(began)) => (began - start).max(0.0),
             _ => self.timeline.last().map_or(0.0, |s| s.to),
         };
@@ -309,7 +309,7 @@ impl HuntSummary {
         // chosen before the stop was known are not counted in it.
         self.plan.settle();
         let plan = self.plan.bandit();
-        let same_arm = |c: &&crate::adaptive::Confirmation| {
+        let same_arm = |c: &&crate::kind::adaptive::Confirmation| {
             self.tally.reproduction().is_some_and(|r| plan.cells().get(c.arm).is_some_and(|cell| cell.name == r.cell))
         };
         if let Some(c) = plan.confirmation().filter(|c| done && same_arm(c)).copied() {
@@ -324,7 +324,7 @@ impl HuntSummary {
         summary.reproduction = Some(self.tally.reproduction().cloned());
         let c = self.tally.confirmation();
         let details = HuntDetails {
-            conclusion: crate::render::hunt::conclusion(&self.tally, !done),
+            conclusion: crate::render::adaptive::conclusion(&self.tally, !done),
             calibration: self.plan.bandit().calibration().cloned(),
             skipped: self.plan.bandit().skipped().to_vec(),
             retired: self

@@ -45,7 +45,7 @@ pub struct ConfirmCounts {
 impl ConfirmCounts {
     /// Two-sided Fisher exact p on these attempts alone.
     pub fn p_value(&self) -> f64 {
-        super::stats::fisher_exact_two_sided(
+        crate::analysis::stats::fisher_exact_two_sided(
             self.cell_failures,
             self.cell_attempts - self.cell_failures,
             self.base_failures,
@@ -90,7 +90,7 @@ impl HuntTally {
         };
         self.seconds = self.seconds.max(end);
         let failed = a.outcome.is_failure();
-        if a.phase.as_deref() == Some(crate::adaptive::CONFIRM) {
+        if a.phase.as_deref() == Some(crate::kind::adaptive::CONFIRM) {
             if let Some(r) = &self.reproduction {
                 if a.cell == r.cell {
                     self.confirm.cell_attempts += 1;
