@@ -90,7 +90,7 @@ pub struct Snapshot {
     pub load_average: Option<[f64; 3]>,
     /// Resource limits of this process, by lower-case name (`nofile`,
     /// `nproc`, `stack`, `as`, `core`, `fsize`, `cpu`, `memlock`).
-    pub rlimits: BTreeMap<String, Limit>,
+    pub rlimits: BTreeMap<String, LimitPair>,
     /// Locale variables as seen by this process.
     pub locale: Locale,
     /// `TZ`, else `/etc/timezone`, else the zone `/etc/localtime` links to.
@@ -107,7 +107,7 @@ pub struct Snapshot {
 
 /// A soft/hard resource limit pair; `None` means unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Limit {
+pub struct LimitPair {
     /// The limit enforced now (`rlim_cur`).
     pub soft: Option<u64>,
     /// The ceiling the soft limit may be raised to (`rlim_max`).
@@ -365,12 +365,12 @@ fn parse_loadavg(content: &str) -> Option<[f64; 3]> {
 }
 
 /// Resource limits of this process.
-fn rlimits() -> BTreeMap<String, Limit> {
+fn rlimits() -> BTreeMap<String, LimitPair> {
     crate::exec::Resource::ALL
         .into_iter()
         .map(|r| {
             let (soft, hard) = r.current();
-            (r.name().to_owned(), Limit { soft, hard })
+            (r.name().to_owned(), LimitPair { soft, hard })
         })
         .collect()
 }

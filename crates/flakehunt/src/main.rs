@@ -42,9 +42,9 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
             hunt::run(&spec, json)
         }
         cli::Command::Hypo(cmd) => hypo::run(&match cmd {
-            cli::HypoCommand::Add { text, command } => hypo::HypoCommand::Add { text, command },
-            cli::HypoCommand::Run { id } => hypo::HypoCommand::Run { id: *id },
-            cli::HypoCommand::List => hypo::HypoCommand::List,
+            cli::HypoCommand::Add { text, command } => hypo::HypoRequest::Add { text, command },
+            cli::HypoCommand::Run { id } => hypo::HypoRequest::Run { id: *id },
+            cli::HypoCommand::List => hypo::HypoRequest::List,
         }),
         cli::Command::Report(a) => report::run(&a.dir, a.format.into(), a.output.as_deref()),
         cli::Command::Merge(a) => merge::run(&a.dirs, &a.into),

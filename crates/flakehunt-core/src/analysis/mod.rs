@@ -31,8 +31,8 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
     let mut plan = crate::plan::from_manifest(&record.manifest);
     let top = outputs.majority().map(str::to_owned);
-    let mut hunt =
-        (record.manifest.kind == Kind::Hunt).then(|| crate::kind::adaptive::record::HuntSummary::new(&record.manifest));
+    let mut hunt = (record.manifest.kind == Kind::Adaptive)
+        .then(|| crate::kind::adaptive::record::AdaptiveSummary::new(&record.manifest));
     let suite = record.manifest.kind == Kind::Suite;
     for attempt in record.attempts()? {
         let mut attempt = attempt?;
@@ -61,7 +61,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
             summary
         }
         Kind::Fire => crate::kind::fire::summarize(record, &cells, &tally)?,
-        Kind::Hunt => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
+        Kind::Adaptive => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
         Kind::Suite => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
             if let Some(analysis) = crate::kind::suite::analyse::of_record(record)? {

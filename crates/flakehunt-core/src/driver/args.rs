@@ -30,7 +30,7 @@ impl HuntSpec {
         let kind = match &self.kind {
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
-            HuntKind::Hunt { .. } => "hunt",
+            HuntKind::Adaptive { .. } => "hunt",
             HuntKind::Suite(_) => "suite",
             HuntKind::Fire(_) => {
                 return Err(HuntError::usage(
@@ -78,11 +78,11 @@ impl HuntSpec {
                 o.list("--profiles", &s.profiles);
                 o.flag("--strict", s.strict);
             }
-            HuntKind::Fire(_) | HuntKind::Hunt { .. } => {}
+            HuntKind::Fire(_) | HuntKind::Adaptive { .. } => {}
         }
         // A hunt given `--timeout` gives it to its shards whatever its value: it replaces the
         // hang rule.
-        let timeout_given = matches!(self.kind, HuntKind::Hunt { timeout_given: true });
+        let timeout_given = matches!(self.kind, HuntKind::Adaptive { timeout_given: true });
         let (s, d) = (&self.settings, SettingsRequest::default());
         o.value_if("--runs", s.runs, s.runs != d.runs);
         o.value_if("--jobs", s.jobs, s.jobs != d.jobs);

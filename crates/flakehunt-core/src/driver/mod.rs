@@ -78,8 +78,8 @@ pub enum HuntKind {
     /// Concurrency against sandbox copies of a state.
     Fire(FireRequest),
     /// The adaptive hunt: calibrate, then arms of condition families at levels derived from
-    /// the calibration, chosen by a bandit until one reproduces, then confirmed.
-    Hunt {
+    /// the calibration, chosen by a bandit until one reproduces, then confirmed (`flakehunt hunt`).
+    Adaptive {
         /// `--timeout` was given: it replaces the hang rule.
         timeout_given: bool,
     },
@@ -248,7 +248,7 @@ impl HuntKind {
     /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
     /// conditions, cold as they always ran, unless `--warm` is given.
     pub fn warm_by_default(&self) -> bool {
-        matches!(self, HuntKind::Hunt { .. } | HuntKind::Suite(_))
+        matches!(self, HuntKind::Adaptive { .. } | HuntKind::Suite(_))
     }
 
     /// The record kind.
@@ -257,7 +257,7 @@ impl HuntKind {
             HuntKind::Sweep { .. } => Kind::Sweep,
             HuntKind::Matrix(_) => Kind::Matrix,
             HuntKind::Fire(_) => Kind::Fire,
-            HuntKind::Hunt { .. } => Kind::Hunt,
+            HuntKind::Adaptive { .. } => Kind::Adaptive,
             HuntKind::Suite(_) => Kind::Suite,
         }
     }

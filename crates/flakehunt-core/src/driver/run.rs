@@ -63,7 +63,7 @@ struct Ladder {
 pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
     let adaptive;
     let spec = match (&spec.kind, &spec.record) {
-        (HuntKind::Hunt { .. }, RecordRequest::New(_)) => {
+        (HuntKind::Adaptive { .. }, RecordRequest::New(_)) => {
             adaptive = adaptive_defaults(spec);
             &adaptive
         }
@@ -207,15 +207,15 @@ pub(super) fn cells_of(
             crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
         }
         HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
-        HuntKind::Hunt { timeout_given } => {
-            use crate::kind::adaptive::record::{self, Adapter};
+        HuntKind::Adaptive { timeout_given } => {
+            use crate::kind::adaptive::record::{self, TestRunner};
             let t = &spec.target;
             let adapter = if !t.go_test.is_empty() {
-                Some(Adapter::Go)
+                Some(TestRunner::Go)
             } else if t.pytest.is_some() {
-                Some(Adapter::Pytest)
+                Some(TestRunner::Pytest)
             } else {
-                t.cargo_test.is_some().then_some(Adapter::Cargo)
+                t.cargo_test.is_some().then_some(TestRunner::Cargo)
             };
             let timeout = timeout_given.then_some(spec.settings.timeout);
             let seed = spec.seed.unwrap_or_default();
@@ -269,7 +269,7 @@ fn execute(
                 // its calibration runs, not in the way of its first attempt of each arm. Under
                 // SCHED_IDLE (the compiler inherits it), so they take only CPU time the
                 // calibration attempts leave.
-                if manifest.kind == crate::record::Kind::Hunt {
+                if manifest.kind == crate::record::Kind::Adaptive {
                     scope.spawn(|| {
                         crate::exec::idle_priority();
                         session.profiles.make_helpers();

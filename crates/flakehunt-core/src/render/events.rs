@@ -6,7 +6,7 @@ use crate::events::Event;
 
 /// A line to show while a hunt runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
+pub struct EventLine {
     /// The text.
     pub text: String,
     /// Shown even with `--quiet`: a warning, an interruption, a failed shard.
@@ -14,9 +14,9 @@ pub struct Line {
 }
 
 /// The line `event` shows, if any.
-pub fn line(event: &Event<'_>) -> Option<Line> {
-    let said = |text: String| Some(Line { text, always: false });
-    let warned = |text: String| Some(Line { text, always: true });
+pub fn line(event: &Event<'_>) -> Option<EventLine> {
+    let said = |text: String| Some(EventLine { text, always: false });
+    let warned = |text: String| Some(EventLine { text, always: true });
     match *event {
         Event::MatrixPlanned { cells, dimensions, runs, confirm } => {
             let sizes: Vec<String> = dimensions.iter().map(|d| format!("{} ({})", d.name, d.values.len())).collect();

@@ -18,7 +18,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## flakehunt {}: {}\n", summary.kind.name(), md_code(&summary.target));
     let _ = writeln!(out, "{} **{}**\n", marker(&summary.verdict), md_cell(&summary.verdict_text));
-    if let Some(h) = crate::kind::adaptive::record::HuntDetails::of(summary) {
+    if let Some(h) = crate::kind::adaptive::record::AdaptiveDetails::of(summary) {
         let _ = writeln!(out, "{}\n", md_cell(&h.conclusion));
     }
     let _ = write!(out, "{} of {} planned attempts, {} failed", summary.attempts, summary.planned, summary.failures);

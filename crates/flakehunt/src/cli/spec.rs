@@ -23,7 +23,7 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
         _ => false,
     };
     let spec = match command {
-        Command::Hunt(a) => shared(a, HuntKind::Hunt { timeout_given: timeout_given() }, config, config_path),
+        Command::Hunt(a) => shared(a, HuntKind::Adaptive { timeout_given: timeout_given() }, config, config_path),
         Command::Sweep(a) => {
             let kind = HuntKind::Sweep { profiles: a.profiles.clone(), strict: a.strict };
             shared(&a.hunt, kind, config, config_path)
