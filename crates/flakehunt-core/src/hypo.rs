@@ -61,6 +61,15 @@ pub enum HypoError {
     },
 }
 
+impl crate::error_class::Classify for HypoError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Corrupt { .. } => crate::error_class::ErrorClass::Damaged,
+            Self::Io { .. } => crate::error_class::ErrorClass::Io,
+        }
+    }
+}
+
 /// Where the hypotheses of the project in the current directory are kept.
 pub fn file() -> PathBuf {
     PathBuf::from(".flakehunt/hypotheses.jsonl")

@@ -104,11 +104,7 @@ pub fn prepare(dir: &Path, options: &FireOptions) -> Result<Resumed, RecordError
 
 /// The lines of a JSONL file that end with a newline (a crash may have cut the last one).
 fn complete_lines(path: &Path) -> Result<Vec<String>, RecordError> {
-    let text = match fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(RecordError::io(path, e)),
-    };
+    let Some(text) = crate::record::read_text(path)? else { return Ok(Vec::new()) };
     let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
     Ok(complete.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect())
 }

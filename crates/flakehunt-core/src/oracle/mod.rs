@@ -79,6 +79,16 @@ pub enum OracleError {
     },
 }
 
+impl crate::error_class::Classify for OracleError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::Regex { .. } | Self::MatchesEmpty { .. } => ErrorClass::Usage,
+            Self::Expected { source, .. } => ErrorClass::of_named_input(source),
+        }
+    }
+}
+
 /// The largest `--expect-stdout` file read: an expected output is what a test prints, and a
 /// bigger file is a mistake (`/dev/zero` would be read until memory ran out).
 const EXPECTED_LIMIT: u64 = 256 << 20;

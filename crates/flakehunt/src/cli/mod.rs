@@ -354,7 +354,7 @@ pub struct MatrixArgs {
 /// Parses a hunt given as words to another subcommand (`slurm-script`, `dispatch`) as flakehunt
 /// would parse it. Clap's message, which starts with its own `error: `, follows ours without
 /// it, and keeps the usage of the subcommand that refused the words.
-pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> anyhow::Result<Cli> {
+pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> Result<Cli, crate::exit::Error> {
     Cli::try_parse_from(argv).map_err(|e| crate::exit::usage(nested_message(&e)))
 }
 
