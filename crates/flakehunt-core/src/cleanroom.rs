@@ -81,8 +81,12 @@ impl crate::error_class::Classify for CleanRoomError {
             Self::NotARepository(_) | Self::Setup { .. } => ErrorClass::Usage,
             Self::Refused(e) => crate::error_class::Classify::class(e),
             // A TMPDIR that does not exist, or a tracked file gone from the work tree, is the
-            // user's to fix; a full or unwritable file system is the system's refusal.
-            Self::Room { cause, .. } | Self::Copy { cause, .. } => ErrorClass::of_named_input(cause),
+            // user's to fix; a full or unwritable file system, or a file where the room's
+            // directory must be made, is the system's refusal.
+            Self::Room { cause, .. } | Self::Copy { cause, .. } => match cause.kind() {
+                std::io::ErrorKind::NotFound => ErrorClass::Usage,
+                _ => ErrorClass::Io,
+            },
             Self::SetupStart(_) => ErrorClass::Io,
         }
     }

@@ -45,7 +45,11 @@ impl Recorder {
             OpenOptions::new().read(true).write(true).open(&path).map_err(|e| RecordError::io(&path, e))?;
         attempts.set_len(valid).map_err(|e| RecordError::io(&path, e))?;
         attempts.seek(SeekFrom::End(0)).map_err(|e| RecordError::io(&path, e))?;
-        fs::create_dir_all(dir.join(LOGS)).map_err(|e| RecordError::io(dir, e))?;
+        let logs = dir.join(LOGS);
+        if fs::metadata(&logs).is_ok_and(|m| !m.is_dir()) {
+            return Err(RecordError::Corrupt(logs, "it is a file, where flakehunt writes a directory".into()));
+        }
+        fs::create_dir_all(&logs).map_err(|e| RecordError::io(&logs, e))?;
         let _ = fs::remove_file(dir.join(super::SUMMARY_FILE));
         Ok(Self { dir: dir.to_owned(), attempts, line: Vec::with_capacity(8192) })
     }
