@@ -11,6 +11,7 @@ pub mod config;
 pub mod copy;
 pub mod dispatch;
 pub mod driver;
+pub mod error_class;
 pub mod events;
 pub mod exec;
 pub mod host;
