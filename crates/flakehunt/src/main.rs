@@ -8,6 +8,7 @@ mod hunt;
 mod hypo;
 mod merge;
 mod report;
+mod snapshot;
 mod style;
 
 use flakehunt_core::config::Config;
@@ -64,10 +65,9 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
             print!("{}", flakehunt_core::hunt::profiles_table(&config()?));
             Ok(Done::Ok)
         }
-        cli::Command::Snapshot => {
+        cli::Command::Snapshot(a) => {
             let tools = flakehunt_core::hunt::snapshot_tools(&config()?, None);
-            println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
-            Ok(Done::Ok)
+            snapshot::run(tools, a)
         }
         cli::Command::ProbeWorkload { millis } => {
             println!("{}", flakehunt_core::hunt::workload(*millis));

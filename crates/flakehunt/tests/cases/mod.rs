@@ -5,6 +5,7 @@ mod adversarial_input;
 mod adversarial_secrets;
 mod adversarial_state;
 mod dispatch_files;
+mod drift;
 mod fire;
 mod hunt;
 mod jitter;
