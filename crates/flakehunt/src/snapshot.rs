@@ -3,24 +3,22 @@
 
 use std::io::Write;
 
-use anyhow::Context;
 use flakehunt_core::snapshot::{Snapshot, SnapshotRequest};
 
 use crate::cli::SnapshotArgs;
-use crate::exit;
+use crate::exit::{self, Error};
 
 /// Runs `flakehunt snapshot` with the tool lines `tools`.
-pub fn run(tools: Vec<String>, args: &SnapshotArgs) -> anyhow::Result<exit::Done> {
+pub fn run(tools: Vec<String>, args: &SnapshotArgs) -> Result<exit::Done, Error> {
     let request =
         SnapshotRequest::everything(tools, args.python.as_deref(), args.go_test.as_deref()).map_err(exit::usage)?;
     let snapshot = Snapshot::capture_in(&request, None, None);
-    let mut text = serde_json::to_string_pretty(&snapshot)?;
+    let mut text = serde_json::to_string_pretty(&snapshot).expect("a snapshot is JSON");
     text.push('\n');
     match &args.output {
-        Some(path) => {
-            write_atomically(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?
-        }
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        Some(path) => write_atomically(path, text.as_bytes())
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?,
+        None => exit::to_stdout(|out| out.write_all(text.as_bytes()))?,
     }
     Ok(exit::Done::Ok)
 }

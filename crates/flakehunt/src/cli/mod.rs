@@ -22,7 +22,8 @@ pub use flakehunt_core::plan::parse_bytes;
 #[command(name = "flakehunt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 nothing reproduced (or every fire level accepted), 1 reproduced (or a level rejected), \
-2 usage or configuration error, 3 the environment refused what was asked, 4 a file could not be read or written, \
+2 usage or configuration error (or a damaged record), 3 the environment refused what was asked, \
+4 the system refused to read or write a file, \
 130 interrupted."
 )]
 pub struct Cli {
@@ -372,7 +373,7 @@ pub struct MatrixArgs {
 /// Parses a hunt given as words to another subcommand (`slurm-script`, `dispatch`) as flakehunt
 /// would parse it. Clap's message, which starts with its own `error: `, follows ours without
 /// it, and keeps the usage of the subcommand that refused the words.
-pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> anyhow::Result<Cli> {
+pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> Result<Cli, crate::exit::Error> {
     Cli::try_parse_from(argv).map_err(|e| crate::exit::usage(nested_message(&e)))
 }
 
