@@ -233,7 +233,10 @@ fn execute(
 ) -> Result<(bool, Option<crate::snapshot::Snapshot>), HuntError> {
     let Opened { dir, manifest, recorder, ladder, .. } = opened;
     // A resumed record keeps the snapshot of the machine it started on.
-    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| snapshot_tools(&spec.config, Some(manifest)));
+    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| {
+        let tools = snapshot_tools(&spec.config, Some(manifest));
+        crate::snapshot::SnapshotRequest::for_hunt(&manifest.target, manifest.extra.adapter.as_ref(), tools)
+    });
     let leak_timeout = spec.settings.leak_timeout;
     match ladder {
         None if manifest.kind == Kind::Suite => {

@@ -92,8 +92,11 @@ pub enum Command {
     },
     /// List built-in and configured profiles.
     Profiles,
-    /// Print the environment snapshot (secrets redacted) that every record holds.
-    Snapshot,
+    /// Print the environment snapshot (secrets redacted) that every record holds, with the
+    /// Python interpreter's distributions, Go's environment and modules and Rust's lock file:
+    /// take it where a test fails (a CI step), then `flakehunt diff` or `matrix --against` it.
+    Snapshot(SnapshotArgs),
+
     /// Internal: the workload `probe` runs.
     #[command(name = "__probe-workload", hide = true)]
     ProbeWorkload {
@@ -233,6 +236,21 @@ pub struct SweepArgs {
     /// Shared hunt options.
     #[command(flatten)]
     pub hunt: HuntArgs,
+}
+
+/// `flakehunt snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Write the snapshot to FILE instead of stdout (for a CI step to upload).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The Python interpreter to read (default: $VIRTUAL_ENV's, else ./.venv's, else python3).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Read Go's module list in this package directory (default: the working directory, when
+    /// `go` is on PATH).
+    #[arg(long, value_name = "DIR")]
+    pub go_test: Option<PathBuf>,
 }
 
 /// `flakehunt report`.
