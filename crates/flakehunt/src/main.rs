@@ -8,6 +8,7 @@ mod hunt;
 mod hypo;
 mod merge;
 mod report;
+mod snapshot;
 mod style;
 
 use flakehunt_core::config::Config;
@@ -15,7 +16,13 @@ use flakehunt_core::config::Config;
 use crate::exit::{Done, Error};
 
 fn main() {
-    let cli = cli::parse();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            eprintln!("flakehunt: error: {}", exit::message_of(&err));
+            std::process::exit(exit::code(&Err(err)));
+        }
+    };
     // Decided once, before anything is written.
     flakehunt_core::redact::set_enabled(!cli.no_redact);
     let result = dispatch(&cli);
@@ -66,14 +73,9 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
             exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
             Ok(Done::Ok)
         }
-        cli::Command::Snapshot => {
+        cli::Command::Snapshot(a) => {
             let tools = flakehunt_core::driver::snapshot_tools(&config()?, None);
-            let snapshot = flakehunt_core::snapshot::Snapshot::capture(&tools);
-            exit::to_stdout(|out| {
-                serde_json::to_writer_pretty(&mut *out, &snapshot)?;
-                writeln!(out)
-            })?;
-            Ok(Done::Ok)
+            snapshot::run(tools, a)
         }
         cli::Command::ProbeWorkload { millis } => {
             let line = flakehunt_core::driver::workload(*millis);

@@ -100,7 +100,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
 fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
     let kind = spec.kind.record_kind();
     match (&spec.record, &spec.kind) {
-        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_))
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Adaptive { .. })
             if spec.oracle.is_given() || spec.target.has_adapter() =>
         {
             Err(HuntError::usage(
@@ -235,7 +235,10 @@ fn execute(
 ) -> Result<(bool, Option<crate::snapshot::Snapshot>), HuntError> {
     let Opened { dir, manifest, recorder, ladder, .. } = opened;
     // A resumed record keeps the snapshot of the machine it started on.
-    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| snapshot_tools(&spec.config, Some(manifest)));
+    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| {
+        let tools = snapshot_tools(&spec.config, Some(manifest));
+        crate::snapshot::SnapshotRequest::for_hunt(&manifest.target, manifest.extra.adapter.as_ref(), tools)
+    });
     let leak_timeout = spec.settings.leak_timeout;
     match ladder {
         None if manifest.kind == Kind::Suite => {

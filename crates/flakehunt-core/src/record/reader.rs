@@ -76,10 +76,16 @@ impl Record {
         Ok(prefix_len(&bytes) != bytes.len() as u64)
     }
 
-    /// Every cell: the manifest's, then any added while the hunt ran.
+    /// Every cell: the manifest's, then any added while the hunt ran. A cell added twice (a
+    /// hunt killed after writing the cell but before the attempt that led to it, then resumed,
+    /// adds it again) is read once.
     pub fn cells(&self) -> Result<Vec<CellSpec>, RecordError> {
         let mut cells = self.manifest.cells.clone();
-        cells.extend(self.side_lines::<CellSpec>(CELLS)?);
+        for added in self.side_lines::<CellSpec>(CELLS)? {
+            if !cells.iter().any(|c| c.name == added.name) {
+                cells.push(added);
+            }
+        }
         Ok(cells)
     }
 
