@@ -10,6 +10,7 @@ pub mod cleanroom;
 pub mod config;
 pub mod copy;
 pub mod dispatch;
+pub mod drift;
 pub mod driver;
 pub mod error_class;
 pub mod events;
