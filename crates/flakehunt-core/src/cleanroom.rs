@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::copy::{CopyError, CopyOptions, CopyStats, Plan, Selection};
+use crate::copy::{CopyError, CopyOptions, CopyPlan, CopyStats, Selection};
 use crate::exec::{TrackedDir, Watchdog};
 
 /// One clean room; removed when dropped unless kept.
@@ -42,7 +42,7 @@ pub enum CleanRoomError {
     #[error("--clean-room copies the tracked files of a git repository, and {0} is not one (or git is missing)")]
     NotARepository(PathBuf),
     /// The tracked files cannot be copied as they are (a link leading outside the repository).
-    #[error("--clean-room: {0}")]
+    #[error("--clean-room")]
     Refused(#[from] CopyError),
     /// The room cannot be made in the temporary directory (a missing or unwritable `TMPDIR`).
     /// The cause is in the message: the binary shows a clean-room error as one line.
@@ -74,18 +74,36 @@ pub enum CleanRoomError {
     },
 }
 
+impl crate::error_class::Classify for CleanRoomError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::NotARepository(_) | Self::Setup { .. } => ErrorClass::Usage,
+            Self::Refused(e) => crate::error_class::Classify::class(e),
+            // A TMPDIR that does not exist, or a tracked file gone from the work tree, is the
+            // user's to fix; a full or unwritable file system, or a file where the room's
+            // directory must be made, is the system's refusal.
+            Self::Room { cause, .. } | Self::Copy { cause, .. } => match cause.kind() {
+                std::io::ErrorKind::NotFound => ErrorClass::Usage,
+                _ => ErrorClass::Io,
+            },
+            Self::SetupStart(_) => ErrorClass::Io,
+        }
+    }
+}
+
 impl CleanRoom {
     /// Checks that `project` is a repository whose tracked files can be copied, without
     /// copying anything: a refusal comes before any attempt.
     pub fn check(project: &Path, copy: CopyOptions) -> Result<(), CleanRoomError> {
-        Plan::of(project, Selection::Listed(&tracked_files(project)?), copy)?;
+        CopyPlan::of(project, Selection::Listed(&tracked_files(project)?), copy)?;
         Ok(())
     }
 
     /// Copies the files git tracks in `project` into a fresh directory, then runs the setup
     /// command there. Every path of the room (its directory, `HOME`, `TMPDIR`) is absolute.
     pub fn create(project: &Path, options: &RoomOptions<'_>) -> Result<Self, CleanRoomError> {
-        let plan = Plan::of(project, Selection::Listed(&tracked_files(project)?), options.copy)?;
+        let plan = CopyPlan::of(project, Selection::Listed(&tracked_files(project)?), options.copy)?;
         let root = tempfile::Builder::new()
             .prefix("flakehunt-room-")
             // tempfile makes a relative TMPDIR absolute, so the room's paths are absolute.

@@ -1,6 +1,6 @@
 //! The hypotheses file, `.flakehunt/hypotheses.jsonl`: hypotheses about a flake, written down
 //! before testing with the command that could kill them, and every run of that kill test.
-//! Main type: [`Entry`].
+//! Main type: [`HypoEvent`].
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// One line of the hypotheses file: a hypothesis added, or one run of its kill test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
-pub enum Entry {
+pub enum HypoEvent {
     /// A hypothesis and its kill test.
     Added {
         /// Its number, from 1.
@@ -61,33 +61,49 @@ pub enum HypoError {
     },
 }
 
+impl crate::error_class::Classify for HypoError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Corrupt { .. } => crate::error_class::ErrorClass::Damaged,
+            Self::Io { .. } => crate::error_class::ErrorClass::Io,
+        }
+    }
+}
+
 /// Where the hypotheses of the project in the current directory are kept.
 pub fn file() -> PathBuf {
     PathBuf::from(".flakehunt/hypotheses.jsonl")
 }
 
-/// Every entry of the file at `path` (none when it does not exist).
-pub fn load(path: &Path) -> Result<Vec<Entry>, HypoError> {
+/// Every entry of the file at `path` (none when it does not exist). As for a record, a file
+/// that is a directory, is not UTF-8 text or holds a line that is not an entry is damaged; a
+/// refusal of the system is an I/O error.
+pub fn load(path: &Path) -> Result<Vec<HypoEvent>, HypoError> {
     let io = |source| HypoError::Io { path: path.to_owned(), source };
-    let Ok(f) = std::fs::File::open(path) else { return Ok(Vec::new()) };
+    let corrupt = |line: usize, message: String| HypoError::Corrupt { path: path.to_owned(), line, message };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(e)),
+    };
+    if !meta.is_file() {
+        return Err(corrupt(0, "it is not a regular file, where flakehunt writes one".to_owned()));
+    }
+    let f = std::fs::File::open(path).map_err(io)?;
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
+    for (i, line) in std::io::BufReader::new(f).split(b'\n').enumerate() {
         let line = line.map_err(io)?;
+        let line = String::from_utf8(line).map_err(|_| corrupt(i + 1, "not UTF-8 text".to_owned()))?;
         if line.trim().is_empty() {
             continue;
         }
-        let entry = serde_json::from_str(&line).map_err(|e| HypoError::Corrupt {
-            path: path.to_owned(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        out.push(entry);
+        out.push(serde_json::from_str(&line).map_err(|e| corrupt(i + 1, e.to_string()))?);
     }
     Ok(out)
 }
 
 /// Appends `entry` to the file at `path`, creating it and its directory.
-pub fn append(path: &Path, entry: &Entry) -> Result<(), HypoError> {
+pub fn append(path: &Path, entry: &HypoEvent) -> Result<(), HypoError> {
     let io = |source| HypoError::Io { path: path.to_owned(), source };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
@@ -129,8 +145,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h/hypotheses.jsonl");
         assert!(load(&path).unwrap().is_empty());
-        let added = Entry::Added { id: 1, text: "t".into(), command: vec!["true".into()], at: now() };
-        let ran = Entry::Ran { id: 1, at: now(), exit_code: Some(0), outcome: "survived".into(), record: None };
+        let added = HypoEvent::Added { id: 1, text: "t".into(), command: vec!["true".into()], at: now() };
+        let ran = HypoEvent::Ran { id: 1, at: now(), exit_code: Some(0), outcome: "survived".into(), record: None };
         append(&path, &added).unwrap();
         append(&path, &ran).unwrap();
         assert_eq!(load(&path).unwrap(), [added, ran]);

@@ -5,12 +5,12 @@
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 
-use flakehunt_core::hypo::{append, file, load, now, Entry};
+use flakehunt_core::hypo::{append, file, load, now, HypoEvent};
 
 use crate::exit;
 
 /// What `flakehunt hypo` is asked to do.
-pub enum HypoCommand<'a> {
+pub enum HypoRequest<'a> {
     /// Record a hypothesis and its kill test.
     Add {
         /// The hypothesis, in words.
@@ -28,27 +28,24 @@ pub enum HypoCommand<'a> {
 }
 
 /// Runs a `hypo` subcommand.
-pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
+pub fn run(cmd: &HypoRequest<'_>) -> Result<exit::Done, exit::Error> {
     let path = file();
-    let entries = load(&path).map_err(|e| match e {
-        flakehunt_core::hypo::HypoError::Corrupt { .. } => exit::usage(e.to_string()),
-        io => io.into(),
-    })?;
+    let entries = load(&path)?;
     match cmd {
-        HypoCommand::Add { text, command } => {
+        HypoRequest::Add { text, command } => {
             if command.is_empty() {
                 return Err(exit::usage("give the kill test after --, e.g. flakehunt hypo add \"fails only with LC_ALL=C\" -- flakehunt matrix -D LC_ALL=C.utf8 --runs 200 -- ./test.sh"));
             }
-            let id = entries.iter().filter(|e| matches!(e, Entry::Added { .. })).count() as u32 + 1;
-            append(&path, &Entry::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
-            println!("hypothesis {id} recorded: {}", shown(text));
+            let id = entries.iter().filter(|e| matches!(e, HypoEvent::Added { .. })).count() as u32 + 1;
+            append(&path, &HypoEvent::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
+            say(&format!("hypothesis {id} recorded: {text}"))?;
             Ok(exit::Done::Ok)
         }
-        HypoCommand::Run { id } => {
+        HypoRequest::Run { id } => {
             let command = entries
                 .iter()
                 .find_map(|e| match e {
-                    Entry::Added { id: i, command, .. } if i == id => Some(command.clone()),
+                    HypoEvent::Added { id: i, command, .. } if i == id => Some(command.clone()),
                     _ => None,
                 })
                 .ok_or_else(|| exit::usage(format!("no hypothesis {id}: see `flakehunt hypo list`")))?;
@@ -56,7 +53,7 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                 .args(&command[1..])
                 .stdout(Stdio::piped())
                 .spawn()
-                .map_err(|e| exit::usage(format!("cannot start the kill test '{}': {e}", command[0])))?;
+                .map_err(|source| exit::Error::KillTest { program: command[0].clone(), source })?;
             // Show its output as it comes, and remember where a hunt said its record is.
             let mut record = None;
             if let Some(out) = child.stdout.take() {
@@ -65,14 +62,14 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                         record = Some(dir.trim().to_owned());
                     }
                     // Relayed: redacted like all flakehunt shows (its stderr is the terminal's).
-                    println!("{}", shown(&line));
+                    say(&line)?;
                 }
             }
-            let status = child.wait()?;
+            let status = child.wait().map_err(|e| exit::Error::io("cannot wait for the kill test", e))?;
             let outcome = if status.success() { "survived" } else { "killed" };
             append(
                 &path,
-                &Entry::Ran {
+                &HypoEvent::Ran {
                     id: *id,
                     at: now(),
                     exit_code: status.code(),
@@ -80,20 +77,25 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                     record: record.clone(),
                 },
             )?;
-            println!("hypothesis {id}: {outcome}{}", record.map(|r| format!(" (record: {r})")).unwrap_or_default());
+            say(&format!(
+                "hypothesis {id}: {outcome}{}",
+                record.map(|r| format!(" (record: {r})")).unwrap_or_default()
+            ))?;
             Ok(exit::Done::Ok)
         }
-        HypoCommand::List => {
+        HypoRequest::List => {
             for e in &entries {
-                if let Entry::Added { id, text, command, at } = e {
-                    let runs: Vec<&Entry> =
-                        entries.iter().filter(|r| matches!(r, Entry::Ran { id: i, .. } if i == id)).collect();
+                if let HypoEvent::Added { id, text, command, at } = e {
+                    let runs: Vec<&HypoEvent> =
+                        entries.iter().filter(|r| matches!(r, HypoEvent::Ran { id: i, .. } if i == id)).collect();
                     let state = match runs.last() {
-                        Some(Entry::Ran { outcome, at, .. }) => format!("{outcome} ({} run(s), last {at})", runs.len()),
+                        Some(HypoEvent::Ran { outcome, at, .. }) => {
+                            format!("{outcome} ({} run(s), last {at})", runs.len())
+                        }
                         _ => "untested".into(),
                     };
                     let (text, command) = flakehunt_core::hypo::shown(text, command);
-                    println!("{id}  {state}  {text}\n   added {at}; kill test: {command}");
+                    say(&format!("{id}  {state}  {text}\n   added {at}; kill test: {command}"))?;
                 }
             }
             Ok(exit::Done::Ok)
@@ -101,11 +103,9 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
     }
 }
 
-/// `text` as the terminal may show it: redacted unless `--no-redact`.
-fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    if flakehunt_core::redact::enabled() {
-        flakehunt_core::redact::text(text)
-    } else {
-        text.into()
-    }
+/// One line on stdout, redacted unless `--no-redact` (a kill test's output, the user's text).
+fn say(line: &str) -> Result<(), exit::Error> {
+    let line: std::borrow::Cow<'_, str> =
+        if flakehunt_core::redact::enabled() { flakehunt_core::redact::text(line) } else { line.into() };
+    exit::to_stdout(|out| writeln!(out, "{line}"))
 }

@@ -8,14 +8,23 @@ mod hunt;
 mod hypo;
 mod merge;
 mod report;
+mod snapshot;
 mod style;
 
 use flakehunt_core::config::Config;
 
-use crate::exit::Done;
+use crate::exit::{Done, Error};
 
 fn main() {
-    let cli = cli::parse();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // The arguments could not be read, so neither could --no-redact: looked for plainly.
+            flakehunt_core::redact::set_enabled(!std::env::args().any(|a| a == "--no-redact"));
+            say_error(&err);
+            std::process::exit(exit::code(&Err(err)));
+        }
+    };
     // Decided once, before anything is written.
     flakehunt_core::redact::set_enabled(!cli.no_redact);
     if !cli.no_redact {
@@ -24,21 +33,25 @@ fn main() {
     }
     let result = dispatch(&cli);
     if let Err(err) = &result {
-        // One line: the error and its causes, joined by ": ". An error may quote the target's
-        // output (a collection error) or an argument: redacted like everything written.
-        let mut message = exit::message_of(err);
-        if flakehunt_core::redact::enabled() {
-            flakehunt_core::redact::in_place(&mut message);
-        }
-        eprintln!("flakehunt: error: {message}");
+        say_error(err);
     }
     std::process::exit(exit::code(&result));
 }
 
-fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
-    let config = || -> anyhow::Result<Config> {
-        let cwd = std::env::current_dir()?;
-        let (config, _) = Config::load(cli.config.as_deref(), &cwd).map_err(|e| exit::usage(e.to_string()))?;
+/// One line: the error and its causes, joined by ": ". An error may quote the target's output
+/// (a collection error) or an argument: redacted like everything flakehunt writes.
+fn say_error(err: &Error) {
+    let mut message = exit::message_of(err);
+    if flakehunt_core::redact::enabled() {
+        flakehunt_core::redact::in_place(&mut message);
+    }
+    eprintln!("flakehunt: error: {message}");
+}
+
+fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
+    let config = || -> Result<Config, Error> {
+        let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+        let (config, _) = Config::load(cli.config.as_deref(), &cwd)?;
         Ok(config)
     };
     match &cli.command {
@@ -51,9 +64,9 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
             hunt::run(&spec, json)
         }
         cli::Command::Hypo(cmd) => hypo::run(&match cmd {
-            cli::HypoCommand::Add { text, command } => hypo::HypoCommand::Add { text, command },
-            cli::HypoCommand::Run { id } => hypo::HypoCommand::Run { id: *id },
-            cli::HypoCommand::List => hypo::HypoCommand::List,
+            cli::HypoCommand::Add { text, command } => hypo::HypoRequest::Add { text, command },
+            cli::HypoCommand::Run { id } => hypo::HypoRequest::Run { id: *id },
+            cli::HypoCommand::List => hypo::HypoRequest::List,
         }),
         cli::Command::Report(a) => report::run(&a.dir, a.format.into(), a.output.as_deref()),
         cli::Command::Merge(a) => merge::run(&a.dirs, &a.into),
@@ -63,23 +76,26 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
             hunt::slurm_script(&spec)
         }
         cli::Command::Dispatch(cmd) => {
-            print!("{}", cli::dispatch_text(cmd)?);
+            let text = cli::dispatch_text(cmd)?;
+            exit::to_stdout(|out| out.write_all(text.as_bytes()))?;
             Ok(Done::Ok)
         }
         cli::Command::Completions { shell } => cli::shell::completions(*shell),
         cli::Command::Man => cli::shell::man(),
         cli::Command::Probe { profiles, json } => hunt::probe(profiles, *json, &config()?),
         cli::Command::Profiles => {
-            print!("{}", flakehunt_core::hunt::profiles_table(&config()?));
+            let table = flakehunt_core::driver::profiles_table(&config()?);
+            exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
             Ok(Done::Ok)
         }
-        cli::Command::Snapshot => {
-            let tools = flakehunt_core::hunt::snapshot_tools(&config()?, None);
-            println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
-            Ok(Done::Ok)
+        cli::Command::Snapshot(a) => {
+            let tools = flakehunt_core::driver::snapshot_tools(&config()?, None);
+            snapshot::run(tools, a)
         }
+        cli::Command::Diff(a) => snapshot::diff(a, flakehunt_core::driver::snapshot_tools(&config()?, None)),
         cli::Command::ProbeWorkload { millis } => {
-            println!("{}", flakehunt_core::hunt::workload(*millis));
+            let line = flakehunt_core::driver::workload(*millis);
+            exit::to_stdout(|out| writeln!(out, "{line}"))?;
             Ok(Done::Ok)
         }
         cli::Command::Watchdog { run_id } => {

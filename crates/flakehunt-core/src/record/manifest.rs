@@ -19,7 +19,8 @@ pub enum Kind {
     /// `flakehunt fire`.
     Fire,
     /// `flakehunt hunt`: the adaptive hunt.
-    Hunt,
+    #[serde(rename = "hunt")]
+    Adaptive,
     /// `flakehunt suite`: a whole test selection per attempt, in seeded orders.
     Suite,
 }
@@ -31,7 +32,7 @@ impl Kind {
             Kind::Sweep => "sweep",
             Kind::Matrix => "matrix",
             Kind::Fire => "fire",
-            Kind::Hunt => "hunt",
+            Kind::Adaptive => "hunt",
             Kind::Suite => "suite",
         }
     }
@@ -104,7 +105,7 @@ impl Manifest {
         }
         // A suite's test ids keep their shape and stay apart, as its attempts write them.
         if let (Some(setup), Some(v)) = (&self.extra.suite, written.pointer_mut("/extra/suite")) {
-            *v = serde_json::to_value(crate::suite::written::WrittenIds::new(&setup.selection).setup(setup))?;
+            *v = serde_json::to_value(crate::kind::suite::written::WrittenIds::new(&setup.selection).setup(setup))?;
         }
         if written != raw {
             written["withheld"] = serde_json::Value::Bool(true);

@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::copy::{CopyError, CopyOptions, CopyStats, Plan, Selection};
+use crate::copy::{CopyError, CopyOptions, CopyPlan, CopyStats, Selection};
 use crate::exec::{TrackedDir, Watchdog};
 
 /// A fresh copy of a state directory, removed on drop unless
@@ -97,6 +97,23 @@ pub enum SandboxError {
     Copy(#[from] CopyError),
 }
 
+impl crate::error_class::Classify for SandboxError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::Missing { .. }
+            | Self::NotADirectory { .. }
+            | Self::InvalidName { .. }
+            | Self::ParentInsideSource { .. } => ErrorClass::Usage,
+            // Too little space where the copies go is a full disk foreseen.
+            Self::Unreadable { .. } | Self::TooLarge { .. } | Self::FreeSpace { .. } | Self::Create { .. } => {
+                ErrorClass::Io
+            }
+            Self::Copy(e) => crate::error_class::Classify::class(e),
+        }
+    }
+}
+
 /// Checks that `path` is an existing, readable directory, so that a bad
 /// `--state` argument fails before any run starts.
 pub fn validate_source(path: &Path) -> Result<(), SandboxError> {
@@ -156,7 +173,7 @@ impl Sandbox {
             Some(source) => {
                 validate_source(source)?;
                 check_not_inside(source, parent)?;
-                let plan = Plan::of(source, Selection::Tree, options)?;
+                let plan = CopyPlan::of(source, Selection::Tree, options)?;
                 let needed = plan.needed_bytes();
                 let available = free_space(parent)
                     .map_err(|err| SandboxError::FreeSpace { path: parent.to_owned(), source: err })?;

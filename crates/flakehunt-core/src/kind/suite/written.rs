@@ -1,0 +1,202 @@
+//! A suite's test ids as they are written: a pytest parameter id can hold a secret
+//! (`test_p[token=ghp_...]`), and an id is written in many places (the manifest's selection,
+//! each attempt's order, results, subject and reproducer, signatures, every report). Each id
+//! is redacted keeping its shape ([`crate::redact::test_id`]), two ids that redaction made equal
+//! are told apart by a number (`test_p[token=<redacted>#2]`), and the live hunt maps every
+//! written id back to the real one before it runs anything, so its classification works on the
+//! ids the record holds (as `report` does) and its runs on the ids pytest knows. Main type:
+//! [`WrittenIds`].
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use super::record::AttemptTests;
+use super::setup::{Request, SuiteSetup};
+use super::TestId;
+
+/// The written form of each id of a selection, and back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WrittenIds {
+    written: HashMap<TestId, TestId>,
+    raw: HashMap<TestId, TestId>,
+}
+
+impl WrittenIds {
+    /// The written ids of `selection`, in its order (the first of two ids made equal keeps the
+    /// plain form). Empty when redaction is off or no id holds a secret.
+    pub fn new(selection: &[TestId]) -> Self {
+        let mut ids = Self::default();
+        if !crate::redact::enabled() {
+            return ids;
+        }
+        let mut seen: HashMap<String, u32> = HashMap::new();
+        for id in selection {
+            let Cow::Owned(mut written) = crate::redact::test_id(id) else { continue };
+            let n = seen.entry(written.clone()).or_default();
+            *n += 1;
+            if *n > 1 {
+                written = numbered(&written, *n);
+            }
+            ids.raw.insert(written.clone(), id.clone());
+            ids.written.insert(id.clone(), written);
+        }
+        ids
+    }
+
+    /// How `id` is written: its entry, else redacted without a number (an id the selection did
+    /// not hold, such as a Go subtest), else itself.
+    pub fn written<'a>(&self, id: &'a str) -> Cow<'a, str> {
+        match self.written.get(id) {
+            Some(w) => Cow::Owned(w.clone()),
+            None if crate::redact::enabled() => crate::redact::test_id(id),
+            None => Cow::Borrowed(id),
+        }
+    }
+
+    /// The real id a written one stands for (an id that was not redacted stands for itself).
+    pub fn raw<'a>(&'a self, written: &'a str) -> &'a str {
+        self.raw.get(written).map_or(written, String::as_str)
+    }
+
+    /// Whether an id of the selection was redacted.
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty()
+    }
+
+    /// `t` with every id written: its subject, order, results and the reproducer's words.
+    pub fn write_tests(&self, t: &mut AttemptTests) {
+        let write = |id: &mut TestId| {
+            if let Cow::Owned(w) = self.written(id) {
+                *id = w;
+            }
+        };
+        t.subject.iter_mut().for_each(write);
+        t.order.iter_mut().for_each(write);
+        t.tests.iter_mut().for_each(|r| write(&mut r.id));
+        if !crate::redact::enabled() {
+            return;
+        }
+        for word in &mut t.reproducer {
+            match self.written.get(word.as_str()) {
+                Some(w) => w.clone_into(word),
+                None => crate::redact::in_place(word),
+            }
+        }
+    }
+
+    /// The request a written one stands for: its ids, and its reproducer's words that are ids,
+    /// the real ones.
+    pub fn raw_request(&self, req: &Request) -> Request {
+        if self.raw.is_empty() {
+            return req.clone();
+        }
+        let raw = |ids: &[TestId]| ids.iter().map(|id| self.raw(id).to_owned()).collect();
+        Request {
+            role: req.role,
+            subject: req.subject.as_deref().map(|s| self.raw(s).to_owned()),
+            tests: raw(&req.tests),
+            shuffle: req.shuffle,
+            argv: raw(&req.argv),
+        }
+    }
+
+    /// A request of real ids (a shuffled attempt's order) as written.
+    pub fn written_request(&self, req: &Request) -> Request {
+        if self.written.is_empty() {
+            return req.clone();
+        }
+        let written = |ids: &[TestId]| ids.iter().map(|id| self.written(id).into_owned()).collect();
+        Request {
+            role: req.role,
+            subject: req.subject.as_deref().map(|s| self.written(s).into_owned()),
+            tests: written(&req.tests),
+            shuffle: req.shuffle,
+            argv: req.argv.clone(),
+        }
+    }
+
+    /// `setup` as the manifest holds it: its selection written, every other string redacted.
+    pub fn setup(&self, setup: &SuiteSetup) -> SuiteSetup {
+        if !crate::redact::enabled() {
+            return setup.clone();
+        }
+        let mut written = match serde_json::to_value(setup) {
+            Ok(mut v) => {
+                crate::redact::json(&mut v);
+                serde_json::from_value(v).unwrap_or_else(|_| setup.clone())
+            }
+            Err(_) => setup.clone(),
+        };
+        written.selection = setup.selection.iter().map(|id| self.written(id).into_owned()).collect();
+        written
+    }
+}
+
+/// `id` with `#n` before its closing bracket (or at its end): the `n`th id of the selection
+/// that redaction wrote the same way.
+fn numbered(id: &str, n: u32) -> String {
+    match id.strip_suffix(']') {
+        Some(open) => format!("{open}#{n}]"),
+        None => format!("{id}#{n}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::suite::record::Role;
+    use crate::kind::suite::{TestOutcome, TestResult};
+
+    #[test]
+    fn ids_keep_their_shape_and_stay_apart() {
+        let selection: Vec<TestId> = [
+            "tests/t.py::test_ok",
+            "tests/t.py::test_p[token=ghp_0123456789abcdefghij0123]",
+            "tests/t.py::test_p[token=hunter2hunter2]",
+            "tests/t.py::test_db[postgres://app:s3cretpw@db/app]",
+            "tests/test_tokens.py::test_auth_key",
+        ]
+        .map(String::from)
+        .to_vec();
+        let ids = WrittenIds::new(&selection);
+        let written: Vec<String> = selection.iter().map(|id| ids.written(id).into_owned()).collect();
+        assert_eq!(
+            written,
+            [
+                "tests/t.py::test_ok",
+                "tests/t.py::test_p[token=<redacted>]",
+                "tests/t.py::test_p[token=<redacted>#2]",
+                "tests/t.py::test_db[postgres://app:<redacted>@db/app]",
+                "tests/test_tokens.py::test_auth_key",
+            ]
+        );
+        for (id, w) in selection.iter().zip(&written) {
+            assert_eq!(ids.raw(w), id, "{w} maps back");
+        }
+        // A Go subtest the selection did not list: redacted level by level, the levels kept.
+        assert_eq!(ids.written("TestX/token=abc123def/sub"), "TestX/token=<redacted>/sub");
+    }
+
+    #[test]
+    fn a_run_is_prepared_with_real_ids_and_recorded_with_written_ones() {
+        let selection: Vec<TestId> =
+            ["a.py::test_pol", "b.py::test_v[token=hunter2hunter2]"].map(String::from).to_vec();
+        let ids = WrittenIds::new(&selection);
+        let victim = ids.written(&selection[1]).into_owned();
+        let req = Request::reproducer(&victim, vec!["python3".into(), "-m".into(), "pytest".into(), victim.clone()]);
+        let raw = ids.raw_request(&req);
+        assert_eq!(raw.subject.as_deref(), Some(selection[1].as_str()));
+        assert_eq!(raw.argv.last(), Some(&selection[1]));
+        let mut t = AttemptTests {
+            role: Role::Reproducer,
+            subject: raw.subject.clone(),
+            order: vec![],
+            shuffle: None,
+            tests: vec![TestResult { id: selection[1].clone(), outcome: TestOutcome::Fail, message: None }],
+            reproducer: raw.argv.clone(),
+        };
+        ids.write_tests(&mut t);
+        assert_eq!(Request::of_record(&t), req, "the record holds the request the classification made");
+        assert_eq!(t.tests[0].id, victim);
+    }
+}
