@@ -24,6 +24,7 @@ pub fn options_of(manifest: &Manifest) -> BanditOptions {
 /// `I-1, I-1+N, ...`, so `flakehunt merge` joins shards without two attempts sharing an id.
 pub fn plan_of(manifest: &Manifest) -> ShardedPlan {
     let mut options = options_of(manifest);
+    options.warm = manifest.plan.warm.is_some();
     let (index, count) = manifest.shard.map_or((1, 1), |s| (u64::from(s.index), u64::from(s.count).max(1)));
     if count > 1 {
         options.seed ^= index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -84,8 +85,8 @@ impl Plan for ShardedPlan {
         self.inner.planned()
     }
 
-    fn timeout(&self, cell: usize) -> Option<std::time::Duration> {
-        self.inner.timeout(cell)
+    fn limits(&self, cell: usize) -> crate::plan::AttemptLimits {
+        self.inner.limits(cell)
     }
 }
 

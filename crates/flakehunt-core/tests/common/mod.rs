@@ -82,7 +82,7 @@ impl Fixture {
             Outcome::Pass | Outcome::Leak | Outcome::WrongOutput => (Some(0), None),
             Outcome::Fail => (Some(1), None),
             Outcome::Crash => (None, Some(11)),
-            Outcome::Timeout => (None, Some(15)),
+            Outcome::Timeout | Outcome::Slow => (None, Some(15)),
             Outcome::SpawnError => (None, None),
         };
         let signature = outcome.is_failure().then(|| signature::of(outcome, exit_code, signal, stderr));
@@ -118,6 +118,7 @@ impl Fixture {
             cpu_seconds: None,
             suite: None,
             mode: Default::default(),
+            hang: None,
         });
         self.attempts.last_mut().unwrap()
     }
