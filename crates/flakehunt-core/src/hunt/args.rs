@@ -16,6 +16,7 @@ impl Default for SettingsRequest {
             until_fails: None,
             budget: None,
             timeout: Duration::from_secs(600),
+            timeout_given: false,
             grace: Duration::from_secs(2),
             leak_timeout: Duration::from_millis(100),
             capture: 1 << 20,
@@ -30,7 +31,7 @@ impl HuntSpec {
         let kind = match &self.kind {
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
-            HuntKind::Hunt { .. } => "hunt",
+            HuntKind::Hunt => "hunt",
             HuntKind::Suite(_) => "suite",
             HuntKind::Fire(_) => {
                 return Err(HuntError::usage(
@@ -78,11 +79,11 @@ impl HuntSpec {
                 o.list("--profiles", &s.profiles);
                 o.flag("--strict", s.strict);
             }
-            HuntKind::Fire(_) | HuntKind::Hunt { .. } => {}
+            HuntKind::Fire(_) | HuntKind::Hunt => {}
         }
-        // A hunt given `--timeout` gives it to its shards whatever its value: it replaces the
-        // hang rule.
-        let timeout_given = matches!(self.kind, HuntKind::Hunt { timeout_given: true });
+        // A `--timeout` given is passed on whatever its value: the user's timeout is a failure
+        // the user defined (and replaces hunt's hang rule), the default one is not.
+        let timeout_given = self.settings.timeout_given;
         let (s, d) = (&self.settings, SettingsRequest::default());
         o.value_if("--runs", s.runs, s.runs != d.runs);
         o.value_if("--jobs", s.jobs, s.jobs != d.jobs);

@@ -63,7 +63,7 @@ struct Ladder {
 pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
     let adaptive;
     let spec = match (&spec.kind, &spec.record) {
-        (HuntKind::Hunt { .. }, RecordRequest::New(_)) => {
+        (HuntKind::Hunt, RecordRequest::New(_)) => {
             adaptive = adaptive_defaults(spec);
             &adaptive
         }
@@ -205,7 +205,7 @@ pub(super) fn cells_of(
         }
         HuntKind::Matrix(req) => super::matrix::cells(req, spec.settings.runs, &spec.config, target, sink),
         HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
-        HuntKind::Hunt { timeout_given } => {
+        HuntKind::Hunt => {
             use crate::adaptive::record::{self, Adapter};
             let t = &spec.target;
             let adapter = if !t.go_test.is_empty() {
@@ -215,7 +215,7 @@ pub(super) fn cells_of(
             } else {
                 t.cargo_test.is_some().then_some(Adapter::Cargo)
             };
-            let timeout = timeout_given.then_some(spec.settings.timeout);
+            let timeout = spec.settings.timeout_given.then_some(spec.settings.timeout);
             let seed = spec.seed.unwrap_or_default();
             let options = record::prepare(target, adapter, seed, spec.oracle.majority, timeout);
             Ok((vec![record::baseline_cell()], Extra { bandit: Some(options), ..Extra::default() }))
@@ -376,6 +376,7 @@ pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
         until_fails: s.until_fails,
         budget_seconds: s.budget.map(|d| d.as_secs_f64()),
         timeout_seconds: s.timeout.as_secs_f64(),
+        timeout_given: Some(s.timeout_given),
         grace_seconds: s.grace.as_secs_f64(),
         capture_bytes: s.capture,
         warm: None,

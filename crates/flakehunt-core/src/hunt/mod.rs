@@ -82,10 +82,7 @@ pub enum HuntKind {
     Fire(FireRequest),
     /// The adaptive hunt: calibrate, then arms of condition families at levels derived from
     /// the calibration, chosen by a bandit until one reproduces, then confirmed.
-    Hunt {
-        /// `--timeout` was given: it replaces the hang rule.
-        timeout_given: bool,
-    },
+    Hunt,
     /// A whole test suite per attempt, in seeded orders, under profiles.
     Suite(SuiteRequest),
 }
@@ -191,6 +188,10 @@ pub struct SettingsRequest {
     pub budget: Option<Duration>,
     /// `--timeout`.
     pub timeout: Duration,
+    /// `--timeout` was given, not left at its default: a timeout the user asked for is a
+    /// failure the user defined (and replaces `hunt`'s hang rule); flakehunt's default judges
+    /// an attempt still at work when it is reached as slow.
+    pub timeout_given: bool,
     /// `--grace`.
     pub grace: Duration,
     /// `--leak-timeout`: not part of the recorded plan.
@@ -251,7 +252,7 @@ impl HuntKind {
     /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
     /// conditions, cold as they always ran, unless `--warm` is given.
     pub fn warm_by_default(&self) -> bool {
-        matches!(self, HuntKind::Hunt { .. } | HuntKind::Suite(_))
+        matches!(self, HuntKind::Hunt | HuntKind::Suite(_))
     }
 
     /// The record kind.
@@ -260,7 +261,7 @@ impl HuntKind {
             HuntKind::Sweep { .. } => Kind::Sweep,
             HuntKind::Matrix(_) => Kind::Matrix,
             HuntKind::Fire(_) => Kind::Fire,
-            HuntKind::Hunt { .. } => Kind::Hunt,
+            HuntKind::Hunt => Kind::Hunt,
             HuntKind::Suite(_) => Kind::Suite,
         }
     }
