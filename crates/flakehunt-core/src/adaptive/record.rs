@@ -324,11 +324,8 @@ impl HuntSummary {
         summary.complete = done;
         summary.reproduction = Some(self.tally.reproduction().cloned());
         let c = self.tally.confirmation();
-        let inert = self
-            .tally
-            .reproduction()
-            .and_then(|r| summary.cell(&r.cell))
-            .and_then(|cell| cell.inert_reason.clone());
+        let inert =
+            self.tally.reproduction().and_then(|r| summary.cell(&r.cell)).and_then(|cell| cell.inert_reason.clone());
         let conclusion = crate::render::hunt::conclusion(&self.tally, !done, inert.as_deref());
         apply_finding(summary, &self.tally, inert.is_some());
         let details = HuntDetails {
@@ -379,7 +376,10 @@ fn apply_finding(summary: &mut Summary, tally: &HuntTally, inert: bool) {
         (Finding::ConditionSensitive, _) => {
             let cell = condition.unwrap_or_default();
             let counts = format!("{}/{} vs {}/{}", c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts);
-            ("condition-sensitive", format!("condition-sensitive ({cell}): {cell} amplifies the failure (confirmation: {counts})"))
+            (
+                "condition-sensitive",
+                format!("condition-sensitive ({cell}): {cell} amplifies the failure (confirmation: {counts})"),
+            )
         }
         // Every attempt of every cell failed: the sweep's word for it stands.
         (Finding::Flaky, _) if summary.verdict == "deterministic" => ("deterministic", summary.verdict_text.clone()),
@@ -388,13 +388,19 @@ fn apply_finding(summary: &mut Summary, tally: &HuntTally, inert: bool) {
         }
         (Finding::Flaky, _) => (
             "flaky-insensitive",
-            "flaky: the failure appears without the condition it first failed under, so it does not follow it".to_owned(),
+            "flaky: the failure appears without the condition it first failed under, so it does not follow it"
+                .to_owned(),
         ),
         (Finding::NotReproduced, Some(r)) => (
             "not-reproduced",
-            format!("not reproduced: what failed twice under {} did not fail again in confirmation nor under the baseline", r.cell),
+            format!(
+                "not reproduced: what failed twice under {} did not fail again in confirmation nor under the baseline",
+                r.cell
+            ),
         ),
-        (Finding::NotReproduced, None) => ("not-reproduced", format!("not reproduced in {} attempts", summary.attempts)),
+        (Finding::NotReproduced, None) => {
+            ("not-reproduced", format!("not reproduced in {} attempts", summary.attempts))
+        }
     };
     summary.verdict = verdict.into();
     summary.verdict_text = text;

@@ -177,8 +177,11 @@ impl HuntTally {
         t.attempts += 1;
         t.failures += u64::from(failed);
         if failed && self.reproduction.is_none() {
-            let failure =
-                Failure { outcome: a.outcome, signature: a.signature.clone(), hung: a.hang.is_some_and(|h| h.idle == Some(true)) };
+            let failure = Failure {
+                outcome: a.outcome,
+                signature: a.signature.clone(),
+                hung: a.hang.is_some_and(|h| h.idle == Some(true)),
+            };
             match self.failures.iter_mut().find(|(cell, _)| *cell == a.cell) {
                 Some((_, v)) => v.push(failure),
                 None => self.failures.push((a.cell.clone(), vec![failure])),

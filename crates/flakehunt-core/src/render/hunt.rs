@@ -3,8 +3,8 @@
 //! rate a failure would very likely have shown above. Pure. Main function: [`conclusion`].
 
 use crate::analysis::reproduction::{Failure, Finding, HuntTally, Tried, BASELINE};
-use crate::record::Outcome;
 use crate::analysis::stats::{amplification, format_p, format_rate, zero_failure_upper_bound};
+use crate::record::Outcome;
 
 /// Confirmation's significance level: below it, the arm is the condition.
 pub const ALPHA: f64 = 0.01;
@@ -34,15 +34,26 @@ pub fn conclusion(t: &HuntTally, budget_spent: bool, inert: Option<&str>) -> Str
     let seen = format!("{} under {}", what_failed(t.reproducing()), r.cell);
     let ran = c.cell_attempts + c.base_attempts;
     let confirmation = if ran == 0 {
-        let why = if budget_spent { "the budget ended before any confirmation attempt ran" } else { "no confirmation attempt ran" };
+        let why = if budget_spent {
+            "the budget ended before any confirmation attempt ran"
+        } else {
+            "no confirmation attempt ran"
+        };
         why.to_owned()
     } else if c.cell_failures + c.base_failures == 0 {
-        format!("none failed in {ran} confirmation attempts ({} under {}, {} under {BASELINE})", c.cell_attempts, r.cell, c.base_attempts)
+        format!(
+            "none failed in {ran} confirmation attempts ({} under {}, {} under {BASELINE})",
+            c.cell_attempts, r.cell, c.base_attempts
+        )
     } else {
         let ended = if budget_spent { ", cut short by the budget" } else { "" };
-        format!("in confirmation {} failed {}/{} and {BASELINE} {}/{} ({p}{ended})", r.cell, c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts)
+        format!(
+            "in confirmation {} failed {}/{} and {BASELINE} {}/{} ({p}{ended})",
+            r.cell, c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts
+        )
     };
-    let inert = inert.map_or_else(String::new, |why| format!("; {} had no effect here ({why}), so it is not the condition", r.cell));
+    let inert = inert
+        .map_or_else(String::new, |why| format!("; {} had no effect here ({why}), so it is not the condition", r.cell));
     let slow = match t.confirm_slow() {
         0 => String::new(),
         n => format!("; {n} confirmation attempts were slow (no evidence) and ran again"),
@@ -113,10 +124,7 @@ fn not_reproduced(t: &HuntTally) -> String {
     let slow: Vec<String> =
         t.tried().iter().filter(|c| c.slow > 0).map(|c| format!("{} x{}", c.cell, c.slow)).collect();
     if !slow.is_empty() {
-        line.push_str(&format!(
-            "; ended while still at work (slow, no evidence either way) under {}",
-            slow.join(", ")
-        ));
+        line.push_str(&format!("; ended while still at work (slow, no evidence either way) under {}", slow.join(", ")));
     }
     // A failure at a rate above a cell's bound would have shown there with 95 % probability; the
     // largest bound among the cells tried is what the hunt can say of every condition it tried.
@@ -260,7 +268,12 @@ mod tests {
         // Confirmation would single it out, but its mechanism took no effect here.
         let t = tally(&hunt("jitter=1", 5, |_| true, |_| false));
         let line = conclusion(&t, false, Some("injected no delay"));
-        assert!(line.starts_with("flaky: 2 attempts failed under jitter=1; in confirmation jitter=1 failed 5/5 and default 0/5"), "{line}");
+        assert!(
+            line.starts_with(
+                "flaky: 2 attempts failed under jitter=1; in confirmation jitter=1 failed 5/5 and default 0/5"
+            ),
+            "{line}"
+        );
         assert!(line.contains("jitter=1 had no effect here (injected no delay), so it is not the condition"), "{line}");
         assert_eq!(t.finding(ALPHA, true), Finding::Flaky);
         assert_eq!(t.finding(ALPHA, false), Finding::ConditionSensitive);
@@ -290,7 +303,10 @@ mod tests {
         let t = tally(&v);
         assert_eq!(t.tried()[1], Tried { cell: "jitter=1".into(), attempts: 0, failures: 0, slow: 3 });
         let line = conclusion(&t, true, None);
-        assert!(line.contains("; ended while still at work (slow, no evidence either way) under jitter=1 x3"), "{line}");
+        assert!(
+            line.contains("; ended while still at work (slow, no evidence either way) under jitter=1 x3"),
+            "{line}"
+        );
         assert!(line.contains("(1 attempts of default the fewest)"), "{line}");
     }
 

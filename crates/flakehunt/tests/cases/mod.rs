@@ -6,6 +6,7 @@ mod adversarial_secrets;
 mod adversarial_state;
 mod dispatch_files;
 mod fire;
+mod hang_rule;
 mod hunt;
 mod jitter;
 mod levels;
