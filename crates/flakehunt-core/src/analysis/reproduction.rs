@@ -209,6 +209,13 @@ impl HuntTally {
         })
     }
 
+    /// Whether a failure of the reproducing cell's kind appeared under the baseline (any phase).
+    pub fn seen_under_baseline(&self) -> bool {
+        self.reproducing.iter().any(|f| {
+            self.baseline_signatures.contains(&f.signature.clone().unwrap_or_else(|| f.outcome.name().to_owned()))
+        })
+    }
+
     /// Confirmation attempts ended as slow (no evidence; each was run again).
     pub fn confirm_slow(&self) -> u64 {
         self.confirm_slow

@@ -59,8 +59,12 @@ pub fn conclusion(t: &HuntTally, budget_spent: bool, inert: Option<&str>) -> Str
         n => format!("; {n} confirmation attempts were slow (no evidence) and ran again"),
     };
     match finding {
+        Finding::Flaky if t.seen_under_baseline() => format!(
+            "flaky: {seen}; {confirmation}{inert}{slow}: the same failure appears under {BASELINE} too, so it does not depend on {}",
+            family(&r.cell)
+        ),
         Finding::Flaky => format!(
-            "flaky: {seen}; {confirmation}{inert}{slow}: the same failure appears without {}, so it does not depend on it",
+            "flaky: {seen}; {confirmation}{inert}{slow}: it failed again, but is not shown to depend on {}",
             family(&r.cell)
         ),
         _ => format!("not reproduced: {seen}; {confirmation}{inert}{slow}: not a reproduction"),
@@ -224,7 +228,7 @@ mod tests {
         let t = tally(&hunt("noisy=x2", 40, |i| i % 20 == 0, |i| i % 20 == 5));
         assert_eq!(
             conclusion(&t, false, None),
-            "flaky: 2 attempts failed under noisy=x2; in confirmation noisy=x2 failed 2/40 and default 2/40 (p = 1.00): the same failure appears without noisy, so it does not depend on it"
+            "flaky: 2 attempts failed under noisy=x2; in confirmation noisy=x2 failed 2/40 and default 2/40 (p = 1.00): the same failure appears under default too, so it does not depend on noisy"
         );
         assert_eq!(t.finding(ALPHA, false), Finding::Flaky);
     }

@@ -133,7 +133,7 @@ fn a_target_that_really_hangs_under_one_arm_is_still_reproduced_as_a_hang() {
     assert!(first["seconds"].as_f64().unwrap() >= first["hang"]["confirm_limit"].as_f64().unwrap() - 0.05);
     assert!(second["hang"]["confirm_limit"].is_null(), "{second:#}");
     let conclusion = summary["details"]["conclusion"].as_str().unwrap();
-    assert!(conclusion.starts_with(&format!("reproduced twice in ")) && conclusion.contains(arm), "{conclusion}");
+    assert!(conclusion.starts_with("reproduced twice in ") && conclusion.contains(arm), "{conclusion}");
 }
 
 #[test]
