@@ -2,9 +2,12 @@
 
 mod adapters;
 mod adversarial_input;
+mod adversarial_record;
 mod adversarial_secrets;
 mod adversarial_state;
 mod dispatch_files;
+mod drift;
+mod exit_codes;
 mod fire;
 mod hang_rule;
 mod hunt;
