@@ -87,7 +87,7 @@ impl HuntSpec {
         let (s, d) = (&self.settings, SettingsRequest::default());
         // The adaptive hunt plans its attempts itself and takes none of these (its runner's
         // width is its own, set before it is sharded).
-        if !matches!(self.kind, HuntKind::Hunt { .. }) {
+        if !matches!(self.kind, HuntKind::Hunt) {
             o.value_if("--runs", s.runs, s.runs != d.runs);
             o.value_if("--jobs", s.jobs, s.jobs != d.jobs);
             o.opt("--until-fails", s.until_fails.as_ref());
