@@ -253,8 +253,15 @@ fn pair(span: &[u8], start: usize, text: &[u8]) -> Option<Vec<u8>> {
     // value has nothing to hide.
     let number = inner.iter().take_while(|b| b.is_ascii_digit()).count();
     let line_or_port = colon && number > 0 && matches!(inner.get(number), None | Some(b'/' | b':'));
+    // `Authorization: Bearer <redacted>` was redacted already: the scheme alone is no secret
+    // (so what is written can be redacted again, as the terminal does with a record's lines).
+    let redacted_scheme = !quoted
+        && is_auth_scheme(inner)
+        && text[start + span.len()..].trim_ascii_start().starts_with(REDACTED.as_bytes())
+        && text.get(start + span.len()).is_some_and(|b| *b == b' ' || *b == b'\t');
     if inner.is_empty()
         || line_or_port
+        || redacted_scheme
         || inner.starts_with(b":")
         || !is_secret_key(&String::from_utf8_lossy(&key), colon, inner)
     {
@@ -273,6 +280,11 @@ fn pair(span: &[u8], start: usize, text: &[u8]) -> Option<Vec<u8>> {
         out.extend_from_slice(REDACTED.as_bytes());
     }
     Some(out)
+}
+
+/// Whether `word` is an HTTP authentication scheme, which [`pair`] keeps before the marker.
+fn is_auth_scheme(word: &[u8]) -> bool {
+    ["bearer", "basic", "digest", "token", "negotiate"].iter().any(|s| word.eq_ignore_ascii_case(s.as_bytes()))
 }
 
 /// `$1` followed by the marker: the readable prefix kept, the secret gone.

@@ -13,6 +13,8 @@ fn hides(input: &str, secret: &str) {
     let out = red(input);
     assert!(!out.contains(secret), "{secret:?} left in {out:?} (from {input:?})");
     assert!(out.contains(REDACTED), "no marker in {out:?}");
+    // What is written may be redacted again (a line of the record shown on the terminal).
+    assert_eq!(red(&out), out, "redacting {out:?} again changes it (from {input:?})");
 }
 
 #[track_caller]
@@ -169,6 +171,7 @@ fn key_value_pairs() {
     ];
     for (input, expected) in cases {
         assert_eq!(red(input), expected, "{input}");
+        assert_eq!(red(expected), expected, "redacted again");
     }
     for harmless in [
         "the password is wrong, try again",
