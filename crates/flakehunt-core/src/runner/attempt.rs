@@ -176,6 +176,18 @@ impl AttemptRunner<'_> {
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
+        if let Some(why) = execution.lost.as_ref().filter(|_| !execution.cancelled) {
+            // flakehunt's own helper died, not the target: this run is no evidence. The attempt
+            // runs again, cold (the cell's warm parent is off now), and only that run is
+            // recorded, saying why.
+            let mut again = self.run(spec, cell, worker, slot, extra_env)?;
+            again.runs_cold = Some(format!(
+                "{why} while attempt {} ran: that is flakehunt's helper, not the target, so the attempt was run again cold, and the cell's later attempts run cold",
+                spec.id
+            ));
+            again.attempt.rerun = Some(why.clone());
+            return Ok(again);
+        }
         let mut finished = self.finish(spec, cell, slot, execution, effect);
         finished.attempt.mode = mode;
         finished.runs_cold = runs_cold;
@@ -251,6 +263,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: ex.cpu_seconds,
             suite: None,
             mode: Mode::Cold,
+            rerun: None,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
             (false, _) => (Vec::new(), Vec::new()),
@@ -289,6 +302,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: None,
             suite: None,
             mode,
+            rerun: None,
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }
     }
