@@ -74,11 +74,14 @@ def _settings():
     """The settings of this process that a fork inherits and a request may set."""
     import resource
 
-    limits = {}
-    for name in dir(resource):
-        if name.startswith("RLIMIT_"):
+    limits, seen = {}, set()
+    for name in sorted(dir(resource)):
+        # One name per limit: RLIMIT_OFILE is RLIMIT_NOFILE's other name.
+        number = getattr(resource, name)
+        if name.startswith("RLIMIT_") and name != "RLIMIT_INFINITY" and number not in seen:
+            seen.add(number)
             try:
-                limits[name[len("RLIMIT_"):].lower()] = resource.getrlimit(getattr(resource, name))
+                limits[name[len("RLIMIT_"):].lower()] = resource.getrlimit(number)
             except (OSError, ValueError):
                 pass
     try:
