@@ -12,7 +12,9 @@ use crate::events::{Event, EventSink, Fanout};
 use crate::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::oracle::OracleSpec;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
-use crate::record::{Extra, Kind, Manifest, NewDir, Record, Recorder, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE};
+use crate::record::{
+    Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,
+};
 use crate::runner::{rfc3339, AttemptRunner, RunError, Runner};
 use crate::state::Normalizer;
 
@@ -74,7 +76,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
     }
     let mut opened = open(spec, sink)?;
     let result = execute(spec, &mut opened, sink);
-    let Opened { dir, recorder, new_dir, .. } = opened;
+    let Opened { dir, mut recorder, new_dir, .. } = opened;
     let (interrupted, snapshot) = match result {
         Ok(done) => done,
         Err(e) => {
@@ -98,7 +100,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
 fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
     let kind = spec.kind.record_kind();
     match (&spec.record, &spec.kind) {
-        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_))
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Hunt { .. })
             if spec.oracle.is_given() || spec.target.has_adapter() =>
         {
             Err(HuntError::usage(
@@ -107,15 +109,15 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         }
         (RecordRequest::Resume(dir), HuntKind::Fire(req)) => {
             let record = open_for_resume(dir, kind)?;
-            let (options, normalizer, resumed) =
+            let (options, normalizer, resumed, resumption) =
                 super::fire::resume(dir, record.manifest.extra.fire.clone(), req.follow_outside_links)?;
-            let recorder = Recorder::resume(dir)?;
+            let recorder = Recorder::resume(dir, resumption);
             let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
         }
         (RecordRequest::Resume(dir), _) => {
             let record = open_for_resume(dir, kind)?;
-            let recorder = Recorder::resume(dir)?;
+            let recorder = Recorder::resume(dir, Resumption::default());
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder: None })
         }
         (RecordRequest::New(record), HuntKind::Fire(req)) => {
@@ -125,8 +127,8 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             // Runs start in their sandbox: a program path relative to here (where it was just
             // found) would name nothing there.
             if !target.shell && target.argv[0].contains('/') && Path::new(&target.argv[0]).is_relative() {
-                let absolute = std::path::absolute(&target.argv[0])
-                    .map_err(|e| HuntError::usage(format!("{}: {e}", target.argv[0])))?;
+                let absolute =
+                    std::path::absolute(&target.argv[0]).map_err(|e| HuntError::io(target.argv[0].clone(), e))?;
                 target.argv[0] = absolute.display().to_string();
             }
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
@@ -134,7 +136,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let extra = Extra { fire: Some(fire.options.clone()), ..Extra::default() };
             let seed = spec.seed.unwrap_or_else(random_seed);
             // The last check, and the first to touch the disk.
-            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+            let new_dir = crate::record::check_new(&dir)?;
             let (manifest, recorder) = create_record(kind, target, fire.settings, fire.cells, extra, None, seed, None, &dir)?;
             let ladder = Some(Ladder { options: fire.options, normalizer: fire.normalizer, resumed: None });
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
@@ -143,7 +145,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             super::suite::check(spec)?;
             let mut settings = settings_of(spec)?;
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
-            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+            let new_dir = crate::record::check_new(&dir)?;
             let (target, setup, adapter) = super::suite::prepare(spec, &dir)?;
             settings.warm = warm_plan(spec, &target, sink)?;
             let (cells, extra) = super::suite::cells(spec, &target, setup, adapter)?;
@@ -156,7 +158,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let oracle = oracle_of(spec)?;
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
-            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+            let new_dir = crate::record::check_new(&dir)?;
             let (target, adapter) = match super::adapter::target(&spec.target, &dir)? {
                 Some((target, adapter)) => (target, Some(adapter)),
                 None => (super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?, None),
@@ -194,8 +196,7 @@ pub(super) fn cells_of(
             for p in &profiles {
                 if let Some(n) = p.knobs.copies {
                     crate::bounds::Machine::get()
-                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))
-                        .map_err(|e| HuntError::usage(e.to_string()))?;
+                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))?;
                 }
             }
             if *strict {
@@ -232,7 +233,10 @@ fn execute(
 ) -> Result<(bool, Option<crate::snapshot::Snapshot>), HuntError> {
     let Opened { dir, manifest, recorder, ladder, .. } = opened;
     // A resumed record keeps the snapshot of the machine it started on.
-    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| snapshot_tools(&spec.config, Some(manifest)));
+    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| {
+        let tools = snapshot_tools(&spec.config, Some(manifest));
+        crate::snapshot::SnapshotRequest::for_hunt(&manifest.target, manifest.extra.adapter.as_ref(), tools)
+    });
     let leak_timeout = spec.settings.leak_timeout;
     match ladder {
         None if manifest.kind == Kind::Suite => {
@@ -285,12 +289,21 @@ fn execute(
             match result {
                 Ok(end) => Ok((end.interrupted, snapshot)),
                 Err(RunError::Spawn { program, source }) => {
-                    Err(HuntError::Usage(crate::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref())))
+                    Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
                 }
                 Err(RunError::Record(e)) => Err(e.into()),
             }
         }
         Some(ladder) => {
+            // A refused start removes the directory it created (a new record is discarded whole).
+            let made_sandboxes = !dir.join(SANDBOXES).exists();
+            let refuse = |session: super::Session, e: HuntError| {
+                session.finish();
+                if made_sandboxes {
+                    let _ = std::fs::remove_dir(dir.join(SANDBOXES));
+                }
+                Err(e)
+            };
             // Absolute, like every path handed to a run, even with a relative --record.
             let sandboxes = std::path::absolute(dir.join(SANDBOXES))
                 .and_then(|s| std::fs::create_dir_all(&s).map(|()| s))
@@ -308,9 +321,19 @@ fn execute(
                 Ok(_) => {}
                 Err(e) => {
                     // Nothing ran: the caller leaves no record behind for a refused state.
-                    session.finish();
-                    let state = fire.options.state.as_ref();
-                    return Err(HuntError::Usage(super::fire::state_error(&e, &fire.sandboxes, state)));
+                    let state = fire.options.state.clone();
+                    let error = HuntError::State { error: Box::new(e), sandboxes: fire.sandboxes.clone(), state };
+                    return refuse(session, error);
+                }
+            }
+            // A resumed ladder drops what it runs again before its first sandbox, whose name may
+            // be taken by a left-over: only once nothing that can be seen before a run refuses.
+            if ladder.resumed.is_some() {
+                if let Err(e) = crate::exec::check_program(manifest.target.program(), manifest.target.dir.as_deref()) {
+                    return refuse(session, e.into());
+                }
+                if let Err(e) = recorder.accept() {
+                    return refuse(session, e.into());
                 }
             }
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
@@ -320,9 +343,9 @@ fn execute(
             match result {
                 Ok(end) => Ok((end.interrupted, snapshot)),
                 Err(FireError::Spawn { program, source }) => {
-                    Err(HuntError::Usage(crate::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref())))
+                    Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
                 }
-                Err(e) => Err(HuntError::Usage(super::error_chain(&e))),
+                Err(e) => Err(HuntError::Fire(e)),
             }
         }
     }
@@ -360,10 +383,8 @@ pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
     if s.jobs == 0 {
         return Err(HuntError::usage("--jobs must be at least 1"));
     }
-    crate::bounds::check_runs("--runs", s.runs).map_err(|e| HuntError::usage(e.to_string()))?;
-    crate::bounds::Machine::get()
-        .check_workers("--jobs", u64::from(s.jobs))
-        .map_err(|e| HuntError::usage(e.to_string()))?;
+    crate::bounds::check_runs("--runs", s.runs)?;
+    crate::bounds::Machine::get().check_workers("--jobs", u64::from(s.jobs))?;
     if s.until_fails == Some(0) {
         return Err(HuntError::usage("--until-fails must be at least 1"));
     }
@@ -390,25 +411,29 @@ fn oracle_of(spec: &HuntSpec) -> Result<Option<OracleSpec>, HuntError> {
             "--ignore masks stdout for --expect-stdout or --oracle majority: give one of them",
         ));
     }
-    let oracle =
-        OracleSpec::new(o.fail_if.clone(), o.pass_if.clone(), o.expect_stdout.as_deref(), o.ignore.clone(), o.majority)
-            .map_err(|e| HuntError::usage(super::error_chain(&e)))?;
+    let oracle = OracleSpec::new(
+        o.fail_if.clone(),
+        o.pass_if.clone(),
+        o.expect_stdout.as_deref(),
+        o.ignore.clone(),
+        o.majority,
+    )?;
     Ok((!oracle.is_empty()).then_some(oracle))
 }
 
 /// The checked durations of `manifest`'s plan; an error names the record's field.
 pub(super) fn check_plan(manifest: &Manifest) -> Result<plan::Durations, HuntError> {
-    manifest.plan.check().map_err(|e| {
-        HuntError::usage(format!(
-            "the record's manifest.json holds plan.{e}: it was edited or damaged (fix the value, or start a new hunt)"
-        ))
-    })
+    manifest.plan.check().map_err(HuntError::DamagedPlan)
 }
 
-/// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`.
+/// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`, with every
+/// line of its attempts file readable: a resume refused here has touched nothing.
 fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
-    let record = Record::open(dir).map_err(HuntError::record)?;
-    check_plan(&record.manifest).map_err(|e| HuntError::usage(format!("{}: {e}", dir.display())))?;
+    let record = Record::open(dir)?;
+    for attempt in record.attempts()? {
+        attempt?;
+    }
+    check_plan(&record.manifest).map_err(|e| e.in_record(dir))?;
     if record.manifest.kind != kind {
         let found = record.manifest.kind.name();
         return Err(HuntError::usage(format!(
@@ -457,7 +482,7 @@ fn create_record(
         redacted: crate::redact::enabled(),
         withheld: false,
     };
-    let recorder = Recorder::create(dir, &manifest).map_err(HuntError::record)?;
+    let recorder = Recorder::create(dir, &manifest)?;
     Ok((manifest, recorder))
 }
 

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::{FireRequest, HuntError, SettingsRequest};
 use crate::fire::{prepare_resume, reference_cell, FireError, FireOptions, Ladder, Resumed};
 use crate::plan::{CellSpec, Settings};
-use crate::state::{validate_source, FingerprintError, Normalizer, NormalizerError, SandboxError};
+use crate::record::Resumption;
+use crate::state::{validate_source, FingerprintError, Normalizer, SandboxError};
 
 /// A new fire hunt's options, compiled masks, cells and plan numbers, checked without touching
 /// the disk (but for the state's existence).
@@ -20,16 +21,15 @@ pub(crate) struct NewFire {
 
 /// Checks the options of a new fire hunt, in the order users meet them.
 pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFire, HuntError> {
-    let ladder: Ladder = req.ladder.parse().map_err(|e| HuntError::usage(format!("--ladder: {e}")))?;
-    let normalizer =
-        Normalizer::new(&req.ignore, &req.ignore_columns).map_err(|e| HuntError::usage(normalizer_error(&e)))?;
+    let ladder: Ladder = req.ladder.parse().map_err(HuntError::Ladder)?;
+    let normalizer = Normalizer::new(&req.ignore, &req.ignore_columns).map_err(HuntError::Normalizer)?;
     if settings.timeout.is_zero() {
         return Err(HuntError::usage("--timeout must be longer than 0s"));
     }
     let state = match &req.state {
         Some(dir) => {
-            validate_source(dir).map_err(|e| HuntError::usage(format!("--state: {e}")))?;
-            Some(std::path::absolute(dir).map_err(|e| HuntError::usage(format!("--state {}: {e}", dir.display())))?)
+            validate_source(dir).map_err(HuntError::StateOption)?;
+            Some(std::path::absolute(dir).map_err(|e| HuntError::io(format!("--state {}", dir.display()), e))?)
         }
         None => None,
     };
@@ -79,27 +79,26 @@ pub(crate) fn check_record_dir(record: &Path, state: Option<&Path>) -> Result<()
     Ok(())
 }
 
-/// What a resumed fire record keeps: its options, compiled masks, and the levels that finished.
+/// What a resumed fire record keeps: its options, compiled masks, and the levels that finished;
+/// and what it drops once the resume is accepted.
 /// `follow_outside_links` may be added on resume (a state refused for an outside link can then
 /// continue); it is never taken away.
 pub(crate) fn resume(
     dir: &Path,
     options: Option<FireOptions>,
     follow_outside_links: bool,
-) -> Result<(FireOptions, Normalizer, Resumed), HuntError> {
+) -> Result<(FireOptions, Normalizer, Resumed, Resumption), HuntError> {
     let mut options =
-        options.ok_or_else(|| HuntError::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
-    options.ladder.check().map_err(|e| HuntError::usage(format!("{}: the manifest's ladder: {e}", dir.display())))?;
+        options.ok_or_else(|| HuntError::Damaged(format!("{}: the manifest holds no fire options", dir.display())))?;
+    options.ladder.check().map_err(|e| HuntError::DamagedLadder(e).in_record(dir))?;
     options.follow_outside_links |= follow_outside_links;
     if let Some(state) = &options.state {
-        validate_source(state).map_err(|e| {
-            HuntError::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))
-        })?;
+        validate_source(state)
+            .map_err(|error| HuntError::StateGone { state: state.clone(), error: Box::new(error) })?;
     }
-    let normalizer = Normalizer::new(&options.ignore, &options.ignore_columns)
-        .map_err(|e| HuntError::usage(normalizer_error(&e)))?;
-    let resumed = prepare_resume(dir, &options)?;
-    Ok((options, normalizer, resumed))
+    let normalizer = Normalizer::new(&options.ignore, &options.ignore_columns).map_err(HuntError::Normalizer)?;
+    let (resumed, resumption) = prepare_resume(dir, &options)?;
+    Ok((options, normalizer, resumed, resumption))
 }
 
 /// What each sandbox copy of the state takes, in one line.
@@ -136,22 +135,9 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
     resolved.starts_with(dir)
 }
 
-/// One line for a bad `--ignore` or `--ignore-column`: the regex parser's message spans
-/// several lines, of which the last says what is wrong.
-fn normalizer_error(e: &NormalizerError) -> String {
-    match e {
-        NormalizerError::InvalidRegex { source, .. } => {
-            let why = source.to_string();
-            let last = why.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").to_owned();
-            format!("{e}: {}", last.trim_start_matches("error: "))
-        }
-        NormalizerError::InvalidColumn { .. } => format!("--ignore-column: {e}"),
-    }
-}
-
 /// One line for a state that cannot be copied or fingerprinted, naming the user's path rather
 /// than the copy's (`sandboxes` holds the copy, `state` is the user's).
-pub(crate) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBuf>) -> String {
+pub(super) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBuf>) -> String {
     let original = |p: &Path| -> String {
         let check = sandboxes.join("check");
         match (p.strip_prefix(&check), state) {

@@ -46,6 +46,17 @@ pub enum MergeError {
         /// Which part differs.
         what: &'static str,
     },
+    /// Two shards hold the same attempt: they did not run one plan's parts, or one was copied
+    /// into the other.
+    #[error("{a} and {b} both hold attempt {id}: shards of one plan share no attempt (was one shard's record copied into another's?)")]
+    Overlap {
+        /// The attempt id.
+        id: u64,
+        /// One record.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
+    },
     /// Two records hold the same shard.
     #[error("shard {shard} is given twice ({a} and {b}): give each shard once")]
     Duplicate {
@@ -56,6 +67,21 @@ pub enum MergeError {
         /// The other.
         b: PathBuf,
     },
+}
+
+impl crate::error_class::Classify for MergeError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Record(e) => crate::error_class::Classify::class(e),
+            Self::OutExists(_)
+            | Self::OutNotEmpty(_)
+            | Self::Empty
+            | Self::NotAShard(_)
+            | Self::Mismatch { .. }
+            | Self::Overlap { .. }
+            | Self::Duplicate { .. } => crate::error_class::ErrorClass::Usage,
+        }
+    }
 }
 
 /// One shard as recorded in `merge.json`.
@@ -113,8 +139,6 @@ pub struct Merge {
     pub merged_from: Vec<MergedShard>,
     /// Shards of the plan that were not given (the merged record is then incomplete).
     pub missing: Vec<u32>,
-    /// Attempt ids held by more than one shard (kept, but a sign of overlapping shards).
-    pub duplicate_ids: u64,
     /// Attempts of the given shards' plans that are not in the merged record (each shard's
     /// `missing_attempts`, summed): the record is then incomplete.
     #[serde(default)]
@@ -205,14 +229,16 @@ impl Merge {
         }
         let missing_attempts = merged_from.iter().map(|s| s.missing_attempts).sum();
         attempts.sort_by_key(|(id, shard, _, _)| (*id, *shard));
-        let duplicate_ids = attempts.windows(2).filter(|w| w[0].0 == w[1].0).count() as u64;
+        if let Some(w) = attempts.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(MergeError::Overlap { id: w[0].0, a: w[0].3.clone(), b: w[1].3.clone() });
+        }
 
         let mut recorder = Recorder::create(out, &manifest)?;
         for (_, _, attempt, dir) in &attempts {
             let (stdout, stderr) = match &attempt.log {
                 Some(log) => (
-                    read_or_empty(&dir.join(log).with_extension("stdout")),
-                    read_or_empty(&dir.join(log).with_extension("stderr")),
+                    read_or_empty(&dir.join(log).with_extension("stdout"))?,
+                    read_or_empty(&dir.join(log).with_extension("stderr"))?,
                 ),
                 None => (Vec::new(), Vec::new()),
             };
@@ -222,7 +248,7 @@ impl Merge {
             write_json(&out.join(super::SNAPSHOT_FILE), &snapshot)?;
         }
         merge_side_files(&records.iter().map(|(_, r)| r.dir.as_path()).collect::<Vec<_>>(), out)?;
-        let merge = Merge { merged_from, missing, duplicate_ids, missing_attempts };
+        let merge = Merge { merged_from, missing, missing_attempts };
         recorder.write_document(MERGE_FILE, &merge)?;
         let record = Record::open(out)?;
         let summary = crate::analysis::summarize(&record)?;
@@ -273,8 +299,9 @@ fn comparable(extra: &super::Extra) -> super::Extra {
     e
 }
 
-fn read_or_empty(path: &Path) -> Vec<u8> {
-    fs::read(path).unwrap_or_default()
+/// A shard's log, or nothing when the shard has none.
+fn read_or_empty(path: &Path) -> Result<Vec<u8>, RecordError> {
+    Ok(super::reader::read_file(path)?.unwrap_or_default())
 }
 
 /// Carries the JSONL side files (cells an adaptive plan added, fire levels...) over: every line
@@ -295,7 +322,7 @@ fn merge_side_files(dirs: &[&Path], out: &Path) -> Result<(), RecordError> {
         let mut text = String::new();
         for dir in dirs {
             let path = dir.join(&name);
-            let Ok(content) = fs::read_to_string(&path) else { continue };
+            let Some(content) = super::reader::read_text(&path)? else { continue };
             // A last line without its newline was cut by a crash, as in attempts.jsonl.
             let complete = content.rfind('\n').map_or("", |end| &content[..end]);
             for line in complete.lines().filter(|l| !l.trim().is_empty()) {
@@ -357,12 +384,6 @@ impl Merge {
                 shard.missing_attempts,
                 ids.join(", "),
                 shard.dir.display()
-            ));
-        }
-        if self.duplicate_ids > 0 {
-            out.push(format!(
-                "{} attempt ids appear in more than one shard: were the shards run from the same plan?",
-                self.duplicate_ids
             ));
         }
         out

@@ -2,6 +2,7 @@
 //! library's typed hunt ([`spec`]); the only module that knows clap. Validation, which touches
 //! the OS, happens in the library when the hunt is prepared.
 
+mod applies;
 mod dispatch;
 mod fire;
 pub mod shell;
@@ -14,7 +15,7 @@ pub use spec::{hunt_spec, parse_hunt};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 pub use flakehunt_core::plan::parse_bytes;
 
 /// Make flaky tests and race conditions reproducible on demand.
@@ -22,7 +23,8 @@ pub use flakehunt_core::plan::parse_bytes;
 #[command(name = "flakehunt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 nothing reproduced (or every fire level accepted), 1 reproduced (or a level rejected), \
-2 usage or configuration error, 3 the environment refused what was asked, 4 a file could not be read or written, \
+2 usage or configuration error (or a damaged record; diff: 0 the snapshots agree, 1 they differ), 3 the environment refused what was asked, \
+4 the system refused to read or write a file, \
 130 interrupted."
 )]
 pub struct Cli {
@@ -43,8 +45,8 @@ pub struct Cli {
 pub enum Command {
     /// Reproduce a flaky failure twice in the least time: calibrate, try conditions at levels
     /// sized to the target, confirm against the baseline, and name the condition. `--budget`
-    /// defaults to 10m; `--timeout`, when given, replaces the hang rule; `--runs`, `--jobs` and
-    /// `--until-fails` do not apply: the hunt plans as it goes.
+    /// defaults to 10m; `--timeout`, when given, replaces the hang rule. It plans as it goes, so it
+    /// takes no `--runs`, `--jobs` or `--until-fails`.
     Hunt(Box<HuntArgs>),
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
@@ -90,8 +92,15 @@ pub enum Command {
     },
     /// List built-in and configured profiles.
     Profiles,
-    /// Print the environment snapshot (secrets redacted) that every record holds.
-    Snapshot,
+    /// Print the environment snapshot (secrets redacted) that every record holds, with the
+    /// Python interpreter's distributions, Go's environment and modules and Rust's lock file:
+    /// take it where a test fails (a CI step), then `flakehunt diff` or `matrix --against` it.
+    Snapshot(SnapshotArgs),
+    /// Compare two snapshots (files, or records' snapshot.json): what differs, grouped, each
+    /// applicable (flakehunt can make this machine, A, look like B) or not, with what to do
+    /// instead. With one, A is this machine now. Exit 0: nothing differs, 1: something does.
+    Diff(DiffArgs),
+
     /// Internal: the workload `probe` runs.
     #[command(name = "__probe-workload", hide = true)]
     ProbeWorkload {
@@ -226,11 +235,38 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', value_parser = list_item, value_name = "LIST", conflicts_with = "resume")]
     pub profiles: Vec<String>,
     /// Refuse (exit 3) before any attempt when a profile has no effect on this machine.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub strict: bool,
     /// Shared hunt options.
     #[command(flatten)]
     pub hunt: HuntArgs,
+}
+
+/// `flakehunt snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Write the snapshot to FILE instead of stdout (for a CI step to upload).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The Python interpreter to read (default: $VIRTUAL_ENV's, else ./.venv's, else python3).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Read Go's module list in this package directory (default: the working directory, when
+    /// `go` is on PATH).
+    #[arg(long, value_name = "DIR")]
+    pub go_test: Option<PathBuf>,
+}
+
+/// `flakehunt diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// A then B: snapshot files or record directories; given one, it is B and A is a snapshot
+    /// of this machine taken now.
+    #[arg(value_name = "SNAPSHOT", num_args = 1..=2, required = true)]
+    pub snapshots: Vec<PathBuf>,
+    /// Print the differences as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `flakehunt report`.
@@ -274,9 +310,19 @@ impl From<ReportFormat> for flakehunt_core::render::Format {
     }
 }
 
-/// The command line of this process, parsed (clap prints usage errors and exits).
-pub fn parse() -> Cli {
-    Cli::parse()
+/// The command line's definition, as parsed and as the help, completions and man page show it.
+pub fn command() -> clap::Command {
+    applies::command(Cli::command())
+}
+
+/// The command line of this process, parsed (clap prints usage errors and exits); an option
+/// that does not apply to the subcommand is refused.
+pub fn parse() -> Result<Cli, crate::exit::Error> {
+    let matches = command().get_matches();
+    if let Some(line) = applies::refusal(&matches) {
+        return Err(crate::exit::usage(line));
+    }
+    Ok(Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()))
 }
 
 /// `flakehunt merge`.
@@ -315,23 +361,23 @@ pub enum HypoCommand {
 pub struct MatrixArgs {
     /// A dimension: an environment variable (or a `{NAME}` placeholder in the command) and its
     /// values; the first value is the baseline; `unset` removes the variable.
-    #[arg(short = 'D', long = "define", value_name = "NAME=V1,V2")]
+    #[arg(short = 'D', long = "define", value_name = "NAME=V1,V2", conflicts_with = "resume")]
     pub define: Vec<String>,
     /// A resource limit dimension: nofile, nproc, stack, as, core, fsize, cpu, memlock (`unlimited` allowed).
-    #[arg(long, value_name = "NAME=V1,V2")]
+    #[arg(long, value_name = "NAME=V1,V2", conflicts_with = "resume")]
     pub rlimit: Vec<String>,
     /// Re-run a cell that failed exactly once up to N times to confirm it (twice) or clear it.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = 10, value_name = "N", conflicts_with = "resume")]
     pub confirm: u64,
     /// Run grids larger than --max-cells.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub yes: bool,
     /// Largest grid run without --yes.
-    #[arg(long, default_value_t = 256, value_name = "N")]
+    #[arg(long, default_value_t = 256, value_name = "N", conflicts_with = "resume")]
     pub max_cells: usize,
     /// Run every cell in a fresh copy of the repository's tracked files, with a scrubbed
     /// environment and its own empty HOME and TMPDIR.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub clean_room: bool,
     /// With --clean-room: run this (through sh -c) once in each copy before its attempts.
     #[arg(long, value_name = "CMD", requires = "clean_room")]
@@ -354,8 +400,13 @@ pub struct MatrixArgs {
 /// Parses a hunt given as words to another subcommand (`slurm-script`, `dispatch`) as flakehunt
 /// would parse it. Clap's message, which starts with its own `error: `, follows ours without
 /// it, and keeps the usage of the subcommand that refused the words.
-pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> anyhow::Result<Cli> {
-    Cli::try_parse_from(argv).map_err(|e| crate::exit::usage(nested_message(&e)))
+pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> Result<Cli, crate::exit::Error> {
+    let usage = |e: clap::Error| crate::exit::usage(nested_message(&e));
+    let matches = command().try_get_matches_from(argv).map_err(usage)?;
+    if let Some(line) = applies::refusal(&matches) {
+        return Err(crate::exit::usage(line));
+    }
+    Cli::from_arg_matches(&matches).map_err(usage)
 }
 
 fn nested_message(e: &clap::Error) -> String {

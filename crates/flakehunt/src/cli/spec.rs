@@ -147,7 +147,7 @@ fn record(resume: Option<&Path>, record: Option<&Path>) -> RecordRequest {
 
 /// `flakehunt slurm-script HUNT...`: the hunt parsed as if run with `--slurm`, to print its
 /// script instead of submitting it.
-pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli> {
+pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> Result<Cli, crate::exit::Error> {
     let mut argv = vec!["flakehunt".to_owned()];
     if let Some(c) = config {
         argv.extend(["--config".to_owned(), c.display().to_string()]);
@@ -161,6 +161,11 @@ pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli>
     };
     if args.slurm.is_none() {
         return Err(usage("give the number of shards: `flakehunt slurm-script sweep --slurm 8 ...`"));
+    }
+    if args.json {
+        return Err(usage(
+            "--json does not apply to `flakehunt slurm-script`, which prints the batch script: give `flakehunt report --format json` the merged record",
+        ));
     }
     Ok(cli)
 }
@@ -191,6 +196,15 @@ mod tests {
         let m = spec(&["flakehunt", "matrix", "-D", "A=1", "--", "true"]);
         let sharded = m.sharded("flakehunt".into(), 2, 1).unwrap();
         assert_eq!(sharded.options, ["-D", "A=1"], "defaults are left out");
+    }
+
+    #[test]
+    fn a_sharded_adaptive_hunt_gives_its_shards_no_option_it_refuses() {
+        let mut hunt = spec(&["flakehunt", "hunt", "--budget", "1m", "--", "t"]);
+        // As the driver sets it before sharding: the adaptive runner's own width.
+        hunt.settings.jobs = 8;
+        let sharded = hunt.sharded("flakehunt".into(), 2, 1).unwrap();
+        assert_eq!(sharded.options, ["--budget", "1m"]);
     }
 
     #[test]

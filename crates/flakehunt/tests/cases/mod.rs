@@ -2,10 +2,13 @@
 
 mod adapters;
 mod adversarial_input;
+mod adversarial_record;
 mod adversarial_secrets;
 mod adversarial_state;
 mod adversarial_warm;
 mod dispatch_files;
+mod drift;
+mod exit_codes;
 mod fire;
 mod hunt;
 mod jitter;
