@@ -7,6 +7,7 @@
 pub mod adaptive;
 pub mod analysis;
 pub mod bounds;
+pub mod checks;
 pub mod cleanroom;
 pub mod config;
 pub mod copy;

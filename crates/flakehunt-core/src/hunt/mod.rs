@@ -200,6 +200,8 @@ pub struct SettingsRequest {
     /// `--warm` (`Some(true)`) or `--no-warm` (`Some(false)`); `None`: the kind's default
     /// ([`HuntKind::warm_by_default`]).
     pub warm: Option<bool>,
+    /// The checks of failures the exit status hides, as asked (`--leak-check`, `--race`...).
+    pub checks: crate::checks::ChecksRequest,
 }
 
 /// Oracles beyond the exit status, as given.
@@ -246,7 +248,24 @@ pub struct SlurmRequest {
     pub options: Vec<String>,
 }
 
+impl HuntSpec {
+    /// The checks asked for, each option given or else the kind's default
+    /// ([`HuntKind::checks_by_default`]); the target then says which apply.
+    pub fn asked_checks(&self) -> crate::checks::Checks {
+        let asked = self.settings.checks;
+        let on = |given: Option<bool>| given.unwrap_or(self.kind.checks_by_default());
+        crate::checks::Checks { goroutine_leaks: on(asked.goroutine_leaks), race: asked.race }
+    }
+}
+
 impl HuntKind {
+    /// Whether the checks of failures the exit status hides are on unless turned off: in the
+    /// adaptive hunt and the suite, where a user asks why a test is flaky; sweeps and matrices
+    /// compare conditions as they always did, unless a check is asked for.
+    pub fn checks_by_default(&self) -> bool {
+        matches!(self, HuntKind::Hunt { .. } | HuntKind::Suite(_))
+    }
+
     /// Whether a Python target runs warm unless `--no-warm` is given: in the adaptive hunt and
     /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
     /// conditions, cold as they always ran, unless `--warm` is given.

@@ -209,4 +209,8 @@ pub struct Attempt {
     /// How its process started; records written before warm attempts existed read as cold.
     #[serde(default)]
     pub mode: Mode,
+    /// What the checks of failures the exit status hides found (leaked goroutines and their
+    /// stacks...): each made the attempt fail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<crate::checks::Finding>,
 }

@@ -43,6 +43,8 @@ pub struct AttemptRunner<'a> {
     pub oracle: Option<&'a Oracle>,
     /// Warm attempts' parents, when the hunt runs warm; none keeps the attempt path as it is.
     pub warm: Option<&'a dyn WarmStart>,
+    /// The checks of failures the exit status hides, when any is on.
+    pub checks: Option<&'a crate::checks::CheckRun>,
 }
 
 /// Where a cell's attempts run when it has a room of its own.
@@ -115,6 +117,9 @@ impl AttemptRunner<'_> {
         if let Some(w) = slot.worker {
             env.push(("FLAKEHUNT_WORKER".into(), Some(w.to_string().into())));
         }
+        if let Some(c) = self.checks {
+            env.extend(c.env().into_iter().map(|(k, v)| (k.into(), Some(v.into()))));
+        }
         let mut launch = Launch {
             program,
             args,
@@ -176,13 +181,21 @@ impl AttemptRunner<'_> {
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
-        let mut finished = self.finish(spec, cell, slot, execution, effect);
+        let mut finished = self.finish(spec, cell, slot, execution, effect, &attempt_tag);
         finished.attempt.mode = mode;
         finished.runs_cold = runs_cold;
         Ok(finished)
     }
 
-    fn finish(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, ex: Execution, effect: Effect) -> Finished {
+    fn finish(
+        &self,
+        spec: &AttemptSpec,
+        cell: &CellSpec,
+        slot: Slot,
+        ex: Execution,
+        effect: Effect,
+        tag: &str,
+    ) -> Finished {
         let (exit_code, signal) = match ex.status {
             Status::Exited(c) => (Some(c), None),
             Status::Signaled(s) => (None, Some(s)),
@@ -218,7 +231,27 @@ impl AttemptRunner<'_> {
             }
             leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
         }
+        // What the checks found: a passing attempt fails, and a failure they caused (or that
+        // exited 0) is named by them, not by the last line of its output.
+        let mut hidden = match self.checks {
+            Some(c) if ex.timed_out.is_none() => c.findings(tag, &stdout_tail, &stderr_tail),
+            _ => Vec::new(),
+        };
+        if !hidden.is_empty() && matches!(outcome, Outcome::Pass | Outcome::Leak) {
+            outcome = Outcome::Fail;
+        }
+        let named_by_checks = !hidden.is_empty()
+            && oracle.is_none()
+            && outcome == Outcome::Fail
+            && (exit_code == Some(0) || hidden.iter().any(crate::checks::Finding::fails_the_target));
+        if redact {
+            for f in &mut hidden {
+                crate::redact::in_place(&mut f.summary);
+                crate::redact::in_place(&mut f.report);
+            }
+        }
         let signature = outcome.is_failure().then(|| match &oracle {
+            _ if named_by_checks => crate::checks::signature(exit_code, signal, &hidden),
             Some(reason) => signature::of_oracle(outcome, exit_code, reason),
             None => signature::of_streams(outcome, exit_code, signal, &stdout_tail, &stderr_tail),
         });
@@ -251,6 +284,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: ex.cpu_seconds,
             suite: None,
             mode: Mode::Cold,
+            hidden,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
             (false, _) => (Vec::new(), Vec::new()),
@@ -289,6 +323,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: None,
             suite: None,
             mode,
+            hidden: Vec::new(),
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }
     }

@@ -150,6 +150,7 @@ impl Execute for FakeExecution<'_> {
             load: None,
             error: None,
             mode: Mode::Cold,
+            hidden: Vec::new(),
         };
         Ok(Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None })
     }
