@@ -54,9 +54,80 @@ pub fn own_test_main_line(package: &str, at: &str) -> String {
     )
 }
 
+/// The data races Go's race detector reported in `stderr`: each `WARNING: DATA RACE` block is
+/// one finding, whose places are the first frame of each of its two accesses
+/// (`ledger.go:20 (write)`, `ledger.go:31 (read)`).
+pub fn races(stderr: &str) -> Vec<super::Finding> {
+    let access =
+        regex::Regex::new(r"^(previous )?(?:(atomic) )?(read|write) at 0x[0-9a-f]+ by ([a-z ]*goroutine[ 0-9]*):$")
+            .expect("a valid regex");
+    let mut found = Vec::new();
+    let lines: Vec<&str> = stderr.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != "WARNING: DATA RACE" {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let (mut places, mut said) = (Vec::new(), Vec::new());
+        i += 1;
+        while i < lines.len() && !lines[i].starts_with("==================") {
+            let line = lines[i].trim();
+            if let Some(c) = access.captures(&line.to_ascii_lowercase()) {
+                // The access's first frame: a function line, then its file:line.
+                let place = lines[i + 1..]
+                    .iter()
+                    .take(2)
+                    .map(|l| l.trim())
+                    .find(|l| l.starts_with('/') || l.contains(".go:"))
+                    .map(|l| l.split(" +0x").next().unwrap_or(l))
+                    .map(|l| l.rsplit('/').next().unwrap_or(l).to_owned());
+                let kind = format!("{}{}", c.get(2).map_or("", |_| "atomic "), &c[3]);
+                if let Some(place) = place {
+                    said.push(format!(
+                        "{}{kind} at {place} by {}",
+                        if c.get(1).is_some() { "previous " } else { "" },
+                        &c[4]
+                    ));
+                    places.push(format!("{place} ({kind})"));
+                }
+            }
+            i += 1;
+        }
+        let report = lines[start..i.min(lines.len())].join("\n");
+        if !places.is_empty() {
+            found.push(super::Finding {
+                check: super::Check::Race,
+                test: None,
+                summary: format!("data race: {}", said.join(", ")),
+                places,
+                report,
+            });
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// go 1.19's race detector on a counter two goroutines increment.
+    const RACE: &str = "==================\nWARNING: DATA RACE\nRead at 0x000000701e48 by goroutine 9:\n  example.com/lk/p.bump()\n      /tmp/lk/p/race_test.go:7 +0x6a\n  example.com/lk/p.TestRace.func1()\n      /tmp/lk/p/race_test.go:13 +0x18\n\nPrevious write at 0x000000701e48 by goroutine 8:\n  example.com/lk/p.bump()\n      /tmp/lk/p/race_test.go:8 +0x84\n\nGoroutine 9 (running) created at:\n  example.com/lk/p.TestRace()\n      /tmp/lk/p/race_test.go:13 +0x64\n==================\n";
+
+    #[test]
+    fn a_race_report_names_both_accesses() {
+        let found = races(&format!("ok\n{RACE}more output\n"));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].places, ["race_test.go:7 (read)", "race_test.go:8 (write)"]);
+        assert_eq!(
+            found[0].summary,
+            "data race: read at race_test.go:7 by goroutine 9, previous write at race_test.go:8 by goroutine 8"
+        );
+        assert!(found[0].report.starts_with("WARNING: DATA RACE") && found[0].report.contains("created at"));
+        assert!(races("no race here\n").is_empty());
+    }
 
     #[test]
     fn the_overlay_adds_the_check_to_the_package() {

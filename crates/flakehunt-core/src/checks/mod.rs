@@ -241,8 +241,14 @@ impl CheckRun {
 
     /// What the checks found in the attempt `tag` (its `FLAKEHUNT_ATTEMPT`), which printed
     /// `stderr`; the files its processes wrote are removed.
-    pub fn findings(&self, tag: &str, _stdout: &str, _stderr: &str) -> Vec<Finding> {
+    pub fn findings(&self, tag: &str, _stdout: &str, stderr: &str) -> Vec<Finding> {
         let mut found = take_reports(self.dir(), tag);
+        if self.checks.race && stderr.contains("WARNING: DATA RACE") {
+            found.extend(go::races(stderr));
+        }
+        for f in &mut found {
+            cut(&mut f.report, REPORT_LIMIT);
+        }
         found.truncate(FINDINGS_LIMIT);
         found
     }

@@ -300,6 +300,7 @@ mod tests {
             cpu_seconds: None,
             suite: None,
             mode: Default::default(),
+            hidden: Vec::new(),
         }
     }
 

@@ -234,7 +234,10 @@ impl AttemptRunner<'_> {
         // What the checks found: a passing attempt fails, and a failure they caused (or that
         // exited 0) is named by them, not by the last line of its output.
         let mut hidden = match self.checks {
-            Some(c) if ex.timed_out.is_none() => c.findings(tag, &stdout_tail, &stderr_tail),
+            Some(c) if ex.timed_out.is_none() => {
+                let (stdout, stderr) = (texts_of(&ex.stdout), texts_of(&ex.stderr));
+                c.findings(tag, &stdout, &stderr)
+            }
             _ => Vec::new(),
         };
         if !hidden.is_empty() && matches!(outcome, Outcome::Pass | Outcome::Leak) {
@@ -327,6 +330,16 @@ impl AttemptRunner<'_> {
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }
     }
+}
+
+/// A stream's captured text: its head, and its tail when the head did not hold it all.
+fn texts_of(c: &crate::exec::Capture) -> String {
+    let mut text = String::from_utf8_lossy(c.head()).into_owned();
+    if c.dropped() > 0 {
+        text.push('\n');
+        text.push_str(&c.tail_text());
+    }
+    text
 }
 
 /// A log with its secrets redacted (the common case, none, does not copy it).

@@ -64,6 +64,7 @@ fn run(script: &str, plan_timeout: Option<Duration>, hunt_timeout: Duration) -> 
         rooms: &rooms,
         oracle: None,
         warm: None,
+        checks: None,
     };
     let mut plan = Timed {
         cells: vec![CellSpec::for_profile(Profile::default_profile())],

@@ -4,6 +4,7 @@ mod adapters;
 mod adversarial_input;
 mod adversarial_secrets;
 mod adversarial_state;
+mod checks;
 mod dispatch_files;
 mod fire;
 mod hunt;
