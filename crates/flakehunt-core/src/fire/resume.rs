@@ -5,19 +5,18 @@
 //! and neither survives the process that made them. So a resumed hunt keeps every level and
 //! reference whose report is in `levels.jsonl`, and runs again, from a fresh sandbox, each group
 //! that did not finish, plus each finished reference a level still to run compares with. The
-//! attempts, logs and reports of what runs again are removed from the record first (each file
-//! rewritten to a temporary name and renamed over, so a second kill leaves a record that a
-//! second `--resume` continues the same way).
+//! attempts, logs and reports of what runs again are removed from the record once the resume
+//! is accepted (each file rewritten to a temporary name and renamed over, so a second kill
+//! leaves a record that a second `--resume` continues the same way); [`prepare`] only reads.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Write as _;
 use std::path::Path;
 
 use super::level_report::{LevelReport, LEVELS};
 use super::options::{reference_cell, FireOptions};
 use super::runner::SANDBOXES;
-use crate::record::{Attempt, Record, RecordError, ATTEMPTS};
+use crate::record::{Record, RecordError, Resumption, ATTEMPTS};
 
 /// What a resumed fire hunt keeps of its record.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,8 +30,9 @@ pub struct Resumed {
     pub next_id: u64,
 }
 
-/// Removes from the record in `dir` what the resumed hunt runs again, and says what it keeps.
-pub fn prepare(dir: &Path, options: &FireOptions) -> Result<Resumed, RecordError> {
+/// What the resumed hunt keeps of the record in `dir`, and what it removes from it once
+/// accepted (what it runs again). Reads only.
+pub fn prepare(dir: &Path, options: &FireOptions) -> Result<(Resumed, Resumption), RecordError> {
     let record = Record::open(dir)?;
     let reports: Vec<LevelReport> = record.side_lines(LEVELS)?;
     let summary = crate::analysis::summarize(&record)?;
@@ -65,8 +65,11 @@ pub fn prepare(dir: &Path, options: &FireOptions) -> Result<Resumed, RecordError
     let mut kept = 0;
     let mut kept_lines = Vec::new();
     let mut dropped_ids = Vec::new();
-    for line in complete_lines(&dir.join(ATTEMPTS))? {
-        let Ok(attempt) = serde_json::from_str::<Attempt>(&line) else { continue };
+    // The lines as written (the reader has checked every one, above), each kept or dropped
+    // whole, so what is kept stays byte for byte.
+    let lines = complete_lines(&dir.join(ATTEMPTS))?;
+    for (line, attempt) in lines.into_iter().zip(record.attempts()?) {
+        let attempt = attempt?;
         next_id = next_id.max(attempt.id + 1);
         if rerun.contains(&attempt.cell) || !reported.contains(attempt.cell.as_str()) {
             dropped_ids.push(attempt.id);
@@ -78,48 +81,39 @@ pub fn prepare(dir: &Path, options: &FireOptions) -> Result<Resumed, RecordError
     let kept_reports: Vec<&LevelReport> = reports.iter().filter(|r| !rerun.contains(&r.cell)).collect();
     let report_lines: Vec<String> =
         kept_reports.iter().map(|r| serde_json::to_string(r).map_err(RecordError::Json)).collect::<Result<_, _>>()?;
-    replace_lines(&dir.join(LEVELS), &report_lines)?;
-    replace_lines(&dir.join(ATTEMPTS), &kept_lines)?;
-    for id in dropped_ids {
-        for ext in ["stdout", "stderr"] {
-            let _ = fs::remove_file(dir.join(format!("logs/{id}.{ext}")));
-        }
-    }
+    let remove_files = dropped_ids
+        .iter()
+        .flat_map(|id| ["stdout", "stderr"].map(|ext| dir.join(format!("logs/{id}.{ext}"))))
+        .filter(|p| p.exists())
+        .collect();
     // Sandboxes of groups that did not finish (or are run again) are left-overs of the killed
     // process; those a kept report points at (`--keep`) stay.
     let keep: BTreeSet<&str> = kept_reports.iter().filter_map(|r| r.sandbox.as_deref()).collect();
+    let mut remove_trees = Vec::new();
     if let Ok(entries) = fs::read_dir(dir.join(SANDBOXES)) {
         for entry in entries.flatten() {
             let relative = format!("{SANDBOXES}/{}", entry.file_name().to_string_lossy());
             if !keep.contains(relative.as_str()) {
-                let _ = crate::state::remove_tree(&entry.path());
+                remove_trees.push(entry.path());
             }
         }
     }
     // Two ladder positions with the same shape share a cell: a finished one whose cell runs
     // again lost its report above, so it is not finished any more.
     let finished_levels = finished_levels.into_iter().filter(|l| kept_reports.iter().any(|r| r.level == *l)).collect();
-    Ok(Resumed { finished_levels, kept, next_id })
-}
-
-/// The lines of a JSONL file that end with a newline (a crash may have cut the last one).
-fn complete_lines(path: &Path) -> Result<Vec<String>, RecordError> {
-    let text = match fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(RecordError::io(path, e)),
+    let resumption = Resumption {
+        attempts: Some(kept_lines),
+        side_files: vec![(LEVELS.to_owned(), report_lines)],
+        remove_files,
+        remove_trees,
     };
-    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
-    Ok(complete.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect())
+    Ok((Resumed { finished_levels, kept, next_id }, resumption))
 }
 
-/// Replaces a JSONL file with `lines`, through a temporary file renamed over it.
-fn replace_lines(path: &Path, lines: &[String]) -> Result<(), RecordError> {
-    let tmp = path.with_extension("jsonl.tmp");
-    let mut file = fs::File::create(&tmp).map_err(|e| RecordError::io(&tmp, e))?;
-    for line in lines {
-        writeln!(file, "{line}").map_err(|e| RecordError::io(&tmp, e))?;
-    }
-    file.sync_all().map_err(|e| RecordError::io(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| RecordError::io(path, e))
+/// The lines of a JSONL file that end with a newline (a crash may have cut the last one), blank
+/// ones left out as the reader leaves them out.
+fn complete_lines(path: &Path) -> Result<Vec<String>, RecordError> {
+    let text = fs::read_to_string(path).map_err(|e| RecordError::io(path, e))?;
+    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+    Ok(complete.lines().filter(|l| !l.bytes().all(|b| b.is_ascii_whitespace())).map(str::to_owned).collect())
 }

@@ -12,7 +12,9 @@ use crate::events::{Event, EventSink, Fanout};
 use crate::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::oracle::OracleSpec;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
-use crate::record::{Extra, Kind, Manifest, NewDir, Record, Recorder, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE};
+use crate::record::{
+    Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,
+};
 use crate::runner::{rfc3339, AttemptRunner, RunError, Runner};
 use crate::state::Normalizer;
 
@@ -74,7 +76,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
     }
     let mut opened = open(spec, sink)?;
     let result = execute(spec, &mut opened, sink);
-    let Opened { dir, recorder, new_dir, .. } = opened;
+    let Opened { dir, mut recorder, new_dir, .. } = opened;
     let (interrupted, snapshot) = match result {
         Ok(done) => done,
         Err(e) => {
@@ -107,15 +109,15 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         }
         (RecordRequest::Resume(dir), HuntKind::Fire(req)) => {
             let record = open_for_resume(dir, kind)?;
-            let (options, normalizer, resumed) =
+            let (options, normalizer, resumed, resumption) =
                 super::fire::resume(dir, record.manifest.extra.fire.clone(), req.follow_outside_links)?;
-            let recorder = Recorder::resume(dir)?;
+            let recorder = Recorder::resume(dir, resumption);
             let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
         }
         (RecordRequest::Resume(dir), _) => {
             let record = open_for_resume(dir, kind)?;
-            let recorder = Recorder::resume(dir)?;
+            let recorder = Recorder::resume(dir, Resumption::default());
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder: None })
         }
         (RecordRequest::New(record), HuntKind::Fire(req)) => {
@@ -305,6 +307,15 @@ fn execute(
             }
         }
         Some(ladder) => {
+            // A refused start removes the directory it created (a new record is discarded whole).
+            let made_sandboxes = !dir.join(SANDBOXES).exists();
+            let refuse = |session: super::Session, e: HuntError| {
+                session.finish();
+                if made_sandboxes {
+                    let _ = std::fs::remove_dir(dir.join(SANDBOXES));
+                }
+                Err(e)
+            };
             // Absolute, like every path handed to a run, even with a relative --record.
             let sandboxes = std::path::absolute(dir.join(SANDBOXES))
                 .and_then(|s| std::fs::create_dir_all(&s).map(|()| s))
@@ -322,9 +333,19 @@ fn execute(
                 Ok(_) => {}
                 Err(e) => {
                     // Nothing ran: the caller leaves no record behind for a refused state.
-                    session.finish();
                     let state = fire.options.state.as_ref();
-                    return Err(HuntError::Usage(super::fire::state_error(&e, &fire.sandboxes, state)));
+                    let message = super::fire::state_error(&e, &fire.sandboxes, state);
+                    return refuse(session, HuntError::Usage(message));
+                }
+            }
+            // A resumed ladder drops what it runs again before its first sandbox, whose name may
+            // be taken by a left-over: only once nothing that can be seen before a run refuses.
+            if ladder.resumed.is_some() {
+                if let Err(e) = crate::exec::check_program(manifest.target.program(), manifest.target.dir.as_deref()) {
+                    return refuse(session, HuntError::Usage(e.to_string()));
+                }
+                if let Err(e) = recorder.accept() {
+                    return refuse(session, e.into());
                 }
             }
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
@@ -420,9 +441,13 @@ pub(super) fn check_plan(manifest: &Manifest) -> Result<plan::Durations, HuntErr
     })
 }
 
-/// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`.
+/// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`, with every
+/// line of its attempts file readable: a resume refused here has touched nothing.
 fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
     let record = Record::open(dir).map_err(HuntError::record)?;
+    for attempt in record.attempts().map_err(HuntError::record)? {
+        attempt.map_err(HuntError::record)?;
+    }
     check_plan(&record.manifest).map_err(|e| HuntError::usage(format!("{}: {e}", dir.display())))?;
     if record.manifest.kind != kind {
         let found = record.manifest.kind.name();

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::{FireRequest, HuntError, SettingsRequest};
 use crate::fire::{prepare_resume, reference_cell, FireError, FireOptions, Ladder, Resumed};
 use crate::plan::{CellSpec, Settings};
+use crate::record::Resumption;
 use crate::state::{validate_source, FingerprintError, Normalizer, NormalizerError, SandboxError};
 
 /// A new fire hunt's options, compiled masks, cells and plan numbers, checked without touching
@@ -80,14 +81,15 @@ pub(crate) fn check_record_dir(record: &Path, state: Option<&Path>) -> Result<()
     Ok(())
 }
 
-/// What a resumed fire record keeps: its options, compiled masks, and the levels that finished.
+/// What a resumed fire record keeps: its options, compiled masks, and the levels that finished;
+/// and what it drops once the resume is accepted.
 /// `follow_outside_links` may be added on resume (a state refused for an outside link can then
 /// continue); it is never taken away.
 pub(crate) fn resume(
     dir: &Path,
     options: Option<FireOptions>,
     follow_outside_links: bool,
-) -> Result<(FireOptions, Normalizer, Resumed), HuntError> {
+) -> Result<(FireOptions, Normalizer, Resumed, Resumption), HuntError> {
     let mut options =
         options.ok_or_else(|| HuntError::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
     options.ladder.check().map_err(|e| HuntError::usage(format!("{}: the manifest's ladder: {e}", dir.display())))?;
@@ -99,8 +101,8 @@ pub(crate) fn resume(
     }
     let normalizer = Normalizer::new(&options.ignore, &options.ignore_columns)
         .map_err(|e| HuntError::usage(normalizer_error(&e)))?;
-    let resumed = prepare_resume(dir, &options)?;
-    Ok((options, normalizer, resumed))
+    let (resumed, resumption) = prepare_resume(dir, &options)?;
+    Ok((options, normalizer, resumed, resumption))
 }
 
 /// What each sandbox copy of the state takes, in one line.

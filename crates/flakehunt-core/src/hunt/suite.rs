@@ -209,11 +209,6 @@ pub(super) fn execute(
             dir.display()
         ))
     })?;
-    // The plugin goes into the record, where printed reproducers load it from.
-    let plugin_dir = setup.plugin_dir();
-    std::fs::create_dir_all(&plugin_dir).and_then(|()| repeat::write_plugin(&plugin_dir)).map_err(|e| {
-        HuntError::io(format!("cannot write the repeat plugin into {}", dir.join(PLUGIN_DIR).display()), e)
-    })?;
     let mut plan = plan::from_manifest(manifest);
     let mut done = 0u64;
     let mut replay = Replay::default();
@@ -243,6 +238,13 @@ pub(super) fn execute(
     if end.interrupted {
         return Ok(true);
     }
+    // The repeat runs load the plugin from the record, where printed reproducers load it from
+    // too; written once the shuffled attempts are in (a resumed record that has it already is
+    // left as it is).
+    let plugin_dir = setup.plugin_dir();
+    std::fs::create_dir_all(&plugin_dir).and_then(|()| repeat::write_plugin(&plugin_dir)).map_err(|e| {
+        HuntError::io(format!("cannot write the repeat plugin into {}", dir.join(PLUGIN_DIR).display()), e)
+    })?;
     // The classification starts from the shuffled attempts of the whole record.
     let record = Record::open(dir)?;
     let tallies = analyse::shuffled_tallies(&record)?;

@@ -46,6 +46,17 @@ pub enum MergeError {
         /// Which part differs.
         what: &'static str,
     },
+    /// Two shards hold the same attempt: they did not run one plan's parts, or one was copied
+    /// into the other.
+    #[error("{a} and {b} both hold attempt {id}: shards of one plan share no attempt (was one shard's record copied into another's?)")]
+    Overlap {
+        /// The attempt id.
+        id: u64,
+        /// One record.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
+    },
     /// Two records hold the same shard.
     #[error("shard {shard} is given twice ({a} and {b}): give each shard once")]
     Duplicate {
@@ -113,8 +124,6 @@ pub struct Merge {
     pub merged_from: Vec<MergedShard>,
     /// Shards of the plan that were not given (the merged record is then incomplete).
     pub missing: Vec<u32>,
-    /// Attempt ids held by more than one shard (kept, but a sign of overlapping shards).
-    pub duplicate_ids: u64,
     /// Attempts of the given shards' plans that are not in the merged record (each shard's
     /// `missing_attempts`, summed): the record is then incomplete.
     #[serde(default)]
@@ -205,7 +214,9 @@ impl Merge {
         }
         let missing_attempts = merged_from.iter().map(|s| s.missing_attempts).sum();
         attempts.sort_by_key(|(id, shard, _, _)| (*id, *shard));
-        let duplicate_ids = attempts.windows(2).filter(|w| w[0].0 == w[1].0).count() as u64;
+        if let Some(w) = attempts.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(MergeError::Overlap { id: w[0].0, a: w[0].3.clone(), b: w[1].3.clone() });
+        }
 
         let mut recorder = Recorder::create(out, &manifest)?;
         for (_, _, attempt, dir) in &attempts {
@@ -222,7 +233,7 @@ impl Merge {
             write_json(&out.join(super::SNAPSHOT_FILE), &snapshot)?;
         }
         merge_side_files(&records.iter().map(|(_, r)| r.dir.as_path()).collect::<Vec<_>>(), out)?;
-        let merge = Merge { merged_from, missing, duplicate_ids, missing_attempts };
+        let merge = Merge { merged_from, missing, missing_attempts };
         recorder.write_document(MERGE_FILE, &merge)?;
         let record = Record::open(out)?;
         let summary = crate::analysis::summarize(&record)?;
@@ -357,12 +368,6 @@ impl Merge {
                 shard.missing_attempts,
                 ids.join(", "),
                 shard.dir.display()
-            ));
-        }
-        if self.duplicate_ids > 0 {
-            out.push(format!(
-                "{} attempt ids appear in more than one shard: were the shards run from the same plan?",
-                self.duplicate_ids
             ));
         }
         out

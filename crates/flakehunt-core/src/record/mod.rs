@@ -15,8 +15,8 @@ pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
 pub use new_dir::{check_new, unused_dir, NewDir};
 pub use reader::Record;
-pub use writer::Recorder;
 pub(crate) use writer::ATTEMPTS;
+pub use writer::{Recorder, Resumption};
 
 use std::path::{Path, PathBuf};
 

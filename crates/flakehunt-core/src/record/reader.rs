@@ -52,26 +52,30 @@ impl Record {
         Ok(Self { dir: dir.to_owned(), manifest })
     }
 
-    /// Streams the attempts, in the order they were recorded. Constant memory.
+    /// Streams the attempts, in the order they were recorded, a bit of memory per attempt id.
+    /// A record without its attempts file, or one that holds an attempt id twice, is damaged:
+    /// counting its attempts would give numbers about no hunt.
     pub fn attempts(&self) -> Result<impl Iterator<Item = Result<Attempt, RecordError>>, RecordError> {
         let path = self.dir.join(ATTEMPTS);
         let file = match File::open(&path) {
-            Ok(f) => Some(BufReader::new(f)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Ok(f) => BufReader::new(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(RecordError::Corrupt(
+                    path,
+                    "the file is missing: the record has lost its attempts (restore the file, or start a new hunt)"
+                        .into(),
+                ))
+            }
             Err(e) => return Err(RecordError::io(&path, e)),
         };
-        Ok(Lines { file, path, line: Vec::new(), number: 0 })
+        Ok(Lines { file, path, line: Vec::new(), number: 0, seen: SeenIds::default() })
     }
 
     /// Whether the attempts file ends in a line without its newline, which the reader skips: a
     /// writer killed mid-line, or a truncated copy.
     pub fn attempts_file_is_cut(&self) -> Result<bool, RecordError> {
         let path = self.dir.join(ATTEMPTS);
-        let len = match std::fs::metadata(&path) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(RecordError::io(&path, e)),
-        };
+        let len = std::fs::metadata(&path).map_err(|e| RecordError::io(&path, e))?.len();
         Ok(valid_prefix_len(&path)? != len)
     }
 
@@ -116,10 +120,38 @@ impl Record {
 }
 
 struct Lines {
-    file: Option<BufReader<File>>,
+    file: BufReader<File>,
     path: PathBuf,
     line: Vec<u8>,
     number: u64,
+    seen: SeenIds,
+}
+
+/// The attempt ids read so far: a bit per id below [`SeenIds::DENSE`] (a plan's ids are dense
+/// from 0, or strided by a shard count), a set for any beyond.
+#[derive(Default)]
+struct SeenIds {
+    bits: Vec<u64>,
+    beyond: std::collections::HashSet<u64>,
+}
+
+impl SeenIds {
+    /// Ids below this take a bit each (16 MiB for them all).
+    const DENSE: u64 = 1 << 27;
+
+    /// Adds `id`; false when it was there already.
+    fn insert(&mut self, id: u64) -> bool {
+        if id >= Self::DENSE {
+            return self.beyond.insert(id);
+        }
+        let (word, bit) = ((id / 64) as usize, 1u64 << (id % 64));
+        if word >= self.bits.len() {
+            self.bits.resize(word + 1, 0);
+        }
+        let new = self.bits[word] & bit == 0;
+        self.bits[word] |= bit;
+        new
+    }
 }
 
 impl Iterator for Lines {
@@ -127,9 +159,8 @@ impl Iterator for Lines {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let file = self.file.as_mut()?;
             self.line.clear();
-            match file.read_until(b'\n', &mut self.line) {
+            match self.file.read_until(b'\n', &mut self.line) {
                 Ok(0) => return None,
                 // No newline: a line cut by a crash. Everything before it stands.
                 Ok(_) if self.line.last() != Some(&b'\n') => return None,
@@ -140,10 +171,22 @@ impl Iterator for Lines {
             if self.line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return Some(
-                serde_json::from_slice(&self.line)
-                    .map_err(|e| RecordError::Corrupt(self.path.clone(), format!("line {}: {e}", self.number))),
-            );
+            let attempt: Attempt = match serde_json::from_slice(&self.line) {
+                Ok(a) => a,
+                Err(e) => {
+                    return Some(Err(RecordError::Corrupt(self.path.clone(), format!("line {}: {e}", self.number))))
+                }
+            };
+            if !self.seen.insert(attempt.id) {
+                return Some(Err(RecordError::Corrupt(
+                    self.path.clone(),
+                    format!(
+                        "line {}: attempt {} is recorded a second time (each attempt is one line: remove the repeated one)",
+                        self.number, attempt.id
+                    ),
+                )));
+            }
+            return Some(Ok(attempt));
         }
     }
 }

@@ -19,10 +19,13 @@ pub const REPEAT_OPTION: &str = "--flakehunt-repeat";
 pub const REPEAT_ALL_OPTION: &str = "--flakehunt-repeat-all";
 
 /// Writes the plugin into `dir` (an attempt's scratch directory, or the record, so that a
-/// printed reproducer keeps working) and returns the file's path.
+/// printed reproducer keeps working) and returns the file's path. A file that holds it already
+/// is not written again.
 pub fn write_plugin(dir: &Path) -> io::Result<PathBuf> {
     let path = dir.join(format!("{PLUGIN_MODULE}.py"));
-    std::fs::write(&path, PLUGIN_SOURCE)?;
+    if std::fs::read(&path).ok().as_deref() != Some(PLUGIN_SOURCE.as_bytes()) {
+        std::fs::write(&path, PLUGIN_SOURCE)?;
+    }
     Ok(path)
 }
 

@@ -103,6 +103,17 @@ pub struct Prepared {
     scratch: PathBuf,
 }
 
+impl Prepared {
+    /// Removes the scratch directory of a run that could not start, with its parent when that
+    /// is left empty, so that a refused hunt leaves nothing of it in the record.
+    pub fn discard(&self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+        if let Some(parent) = self.scratch.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+}
+
 impl SuiteSetup {
     /// The runner's framework.
     pub fn framework(&self) -> Framework {

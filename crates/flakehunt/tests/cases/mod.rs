@@ -2,6 +2,7 @@
 
 mod adapters;
 mod adversarial_input;
+mod adversarial_record;
 mod adversarial_secrets;
 mod adversarial_state;
 mod checks;
