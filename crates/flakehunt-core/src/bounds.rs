@@ -36,6 +36,13 @@ pub struct BoundError {
     pub why: String,
 }
 
+impl crate::error_class::Classify for BoundError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        let Self { .. } = self;
+        crate::error_class::ErrorClass::Usage
+    }
+}
+
 /// What this machine can run at once, read once per process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Machine {

@@ -42,7 +42,7 @@ pub enum CleanRoomError {
     #[error("--clean-room copies the tracked files of a git repository, and {0} is not one (or git is missing)")]
     NotARepository(PathBuf),
     /// The tracked files cannot be copied as they are (a link leading outside the repository).
-    #[error("--clean-room: {0}")]
+    #[error("--clean-room")]
     Refused(#[from] CopyError),
     /// The room cannot be made in the temporary directory (a missing or unwritable `TMPDIR`).
     /// The cause is in the message: the binary shows a clean-room error as one line.
@@ -72,6 +72,24 @@ pub enum CleanRoomError {
         /// The end of its output.
         tail: String,
     },
+}
+
+impl crate::error_class::Classify for CleanRoomError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::NotARepository(_) | Self::Setup { .. } => ErrorClass::Usage,
+            Self::Refused(e) => crate::error_class::Classify::class(e),
+            // A TMPDIR that does not exist, or a tracked file gone from the work tree, is the
+            // user's to fix; a full or unwritable file system, or a file where the room's
+            // directory must be made, is the system's refusal.
+            Self::Room { cause, .. } | Self::Copy { cause, .. } => match cause.kind() {
+                std::io::ErrorKind::NotFound => ErrorClass::Usage,
+                _ => ErrorClass::Io,
+            },
+            Self::SetupStart(_) => ErrorClass::Io,
+        }
+    }
 }
 
 impl CleanRoom {

@@ -61,27 +61,43 @@ pub enum HypoError {
     },
 }
 
+impl crate::error_class::Classify for HypoError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Corrupt { .. } => crate::error_class::ErrorClass::Damaged,
+            Self::Io { .. } => crate::error_class::ErrorClass::Io,
+        }
+    }
+}
+
 /// Where the hypotheses of the project in the current directory are kept.
 pub fn file() -> PathBuf {
     PathBuf::from(".flakehunt/hypotheses.jsonl")
 }
 
-/// Every entry of the file at `path` (none when it does not exist).
+/// Every entry of the file at `path` (none when it does not exist). As for a record, a file
+/// that is a directory, is not UTF-8 text or holds a line that is not an entry is damaged; a
+/// refusal of the system is an I/O error.
 pub fn load(path: &Path) -> Result<Vec<Entry>, HypoError> {
     let io = |source| HypoError::Io { path: path.to_owned(), source };
-    let Ok(f) = std::fs::File::open(path) else { return Ok(Vec::new()) };
+    let corrupt = |line: usize, message: String| HypoError::Corrupt { path: path.to_owned(), line, message };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(e)),
+    };
+    if !meta.is_file() {
+        return Err(corrupt(0, "it is not a regular file, where flakehunt writes one".to_owned()));
+    }
+    let f = std::fs::File::open(path).map_err(io)?;
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
+    for (i, line) in std::io::BufReader::new(f).split(b'\n').enumerate() {
         let line = line.map_err(io)?;
+        let line = String::from_utf8(line).map_err(|_| corrupt(i + 1, "not UTF-8 text".to_owned()))?;
         if line.trim().is_empty() {
             continue;
         }
-        let entry = serde_json::from_str(&line).map_err(|e| HypoError::Corrupt {
-            path: path.to_owned(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        out.push(entry);
+        out.push(serde_json::from_str(&line).map_err(|e| corrupt(i + 1, e.to_string()))?);
     }
     Ok(out)
 }

@@ -6,6 +6,12 @@
 //! record (`snapshot.json`) so that "it fails on CI but not on my laptop"
 //! can be answered by diffing two files.
 //!
+//! Besides the machine, it holds what drifts between machines that run the same code: the
+//! Python interpreter and its distributions ([`python`]), Go's environment and module list and
+//! Rust's compiler and lock file ([`toolchains`]), the kernel's scheduler settings, the CPU
+//! frequency policy, the control group's limits and the file systems the work happens on
+//! ([`system`]). `flakehunt diff` compares two snapshots ([`crate::drift`]).
+//!
 //! Capture is best effort throughout: whatever cannot be read (a missing
 //! `/proc` file, a non-Linux system, a tool that is not installed) becomes
 //! `None` or an empty collection, never an error or a panic. Environment
@@ -13,21 +19,26 @@
 //! [`crate::redact`] before they are stored, because run records get attached
 //! to bug reports.
 
+mod commands;
+pub mod python;
+pub mod system;
+pub mod toolchains;
+
 use std::collections::BTreeMap;
-use std::io::{ErrorKind, Read};
-use std::path::Path;
-use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::exec::ProcessTree;
 use serde::{Deserialize, Serialize};
 
+pub use python::Python;
+pub use system::{CgroupLimits, CpuFrequency, Mount};
+pub use toolchains::{CargoLock, Go, Rust};
+
+use commands::{Probe, Ran};
+
 /// How long a tool's version command may run before it is killed.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How often running tools are checked on. Version commands take tens of
-/// milliseconds, so a short poll keeps the common case fast.
-const TOOL_POLL: Duration = Duration::from_millis(5);
 
 /// Bytes kept from each of a tool's output streams; more is read and
 /// discarded so that a chatty tool cannot block on a full pipe.
@@ -103,6 +114,119 @@ pub struct Snapshot {
     /// All environment variables, sorted by name, with secrets redacted
     /// (see [`redact`]).
     pub env: BTreeMap<String, String>,
+    /// When it was taken (RFC 3339, UTC).
+    pub captured_at: Option<String>,
+    /// How long taking it took, in seconds.
+    pub capture_seconds: Option<f64>,
+    /// The working directory it was taken in.
+    pub cwd: Option<String>,
+    /// The control group's CPU quota and memory limit.
+    pub cgroup_limits: CgroupLimits,
+    /// The kernel's scheduler-relevant settings ([`system::kernel_settings`]).
+    pub kernel_settings: BTreeMap<String, String>,
+    /// The CPU frequency policy, where the machine has one.
+    pub cpu_frequency: Option<CpuFrequency>,
+    /// The file systems of the working directory and of `TMPDIR`, keyed `working directory`
+    /// and `TMPDIR`.
+    pub mounts: BTreeMap<String, Mount>,
+    /// The Python interpreter a hunt runs, and its distributions.
+    pub python: Option<Python>,
+    /// Go's environment and module list.
+    pub go: Option<Go>,
+    /// Rust's compiler and lock file.
+    pub rust: Option<Rust>,
+}
+
+/// What a snapshot reads besides the machine: the tool version lines, and the toolchains of
+/// the project (each `None` leaves it out, so a hunt of a shell script runs no interpreter).
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotRequest {
+    /// Commands whose first output line is recorded (`python3 --version`).
+    pub tools: Vec<String>,
+    /// The Python interpreter to read, and why it is the one (`--python`, `VIRTUAL_ENV`,
+    /// `./.venv`, `PATH`, `the target`).
+    pub python: Option<(PathBuf, String)>,
+    /// The directory to run `go env` and `go list -m all` in.
+    pub go: Option<PathBuf>,
+    /// The directory to read Rust from (`rustc -vV` there, `Cargo.lock` there or above).
+    pub rust: Option<PathBuf>,
+}
+
+impl SnapshotRequest {
+    /// Everything this machine and project have, for `flakehunt snapshot`: the interpreter
+    /// the user means (`python`: `--python`; else `$VIRTUAL_ENV`'s, `./.venv`'s, `python3`),
+    /// Go when `go` is on `PATH` (run in `go_dir`, a `--go-test` package's directory, else
+    /// here), Rust when a `Cargo.lock` is here or above.
+    pub fn everything(tools: Vec<String>, python: Option<&Path>, go_dir: Option<&Path>) -> Result<Self, String> {
+        let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+        let venv = std::env::var_os("VIRTUAL_ENV");
+        let interpreter =
+            crate::suite::python::interpreter(python, venv.as_deref(), &cwd).map_err(|e| e.to_string())?;
+        let go = match go_dir {
+            Some(dir) if !dir.is_dir() => {
+                return Err(format!("--go-test {}: no such directory (give the package's directory)", dir.display()))
+            }
+            Some(dir) => Some(dir.to_owned()),
+            None => on_path("go").then(|| cwd.clone()),
+        };
+        let rust = cwd.ancestors().any(|d| d.join("Cargo.lock").is_file()).then(|| cwd.clone());
+        Ok(Self { tools, python: Some((interpreter.program, source_name(interpreter.source).to_owned())), go, rust })
+    }
+}
+
+impl SnapshotRequest {
+    /// What a hunt of `target` reads (its tool lines are `tools`): the interpreter it runs
+    /// when it is a Python target (the adapter's or the command's own, else the one the user
+    /// means), Go in the `--go-test` package (or here, for a command that runs `go`), Rust in
+    /// the `--cargo-test` package (or here, for a command that runs cargo). A target of none
+    /// of them runs no command but its tool lines.
+    pub fn for_hunt(
+        target: &crate::plan::Target,
+        adapter: Option<&crate::record::Adapter>,
+        tools: Vec<String>,
+    ) -> Self {
+        use crate::record::Adapter;
+        let here = || target.dir.clone().or_else(|| std::env::current_dir().ok());
+        let runs = |tool: &str| tools.iter().any(|t| t == tool);
+        let python = match adapter {
+            Some(Adapter::Pytest { .. }) => target.argv.first().map(|p| (PathBuf::from(p), "the target".to_owned())),
+            _ => match python::interpreter_of(&target.argv) {
+                Some(program) => Some((PathBuf::from(program), "the target".to_owned())),
+                None if runs("python3 --version") => here().and_then(|cwd| {
+                    let venv = std::env::var_os("VIRTUAL_ENV");
+                    let chosen = crate::suite::python::interpreter(None, venv.as_deref(), &cwd).ok()?;
+                    Some((chosen.program, source_name(chosen.source).to_owned()))
+                }),
+                None => None,
+            },
+        };
+        let (go, rust) = match adapter {
+            Some(Adapter::GoTest { dir, .. }) => (Some(dir.clone()), None),
+            Some(Adapter::CargoTest { dir, .. }) => (None, Some(dir.clone())),
+            _ => (runs("go version").then(here).flatten(), runs("cargo --version").then(here).flatten()),
+        };
+        Self { tools, python, go, rust }
+    }
+}
+
+/// How an interpreter's choice is written in a snapshot.
+fn source_name(source: crate::suite::python::Source) -> &'static str {
+    use crate::suite::python::Source;
+    match source {
+        Source::Option => "--python",
+        Source::VirtualEnv => "VIRTUAL_ENV",
+        Source::ProjectVenv => "./.venv",
+        Source::Path => "PATH",
+    }
+}
+
+/// Whether an executable `name` is on `PATH`.
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path)
+            .any(|d| std::fs::metadata(d.join(name)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+    })
 }
 
 /// A soft/hard resource limit pair; `None` means unlimited.
@@ -149,14 +273,20 @@ impl Snapshot {
     /// killed. The whole capture therefore takes a little over 2 s at worst.
     /// See [`default_tools`] for a sensible list.
     pub fn capture(tools: &[String]) -> Snapshot {
-        Self::capture_in(tools, None, None)
+        Self::capture_in(&SnapshotRequest { tools: tools.to_vec(), ..SnapshotRequest::default() }, None, None)
     }
 
-    /// [`Self::capture`] from within a hunt: the tool commands are registered with `tree`, so
-    /// the orphan sweep of an attempt running meanwhile never takes one for a leak of its own,
-    /// and carry the hunt's `FLAKEHUNT_RUN_ID` (`run_id`), so its watchdog ends them (and their
-    /// process groups) if flakehunt dies while they run, as it ends attempts.
-    pub fn capture_in(tools: &[String], tree: Option<&ProcessTree>, run_id: Option<&str>) -> Snapshot {
+    /// [`Self::capture`] of what `request` asks for besides the machine, from within a hunt
+    /// when `tree` is given: the commands are registered with `tree`, so the orphan sweep of
+    /// an attempt running meanwhile never takes one for a leak of its own, and carry the hunt's
+    /// `FLAKEHUNT_RUN_ID` (`run_id`), so its watchdog ends them (and their process groups) if
+    /// flakehunt dies while they run, as it ends attempts. Every command runs at once: the
+    /// capture takes as long as the slowest (5 s at worst, the interpreter's and go's limit).
+    pub fn capture_in(request: &SnapshotRequest, tree: Option<&ProcessTree>, run_id: Option<&str>) -> Snapshot {
+        let started = Instant::now();
+        let captured_at = crate::runner::rfc3339(std::time::SystemTime::now());
+        let cwd = std::env::current_dir().ok();
+        let (ran, toolchains) = run_commands(request, tree, run_id);
         let uname = rustix::system::uname();
         let text = |c: &std::ffi::CStr| non_empty(c.to_string_lossy().trim());
         let kernel = [uname.sysname(), uname.release(), uname.version()]
@@ -171,8 +301,13 @@ impl Snapshot {
         let cpus_online = read("/sys/devices/system/cpu/online")
             .and_then(|list| cpu_list_len(&list))
             .or_else(|| cpuinfo.as_deref().and_then(count_processors));
+        let membership: Vec<String> = read("/proc/self/cgroup")
+            .map(|s| s.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect())
+            .unwrap_or_default();
+        let mounts = read("/proc/mounts").unwrap_or_default();
+        let version = uname.version().to_string_lossy().into_owned();
 
-        Snapshot {
+        let mut snapshot = Snapshot {
             hostname: text(uname.nodename()),
             os: read("/etc/os-release")
                 .or_else(|| read("/usr/lib/os-release"))
@@ -188,18 +323,25 @@ impl Snapshot {
             rlimits: rlimits(),
             locale: Locale { lang: env_var("LANG"), lc_all: env_var("LC_ALL"), lc_ctype: env_var("LC_CTYPE") },
             timezone: timezone(),
-            cgroup: Cgroup {
-                membership: read("/proc/self/cgroup")
-                    .map(|s| s.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect())
-                    .unwrap_or_default(),
-                ..read("/proc/mounts").map(|s| cgroup_mounts(&s)).unwrap_or_default()
-            },
-            tools: run_tools(tools, TOOL_TIMEOUT, tree, run_id),
+            cgroup_limits: system::cgroup_limits(&membership, &mounts),
+            cgroup: Cgroup { membership, ..cgroup_mounts(&mounts) },
+            tools: ran.tools,
             env: std::env::vars_os()
                 .map(|(name, value)| (name.to_string_lossy().into_owned(), value.to_string_lossy().into_owned()))
                 .collect(),
+            captured_at: Some(captured_at),
+            capture_seconds: None,
+            cwd: cwd.as_ref().map(|c| c.display().to_string()),
+            kernel_settings: system::kernel_settings(Some(&version)),
+            cpu_frequency: system::cpu_frequency(),
+            mounts: system::mounts(cwd.as_deref()),
+            python: toolchains.python,
+            go: toolchains.go,
+            rust: toolchains.rust,
         }
-        .redacted()
+        .redacted();
+        snapshot.capture_seconds = Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
+        snapshot
     }
 
     /// The snapshot with its secrets redacted, unless `--no-redact`: environment variables by
@@ -221,8 +363,98 @@ impl Snapshot {
         let tools = std::mem::take(&mut self.tools);
         self.tools =
             tools.into_iter().map(|(command, line)| (crate::redact::text(&command).into_owned(), line)).collect();
+        let paths = [&mut self.cwd];
+        paths.into_iter().flatten().for_each(crate::redact::in_place);
+        self.kernel_settings.values_mut().for_each(crate::redact::in_place);
+        for mount in self.mounts.values_mut() {
+            for text in [&mut mount.path, &mut mount.mount_point, &mut mount.source] {
+                crate::redact::in_place(text);
+            }
+            mount.options.iter_mut().for_each(crate::redact::in_place);
+        }
+        if let Some(p) = &mut self.python {
+            crate::redact::in_place(&mut p.program);
+            let texts = [&mut p.executable, &mut p.prefix, &mut p.base_prefix, &mut p.error];
+            texts.into_iter().flatten().for_each(crate::redact::in_place);
+            p.packages.values_mut().for_each(crate::redact::in_place);
+        }
+        if let Some(go) = &mut self.go {
+            crate::redact::in_place(&mut go.dir);
+            for (name, value) in &mut go.env {
+                *value = redact(name, value);
+            }
+            go.modules.values_mut().for_each(crate::redact::in_place);
+            [&mut go.error, &mut go.modules_error].into_iter().flatten().for_each(crate::redact::in_place);
+        }
+        if let Some(rust) = &mut self.rust {
+            [&mut rust.error, &mut rust.toolchain_file].into_iter().flatten().for_each(crate::redact::in_place);
+            if let Some(lock) = &mut rust.cargo_lock {
+                crate::redact::in_place(&mut lock.path);
+                lock.packages.values_mut().for_each(crate::redact::in_place);
+            }
+        }
         self
     }
+}
+
+/// What the commands of a snapshot found: the tool lines, and the toolchains.
+struct Toolchains {
+    python: Option<Python>,
+    go: Option<Go>,
+    rust: Option<Rust>,
+}
+
+/// The tool lines of a snapshot.
+struct ToolLines {
+    tools: BTreeMap<String, Option<String>>,
+}
+
+/// Runs every command `request` asks for at once: the tool version lines, the interpreter's
+/// distributions, `go env` and `go list -m all`, `rustc -vV`.
+fn run_commands(
+    request: &SnapshotRequest,
+    tree: Option<&ProcessTree>,
+    run_id: Option<&str>,
+) -> (ToolLines, Toolchains) {
+    let mut probes: Vec<Probe> = Vec::new();
+    let tools: Vec<(String, Option<usize>)> = request
+        .tools
+        .iter()
+        .map(|command| {
+            let index = tool_probe(command).map(|probe| {
+                probes.push(probe);
+                probes.len() - 1
+            });
+            (command.clone(), index)
+        })
+        .collect();
+    let mut push = |probe: Probe| {
+        probes.push(probe);
+        probes.len() - 1
+    };
+    let python = request.python.as_ref().map(|(program, _)| push(python::probe(program)));
+    let go = request.go.as_ref().map(|dir| {
+        let (env, list) = toolchains::go_probes(dir);
+        (push(env), list.map(&mut push))
+    });
+    let rustc = request.rust.as_ref().map(|dir| push(toolchains::rustc_probe(dir)));
+    let ran = commands::run_all(probes, tree, run_id);
+    let lines = tools.into_iter().map(|(command, index)| (command, index.and_then(|i| tool_line(&ran[i])))).collect();
+    let found = Toolchains {
+        python: request.python.as_ref().zip(python).map(|((program, why), i)| python::read(program, why, &ran[i])),
+        go: request.go.as_ref().zip(go).map(|(dir, (env, list))| toolchains::go(dir, &ran[env], list.map(|i| &ran[i]))),
+        rust: request.rust.as_ref().map(|dir| toolchains::rust(dir, rustc.map(|i| &ran[i]))),
+    };
+    (ToolLines { tools: lines }, found)
+}
+
+/// A tool version command, split on whitespace and run without a shell; `None` for a blank
+/// one.
+fn tool_probe(command: &str) -> Option<Probe> {
+    let mut words = command.split_whitespace();
+    let mut cmd = std::process::Command::new(words.next()?);
+    cmd.args(words);
+    Some(Probe { command: cmd, cap: TOOL_OUTPUT_CAP, timeout: TOOL_TIMEOUT })
 }
 
 /// The version commands a hunt of `target` records: those of the runtimes its command line
@@ -440,167 +672,37 @@ fn unescape_mount_path(path: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// One tool version command in flight.
-struct ToolRun {
-    child: Child,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
-    out: Vec<u8>,
-    err: Vec<u8>,
-    status: Option<ExitStatus>,
-}
-
-/// Runs every tool command concurrently and returns the first line each one
-/// printed, `None` for tools that could not be started, exited
-/// unsuccessfully, or were still running after `timeout`.
-///
-/// Output is read through non-blocking pipes in a polling loop, so neither
-/// a silent hung tool nor one that floods its output can stall the capture,
-/// and no thread is left behind. Each tool runs in its own process group so
-/// that a timeout also kills anything it spawned.
+/// Runs every tool command at once and returns the first line each one printed, `None` for
+/// tools that could not be started, exited unsuccessfully, or were still running after
+/// `timeout`.
+#[cfg(test)]
 fn run_tools(
     tools: &[String],
     timeout: Duration,
     tree: Option<&ProcessTree>,
     run_id: Option<&str>,
 ) -> BTreeMap<String, Option<String>> {
-    let deadline = Instant::now() + timeout;
-    let mut results: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut running: Vec<(String, ToolRun)> = Vec::new();
-    for command in tools {
-        match spawn_tool(command, tree, run_id) {
-            Some(run) => running.push((command.clone(), run)),
-            None => {
-                results.insert(command.clone(), None);
-            }
-        }
-    }
-
-    while !running.is_empty() {
-        for (_, run) in &mut running {
-            drain(run);
-            if run.status.is_none() {
-                run.status = run.child.try_wait().ok().flatten();
-            }
-        }
-        // A tool is done once it has exited and its pipes are closed or
-        // empty (a lingering grandchild could hold them open forever).
-        let mut still_running = Vec::with_capacity(running.len());
-        for (command, mut run) in running {
-            if run.status.is_some() {
-                drain(&mut run);
-                release(tree, &run.child);
-                results.insert(command, tool_line(&run));
-            } else {
-                still_running.push((command, run));
-            }
-        }
-        running = still_running;
-        if running.is_empty() {
-            break;
-        }
-        if Instant::now() >= deadline {
-            for (command, mut run) in running.drain(..) {
-                kill_tool(&mut run.child);
-                release(tree, &run.child);
-                results.insert(command, None);
-            }
-            break;
-        }
-        std::thread::sleep(TOOL_POLL);
-    }
-    results
+    let mut probes = Vec::new();
+    let index: Vec<Option<usize>> = tools
+        .iter()
+        .map(|t| {
+            tool_probe(t).map(|p| {
+                probes.push(Probe { timeout, ..p });
+                probes.len() - 1
+            })
+        })
+        .collect();
+    let ran = commands::run_all(probes, tree, run_id);
+    tools.iter().zip(index).map(|(t, i)| (t.clone(), i.and_then(|i| tool_line(&ran[i])))).collect()
 }
 
-/// Starts one tool command (split on whitespace, no shell) with
-/// non-blocking output pipes.
-fn spawn_tool(command: &str, tree: Option<&ProcessTree>, run_id: Option<&str>) -> Option<ToolRun> {
-    use std::os::unix::process::CommandExt;
-    let mut words = command.split_whitespace();
-    let program = words.next()?;
-    let mut cmd = Command::new(program);
-    cmd.args(words)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Own process group, so a timeout can kill the tool's children too.
-        .process_group(0);
-    if let Some(id) = run_id {
-        cmd.env("FLAKEHUNT_RUN_ID", id);
+/// The first non-empty line of stdout, else of stderr (Java prints its version there), for a
+/// tool that exited successfully.
+fn tool_line(ran: &Ran) -> Option<String> {
+    match ran {
+        Ran::Exited { status, stdout, stderr } if status.success() => first_line(stdout).or_else(|| first_line(stderr)),
+        _ => None,
     }
-    let mut child = match tree {
-        Some(tree) => tree.spawn_helper(|| cmd.spawn(), Child::id),
-        None => cmd.spawn(),
-    }
-    .ok()?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let nonblocking = stdout.as_ref().is_some_and(|s| rustix::io::ioctl_fionbio(s, true).is_ok())
-        && stderr.as_ref().is_some_and(|s| rustix::io::ioctl_fionbio(s, true).is_ok());
-    if !nonblocking {
-        // Reading would risk blocking past the deadline; give up on it.
-        kill_tool(&mut child);
-        release(tree, &child);
-        return None;
-    }
-    Some(ToolRun { child, stdout, stderr, out: Vec::new(), err: Vec::new(), status: None })
-}
-
-/// Unregisters a reaped tool from the hunt's process tree.
-fn release(tree: Option<&ProcessTree>, child: &Child) {
-    if let Some(tree) = tree {
-        tree.release(child.id());
-    }
-}
-
-/// Reads whatever is available on both pipes without blocking; a pipe at
-/// end of file or in error is closed.
-fn drain(run: &mut ToolRun) {
-    fn drain_one(pipe: &mut Option<impl Read>, buf: &mut Vec<u8>) {
-        let Some(reader) = pipe else { return };
-        let mut chunk = [0u8; 4096];
-        loop {
-            match reader.read(&mut chunk) {
-                Ok(0) => {
-                    *pipe = None;
-                    return;
-                }
-                Ok(n) => {
-                    let room = TOOL_OUTPUT_CAP.saturating_sub(buf.len());
-                    buf.extend_from_slice(&chunk[..n.min(room)]);
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    *pipe = None;
-                    return;
-                }
-            }
-        }
-    }
-    drain_one(&mut run.stdout, &mut run.out);
-    drain_one(&mut run.stderr, &mut run.err);
-}
-
-/// Kills a tool's process group (falling back to the tool alone) and reaps
-/// it.
-fn kill_tool(child: &mut Child) {
-    let group = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw);
-    let killed_group =
-        group.is_some_and(|pid| rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok());
-    if !killed_group {
-        let _ = child.kill();
-    }
-    let _ = child.wait();
-}
-
-/// The first non-empty line of stdout, else of stderr (Java prints its
-/// version there), for a tool that exited successfully.
-fn tool_line(run: &ToolRun) -> Option<String> {
-    if !run.status.is_some_and(|s| s.success()) {
-        return None;
-    }
-    first_line(&run.out).or_else(|| first_line(&run.err))
 }
 
 fn first_line(bytes: &[u8]) -> Option<String> {

@@ -1,18 +1,25 @@
-//! Exit codes and the errors that carry them: one pure decision from how a command ended to
-//! its exit code ([`code`]).
+//! Exit codes and the error every command returns: one exhaustive match from how a command
+//! ended to its exit code ([`code`]). A command fails with a typed [`Error`], which keeps the
+//! library's error and its sources; each library error knows its class ([`Classify`]), and
+//! each class has its code ([`code_of_class`]), so a new kind of error is a compile error here
+//! until it has one.
 
+use std::path::PathBuf;
+
+use flakehunt_core::error_class::{Classify, ErrorClass};
 use flakehunt_core::hunt::HuntEnd;
+use flakehunt_core::record::RecordError;
 
 /// Nothing reproduced, or every fire level accepted.
 pub const OK: i32 = 0;
 /// A failure was reproduced, or a fire level rejected.
 pub const REPRODUCED: i32 = 1;
-/// Usage or configuration error.
+/// Usage or configuration error, or a damaged record.
 pub const USAGE: i32 = 2;
 /// The environment refused what was asked (e.g. `--strict` and an inert profile).
 pub const REFUSED: i32 = 3;
-/// Reading or writing a file failed (disk full, permission denied, a damaged record): not the
-/// user's arguments, so scripts can tell it from a usage error.
+/// The system refused to read or write a file (disk full, permission denied, an I/O error):
+/// not the user's arguments, so scripts can tell it from a usage error.
 pub const IO: i32 = 4;
 /// Interrupted by the user; the record holds what ran.
 pub const INTERRUPTED: i32 = 130;
@@ -29,23 +36,92 @@ pub enum Done {
     Hunt(HuntEnd),
 }
 
-/// A user mistake: one line saying what to change. Exit code 2.
+/// Why a command failed: the library's errors as they are, and the binary's own.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
+pub enum Error {
+    /// A hunt could not run or finish.
+    #[error(transparent)]
+    Hunt(#[from] flakehunt_core::hunt::HuntError),
+    /// A record cannot be read (`report`).
+    #[error(transparent)]
+    Record(#[from] flakehunt_core::record::RecordError),
+    /// An error about the record in `dir`, which the message names first (`report`).
+    #[error("{}", .dir.display())]
+    InRecord {
+        /// The record.
+        dir: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        error: flakehunt_core::record::RecordError,
+    },
+    /// Shards cannot be merged.
+    #[error(transparent)]
+    Merge(#[from] flakehunt_core::record::MergeError),
+    /// The configuration file cannot be loaded.
+    #[error(transparent)]
+    Config(#[from] flakehunt_core::config::LoadError),
+    /// The hypotheses file cannot be read or written.
+    #[error(transparent)]
+    Hypo(#[from] flakehunt_core::hypo::HypoError),
+    /// A GitHub workflow cannot carry what was asked.
+    #[error(transparent)]
+    Github(#[from] flakehunt_core::dispatch::github::GithubError),
+    /// A Kubernetes manifest cannot carry what was asked.
+    #[error(transparent)]
+    K8s(#[from] flakehunt_core::dispatch::k8s::K8sError),
+    /// A hypothesis's kill test cannot be started.
+    #[error("cannot start the kill test '{program}'")]
+    KillTest {
+        /// Its program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A user mistake the binary finds itself: one line saying what to change.
+    #[error("{0}")]
+    Usage(String),
+    /// Another operation on a file or a process failed.
+    #[error("{what}")]
+    Io {
+        /// What was being done ("cannot write FILE").
+        what: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
 
-/// The machine cannot do what was asked. Exit code 3.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Refused(pub String);
+impl Error {
+    /// An I/O failure while doing `what`.
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io { what: what.into(), source }
+    }
+
+    /// The class of this error.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Hunt(e) => e.class(),
+            Self::Record(e) | Self::InRecord { error: e, .. } => e.class(),
+            Self::Merge(e) => e.class(),
+            Self::Config(e) => e.class(),
+            Self::Hypo(e) => e.class(),
+            Self::Github(e) => e.class(),
+            Self::K8s(e) => e.class(),
+            // A kill test that cannot start will not start the next time either.
+            Self::KillTest { .. } | Self::Usage(_) => ErrorClass::Usage,
+            Self::Io { .. } => ErrorClass::Io,
+        }
+    }
+}
 
 /// Shorthand for a usage error.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    Usage(msg.into()).into()
+pub fn usage(msg: impl Into<String>) -> Error {
+    Error::Usage(msg.into())
 }
 
 /// The exit code of a command's result: the one place that decides it.
-pub fn code(result: &anyhow::Result<Done>) -> i32 {
+pub fn code(result: &Result<Done, Error>) -> i32 {
     match result {
         Ok(Done::Ok) => OK,
         Ok(Done::Refused) => REFUSED,
@@ -56,68 +132,79 @@ pub fn code(result: &anyhow::Result<Done>) -> i32 {
             HuntEnd { incomplete: true, .. } => REFUSED,
             _ => OK,
         },
-        Err(err) => code_of(err),
+        Err(err) => code_of_class(err.class()),
     }
 }
 
-/// A record error as the binary reports it: a file system failure keeps its cause (exit code
-/// [`IO`]); anything else is the user's mistake (a directory that holds no record, or one of
-/// another kind) and a usage error.
-pub fn record(e: flakehunt_core::record::RecordError) -> anyhow::Error {
-    if e.is_io() {
-        e.into()
-    } else {
-        usage(e.to_string())
+/// The exit code of each class of error.
+pub fn code_of_class(class: ErrorClass) -> i32 {
+    match class {
+        // A damaged record is the user's data to replace, as a bad option is theirs to change.
+        ErrorClass::Usage | ErrorClass::Damaged => USAGE,
+        ErrorClass::Refused => REFUSED,
+        ErrorClass::Io => IO,
     }
 }
 
-/// The exit code for an error: a function of the error alone. An explicit [`Usage`] or
-/// [`Refused`] anywhere in the chain decides; else an I/O failure anywhere in it (the record's
-/// or the operating system's) is [`IO`]; anything else is a usage error.
-pub fn code_of(err: &anyhow::Error) -> i32 {
-    if err.downcast_ref::<Usage>().is_some() {
-        return USAGE;
+/// The error line for `err`: the error and its causes joined by ": ", with what to do about a
+/// record that cannot be written when its cause says.
+pub fn message_of(err: &Error) -> String {
+    let mut line = err.to_string();
+    let mut cause = std::error::Error::source(err);
+    while let Some(c) = cause {
+        line.push_str(&format!(": {c}"));
+        cause = c.source();
     }
-    if err.downcast_ref::<Refused>().is_some() {
-        return REFUSED;
-    }
-    let mut io = false;
-    for cause in err.chain() {
-        if cause.is::<Usage>() {
-            return USAGE;
-        }
-        if cause.is::<Refused>()
-            || cause.downcast_ref::<flakehunt_core::hunt::HuntError>().is_some_and(|e| e.is_refusal())
-        {
-            return REFUSED;
-        }
-        io |= cause.is::<std::io::Error>()
-            || cause.downcast_ref::<flakehunt_core::record::RecordError>().is_some_and(|e| e.is_io());
-    }
-    if io {
-        IO
-    } else {
-        USAGE
+    match record_error(err).and_then(RecordError::io_source).and_then(|e| flakehunt_core::record::io_advice(e.kind())) {
+        Some(advice) => format!("{line} ({advice})"),
+        None => line,
     }
 }
 
-/// The error line for `err`, with what to do about an I/O failure when its cause says.
-pub fn message_of(err: &anyhow::Error) -> String {
-    let advice = err
-        .chain()
-        .find_map(|c| c.downcast_ref::<std::io::Error>())
-        .and_then(|e| flakehunt_core::record::io_advice(e.kind()));
-    match advice {
-        Some(advice) => format!("{err:#} ({advice})"),
-        None => format!("{err:#}"),
+/// The record error `err` comes from, if any: advice about `--record` is for the record only.
+fn record_error(err: &Error) -> Option<&RecordError> {
+    use flakehunt_core::fire::FireError;
+    use flakehunt_core::hunt::HuntError;
+    use flakehunt_core::record::MergeError;
+    match err {
+        Error::Record(e)
+        | Error::InRecord { error: e, .. }
+        | Error::Merge(MergeError::Record(e))
+        | Error::Hunt(
+            HuntError::Record(e) | HuntError::Merge(MergeError::Record(e)) | HuntError::Fire(FireError::Record(e)),
+        ) => Some(e),
+        _ => None,
+    }
+}
+
+/// Writes bytes to stdout with `write`, flushed (see [`written`]).
+pub fn to_stdout(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    written(write(&mut out).and_then(|()| std::io::Write::flush(&mut out)))
+}
+
+/// Writes coloured text to stdout with `write`, flushed; the colour is dropped when stdout is
+/// not a terminal (see [`written`]).
+pub fn to_terminal(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), Error> {
+    let mut out = anstream::stdout().lock();
+    written(write(&mut out).and_then(|()| std::io::Write::flush(&mut out)))
+}
+
+/// What writing to stdout came to: a reader that went away (`flakehunt report | head`) ends
+/// the output quietly, as for any filter; any other failure is an I/O error.
+fn written(result: std::io::Result<()>) -> Result<(), Error> {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("cannot write to stdout", e)),
+        _ => Ok(()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flakehunt_core::hunt::HuntError;
 
-    fn hunt(reproduced: bool, interrupted: bool, incomplete: bool) -> anyhow::Result<Done> {
+    fn hunt(reproduced: bool, interrupted: bool, incomplete: bool) -> Result<Done, Error> {
         Ok(Done::Hunt(HuntEnd { reproduced, interrupted, incomplete }))
     }
 
@@ -135,37 +222,41 @@ mod tests {
         assert_eq!(code(&Ok(Done::Ok)), OK);
         assert_eq!(code(&Ok(Done::Refused)), REFUSED);
         assert_eq!(code(&Err(usage("--runs must be at least 1"))), USAGE);
-        assert_eq!(code(&Err(Refused("sbatch refused the job".into()).into())), REFUSED);
-        let refused = flakehunt_core::hunt::HuntError::Refused("--strict".into());
-        assert_eq!(code(&Err(refused.into())), REFUSED);
-        let usage = flakehunt_core::hunt::HuntError::Usage("no command".into());
-        assert_eq!(code(&Err(usage.into())), USAGE);
+        assert_eq!(code(&Err(HuntError::Refused("sbatch refused the job".into()).into())), REFUSED);
+        assert_eq!(code(&Err(HuntError::Usage("no command".into()).into())), USAGE);
+        let damaged = RecordError::Corrupt("rec/manifest.json".into(), "it is not UTF-8 text (byte 3)".into());
+        assert_eq!(code(&Err(damaged.into())), USAGE);
     }
 
-    fn io_error() -> flakehunt_core::record::RecordError {
-        flakehunt_core::record::RecordError::Io {
-            path: "rec/attempts.jsonl".into(),
-            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
-        }
+    fn io_error() -> RecordError {
+        RecordError::Io { path: "rec/attempts.jsonl".into(), source: std::io::Error::from_raw_os_error(libc::ENOSPC) }
     }
 
     #[test]
     fn io_failures_have_their_own_code_and_usage_stays_usage() {
-        use flakehunt_core::record::RecordError;
-        assert_eq!(code_of(&anyhow::Error::from(io_error())), IO);
-        assert_eq!(code_of(&anyhow::Error::from(io_error()).context("cannot write the summary")), IO);
-        assert_eq!(code_of(&anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::PermissionDenied))), IO);
-        assert_eq!(code_of(&usage("--runs must be at least 1")), USAGE);
-        assert_eq!(code_of(&anyhow::Error::from(RecordError::Exists("rec".into()))), USAGE);
-        assert_eq!(code_of(&anyhow::Error::from(Refused("inert".into()))), REFUSED);
-        // An explicit classification wins over a cause it wraps.
-        assert_eq!(code_of(&anyhow::Error::from(io_error()).context(Usage("bad --record".into()))), USAGE);
+        assert_eq!(code(&Err(io_error().into())), IO);
+        assert_eq!(code(&Err(HuntError::Record(io_error()).into())), IO);
+        assert_eq!(code(&Err(Error::InRecord { dir: "rec".into(), error: io_error() })), IO);
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(code(&Err(Error::io("cannot write out.html", denied))), IO);
+        assert_eq!(code(&Err(RecordError::Exists("rec".into()).into())), USAGE);
+        // A disk that fills while a clean room is copied is the system's refusal.
+        let full = flakehunt_core::cleanroom::CleanRoomError::Copy {
+            path: "repo/big".into(),
+            cause: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        assert_eq!(code(&Err(HuntError::CleanRoom(full).into())), IO);
     }
 
     #[test]
     fn an_io_failure_says_its_cause_and_what_to_do() {
-        let m = message_of(&anyhow::Error::from(io_error()));
+        let m = message_of(&io_error().into());
         assert!(m.starts_with("cannot access rec/attempts.jsonl: No space left on device"), "{m}");
         assert!(m.ends_with("(free space on that file system, or give --record DIR on another)"), "{m}");
+        let m = message_of(&HuntError::Record(io_error()).into());
+        assert!(m.ends_with("(free space on that file system, or give --record DIR on another)"), "{m}");
+        // Advice about --record is for the record only.
+        let m = message_of(&Error::io("cannot write /dev/full", std::io::Error::from_raw_os_error(libc::ENOSPC)));
+        assert_eq!(m, "cannot write /dev/full: No space left on device (os error 28)");
     }
 }

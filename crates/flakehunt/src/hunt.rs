@@ -2,7 +2,6 @@
 //! the summary on stdout (or JSON, with the table on stderr). Also `probe`, which shows what
 //! each profile does here.
 
-use std::io::Write;
 use std::path::Path;
 
 use flakehunt_core::analysis::Summary;
@@ -13,10 +12,10 @@ use flakehunt_core::plan::Target;
 use flakehunt_core::profile::Profile;
 
 use crate::display::Display;
-use crate::exit::Done;
+use crate::exit::{self, Done, Error};
 
 /// Runs `spec` with the display attached and prints its summary.
-pub fn run(spec: &HuntSpec, json: bool) -> anyhow::Result<Done> {
+pub fn run(spec: &HuntSpec, json: bool) -> Result<Done, Error> {
     let mut display = Display::new(spec.quiet);
     let result = hunt::run(spec, &mut display);
     display.finish();
@@ -31,32 +30,35 @@ pub fn run(spec: &HuntSpec, json: bool) -> anyhow::Result<Done> {
 }
 
 /// `flakehunt slurm-script`: prints the batch script `spec` would submit.
-pub fn slurm_script(spec: &HuntSpec) -> anyhow::Result<Done> {
+pub fn slurm_script(spec: &HuntSpec) -> Result<Done, Error> {
     let mut display = Display::new(spec.quiet);
-    print!("{}", hunt::slurm_script(spec, &mut display)?);
+    let script = hunt::slurm_script(spec, &mut display)?;
+    exit::to_stdout(|out| out.write_all(script.as_bytes()))?;
     Ok(Done::Ok)
 }
 
 /// Prints the summary: the table on stdout, or JSON on stdout and the table on stderr.
-pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &str) -> anyhow::Result<()> {
+pub fn print_summary(summary: &Summary, dir: &Path, json: bool, cell_header: &str) -> Result<(), Error> {
     let table = flakehunt_core::render::term::render(summary, cell_header);
     let footer = format!("record: {}", dir.display());
     if json {
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, summary)?;
-        writeln!(out)?;
+        exit::to_stdout(|out| {
+            serde_json::to_writer_pretty(&mut *out, summary)?;
+            writeln!(out)
+        })?;
         eprint!("{table}");
         eprintln!("{footer}");
     } else {
-        let mut out = anstream::stdout().lock();
-        write!(out, "{}", crate::style::colour_table(&table))?;
-        writeln!(out, "{footer}")?;
+        exit::to_terminal(|out| {
+            write!(out, "{}", crate::style::colour_table(&table))?;
+            writeln!(out, "{footer}")
+        })?;
     }
     Ok(())
 }
 
 /// `flakehunt probe`: every profile, or those named, under the probe workload.
-pub fn probe(names: &[String], json: bool, config: &Config) -> anyhow::Result<Done> {
+pub fn probe(names: &[String], json: bool, config: &Config) -> Result<Done, Error> {
     let profiles = if names.is_empty() {
         let mut all = Profile::builtins();
         all.extend(config.user_profiles());
@@ -66,9 +68,13 @@ pub fn probe(names: &[String], json: bool, config: &Config) -> anyhow::Result<Do
     };
     let results = hunt::probe(&profiles)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
+        exit::to_stdout(|out| {
+            serde_json::to_writer_pretty(&mut *out, &results)?;
+            writeln!(out)
+        })?;
     } else {
-        print!("{}", hunt::probe_table(&results));
+        let table = hunt::probe_table(&results);
+        exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
     }
     Ok(if results.iter().all(|r| r.applied || r.profile == "default") { Done::Ok } else { Done::Refused })
 }

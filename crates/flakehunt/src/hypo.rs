@@ -28,12 +28,9 @@ pub enum HypoCommand<'a> {
 }
 
 /// Runs a `hypo` subcommand.
-pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
+pub fn run(cmd: &HypoCommand<'_>) -> Result<exit::Done, exit::Error> {
     let path = file();
-    let entries = load(&path).map_err(|e| match e {
-        flakehunt_core::hypo::HypoError::Corrupt { .. } => exit::usage(e.to_string()),
-        io => io.into(),
-    })?;
+    let entries = load(&path)?;
     match cmd {
         HypoCommand::Add { text, command } => {
             if command.is_empty() {
@@ -41,7 +38,7 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
             }
             let id = entries.iter().filter(|e| matches!(e, Entry::Added { .. })).count() as u32 + 1;
             append(&path, &Entry::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
-            println!("hypothesis {id} recorded: {text}");
+            say(&format!("hypothesis {id} recorded: {text}"))?;
             Ok(exit::Done::Ok)
         }
         HypoCommand::Run { id } => {
@@ -56,7 +53,7 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                 .args(&command[1..])
                 .stdout(Stdio::piped())
                 .spawn()
-                .map_err(|e| exit::usage(format!("cannot start the kill test '{}': {e}", command[0])))?;
+                .map_err(|source| exit::Error::KillTest { program: command[0].clone(), source })?;
             // Show its output as it comes, and remember where a hunt said its record is.
             let mut record = None;
             if let Some(out) = child.stdout.take() {
@@ -64,10 +61,10 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                     if let Some(dir) = line.strip_prefix("record: ") {
                         record = Some(dir.trim().to_owned());
                     }
-                    println!("{line}");
+                    say(&line)?;
                 }
             }
-            let status = child.wait()?;
+            let status = child.wait().map_err(|e| exit::Error::io("cannot wait for the kill test", e))?;
             let outcome = if status.success() { "survived" } else { "killed" };
             append(
                 &path,
@@ -79,7 +76,10 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                     record: record.clone(),
                 },
             )?;
-            println!("hypothesis {id}: {outcome}{}", record.map(|r| format!(" (record: {r})")).unwrap_or_default());
+            say(&format!(
+                "hypothesis {id}: {outcome}{}",
+                record.map(|r| format!(" (record: {r})")).unwrap_or_default()
+            ))?;
             Ok(exit::Done::Ok)
         }
         HypoCommand::List => {
@@ -92,10 +92,15 @@ pub fn run(cmd: &HypoCommand<'_>) -> anyhow::Result<exit::Done> {
                         _ => "untested".into(),
                     };
                     let (text, command) = flakehunt_core::hypo::shown(text, command);
-                    println!("{id}  {state}  {text}\n   added {at}; kill test: {command}");
+                    say(&format!("{id}  {state}  {text}\n   added {at}; kill test: {command}"))?;
                 }
             }
             Ok(exit::Done::Ok)
         }
     }
+}
+
+/// One line on stdout.
+fn say(line: &str) -> Result<(), exit::Error> {
+    exit::to_stdout(|out| writeln!(out, "{line}"))
 }

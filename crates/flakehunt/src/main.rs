@@ -8,11 +8,12 @@ mod hunt;
 mod hypo;
 mod merge;
 mod report;
+mod snapshot;
 mod style;
 
 use flakehunt_core::config::Config;
 
-use crate::exit::Done;
+use crate::exit::{Done, Error};
 
 fn main() {
     let cli = cli::parse();
@@ -26,10 +27,10 @@ fn main() {
     std::process::exit(exit::code(&result));
 }
 
-fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
-    let config = || -> anyhow::Result<Config> {
-        let cwd = std::env::current_dir()?;
-        let (config, _) = Config::load(cli.config.as_deref(), &cwd).map_err(|e| exit::usage(e.to_string()))?;
+fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
+    let config = || -> Result<Config, Error> {
+        let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+        let (config, _) = Config::load(cli.config.as_deref(), &cwd)?;
         Ok(config)
     };
     match &cli.command {
@@ -54,23 +55,25 @@ fn dispatch(cli: &cli::Cli) -> anyhow::Result<Done> {
             hunt::slurm_script(&spec)
         }
         cli::Command::Dispatch(cmd) => {
-            print!("{}", cli::dispatch_text(cmd)?);
+            let text = cli::dispatch_text(cmd)?;
+            exit::to_stdout(|out| out.write_all(text.as_bytes()))?;
             Ok(Done::Ok)
         }
         cli::Command::Completions { shell } => cli::shell::completions(*shell),
         cli::Command::Man => cli::shell::man(),
         cli::Command::Probe { profiles, json } => hunt::probe(profiles, *json, &config()?),
         cli::Command::Profiles => {
-            print!("{}", flakehunt_core::hunt::profiles_table(&config()?));
+            let table = flakehunt_core::hunt::profiles_table(&config()?);
+            exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
             Ok(Done::Ok)
         }
-        cli::Command::Snapshot => {
+        cli::Command::Snapshot(a) => {
             let tools = flakehunt_core::hunt::snapshot_tools(&config()?, None);
-            println!("{}", serde_json::to_string_pretty(&flakehunt_core::snapshot::Snapshot::capture(&tools))?);
-            Ok(Done::Ok)
+            snapshot::run(tools, a)
         }
         cli::Command::ProbeWorkload { millis } => {
-            println!("{}", flakehunt_core::hunt::workload(*millis));
+            let line = flakehunt_core::hunt::workload(*millis);
+            exit::to_stdout(|out| writeln!(out, "{line}"))?;
             Ok(Done::Ok)
         }
         cli::Command::Watchdog { run_id } => {

@@ -1,17 +1,14 @@
 //! `flakehunt merge`: join shard records into one record.
 
-use flakehunt_core::record::{Merge, MergeError};
+use flakehunt_core::record::Merge;
 
 use std::path::{Path, PathBuf};
 
 use crate::exit;
 
 /// Runs `flakehunt merge`: the shard records `dirs` joined `into` one.
-pub fn run(dirs: &[PathBuf], into: &Path) -> anyhow::Result<exit::Done> {
-    let (merge, _) = Merge::run(dirs, into).map_err(|e| match e {
-        MergeError::Record(r) => exit::record(r),
-        other => exit::usage(other.to_string()),
-    })?;
+pub fn run(dirs: &[PathBuf], into: &Path) -> Result<exit::Done, exit::Error> {
+    let (merge, _) = Merge::run(dirs, into)?;
     eprintln!("{}", merge.headline(into));
     for warning in merge.warnings() {
         eprintln!("flakehunt: warning: {warning}");

@@ -1,10 +1,8 @@
 //! `flakehunt report`: render a record, through the same analysis the live run used, in any
 //! format; and the Markdown job summary every hunt appends to `$GITHUB_STEP_SUMMARY`.
 
-use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
 use flakehunt_core::analysis::{self, Summary};
 use flakehunt_core::record::{Record, SUMMARY_FILE};
 use flakehunt_core::render::{self, Format, RenderContext, FAILING_PER_CELL};
@@ -12,21 +10,22 @@ use flakehunt_core::render::{self, Format, RenderContext, FAILING_PER_CELL};
 use crate::exit;
 
 /// Runs `flakehunt report`: the record in `dir` in `format`, to `output` or stdout.
-pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<exit::Done> {
-    let record = Record::open(dir).map_err(exit::record)?;
-    let (summary, ctx) = load(&record).map_err(|e| exit::usage(format!("{}: {e}", dir.display())))?;
+pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> Result<exit::Done, exit::Error> {
+    let record = Record::open(dir)?;
+    let (summary, ctx) = load(&record).map_err(|error| exit::Error::InRecord { dir: dir.to_owned(), error })?;
     let mut text = render::render(format, &summary, &ctx);
     if unredacted(&record) {
         flakehunt_core::redact::in_place(&mut text);
     }
     match output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
-        None if format == Format::Term => {
-            let mut out = anstream::stdout().lock();
-            write!(out, "{}", crate::style::colour_table(&text))?;
-            writeln!(out, "record: {}", dir.display())?;
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| exit::Error::io(format!("cannot write {}", path.display()), e))?;
         }
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        None if format == Format::Term => exit::to_terminal(|out| {
+            write!(out, "{}", crate::style::colour_table(&text))?;
+            writeln!(out, "record: {}", dir.display())
+        })?,
+        None => exit::to_stdout(|out| out.write_all(text.as_bytes()))?,
     }
     Ok(exit::Done::Ok)
 }

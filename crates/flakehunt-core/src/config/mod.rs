@@ -75,9 +75,36 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// Why the configuration file could not be loaded: it could not be read, or it is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The system refused to read the file, or it does not exist.
+    #[error("{}:0: cannot read", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file says something that is not a valid configuration.
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+}
+
+impl crate::error_class::Classify for LoadError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            // A `--config` that names no file is the user's to fix.
+            Self::Read { source, .. } => crate::error_class::ErrorClass::of_named_input(source),
+            Self::Invalid(ConfigError { .. }) => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 impl Config {
     /// Loads `explicit`, or `flakehunt.toml` in `dir` when present, or the empty configuration.
-    pub fn load(explicit: Option<&Path>, dir: &Path) -> Result<(Self, Option<PathBuf>), ConfigError> {
+    pub fn load(explicit: Option<&Path>, dir: &Path) -> Result<(Self, Option<PathBuf>), LoadError> {
         let path = match explicit {
             Some(p) => p.to_owned(),
             None => {
@@ -205,20 +232,22 @@ fn too_large(path: &Path, len: u64) -> ConfigError {
 
 /// Reads the file, refusing one larger than [`MAX_BYTES`] before reading it (a device or a FIFO
 /// given as `--config` is read only up to the bound).
-fn read_bounded(path: &Path) -> Result<String, ConfigError> {
+fn read_bounded(path: &Path) -> Result<String, LoadError> {
     use std::io::Read;
-    let err = |e: std::io::Error| ConfigError { path: path.to_owned(), line: 0, message: format!("cannot read: {e}") };
+    let err = |source: std::io::Error| LoadError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(err)?;
     let mut bytes = Vec::new();
     file.take(MAX_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(err)?;
     if bytes.len() > MAX_BYTES {
         let len = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len().max(bytes.len() as u64));
-        return Err(too_large(path, len));
+        return Err(too_large(path, len).into());
     }
-    String::from_utf8(bytes).map_err(|e| ConfigError {
-        path: path.to_owned(),
-        line: 1 + e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
-        message: "not UTF-8 text: TOML files are UTF-8".to_owned(),
+    String::from_utf8(bytes).map_err(|e| {
+        LoadError::Invalid(ConfigError {
+            path: path.to_owned(),
+            line: 1 + e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
+            message: "not UTF-8 text: TOML files are UTF-8".to_owned(),
+        })
     })
 }
 

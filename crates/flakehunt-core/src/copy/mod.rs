@@ -146,6 +146,18 @@ pub enum CopyError {
     },
 }
 
+impl crate::error_class::Classify for CopyError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::OutsideLink { .. } | Self::DanglingOutside { .. } | Self::Loop { .. } | Self::Device { .. } => {
+                ErrorClass::Usage
+            }
+            Self::Read { .. } | Self::Write { .. } => ErrorClass::Io,
+        }
+    }
+}
+
 /// One thing to make in the copy, at a path relative to its root.
 #[derive(Debug)]
 enum Op {

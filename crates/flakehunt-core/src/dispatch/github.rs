@@ -42,6 +42,14 @@ pub enum GithubError {
     ExpressionInName(String),
 }
 
+impl crate::error_class::Classify for GithubError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::ExpressionInName(_) => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 /// How the workflow's jobs run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GithubJob<'a> {

@@ -19,6 +19,14 @@ pub enum K8sError {
     Mount(String),
 }
 
+impl crate::error_class::Classify for K8sError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Name(_) | Self::Claim(_) | Self::Mount(_) => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 /// A DNS-1123 label of at most `max` characters, as Kubernetes names Jobs and their pods.
 fn dns_label(s: &str, max: usize, extra: &str) -> bool {
     let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();

@@ -29,6 +29,14 @@ pub enum SlurmScriptError {
     },
 }
 
+impl crate::error_class::Classify for SlurmScriptError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Newline { .. } => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 /// The value of an `#SBATCH` option as sbatch's own parser reads it (`_get_argument` in
 /// `src/sbatch/opt.c`): in double quotes, which group whitespace and hide `#`, with `"` and
 /// `\` escaped by a backslash.

@@ -26,6 +26,16 @@ pub enum ProgramError {
     NotInPath(String),
 }
 
+impl crate::error_class::Classify for ProgramError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Missing(_) | Self::NotExecutable(_) | Self::NoShebang(_) | Self::NotInPath(_) => {
+                crate::error_class::ErrorClass::Usage
+            }
+        }
+    }
+}
+
 /// Checks that `program` (a path, or a name looked up in `PATH`) can be started from `cwd`
 /// (the attempt's working directory; the current one when `None`).
 pub fn check_program(program: &str, cwd: Option<&Path>) -> Result<(), ProgramError> {

@@ -55,7 +55,27 @@ pub enum LadderError {
     EmptyLevel(String),
     /// More workers or runs than this machine or flakehunt can take.
     #[error("invalid ladder level: {0}")]
-    TooLarge(#[from] crate::bounds::BoundError),
+    TooLarge(crate::bounds::BoundError),
+}
+
+// Not `#[from]`, which would make the bound a source as well as part of the message.
+impl From<crate::bounds::BoundError> for LadderError {
+    fn from(e: crate::bounds::BoundError) -> Self {
+        Self::TooLarge(e)
+    }
+}
+
+impl crate::error_class::Classify for LadderError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Syntax(_)
+            | Self::MoreWorkersThanRuns(_)
+            | Self::Repeated(_)
+            | Self::Empty
+            | Self::EmptyLevel(_)
+            | Self::TooLarge(_) => crate::error_class::ErrorClass::Usage,
+        }
+    }
 }
 
 impl FromStr for Ladder {

@@ -113,7 +113,8 @@ pub fn prepare(dir: &Path, options: &FireOptions) -> Result<(Resumed, Resumption
 /// The lines of a JSONL file that end with a newline (a crash may have cut the last one), blank
 /// ones left out as the reader leaves them out.
 fn complete_lines(path: &Path) -> Result<Vec<String>, RecordError> {
-    let text = fs::read_to_string(path).map_err(|e| RecordError::io(path, e))?;
+    // A missing file is refused by the reader, which has read it before.
+    let text = crate::record::read_text(path)?.unwrap_or_default();
     let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
     Ok(complete.lines().filter(|l| !l.bytes().all(|b| b.is_ascii_whitespace())).map(str::to_owned).collect())
 }

@@ -72,6 +72,19 @@ pub enum FireError {
     },
 }
 
+impl crate::error_class::Classify for FireError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Record(e) => crate::error_class::Classify::class(e),
+            Self::Sandbox(e) => crate::error_class::Classify::class(e),
+            Self::Fingerprint(e) => crate::error_class::Classify::class(e),
+            Self::Tokens(e) => crate::error_class::Classify::class(e),
+            // A target that cannot start will not start the next time either.
+            Self::Spawn { .. } => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 /// How a fire hunt ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FireEnd {

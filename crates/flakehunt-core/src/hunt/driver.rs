@@ -127,8 +127,8 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             // Runs start in their sandbox: a program path relative to here (where it was just
             // found) would name nothing there.
             if !target.shell && target.argv[0].contains('/') && Path::new(&target.argv[0]).is_relative() {
-                let absolute = std::path::absolute(&target.argv[0])
-                    .map_err(|e| HuntError::usage(format!("{}: {e}", target.argv[0])))?;
+                let absolute =
+                    std::path::absolute(&target.argv[0]).map_err(|e| HuntError::io(target.argv[0].clone(), e))?;
                 target.argv[0] = absolute.display().to_string();
             }
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
@@ -136,7 +136,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let extra = Extra { fire: Some(fire.options.clone()), ..Extra::default() };
             let seed = spec.seed.unwrap_or_else(random_seed);
             // The last check, and the first to touch the disk.
-            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+            let new_dir = crate::record::check_new(&dir)?;
             let (manifest, recorder) = create_record(kind, target, fire.settings, fire.cells, extra, None, seed, None, &dir)?;
             let ladder = Some(Ladder { options: fire.options, normalizer: fire.normalizer, resumed: None });
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
@@ -145,7 +145,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             super::suite::check(spec)?;
             let mut settings = settings_of(spec)?;
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
-            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+            let new_dir = crate::record::check_new(&dir)?;
             let (target, setup, adapter, built) = super::suite::prepare(spec, &dir)?;
             if let Some(note) = &built.note {
                 sink.event(&Event::CheckNote(note))?;
@@ -162,7 +162,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let oracle = oracle_of(spec)?;
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
-            let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+            let new_dir = crate::record::check_new(&dir)?;
             let (target, adapter, built) = match super::adapter::target(&spec.target, &dir, spec.asked_checks())? {
                 Some((target, adapter, built)) => (target, Some(adapter), built),
                 None => {
@@ -207,8 +207,7 @@ pub(super) fn cells_of(
             for p in &profiles {
                 if let Some(n) = p.knobs.copies {
                     crate::bounds::Machine::get()
-                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))
-                        .map_err(|e| HuntError::usage(e.to_string()))?;
+                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))?;
                 }
             }
             if *strict {
@@ -245,7 +244,10 @@ fn execute(
 ) -> Result<(bool, Option<crate::snapshot::Snapshot>), HuntError> {
     let Opened { dir, manifest, recorder, ladder, .. } = opened;
     // A resumed record keeps the snapshot of the machine it started on.
-    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| snapshot_tools(&spec.config, Some(manifest)));
+    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| {
+        let tools = snapshot_tools(&spec.config, Some(manifest));
+        crate::snapshot::SnapshotRequest::for_hunt(&manifest.target, manifest.extra.adapter.as_ref(), tools)
+    });
     let leak_timeout = spec.settings.leak_timeout;
     if !manifest.plan.checks.is_none() {
         sink.event(&Event::ChecksOn(manifest.plan.checks))?;
@@ -301,7 +303,7 @@ fn execute(
             match result {
                 Ok(end) => Ok((end.interrupted, snapshot)),
                 Err(RunError::Spawn { program, source }) => {
-                    Err(HuntError::Usage(crate::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref())))
+                    Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
                 }
                 Err(RunError::Record(e)) => Err(e.into()),
             }
@@ -333,16 +335,16 @@ fn execute(
                 Ok(_) => {}
                 Err(e) => {
                     // Nothing ran: the caller leaves no record behind for a refused state.
-                    let state = fire.options.state.as_ref();
-                    let message = super::fire::state_error(&e, &fire.sandboxes, state);
-                    return refuse(session, HuntError::Usage(message));
+                    let state = fire.options.state.clone();
+                    let error = HuntError::State { error: Box::new(e), sandboxes: fire.sandboxes.clone(), state };
+                    return refuse(session, error);
                 }
             }
             // A resumed ladder drops what it runs again before its first sandbox, whose name may
             // be taken by a left-over: only once nothing that can be seen before a run refuses.
             if ladder.resumed.is_some() {
                 if let Err(e) = crate::exec::check_program(manifest.target.program(), manifest.target.dir.as_deref()) {
-                    return refuse(session, HuntError::Usage(e.to_string()));
+                    return refuse(session, e.into());
                 }
                 if let Err(e) = recorder.accept() {
                     return refuse(session, e.into());
@@ -355,9 +357,9 @@ fn execute(
             match result {
                 Ok(end) => Ok((end.interrupted, snapshot)),
                 Err(FireError::Spawn { program, source }) => {
-                    Err(HuntError::Usage(crate::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref())))
+                    Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
                 }
-                Err(e) => Err(HuntError::Usage(super::error_chain(&e))),
+                Err(e) => Err(HuntError::Fire(e)),
             }
         }
     }
@@ -395,10 +397,8 @@ pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
     if s.jobs == 0 {
         return Err(HuntError::usage("--jobs must be at least 1"));
     }
-    crate::bounds::check_runs("--runs", s.runs).map_err(|e| HuntError::usage(e.to_string()))?;
-    crate::bounds::Machine::get()
-        .check_workers("--jobs", u64::from(s.jobs))
-        .map_err(|e| HuntError::usage(e.to_string()))?;
+    crate::bounds::check_runs("--runs", s.runs)?;
+    crate::bounds::Machine::get().check_workers("--jobs", u64::from(s.jobs))?;
     if s.until_fails == Some(0) {
         return Err(HuntError::usage("--until-fails must be at least 1"));
     }
@@ -426,29 +426,29 @@ fn oracle_of(spec: &HuntSpec) -> Result<Option<OracleSpec>, HuntError> {
             "--ignore masks stdout for --expect-stdout or --oracle majority: give one of them",
         ));
     }
-    let oracle =
-        OracleSpec::new(o.fail_if.clone(), o.pass_if.clone(), o.expect_stdout.as_deref(), o.ignore.clone(), o.majority)
-            .map_err(|e| HuntError::usage(super::error_chain(&e)))?;
+    let oracle = OracleSpec::new(
+        o.fail_if.clone(),
+        o.pass_if.clone(),
+        o.expect_stdout.as_deref(),
+        o.ignore.clone(),
+        o.majority,
+    )?;
     Ok((!oracle.is_empty()).then_some(oracle))
 }
 
 /// The checked durations of `manifest`'s plan; an error names the record's field.
 pub(super) fn check_plan(manifest: &Manifest) -> Result<plan::Durations, HuntError> {
-    manifest.plan.check().map_err(|e| {
-        HuntError::usage(format!(
-            "the record's manifest.json holds plan.{e}: it was edited or damaged (fix the value, or start a new hunt)"
-        ))
-    })
+    manifest.plan.check().map_err(HuntError::DamagedPlan)
 }
 
 /// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`, with every
 /// line of its attempts file readable: a resume refused here has touched nothing.
 fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
-    let record = Record::open(dir).map_err(HuntError::record)?;
-    for attempt in record.attempts().map_err(HuntError::record)? {
-        attempt.map_err(HuntError::record)?;
+    let record = Record::open(dir)?;
+    for attempt in record.attempts()? {
+        attempt?;
     }
-    check_plan(&record.manifest).map_err(|e| HuntError::usage(format!("{}: {e}", dir.display())))?;
+    check_plan(&record.manifest).map_err(|e| e.in_record(dir))?;
     if record.manifest.kind != kind {
         let found = record.manifest.kind.name();
         return Err(HuntError::usage(format!(
@@ -497,7 +497,7 @@ fn create_record(
         redacted: crate::redact::enabled(),
         withheld: false,
     };
-    let recorder = Recorder::create(dir, &manifest).map_err(HuntError::record)?;
+    let recorder = Recorder::create(dir, &manifest)?;
     Ok((manifest, recorder))
 }
 

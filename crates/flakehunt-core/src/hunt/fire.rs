@@ -8,7 +8,7 @@ use super::{FireRequest, HuntError, SettingsRequest};
 use crate::fire::{prepare_resume, reference_cell, FireError, FireOptions, Ladder, Resumed};
 use crate::plan::{CellSpec, Settings};
 use crate::record::Resumption;
-use crate::state::{validate_source, FingerprintError, Normalizer, NormalizerError, SandboxError};
+use crate::state::{validate_source, FingerprintError, Normalizer, SandboxError};
 
 /// A new fire hunt's options, compiled masks, cells and plan numbers, checked without touching
 /// the disk (but for the state's existence).
@@ -21,16 +21,15 @@ pub(crate) struct NewFire {
 
 /// Checks the options of a new fire hunt, in the order users meet them.
 pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFire, HuntError> {
-    let ladder: Ladder = req.ladder.parse().map_err(|e| HuntError::usage(format!("--ladder: {e}")))?;
-    let normalizer =
-        Normalizer::new(&req.ignore, &req.ignore_columns).map_err(|e| HuntError::usage(normalizer_error(&e)))?;
+    let ladder: Ladder = req.ladder.parse().map_err(HuntError::Ladder)?;
+    let normalizer = Normalizer::new(&req.ignore, &req.ignore_columns).map_err(HuntError::Normalizer)?;
     if settings.timeout.is_zero() {
         return Err(HuntError::usage("--timeout must be longer than 0s"));
     }
     let state = match &req.state {
         Some(dir) => {
-            validate_source(dir).map_err(|e| HuntError::usage(format!("--state: {e}")))?;
-            Some(std::path::absolute(dir).map_err(|e| HuntError::usage(format!("--state {}: {e}", dir.display())))?)
+            validate_source(dir).map_err(HuntError::StateOption)?;
+            Some(std::path::absolute(dir).map_err(|e| HuntError::io(format!("--state {}", dir.display()), e))?)
         }
         None => None,
     };
@@ -91,16 +90,14 @@ pub(crate) fn resume(
     follow_outside_links: bool,
 ) -> Result<(FireOptions, Normalizer, Resumed, Resumption), HuntError> {
     let mut options =
-        options.ok_or_else(|| HuntError::usage(format!("{}: the manifest holds no fire options", dir.display())))?;
-    options.ladder.check().map_err(|e| HuntError::usage(format!("{}: the manifest's ladder: {e}", dir.display())))?;
+        options.ok_or_else(|| HuntError::Damaged(format!("{}: the manifest holds no fire options", dir.display())))?;
+    options.ladder.check().map_err(|e| HuntError::DamagedLadder(e).in_record(dir))?;
     options.follow_outside_links |= follow_outside_links;
     if let Some(state) = &options.state {
-        validate_source(state).map_err(|e| {
-            HuntError::usage(format!("the hunt's --state {} cannot be copied any more: {e}", state.display()))
-        })?;
+        validate_source(state)
+            .map_err(|error| HuntError::StateGone { state: state.clone(), error: Box::new(error) })?;
     }
-    let normalizer = Normalizer::new(&options.ignore, &options.ignore_columns)
-        .map_err(|e| HuntError::usage(normalizer_error(&e)))?;
+    let normalizer = Normalizer::new(&options.ignore, &options.ignore_columns).map_err(HuntError::Normalizer)?;
     let (resumed, resumption) = prepare_resume(dir, &options)?;
     Ok((options, normalizer, resumed, resumption))
 }
@@ -139,22 +136,9 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
     resolved.starts_with(dir)
 }
 
-/// One line for a bad `--ignore` or `--ignore-column`: the regex parser's message spans
-/// several lines, of which the last says what is wrong.
-fn normalizer_error(e: &NormalizerError) -> String {
-    match e {
-        NormalizerError::InvalidRegex { source, .. } => {
-            let why = source.to_string();
-            let last = why.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").to_owned();
-            format!("{e}: {}", last.trim_start_matches("error: "))
-        }
-        NormalizerError::InvalidColumn { .. } => format!("--ignore-column: {e}"),
-    }
-}
-
 /// One line for a state that cannot be copied or fingerprinted, naming the user's path rather
 /// than the copy's (`sandboxes` holds the copy, `state` is the user's).
-pub(crate) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBuf>) -> String {
+pub(super) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBuf>) -> String {
     let original = |p: &Path| -> String {
         let check = sandboxes.join("check");
         match (p.strip_prefix(&check), state) {

@@ -53,7 +53,7 @@ pub(crate) fn cells(
     if let Some(room) = &clean_room {
         // Fail on a non-repository or a refused link before any attempt, without copying.
         let copy = CopyOptions { follow_outside_links: room.follow_outside_links };
-        CleanRoom::check(&project, copy).map_err(|e| HuntError::usage(e.to_string()))?;
+        CleanRoom::check(&project, copy)?;
     }
     let extra =
         Extra { matrix: Some(MatrixExtra { dimensions, confirm: req.confirm, clean_room }), ..Extra::default() };
@@ -207,7 +207,7 @@ pub(crate) fn clean_rooms(
     let mut owned = Vec::new();
     for (i, cell) in manifest.cells.iter().enumerate() {
         sink.event(&Event::CleanRoomReady { index: i + 1, of: manifest.cells.len(), cell: &cell.name })?;
-        let room = CleanRoom::create(&spec.project, &options).map_err(|e| HuntError::usage(e.to_string()))?;
+        let room = CleanRoom::create(&spec.project, &options)?;
         rooms.insert(cell.name.clone(), Room { cwd: room.dir(), env: room.env().to_vec() });
         owned.push(room);
     }

@@ -15,7 +15,7 @@ use crate::oracle::Oracle;
 use crate::profile::ProfileEnv;
 use crate::record::Manifest;
 use crate::runner::{AttemptRunner, Room};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, SnapshotRequest};
 
 /// The set-up of one hunt, ended by [`Session::finish`].
 pub struct Session {
@@ -131,10 +131,10 @@ impl Session {
     /// are registered as flakehunt's own, so no attempt's sweep takes them for leaks.
     /// The tool commands carry the hunt's `FLAKEHUNT_RUN_ID`, so the watchdog ends one still
     /// running if flakehunt is killed.
-    pub fn snapshot(&self, tools: Vec<String>, run_id: &str) -> std::thread::JoinHandle<Snapshot> {
+    pub fn snapshot(&self, request: SnapshotRequest, run_id: &str) -> std::thread::JoinHandle<Snapshot> {
         let tree = Arc::clone(&self.tree);
         let run_id = run_id.to_owned();
-        std::thread::spawn(move || Snapshot::capture_in(&tools, Some(&tree), Some(&run_id)))
+        std::thread::spawn(move || Snapshot::capture_in(&request, Some(&tree), Some(&run_id)))
     }
 
     /// Ends whatever is left and lets the watchdog go.

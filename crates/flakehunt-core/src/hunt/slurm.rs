@@ -50,8 +50,7 @@ fn prepare(
         RecordRequest::Resume(_) => return Err(HuntError::usage("--slurm cannot be given with --resume")),
     };
     let dir = cwd.join(record.unwrap_or_else(|| super::default_record_dir(kind)));
-    let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &slurm.options })
-        .map_err(|e| HuntError::usage(e.to_string()))?;
+    let text = script(&sharded, &SlurmJob { root: &dir, chdir: &cwd, options: &slurm.options })?;
     Ok((text, dir, seed))
 }
 
@@ -68,7 +67,7 @@ pub fn script_of(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<String, Hu
 pub(super) fn run(spec: &HuntSpec, slurm: &SlurmRequest, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
     let (text, dir, seed) = prepare(spec, slurm, sink)?;
     let shards = slurm.shards;
-    let new_dir = crate::record::check_new(&dir).map_err(HuntError::record)?;
+    let new_dir = crate::record::check_new(&dir)?;
     let name = dir.file_name().map_or_else(|| "flakehunt".into(), |n| n.to_string_lossy().into_owned());
     let script_path = dir.parent().unwrap_or(&dir).join(format!("{name}.sbatch"));
     if script_path.exists() {
@@ -232,10 +231,7 @@ fn finish(
             dir.display()
         )));
     }
-    let (merge, summary) = Merge::run_beside_shards(&shard_dirs, dir).map_err(|e| match e {
-        crate::record::MergeError::Record(r) => HuntError::record(r),
-        other => HuntError::usage(other.to_string()),
-    })?;
+    let (merge, summary) = Merge::run_beside_shards(&shard_dirs, dir)?;
     super::step_summary(&summary, dir, sink);
     let missing: Vec<u32> = merge
         .missing

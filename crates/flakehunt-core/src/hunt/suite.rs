@@ -78,8 +78,7 @@ pub(super) fn prepare(
     if selection.is_empty() {
         return Err(HuntError::usage("the test runner collected no tests: check the paths or the package given"));
     }
-    crate::bounds::check_runs("the collected tests", selection.len() as u64)
-        .map_err(|e| HuntError::usage(e.to_string()))?;
+    crate::bounds::check_runs("the collected tests", selection.len() as u64)?;
     let setup = SuiteSetup {
         runner,
         selection,
@@ -111,8 +110,7 @@ pub(super) fn cells(
 fn pytest(explicit: Option<&Path>, paths: &[String]) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
-    let interpreter =
-        python::interpreter(explicit, venv.as_deref(), &cwd).map_err(|e| HuntError::usage(e.to_string()))?;
+    let interpreter = python::interpreter(explicit, venv.as_deref(), &cwd)?;
     let program = interpreter.program.display().to_string();
     let pytest = Pytest { python: program.clone() };
     let out = Command::new(&interpreter.program)
@@ -132,7 +130,7 @@ fn pytest(explicit: Option<&Path>, paths: &[String]) -> Result<(Target, SuiteRun
             )));
         }
     }
-    let ids = collect::pytest_node_ids(&text).map_err(|e| HuntError::usage(format!("--pytest: {e}")))?;
+    let ids = collect::pytest_node_ids(&text).map_err(HuntError::Collection)?;
     let mut argv = vec![program, "-m".into(), "pytest".into()];
     argv.extend(paths.iter().cloned());
     Ok((Target::argv(argv), SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
@@ -204,7 +202,7 @@ pub(super) fn execute(
     sink: &mut dyn EventSink,
 ) -> Result<bool, HuntError> {
     let setup = manifest.extra.suite.as_ref().ok_or_else(|| {
-        HuntError::usage(format!(
+        HuntError::Damaged(format!(
             "{}: the manifest has no suite setup (extra.suite): it was edited or damaged",
             dir.display()
         ))
@@ -280,7 +278,7 @@ fn setup_program(setup: &SuiteSetup) -> String {
 fn run_error(e: RunError, manifest: &Manifest) -> HuntError {
     match e {
         RunError::Spawn { program, source } => {
-            HuntError::Usage(crate::exec::spawn_failure(&program, &source, manifest.target.dir.as_deref()))
+            HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() }
         }
         RunError::Record(e) => e.into(),
     }

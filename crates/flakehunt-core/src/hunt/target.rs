@@ -17,6 +17,6 @@ pub fn target_from(shell: Option<&str>, command: &[String], kind: Kind) -> Resul
         )))
         }
     };
-    crate::exec::check_program(target.program(), target.dir.as_deref()).map_err(|e| HuntError::usage(e.to_string()))?;
+    crate::exec::check_program(target.program(), target.dir.as_deref())?;
     Ok(target)
 }

@@ -68,6 +68,14 @@ pub enum OracleError {
         /// The pattern.
         pattern: String,
     },
+    /// The expected stdout is not a file that holds an output.
+    #[error("cannot read --expect-stdout file '{path}': {why}")]
+    Unfit {
+        /// The file.
+        path: String,
+        /// What it is instead, and what to give.
+        why: String,
+    },
     /// The expected stdout cannot be read.
     #[error("cannot read --expect-stdout file '{path}'")]
     Expected {
@@ -79,26 +87,37 @@ pub enum OracleError {
     },
 }
 
+impl crate::error_class::Classify for OracleError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::Regex { .. } | Self::MatchesEmpty { .. } | Self::Unfit { .. } => ErrorClass::Usage,
+            Self::Expected { source, .. } => ErrorClass::of_named_input(source),
+        }
+    }
+}
+
 /// The largest `--expect-stdout` file read: an expected output is what a test prints, and a
 /// bigger file is a mistake (`/dev/zero` would be read until memory ran out).
 const EXPECTED_LIMIT: u64 = 256 << 20;
 
 /// Reads an `--expect-stdout` file: a regular file of at most [`EXPECTED_LIMIT`] bytes. Opened
 /// without blocking, so a FIFO is refused rather than waited on forever.
-fn read_expected(path: &Path) -> std::io::Result<Vec<u8>> {
+fn read_expected(path: &Path) -> Result<Vec<u8>, OracleError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file: give a file holding the expected output"));
+    let shown = || path.display().to_string();
+    let io = |source| OracleError::Expected { path: shown(), source };
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        let why = "not a regular file: give a file holding the expected output".to_owned();
+        return Err(OracleError::Unfit { path: shown(), why });
     }
     let mut bytes = Vec::new();
-    file.take(EXPECTED_LIMIT + 1).read_to_end(&mut bytes)?;
+    file.take(EXPECTED_LIMIT + 1).read_to_end(&mut bytes).map_err(io)?;
     if bytes.len() as u64 > EXPECTED_LIMIT {
-        return Err(std::io::Error::other(format!(
-            "larger than {} MiB: give the output the test is expected to print",
-            EXPECTED_LIMIT >> 20
-        )));
+        let why = format!("larger than {} MiB: give the output the test is expected to print", EXPECTED_LIMIT >> 20);
+        return Err(OracleError::Unfit { path: shown(), why });
     }
     Ok(bytes)
 }
@@ -133,8 +152,7 @@ impl OracleSpec {
         let mask = Mask::of(&ignore);
         let expect_stdout = match expect_stdout {
             Some(path) => {
-                let bytes = read_expected(path)
-                    .map_err(|source| OracleError::Expected { path: path.display().to_string(), source })?;
+                let bytes = read_expected(path)?;
                 Some(ExpectedStdout { path: path.display().to_string(), hash: hash_of(&bytes, mask) })
             }
             None => None,

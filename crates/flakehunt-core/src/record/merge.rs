@@ -69,6 +69,21 @@ pub enum MergeError {
     },
 }
 
+impl crate::error_class::Classify for MergeError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Record(e) => crate::error_class::Classify::class(e),
+            Self::OutExists(_)
+            | Self::OutNotEmpty(_)
+            | Self::Empty
+            | Self::NotAShard(_)
+            | Self::Mismatch { .. }
+            | Self::Overlap { .. }
+            | Self::Duplicate { .. } => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 /// One shard as recorded in `merge.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct MergedShard {
@@ -222,8 +237,8 @@ impl Merge {
         for (_, _, attempt, dir) in &attempts {
             let (stdout, stderr) = match &attempt.log {
                 Some(log) => (
-                    read_or_empty(&dir.join(log).with_extension("stdout")),
-                    read_or_empty(&dir.join(log).with_extension("stderr")),
+                    read_or_empty(&dir.join(log).with_extension("stdout"))?,
+                    read_or_empty(&dir.join(log).with_extension("stderr"))?,
                 ),
                 None => (Vec::new(), Vec::new()),
             };
@@ -284,8 +299,9 @@ fn comparable(extra: &super::Extra) -> super::Extra {
     e
 }
 
-fn read_or_empty(path: &Path) -> Vec<u8> {
-    fs::read(path).unwrap_or_default()
+/// A shard's log, or nothing when the shard has none.
+fn read_or_empty(path: &Path) -> Result<Vec<u8>, RecordError> {
+    Ok(super::reader::read_file(path)?.unwrap_or_default())
 }
 
 /// Carries the JSONL side files (cells an adaptive plan added, fire levels...) over: every line
@@ -306,7 +322,7 @@ fn merge_side_files(dirs: &[&Path], out: &Path) -> Result<(), RecordError> {
         let mut text = String::new();
         for dir in dirs {
             let path = dir.join(&name);
-            let Ok(content) = fs::read_to_string(&path) else { continue };
+            let Some(content) = super::reader::read_text(&path)? else { continue };
             // A last line without its newline was cut by a crash, as in attempts.jsonl.
             let complete = content.rfind('\n').map_or("", |end| &content[..end]);
             for line in complete.lines().filter(|l| !l.trim().is_empty()) {

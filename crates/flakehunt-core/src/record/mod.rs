@@ -14,6 +14,7 @@ pub use extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
 pub use new_dir::{check_new, unused_dir, NewDir};
+pub(crate) use reader::read_text;
 pub use reader::Record;
 pub(crate) use writer::ATTEMPTS;
 pub use writer::{Recorder, Resumption};
@@ -55,7 +56,8 @@ pub enum RecordError {
     /// The directory has no manifest.
     #[error("{0} is not a flakehunt record (no manifest.json)")]
     NotARecord(PathBuf),
-    /// A file does not parse.
+    /// A file of the record is damaged: it does not parse, is not UTF-8 text, or is a
+    /// directory or another non-regular file ([`crate::error_class::ErrorClass::Damaged`]).
     #[error("{0} is damaged: {1}")]
     Corrupt(PathBuf, String),
     /// Written by another format version.
@@ -86,10 +88,28 @@ impl RecordError {
         Self::Io { path: path.to_owned(), source }
     }
 
-    /// Whether the file system failed (permission, space, a vanished file), rather than the
-    /// user naming the wrong directory.
-    pub fn is_io(&self) -> bool {
-        matches!(self, Self::Io { .. } | Self::Create { .. })
+    /// The system's refusal, when the record could not be read, written or created.
+    pub fn io_source(&self) -> Option<&std::io::Error> {
+        match self {
+            Self::Io { source, .. } | Self::Create { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl crate::error_class::Classify for RecordError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            // Encoding fails only when the record cannot be written as it is.
+            Self::Io { .. } | Self::Create { .. } | Self::Json(_) => ErrorClass::Io,
+            Self::Corrupt(..) => ErrorClass::Damaged,
+            Self::NotARecord(_)
+            | Self::Version { .. }
+            | Self::Exists(_)
+            | Self::NotEmpty(_)
+            | Self::NotADirectory(_) => ErrorClass::Usage,
+        }
     }
 }
 

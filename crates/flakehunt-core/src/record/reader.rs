@@ -22,13 +22,15 @@ impl Record {
     /// Opens `dir`, checking that it is a record of a format this flakehunt reads.
     pub fn open(dir: &Path) -> Result<Self, RecordError> {
         let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                RecordError::NotARecord(dir.to_owned())
-            } else {
-                RecordError::io(&path, e)
+        let text = match read_text(&path) {
+            Ok(Some(text)) => text,
+            // No manifest, or `dir` is a file: not a record at all.
+            Ok(None) => return Err(RecordError::NotARecord(dir.to_owned())),
+            Err(RecordError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotADirectory => {
+                return Err(RecordError::NotARecord(dir.to_owned()))
             }
-        })?;
+            Err(e) => return Err(e),
+        };
         let value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| RecordError::Corrupt(path.clone(), e.to_string()))?;
         let version = value.get("format_version").and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -57,43 +59,40 @@ impl Record {
     /// counting its attempts would give numbers about no hunt.
     pub fn attempts(&self) -> Result<impl Iterator<Item = Result<Attempt, RecordError>>, RecordError> {
         let path = self.dir.join(ATTEMPTS);
-        let file = match File::open(&path) {
-            Ok(f) => BufReader::new(f),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(RecordError::Corrupt(
-                    path,
-                    "the file is missing: the record has lost its attempts (restore the file, or start a new hunt)"
-                        .into(),
-                ))
-            }
-            Err(e) => return Err(RecordError::io(&path, e)),
+        let Some(file) = open_file(&path)? else {
+            return Err(RecordError::Corrupt(
+                path,
+                "the file is missing: the record has lost its attempts (restore the file, or start a new hunt)".into(),
+            ));
         };
-        Ok(Lines { file, path, line: Vec::new(), number: 0, seen: SeenIds::default() })
+        Ok(Lines { file: BufReader::new(file), path, line: Vec::new(), number: 0, seen: SeenIds::default() })
     }
 
     /// Whether the attempts file ends in a line without its newline, which the reader skips: a
     /// writer killed mid-line, or a truncated copy.
     pub fn attempts_file_is_cut(&self) -> Result<bool, RecordError> {
         let path = self.dir.join(ATTEMPTS);
-        let len = std::fs::metadata(&path).map_err(|e| RecordError::io(&path, e))?.len();
-        Ok(valid_prefix_len(&path)? != len)
+        let Some(bytes) = read_file(&path)? else { return Ok(false) };
+        Ok(prefix_len(&bytes) != bytes.len() as u64)
     }
 
-    /// Every cell: the manifest's, then any added while the hunt ran.
+    /// Every cell: the manifest's, then any added while the hunt ran. A cell added twice (a
+    /// hunt killed after writing the cell but before the attempt that led to it, then resumed,
+    /// adds it again) is read once.
     pub fn cells(&self) -> Result<Vec<CellSpec>, RecordError> {
         let mut cells = self.manifest.cells.clone();
-        cells.extend(self.side_lines::<CellSpec>(CELLS)?);
+        for added in self.side_lines::<CellSpec>(CELLS)? {
+            if !cells.iter().any(|c| c.name == added.name) {
+                cells.push(added);
+            }
+        }
         Ok(cells)
     }
 
     /// The lines of a JSONL side file (absent: none).
     pub fn side_lines<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Vec<T>, RecordError> {
         let path = self.dir.join(name);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(RecordError::io(&path, e)),
-        };
+        let Some(text) = read_text(&path)? else { return Ok(Vec::new()) };
         // A last line without its newline was cut by a crash: ignore it.
         let complete = text.rfind('\n').map_or("", |end| &text[..end]);
         complete
@@ -106,10 +105,9 @@ impl Record {
     /// A JSON document of the record, if present.
     pub fn document<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, RecordError> {
         let path = self.dir.join(name);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| RecordError::Corrupt(path, e.to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(RecordError::io(&path, e)),
+        match read_text(&path)? {
+            Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| RecordError::Corrupt(path, e.to_string())),
+            None => Ok(None),
         }
     }
 
@@ -193,11 +191,46 @@ impl Iterator for Lines {
 
 /// Length of the longest prefix of `path` made of complete lines.
 pub(crate) fn valid_prefix_len(path: &Path) -> Result<u64, RecordError> {
-    let mut bytes = Vec::new();
-    match File::open(path) {
-        Ok(mut f) => f.read_to_end(&mut bytes).map_err(|e| RecordError::io(path, e))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+    Ok(read_file(path)?.map_or(0, |bytes| prefix_len(&bytes)))
+}
+
+fn prefix_len(bytes: &[u8]) -> u64 {
+    bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i as u64 + 1)
+}
+
+/// Opens a file of a record for reading; none when it does not exist.
+///
+/// What a record holds is either readable, damaged or beyond reach: a directory, a FIFO or a
+/// device where a file belongs is damage (checked before opening, so a FIFO cannot block the
+/// reader), and so is text that is not UTF-8 ([`read_text`]); a refusal of the system (no
+/// permission, an I/O error) is [`RecordError::Io`], with its reason.
+pub(crate) fn open_file(path: &Path) -> Result<Option<File>, RecordError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(RecordError::io(path, e)),
     };
-    Ok(bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i as u64 + 1))
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
+        return Err(RecordError::Corrupt(path.to_owned(), format!("it is {what}, where flakehunt writes a file")));
+    }
+    File::open(path).map(Some).map_err(|e| RecordError::io(path, e))
+}
+
+/// The bytes of a file of a record; none when it does not exist (see [`open_file`]).
+pub(crate) fn read_file(path: &Path) -> Result<Option<Vec<u8>>, RecordError> {
+    let Some(mut file) = open_file(path)? else { return Ok(None) };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| RecordError::io(path, e))?;
+    Ok(Some(bytes))
+}
+
+/// The text of a file of a record; none when it does not exist. Text that is not UTF-8 is
+/// damage, never an access error.
+pub(crate) fn read_text(path: &Path) -> Result<Option<String>, RecordError> {
+    let Some(bytes) = read_file(path)? else { return Ok(None) };
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        RecordError::Corrupt(path.to_owned(), format!("it is not UTF-8 text (byte {at})"))
+    })
 }

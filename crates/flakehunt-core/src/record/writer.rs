@@ -72,6 +72,10 @@ impl Recorder {
     /// record, or one accepted already.
     pub fn accept(&mut self) -> Result<(), RecordError> {
         let Some(pending) = self.pending.take() else { return Ok(()) };
+        let logs = self.dir.join(LOGS);
+        if fs::metadata(&logs).is_ok_and(|m| !m.is_dir()) {
+            return Err(RecordError::Corrupt(logs, "it is a file, where flakehunt writes a directory".into()));
+        }
         let path = self.dir.join(ATTEMPTS);
         match &pending.attempts {
             Some(lines) => replace_lines(&path, lines)?,
@@ -99,7 +103,7 @@ impl Recorder {
             }
             _ => {}
         }
-        fs::create_dir_all(self.dir.join(LOGS)).map_err(|e| RecordError::io(&self.dir, e))?;
+        fs::create_dir_all(&logs).map_err(|e| RecordError::io(&logs, e))?;
         let attempts = OpenOptions::new().append(true).open(&path).map_err(|e| RecordError::io(&path, e))?;
         self.attempts = Some(attempts);
         Ok(())

@@ -30,7 +30,7 @@ pub struct RunEnd {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The target cannot be started at all.
-    #[error("cannot start '{program}': {source}")]
+    #[error("cannot start '{program}'")]
     Spawn {
         /// The program.
         program: String,
@@ -41,6 +41,15 @@ pub enum RunError {
     /// The record cannot be written.
     #[error(transparent)]
     Record(#[from] RecordError),
+}
+
+impl crate::error_class::Classify for RunError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Spawn { .. } => crate::error_class::ErrorClass::Usage,
+            Self::Record(e) => crate::error_class::Classify::class(e),
+        }
+    }
 }
 
 /// The plan runner, generic over how attempts run (real processes, or a fake in tests).

@@ -101,6 +101,17 @@ pub enum FingerprintError {
     },
 }
 
+impl crate::error_class::Classify for FingerprintError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::Read { .. } => ErrorClass::Io,
+            // The user's state holds a file that is not the database its name says.
+            Self::NotSqlite { .. } | Self::Sqlite { .. } => ErrorClass::Usage,
+        }
+    }
+}
+
 impl Fingerprint {
     /// Fingerprints the state directory `dir`, masking volatile content
     /// with `norm`. The walk is sorted, so the result is deterministic.

@@ -47,6 +47,14 @@ pub enum NormalizerError {
     },
 }
 
+impl crate::error_class::Classify for NormalizerError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::InvalidRegex { .. } | Self::InvalidColumn { .. } => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 impl Normalizer {
     /// Builds a normaliser from user `--ignore` regexes and ignored SQLite
     /// columns written `TABLE.COLUMN`, on top of the default masks for UUIDs

@@ -97,6 +97,23 @@ pub enum SandboxError {
     Copy(#[from] CopyError),
 }
 
+impl crate::error_class::Classify for SandboxError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
+        match self {
+            Self::Missing { .. }
+            | Self::NotADirectory { .. }
+            | Self::InvalidName { .. }
+            | Self::ParentInsideSource { .. } => ErrorClass::Usage,
+            // Too little space where the copies go is a full disk foreseen.
+            Self::Unreadable { .. } | Self::TooLarge { .. } | Self::FreeSpace { .. } | Self::Create { .. } => {
+                ErrorClass::Io
+            }
+            Self::Copy(e) => crate::error_class::Classify::class(e),
+        }
+    }
+}
+
 /// Checks that `path` is an existing, readable directory, so that a bad
 /// `--state` argument fails before any run starts.
 pub fn validate_source(path: &Path) -> Result<(), SandboxError> {

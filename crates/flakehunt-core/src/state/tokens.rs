@@ -24,6 +24,15 @@ pub enum TokenError {
     State(#[from] FingerprintError),
 }
 
+impl crate::error_class::Classify for TokenError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::NoSharedPrefix => crate::error_class::ErrorClass::Usage,
+            Self::State(e) => crate::error_class::Classify::class(e),
+        }
+    }
+}
+
 /// Checks that each token appears exactly once across the text lines and
 /// SQLite text cells of the state directory `dir`.
 ///

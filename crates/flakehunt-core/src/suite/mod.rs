@@ -144,6 +144,17 @@ pub enum ParseError {
     },
 }
 
+impl crate::error_class::Classify for ParseError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            // What the user's test runner printed, not flakehunt's data or the machine's.
+            Self::Collection(_) | Self::Xml(_) | Self::Truncated | Self::XmlAttribute(_) | Self::GoEvent { .. } => {
+                crate::error_class::ErrorClass::Usage
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,14 @@ pub enum PythonError {
     Missing(PathBuf),
 }
 
+impl crate::error_class::Classify for PythonError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Missing(_) => crate::error_class::ErrorClass::Usage,
+        }
+    }
+}
+
 /// Chooses the interpreter from `--python` (`explicit`), `$VIRTUAL_ENV` (`virtual_env`) and
 /// the project directory. A virtualenv without `bin/python` (a deleted one left active) is
 /// passed over rather than trusted; an explicit path must exist. The chosen path is made

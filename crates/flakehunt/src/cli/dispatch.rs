@@ -91,7 +91,7 @@ pub struct K8sArgs {
 }
 
 /// The workflow or manifest `cmd` asks for.
-pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
+pub fn text(cmd: &DispatchCommand) -> Result<String, crate::exit::Error> {
     let text = match cmd {
         DispatchCommand::Github(a) => {
             // No flakehunt is published to install by default: the user says where it comes from.
@@ -120,8 +120,7 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
                     install: &install,
                     timeout_minutes: a.timeout_minutes,
                 },
-            )
-            .map_err(|e| usage(e.to_string()))?
+            )?
         }
         DispatchCommand::K8s(a) => {
             flakehunt_core::dispatch::refuse_secret_options(&[
@@ -142,15 +141,14 @@ pub fn text(cmd: &DispatchCommand) -> anyhow::Result<String> {
                     mount: &a.mount,
                     workdir: a.workdir.as_deref(),
                 },
-            )
-            .map_err(|e| usage(e.to_string()))?
+            )?
         }
     };
     Ok(text)
 }
 
 /// The hunt after the dispatch options, checked by parsing it as flakehunt would.
-fn sharded(common: &Common, hunt: &[String]) -> anyhow::Result<ShardedHunt> {
+fn sharded(common: &Common, hunt: &[String]) -> Result<ShardedHunt, crate::exit::Error> {
     if common.shards == 0 {
         return Err(usage("--shards must be at least 1"));
     }

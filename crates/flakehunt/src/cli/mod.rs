@@ -22,7 +22,8 @@ pub use flakehunt_core::plan::parse_bytes;
 #[command(name = "flakehunt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 nothing reproduced (or every fire level accepted), 1 reproduced (or a level rejected), \
-2 usage or configuration error, 3 the environment refused what was asked, 4 a file could not be read or written, \
+2 usage or configuration error (or a damaged record), 3 the environment refused what was asked, \
+4 the system refused to read or write a file, \
 130 interrupted."
 )]
 pub struct Cli {
@@ -90,8 +91,11 @@ pub enum Command {
     },
     /// List built-in and configured profiles.
     Profiles,
-    /// Print the environment snapshot (secrets redacted) that every record holds.
-    Snapshot,
+    /// Print the environment snapshot (secrets redacted) that every record holds, with the
+    /// Python interpreter's distributions, Go's environment and modules and Rust's lock file:
+    /// take it where a test fails (a CI step), then `flakehunt diff` or `matrix --against` it.
+    Snapshot(SnapshotArgs),
+
     /// Internal: the workload `probe` runs.
     #[command(name = "__probe-workload", hide = true)]
     ProbeWorkload {
@@ -244,6 +248,21 @@ pub struct SweepArgs {
     pub hunt: HuntArgs,
 }
 
+/// `flakehunt snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Write the snapshot to FILE instead of stdout (for a CI step to upload).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The Python interpreter to read (default: $VIRTUAL_ENV's, else ./.venv's, else python3).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Read Go's module list in this package directory (default: the working directory, when
+    /// `go` is on PATH).
+    #[arg(long, value_name = "DIR")]
+    pub go_test: Option<PathBuf>,
+}
+
 /// `flakehunt report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -365,7 +384,7 @@ pub struct MatrixArgs {
 /// Parses a hunt given as words to another subcommand (`slurm-script`, `dispatch`) as flakehunt
 /// would parse it. Clap's message, which starts with its own `error: `, follows ours without
 /// it, and keeps the usage of the subcommand that refused the words.
-pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> anyhow::Result<Cli> {
+pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> Result<Cli, crate::exit::Error> {
     Cli::try_parse_from(argv).map_err(|e| crate::exit::usage(nested_message(&e)))
 }
 

@@ -151,7 +151,7 @@ fn record(resume: Option<&Path>, record: Option<&Path>) -> RecordRequest {
 
 /// `flakehunt slurm-script HUNT...`: the hunt parsed as if run with `--slurm`, to print its
 /// script instead of submitting it.
-pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> anyhow::Result<Cli> {
+pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> Result<Cli, crate::exit::Error> {
     let mut argv = vec!["flakehunt".to_owned()];
     if let Some(c) = config {
         argv.extend(["--config".to_owned(), c.display().to_string()]);

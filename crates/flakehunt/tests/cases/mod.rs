@@ -7,6 +7,8 @@ mod adversarial_secrets;
 mod adversarial_state;
 mod checks;
 mod dispatch_files;
+mod drift;
+mod exit_codes;
 mod fire;
 mod hunt;
 mod jitter;

@@ -65,6 +65,101 @@ pub fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
 }
 
+/// One invocation of flakehunt with any arguments (`report`, `merge`, a hunt with options the
+/// [`Hunt`] builder does not set), with `$GITHUB_STEP_SUMMARY` removed unless set again.
+pub struct Invocation {
+    cmd: std::process::Command,
+    /// Whether stdout goes elsewhere than to the test (assert_cmd would capture it anyway).
+    stdout_set: bool,
+}
+
+/// `flakehunt ARGS...`, to be run with [`Invocation::output`].
+pub fn flakehunt<I, S>(args: I) -> Invocation
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(args).env_remove("GITHUB_STEP_SUMMARY");
+    Invocation { cmd, stdout_set: false }
+}
+
+impl Invocation {
+    /// Adds an argument.
+    pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.arg(arg);
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    /// Runs flakehunt in `dir`.
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, name: impl AsRef<std::ffi::OsStr>, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(name, value);
+        self
+    }
+
+    /// Where flakehunt's stdout goes (default: captured).
+    pub fn stdout(mut self, stdout: impl Into<Stdio>) -> Self {
+        self.cmd.stdout(stdout);
+        self.stdout_set = true;
+        self
+    }
+
+    /// Limits every file flakehunt (and what it starts) writes to `bytes` (`RLIMIT_FSIZE`), with
+    /// `SIGXFSZ` ignored, so a write past it fails with EFBIG ("File too large"): a file system
+    /// that fills, simulated without root and without touching the machine's disks.
+    pub fn file_size_limit(mut self, bytes: u64) -> Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            self.cmd.pre_exec(move || {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        self
+    }
+
+    /// Runs flakehunt to its end (at most [`RUN_LIMIT`], when stdout is captured).
+    pub fn output(mut self) -> std::process::Output {
+        if self.stdout_set {
+            return self.cmd.output().expect("flakehunt runs");
+        }
+        assert_cmd::Command::from_std(self.cmd).timeout(RUN_LIMIT).output().expect("flakehunt runs")
+    }
+}
+
+/// Asserts that `out` exited with `code` having printed exactly one error line, which contains
+/// `needle` and no panic; returns that line.
+pub fn refused_with(out: &std::process::Output, code: i32, needle: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("flakehunt: error:")).collect();
+    assert_eq!(errors.len(), 1, "one error line expected: {stderr}");
+    assert!(errors[0].contains(needle), "'{needle}' not in: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    errors[0].to_owned()
+}
+
 /// One invocation of `flakehunt sweep` (or another hunt), recording into a fresh temporary
 /// directory.
 pub struct Hunt {

@@ -1,0 +1,143 @@
+//! End-to-end tests of "fails there, passes here": `flakehunt snapshot` (the interpreter's
+//! distributions, Go's modules, Rust's lock file, the kernel and file systems, redacted).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::{bin, read_json, skip};
+
+/// A virtualenv (no pip: made in a moment) whose site-packages holds `packages` laid out as
+/// pip lays them out: a `NAME-VERSION.dist-info` with its `METADATA`.
+fn virtualenv(root: &Path, packages: &[(&str, &str)]) -> Option<PathBuf> {
+    let dir = root.join("venv");
+    let made = Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&dir).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return None;
+    }
+    let lib = std::fs::read_dir(dir.join("lib")).ok()?.flatten().next()?.path().join("site-packages");
+    for (name, version) in packages {
+        let info = lib.join(format!("{}-{version}.dist-info", name.replace('-', "_")));
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(info.join("METADATA"), format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"))
+            .unwrap();
+    }
+    Some(dir.join("bin/python"))
+}
+
+/// A Go module in `dir` that requires a module replaced by a local directory, so that its
+/// module list is complete offline.
+fn go_module(dir: &Path) {
+    std::fs::create_dir_all(dir.join("dep")).unwrap();
+    std::fs::write(
+        dir.join("go.mod"),
+        "module example.com/app\n\ngo 1.19\n\nrequire example.com/dep v1.2.3\n\nreplace example.com/dep => ./dep\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("dep/go.mod"), "module example.com/dep\n\ngo 1.19\n").unwrap();
+}
+
+fn has_go() -> bool {
+    Command::new("go").arg("version").output().is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn a_snapshot_holds_the_interpreters_distributions_gos_modules_and_the_lock_file_and_no_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(python) = virtualenv(tmp.path(), &[("requests", "2.31.0"), ("typing-extensions", "4.9.0")]) else {
+        return skip("snapshot distributions", "python3 -m venv does not work here");
+    };
+    let project = tmp.path().join("project");
+    go_module(&project);
+    std::fs::write(
+        project.join("Cargo.lock"),
+        "version = 3\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["snapshot", "--output", "ci-env.json", "--python"])
+        .arg(&python)
+        .current_dir(&project)
+        .env("SECRET_TOKEN", "hunter2")
+        .env("GOPROXY", "https://ci:hunter2@proxy.example/go")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty(), "--output writes the file, not stdout");
+    let text = std::fs::read_to_string(project.join("ci-env.json")).unwrap();
+    assert!(!text.contains("hunter2"), "a secret reached the snapshot");
+    let s: Value = serde_json::from_str(&text).unwrap();
+
+    let py = &s["python"];
+    assert_eq!(py["chosen_by"], "--python");
+    assert_eq!(py["packages"]["requests"], "2.31.0", "{py}");
+    assert_eq!(py["packages"]["typing-extensions"], "4.9.0", "{py}");
+    assert!(py["version"].as_str().is_some_and(|v| v.starts_with('3')), "{py}");
+    assert_ne!(py["prefix"], py["base_prefix"], "a virtualenv's prefix is its own");
+
+    let lock = &s["rust"]["cargo_lock"];
+    assert_eq!(lock["packages"]["serde"], "1.0.200");
+    assert_eq!(lock["digest"].as_str().map(str::len), Some(64));
+
+    assert!(s["kernel_settings"].as_object().is_some_and(|k| !k.is_empty()), "{}", s["kernel_settings"]);
+    for role in ["working directory", "TMPDIR"] {
+        assert!(s["mounts"][role]["fstype"].as_str().is_some_and(|f| !f.is_empty()), "{}", s["mounts"]);
+    }
+    assert!(s["capture_seconds"].as_f64().is_some_and(|t| t > 0.0));
+    assert_eq!(s["env"]["SECRET_TOKEN"], "<redacted>");
+
+    if has_go() {
+        let go = &s["go"];
+        assert_eq!(go["modules"]["example.com/dep"], "v1.2.3 => ./dep", "{go}");
+        assert!(go["env"]["GOVERSION"].as_str().is_some_and(|v| v.starts_with("go")), "{go}");
+        assert_eq!(go["env"]["GOPROXY"], "https://ci:<redacted>@proxy.example/go", "a URL's password: {go}");
+    } else {
+        skip("snapshot go modules", "go is not installed");
+    }
+}
+
+#[test]
+fn a_module_list_that_needs_the_network_is_said_to_be_missing_offline() {
+    if !has_go() {
+        return skip("snapshot offline go modules", "go is not installed");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(tmp.path().join("go.mod"), "module example.com/app\n\ngo 1.19\n\nrequire example.com/gone v1.0.0\n")
+        .unwrap();
+    let out = Command::new(bin()).args(["snapshot", "--go-test"]).arg(&pkg).current_dir(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error = s["go"]["modules_error"].as_str().unwrap_or_default();
+    assert!(error.contains("did not work offline"), "{}", s["go"]);
+    assert!(s["go"]["dir"].as_str().is_some_and(|d| d.ends_with("pkg")), "{}", s["go"]);
+
+    let missing = Command::new(bin()).args(["snapshot", "--go-test", "no/such/dir"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--go-test no/such/dir: no such directory"));
+}
+
+#[test]
+fn a_hunts_snapshot_reads_the_interpreter_it_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(python) = virtualenv(tmp.path(), &[("flaky-dep", "0.3.1")]) else {
+        return skip("hunt snapshot python", "python3 -m venv does not work here");
+    };
+    let record = tmp.path().join("rec");
+    let out = Command::new(bin())
+        .args(["sweep", "--runs", "1", "--profiles", "default", "-q", "--record"])
+        .arg(&record)
+        .arg("--")
+        .arg(&python)
+        .args(["-c", "pass"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = read_json(&record.join("snapshot.json"));
+    assert_eq!(s["python"]["chosen_by"], "the target");
+    assert_eq!(s["python"]["packages"]["flaky-dep"], "0.3.1", "{}", s["python"]);
+    assert!(s["go"].is_null(), "a Python hunt runs no go command");
+}
