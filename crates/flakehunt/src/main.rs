@@ -16,7 +16,13 @@ use flakehunt_core::config::Config;
 use crate::exit::{Done, Error};
 
 fn main() {
-    let cli = cli::parse();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            eprintln!("flakehunt: error: {}", exit::message_of(&err));
+            std::process::exit(exit::code(&Err(err)));
+        }
+    };
     // Decided once, before anything is written.
     flakehunt_core::redact::set_enabled(!cli.no_redact);
     let result = dispatch(&cli);

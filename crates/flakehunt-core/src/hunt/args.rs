@@ -85,9 +85,13 @@ impl HuntSpec {
         // hang rule.
         let timeout_given = matches!(self.kind, HuntKind::Hunt { timeout_given: true });
         let (s, d) = (&self.settings, SettingsRequest::default());
-        o.value_if("--runs", s.runs, s.runs != d.runs);
-        o.value_if("--jobs", s.jobs, s.jobs != d.jobs);
-        o.opt("--until-fails", s.until_fails.as_ref());
+        // The adaptive hunt plans its attempts itself and takes none of these (its runner's
+        // width is its own, set before it is sharded).
+        if !matches!(self.kind, HuntKind::Hunt { .. }) {
+            o.value_if("--runs", s.runs, s.runs != d.runs);
+            o.value_if("--jobs", s.jobs, s.jobs != d.jobs);
+            o.opt("--until-fails", s.until_fails.as_ref());
+        }
         o.opt("--budget", s.budget.map(|b| humantime::format_duration(b).to_string()).as_ref());
         for (name, value, default) in [
             ("--timeout", s.timeout, d.timeout),

@@ -100,7 +100,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
 fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
     let kind = spec.kind.record_kind();
     match (&spec.record, &spec.kind) {
-        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_))
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Hunt { .. })
             if spec.oracle.is_given() || spec.target.has_adapter() =>
         {
             Err(HuntError::usage(

@@ -169,6 +169,11 @@ fn sharded(common: &Common, hunt: &[String]) -> Result<ShardedHunt, crate::exit:
             "leave --record, --shard, --resume and --slurm out of a dispatched hunt: each shard sets its own",
         ));
     }
+    if args.json || args.quiet {
+        return Err(usage(
+            "leave --json and --quiet out of a dispatched hunt: its shards run quietly, and `flakehunt report` of the merged record gives the JSON",
+        ));
+    }
     if args.command.is_empty() && args.shell.is_none() {
         return Err(usage("no command to run: end with -- CMD"));
     }

@@ -2,6 +2,7 @@
 //! library's typed hunt ([`spec`]); the only module that knows clap. Validation, which touches
 //! the OS, happens in the library when the hunt is prepared.
 
+mod applies;
 mod dispatch;
 mod fire;
 pub mod shell;
@@ -14,7 +15,7 @@ pub use spec::{hunt_spec, parse_hunt};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 pub use flakehunt_core::plan::parse_bytes;
 
 /// Make flaky tests and race conditions reproducible on demand.
@@ -44,8 +45,8 @@ pub struct Cli {
 pub enum Command {
     /// Reproduce a flaky failure twice in the least time: calibrate, try conditions at levels
     /// sized to the target, confirm against the baseline, and name the condition. `--budget`
-    /// defaults to 10m; `--timeout`, when given, replaces the hang rule; `--runs`, `--jobs` and
-    /// `--until-fails` do not apply: the hunt plans as it goes.
+    /// defaults to 10m; `--timeout`, when given, replaces the hang rule. It plans as it goes, so it
+    /// takes no `--runs`, `--jobs` or `--until-fails`.
     Hunt(Box<HuntArgs>),
     /// Run a test many times under worse scheduling and say which profile brings its failure out.
     Sweep(Box<SweepArgs>),
@@ -241,7 +242,7 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', value_parser = list_item, value_name = "LIST", conflicts_with = "resume")]
     pub profiles: Vec<String>,
     /// Refuse (exit 3) before any attempt when a profile has no effect on this machine.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub strict: bool,
     /// Shared hunt options.
     #[command(flatten)]
@@ -304,9 +305,19 @@ impl From<ReportFormat> for flakehunt_core::render::Format {
     }
 }
 
-/// The command line of this process, parsed (clap prints usage errors and exits).
-pub fn parse() -> Cli {
-    Cli::parse()
+/// The command line's definition, as parsed and as the help, completions and man page show it.
+pub fn command() -> clap::Command {
+    applies::command(Cli::command())
+}
+
+/// The command line of this process, parsed (clap prints usage errors and exits); an option
+/// that does not apply to the subcommand is refused.
+pub fn parse() -> Result<Cli, crate::exit::Error> {
+    let matches = command().get_matches();
+    if let Some(line) = applies::refusal(&matches) {
+        return Err(crate::exit::usage(line));
+    }
+    Ok(Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()))
 }
 
 /// `flakehunt merge`.
@@ -345,23 +356,23 @@ pub enum HypoCommand {
 pub struct MatrixArgs {
     /// A dimension: an environment variable (or a `{NAME}` placeholder in the command) and its
     /// values; the first value is the baseline; `unset` removes the variable.
-    #[arg(short = 'D', long = "define", value_name = "NAME=V1,V2")]
+    #[arg(short = 'D', long = "define", value_name = "NAME=V1,V2", conflicts_with = "resume")]
     pub define: Vec<String>,
     /// A resource limit dimension: nofile, nproc, stack, as, core, fsize, cpu, memlock (`unlimited` allowed).
-    #[arg(long, value_name = "NAME=V1,V2")]
+    #[arg(long, value_name = "NAME=V1,V2", conflicts_with = "resume")]
     pub rlimit: Vec<String>,
     /// Re-run a cell that failed exactly once up to N times to confirm it (twice) or clear it.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = 10, value_name = "N", conflicts_with = "resume")]
     pub confirm: u64,
     /// Run grids larger than --max-cells.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub yes: bool,
     /// Largest grid run without --yes.
-    #[arg(long, default_value_t = 256, value_name = "N")]
+    #[arg(long, default_value_t = 256, value_name = "N", conflicts_with = "resume")]
     pub max_cells: usize,
     /// Run every cell in a fresh copy of the repository's tracked files, with a scrubbed
     /// environment and its own empty HOME and TMPDIR.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub clean_room: bool,
     /// With --clean-room: run this (through sh -c) once in each copy before its attempts.
     #[arg(long, value_name = "CMD", requires = "clean_room")]
@@ -385,7 +396,12 @@ pub struct MatrixArgs {
 /// would parse it. Clap's message, which starts with its own `error: `, follows ours without
 /// it, and keeps the usage of the subcommand that refused the words.
 pub fn parse_nested(argv: impl IntoIterator<Item = String>) -> Result<Cli, crate::exit::Error> {
-    Cli::try_parse_from(argv).map_err(|e| crate::exit::usage(nested_message(&e)))
+    let usage = |e: clap::Error| crate::exit::usage(nested_message(&e));
+    let matches = command().try_get_matches_from(argv).map_err(usage)?;
+    if let Some(line) = applies::refusal(&matches) {
+        return Err(crate::exit::usage(line));
+    }
+    Cli::from_arg_matches(&matches).map_err(usage)
 }
 
 fn nested_message(e: &clap::Error) -> String {

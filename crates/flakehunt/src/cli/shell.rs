@@ -1,14 +1,12 @@
 //! `flakehunt completions` and `flakehunt man`: shell integration generated from the clap
 //! definition, so it cannot drift from the real options.
 
-use clap::CommandFactory;
-
-use super::Cli;
+use super::command;
 use crate::exit;
 
 /// Prints the completion script for `shell`.
 pub fn completions(shell: clap_complete::Shell) -> Result<exit::Done, exit::Error> {
-    let mut cmd = Cli::command();
+    let mut cmd = command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "flakehunt", &mut script);
     exit::to_stdout(|out| out.write_all(&script))?;
@@ -17,6 +15,6 @@ pub fn completions(shell: clap_complete::Shell) -> Result<exit::Done, exit::Erro
 
 /// Prints the man page.
 pub fn man() -> Result<exit::Done, exit::Error> {
-    exit::to_stdout(|out| clap_mangen::Man::new(Cli::command()).render(out))?;
+    exit::to_stdout(|out| clap_mangen::Man::new(command()).render(out))?;
     Ok(exit::Done::Ok)
 }

@@ -166,6 +166,11 @@ pub fn parse_hunt(hunt: &[String], config: Option<&Path>) -> Result<Cli, crate::
     if args.slurm.is_none() {
         return Err(usage("give the number of shards: `flakehunt slurm-script sweep --slurm 8 ...`"));
     }
+    if args.json {
+        return Err(usage(
+            "--json does not apply to `flakehunt slurm-script`, which prints the batch script: give `flakehunt report --format json` the merged record",
+        ));
+    }
     Ok(cli)
 }
 
@@ -195,6 +200,15 @@ mod tests {
         let m = spec(&["flakehunt", "matrix", "-D", "A=1", "--", "true"]);
         let sharded = m.sharded("flakehunt".into(), 2, 1).unwrap();
         assert_eq!(sharded.options, ["-D", "A=1"], "defaults are left out");
+    }
+
+    #[test]
+    fn a_sharded_adaptive_hunt_gives_its_shards_no_option_it_refuses() {
+        let mut hunt = spec(&["flakehunt", "hunt", "--budget", "1m", "--", "t"]);
+        // As the driver sets it before sharding: the adaptive runner's own width.
+        hunt.settings.jobs = 8;
+        let sharded = hunt.sharded("flakehunt".into(), 2, 1).unwrap();
+        assert_eq!(sharded.options, ["--budget", "1m"]);
     }
 
     #[test]

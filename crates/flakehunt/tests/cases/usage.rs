@@ -85,3 +85,89 @@ fn options_that_would_change_a_resumed_plan_are_refused() {
         assert!(again.stderr.contains("cannot be used with"), "{option:?}: {}", again.stderr);
     }
 }
+
+#[test]
+fn options_a_command_would_ignore_are_refused_in_one_line_naming_what_to_give() {
+    let t = tempfile::tempdir().unwrap();
+    let record = t.path().join("rec");
+    for (args, needle) in [
+        (&["hunt", "--runs", "5", "--", "true"][..], "--runs does not apply to `flakehunt hunt`"),
+        (&["hunt", "-j", "2", "--", "true"], "--jobs does not apply to `flakehunt hunt`"),
+        (&["hunt", "--until-fails", "1", "--", "true"], "--until-fails does not apply to `flakehunt hunt`"),
+        (&["report", "--config", "f.toml", "rec"], "--config does not apply to `flakehunt report`"),
+        (&["--config", "f.toml", "merge", "a", "--into", "b"], "--config does not apply to `flakehunt merge`"),
+        (&["--config", "f.toml", "hypo", "list"], "--config does not apply to `flakehunt hypo list`"),
+        (
+            &["--config", "f.toml", "dispatch", "github", "--shards", "2", "--install", "true", "--", "t"],
+            "after its kind",
+        ),
+        (&["man", "--no-redact"], "--no-redact does not apply to `flakehunt man`"),
+        (&["--no-redact", "profiles"], "--no-redact does not apply to `flakehunt profiles`"),
+        (
+            &["dispatch", "k8s", "--shards", "2", "--image", "i", "sweep", "--json", "--", "t"],
+            "leave --json and --quiet out",
+        ),
+        (&["slurm-script", "sweep", "--slurm", "2", "--json", "--record", "/r", "--", "t"], "--json does not apply"),
+    ] {
+        let out = crate::harness::flakehunt(args).current_dir(t.path()).output();
+        let line = crate::harness::refused_with(&out, 2, needle);
+        assert!(line.contains(": ") && !line.contains("Usage:"), "{args:?}: {line}");
+    }
+    assert!(!t.path().join(".flakehunt").exists(), "a refused hunt recorded nothing");
+    // Given with --resume, what would change the recorded hunt is refused, not ignored.
+    let out = crate::harness::flakehunt(["hunt", "--budget", "2s", "-q", "--record"]).arg(&record).args(["--", "true"]);
+    assert_eq!(out.output().status.code(), Some(0));
+    let out = crate::harness::flakehunt(["hunt", "-q", "--fail-if", "x", "--resume"]).arg(&record).output();
+    crate::harness::refused_with(&out, 2, "drop the oracle and test-runner options");
+    for (kind, option) in [
+        ("matrix", &["-D", "X=1,2"][..]),
+        ("matrix", &["--rlimit", "nofile=64"]),
+        ("matrix", &["--confirm", "3"]),
+        ("matrix", &["--clean-room"]),
+        ("matrix", &["--yes"]),
+        ("sweep", &["--strict"]),
+    ] {
+        let out = crate::harness::flakehunt([kind, "--resume"]).arg(&record).args(option).output();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{option:?}: {stderr}");
+        assert!(stderr.contains("cannot be used with"), "{option:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_help_lists_only_the_options_a_command_takes() {
+    let help = |args: &[&str]| {
+        let out = crate::harness::flakehunt(args).arg("--help").output();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let options = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.trim_start().split([' ', ',', '=']).find(|w| w.starts_with("--")))
+            .map(str::to_owned)
+            .collect()
+    };
+    let hunt = options(&help(&["hunt"]));
+    for gone in ["--runs", "--jobs", "--until-fails"] {
+        assert!(!hunt.iter().any(|o| o == gone), "hunt --help lists {gone}");
+    }
+    assert!(hunt.iter().any(|o| o == "--budget") && hunt.iter().any(|o| o == "--config"), "{hunt:?}");
+    let suite = options(&help(&["suite"]));
+    for gone in ["--until-fails", "--fail-if", "--pass-if", "--expect-stdout", "--ignore", "--oracle", "--shell"] {
+        assert!(!suite.iter().any(|o| o == gone), "suite --help lists {gone}");
+    }
+    assert!(!help(&["suite"]).contains("COMMAND"), "suite --help shows a command");
+    assert!(help(&["sweep"]).contains("[-- <COMMAND>...]"));
+    assert!(suite.iter().any(|o| o == "--pytest"), "{suite:?}");
+    let sweep = options(&help(&["sweep"]));
+    assert!(["--runs", "--jobs", "--until-fails", "--fail-if"].iter().all(|o| sweep.iter().any(|s| s == o)));
+    for (cmd, gone) in [
+        (&["report"][..], "--config"),
+        (&["merge"], "--config"),
+        (&["hypo", "list"], "--config"),
+        (&["man"], "--no-redact"),
+    ] {
+        assert!(!options(&help(cmd)).iter().any(|o| o == gone), "{cmd:?} --help lists {gone}");
+    }
+    assert!(options(&help(&["report"])).iter().any(|o| o == "--no-redact"));
+}
