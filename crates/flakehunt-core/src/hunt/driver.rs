@@ -143,6 +143,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         }
         (RecordRequest::New(record), HuntKind::Suite(_)) => {
             super::suite::check(spec)?;
+            spec.refuse_inapplicable_checks()?;
             let mut settings = settings_of(spec)?;
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
@@ -158,6 +159,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
         }
         (RecordRequest::New(record), _) => {
+            spec.refuse_inapplicable_checks()?;
             let mut settings = settings_of(spec)?;
             let oracle = oracle_of(spec)?;
             // An adapter builds its test binary into the record, so a resumed hunt finds it.

@@ -256,6 +256,24 @@ impl HuntSpec {
         let on = |given: Option<bool>| given.unwrap_or(self.kind.checks_by_default());
         crate::checks::Checks { goroutine_leaks: on(asked.goroutine_leaks), race: asked.race }
     }
+
+    /// Refuses a check given by its option for a target it cannot apply to (the Go checks
+    /// without `--go-test`), in one line that says what to give.
+    pub fn refuse_inapplicable_checks(&self) -> Result<(), HuntError> {
+        let go = !self.target.go_test.is_empty();
+        let asked = self.settings.checks;
+        if asked.race && !go {
+            return Err(HuntError::usage(
+                "--race builds a Go test binary with the race detector: give --go-test PKG (or drop --race)",
+            ));
+        }
+        if asked.goroutine_leaks == Some(true) && !go {
+            return Err(HuntError::usage(
+                "--leak-check checks a Go test binary flakehunt builds: give --go-test PKG (or drop --leak-check)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl HuntKind {

@@ -259,3 +259,21 @@ fn race_builds_with_the_race_detector_and_names_both_places_of_a_race() {
     let plain = hunt(&project, "sweep", &["--profiles", "default", "--runs", "4", "--go-test", "./racy"], &env);
     assert_eq!(plain.summary["failures"], 0, "{}", plain.stderr);
 }
+
+#[test]
+fn a_go_check_asked_for_another_target_is_refused_in_one_line() {
+    for (option, words) in [("--race", "give --go-test PKG"), ("--leak-check", "give --go-test PKG")] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(bin())
+            .args(["sweep", "--runs", "1", option, "--record"])
+            .arg(dir.path().join("rec"))
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{option}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(option) && stderr.contains(words), "{stderr}");
+        assert!(!dir.path().join("rec").exists(), "nothing is written");
+    }
+}
