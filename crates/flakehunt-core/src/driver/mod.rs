@@ -279,7 +279,7 @@ impl HuntKind {
     /// adaptive hunt and the suite, where a user asks why a test is flaky; sweeps and matrices
     /// compare conditions as they always did, unless a check is asked for.
     pub fn checks_by_default(&self) -> bool {
-        matches!(self, HuntKind::Adaptive { .. } | HuntKind::Suite(_))
+        matches!(self, HuntKind::Adaptive | HuntKind::Suite(_))
     }
 
     /// Whether a Python target runs warm unless `--no-warm` is given: in the adaptive hunt and
