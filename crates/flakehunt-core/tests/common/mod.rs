@@ -119,6 +119,7 @@ impl Fixture {
             suite: None,
             mode: Default::default(),
             hidden: Vec::new(),
+            rerun: None,
             hang: None,
         });
         self.attempts.last_mut().unwrap()

@@ -303,6 +303,7 @@ mod tests {
             suite: None,
             mode: Default::default(),
             hidden: Vec::new(),
+            rerun: None,
         }
     }
 

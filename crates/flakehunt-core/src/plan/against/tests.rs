@@ -163,6 +163,7 @@ fn attempt(spec: &AttemptSpec, plan: &AgainstPlan, fail: bool) -> Attempt {
         suite: None,
         mode: Default::default(),
         hidden: Vec::new(),
+        rerun: None,
         hang: None,
     }
 }
