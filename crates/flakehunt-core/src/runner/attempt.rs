@@ -43,6 +43,8 @@ pub struct AttemptRunner<'a> {
     pub oracle: Option<&'a Oracle>,
     /// Warm attempts' parents, when the hunt runs warm; none keeps the attempt path as it is.
     pub warm: Option<&'a dyn WarmStart>,
+    /// The checks of failures the exit status hides, when any is on.
+    pub checks: Option<&'a crate::checks::CheckRun>,
 }
 
 /// Where a cell's attempts run when it has a room of its own.
@@ -134,6 +136,9 @@ impl AttemptRunner<'_> {
         if let Some(w) = slot.worker {
             env.push(("FLAKEHUNT_WORKER".into(), Some(w.to_string().into())));
         }
+        if let Some(c) = self.checks {
+            env.extend(c.env().into_iter().map(|(k, v)| (k.into(), Some(v.into()))));
+        }
         let mut launch = Launch {
             program,
             args,
@@ -219,14 +224,22 @@ impl AttemptRunner<'_> {
             idle: execution.idle_at_limit,
             confirm_limit: execution.confirm_limit.map(|d| d.as_secs_f64()),
         });
-        let mut finished = self.finish(spec, cell, slot, execution, effect);
+        let mut finished = self.finish(spec, cell, slot, execution, effect, &attempt_tag);
         finished.attempt.mode = mode;
         finished.attempt.hang = hang;
         finished.runs_cold = runs_cold;
         Ok(finished)
     }
 
-    fn finish(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, ex: Execution, effect: Effect) -> Finished {
+    fn finish(
+        &self,
+        spec: &AttemptSpec,
+        cell: &CellSpec,
+        slot: Slot,
+        ex: Execution,
+        effect: Effect,
+        tag: &str,
+    ) -> Finished {
         let (exit_code, signal) = match ex.status {
             Status::Exited(c) => (Some(c), None),
             Status::Signaled(s) => (None, Some(s)),
@@ -252,6 +265,18 @@ impl AttemptRunner<'_> {
         if let Some(o) = self.oracle {
             let judged = o.judge(outcome, &ex);
             (outcome, oracle, keep_distinct) = (judged.outcome, judged.reason, judged.keep_logs);
+        }
+        // What the checks found (read from the output as the target wrote it): a passing
+        // attempt fails; a failure they caused (or that exited 0) is named by them when sealed.
+        let hidden = match self.checks {
+            Some(c) if ex.timed_out.is_none() => {
+                let (stdout, stderr) = (texts_of(&ex.stdout), texts_of(&ex.stderr));
+                c.findings(tag, &stdout, &stderr)
+            }
+            _ => Vec::new(),
+        };
+        if !hidden.is_empty() && matches!(outcome, Outcome::Pass | Outcome::Leak) {
+            outcome = Outcome::Fail;
         }
         let keep_logs = outcome != Outcome::Pass || keep_distinct;
         let attempt = Attempt {
@@ -282,6 +307,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: ex.cpu_seconds,
             suite: None,
             mode: Mode::Cold,
+            hidden,
             rerun: None,
             hang: None,
         };
@@ -321,6 +347,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: None,
             suite: None,
             mode,
+            hidden: Vec::new(),
             rerun: None,
             hang: None,
         };
@@ -359,14 +386,40 @@ pub(crate) fn redact_attempt(a: &mut Attempt) {
     }
     a.leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
     a.effect = redacted_effect(std::mem::take(&mut a.effect));
+    for f in &mut a.hidden {
+        crate::redact::in_place(&mut f.summary);
+        crate::redact::in_place(&mut f.report);
+        if let Some(test) = &mut f.test {
+            if let std::borrow::Cow::Owned(written) = crate::redact::test_id(test) {
+                *test = written;
+            }
+        }
+    }
 }
 
-/// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded.
+/// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded; a
+/// failure the checks caused (or that exited 0) is named by what they found, not by the last
+/// line of its output.
 pub(crate) fn signature_of(a: &Attempt) -> Option<String> {
+    let named_by_checks = !a.hidden.is_empty()
+        && a.oracle.is_none()
+        && a.outcome == Outcome::Fail
+        && (a.exit_code == Some(0) || a.hidden.iter().any(crate::checks::Finding::fails_the_target));
     a.outcome.is_failure().then(|| match &a.oracle {
+        _ if named_by_checks => crate::checks::signature(a.exit_code, a.signal, &a.hidden),
         Some(reason) => signature::of_oracle(a.outcome, a.exit_code, reason),
         None => signature::of_streams(a.outcome, a.exit_code, a.signal, &a.stdout_tail, &a.stderr_tail),
     })
+}
+
+/// A stream's captured text: its head, and its tail when the head did not hold it all.
+fn texts_of(c: &crate::exec::Capture) -> String {
+    let mut text = String::from_utf8_lossy(c.head()).into_owned();
+    if c.dropped() > 0 {
+        text.push('\n');
+        text.push_str(&c.tail_text());
+    }
+    text
 }
 
 /// A log with its secrets redacted (the common case, none, does not copy it).
