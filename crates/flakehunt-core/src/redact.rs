@@ -274,12 +274,37 @@ fn pair(span: &[u8], start: usize, text: &[u8]) -> Option<Vec<u8>> {
         out.push(value[0]);
     } else {
         // The authentication scheme stays readable: `Authorization: Bearer <redacted>`.
-        if let Some(space) = value.iter().position(|b| *b == b' ' || *b == b'\t') {
+        let scheme = value.iter().position(|b| *b == b' ' || *b == b'\t');
+        if let Some(space) = scheme {
             out.extend_from_slice(&value[..=space]);
         }
         out.extend_from_slice(REDACTED.as_bytes());
+        out.extend_from_slice(closers(&value[scheme.map_or(0, |s| s + 1)..]));
     }
     Some(out)
+}
+
+/// The closing brackets that end `word` without an opening one in it: the end of what holds
+/// the secret (`test_p[token=X]`, `f(password=X)`), kept after the marker so the text keeps its
+/// shape (a test id its `]`).
+fn closers(word: &[u8]) -> &[u8] {
+    let mut end = word.len();
+    while end > 0 && matches!(word[end - 1], b']' | b')' | b'}') {
+        let closer = word[end - 1];
+        let opener = match closer {
+            b']' => b'[',
+            b')' => b'(',
+            _ => b'{',
+        };
+        // Balanced within the word (`x[0]`): part of the value.
+        let opened = word[..end - 1].iter().filter(|b| **b == opener).count();
+        let closed = word[..end - 1].iter().filter(|b| **b == closer).count();
+        if opened > closed {
+            break;
+        }
+        end -= 1;
+    }
+    &word[end..]
 }
 
 /// Whether `word` is an HTTP authentication scheme, which [`pair`] keeps before the marker.
@@ -287,10 +312,13 @@ fn is_auth_scheme(word: &[u8]) -> bool {
     ["bearer", "basic", "digest", "token", "negotiate"].iter().any(|s| word.eq_ignore_ascii_case(s.as_bytes()))
 }
 
-/// `$1` followed by the marker: the readable prefix kept, the secret gone.
+/// `$1` followed by the marker: the readable prefix kept, the secret gone (and the closing
+/// brackets that end it, see [`closers`]).
 fn keep_prefix(c: &Captures<'_>, _: &[u8]) -> Vec<u8> {
-    let mut out = c.get(1).map_or(&b""[..], |m| m.as_bytes()).to_vec();
+    let prefix = c.get(1).map_or(&b""[..], |m| m.as_bytes());
+    let mut out = prefix.to_vec();
     out.extend_from_slice(REDACTED.as_bytes());
+    out.extend_from_slice(closers(c[0].get(prefix.len()..).unwrap_or_default()));
     out
 }
 

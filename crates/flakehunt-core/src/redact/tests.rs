@@ -352,6 +352,28 @@ fn test_ids_keep_their_brackets_and_levels() {
 }
 
 #[test]
+fn a_secret_inside_brackets_leaves_the_closing_bracket() {
+    // pytest's summary line and `PYTEST_CURRENT_TEST` quote a test id whose parameter holds a
+    // secret: the id keeps its `]`, and what follows it stays where it was.
+    assert_eq!(
+        red("FAILED tests/t.py::test_p[token=ghp_0123456789abcdefghij0123] - AssertionError"),
+        "FAILED tests/t.py::test_p[token=<redacted>] - AssertionError"
+    );
+    assert_eq!(
+        red("'tests/t.py::test_p[password=hunter2] (call)'"),
+        "'tests/t.py::test_p[password=<redacted>] (call)'"
+    );
+    assert_eq!(red("connect(password=hunter2)"), "connect(password=<redacted>)");
+    assert_eq!(red("{api_key=abc123xyz}"), "{api_key=<redacted>}");
+    assert_eq!(red("Authorization: Bearer abcdefgh12345678]"), "Authorization: Bearer <redacted>]");
+    assert_eq!(red("[machine h login u password netrc-1a2b]"), "[machine h login u password <redacted>]");
+    // A bracket the value opened is the value's: it goes with it.
+    hides("password=a[1]", "a[1]");
+    hides("password=f(x)", "f(x)");
+    hides("FAILED t.py::test_p[token=ghp_0123456789abcdefghij0123] - x", "ghp_0123456789abcdefghij0123");
+}
+
+#[test]
 fn the_values_of_secret_named_variables_are_found_as_they_are() {
     let values = SecretValues::new(
         ["EnvValue0nly4Name", "correct horse battery staple", "1", "true", "disabled", "hunter2", "20240105"]

@@ -525,3 +525,69 @@ fn an_error_line_quoting_an_argument_holds_no_secret() {
         assert!(stderr.contains("<redacted>") && stderr.lines().count() == 1, "{args:?}: {stderr}");
     }
 }
+
+/// A pytest test whose parameter id holds a token, failing every third iteration (so the plain
+/// target fails twice) with a secret in its assertion and the value of a secret-named variable
+/// on its output.
+const SECRET_NODE_TEST: &str = r#"import os
+import pytest
+
+@pytest.mark.parametrize("k", ["x"], ids=["token=ghp_0123456789abcdefghijNODESECRET1"])
+def test_p(k):
+    print("env", os.environ["MY_API_TOKEN"])
+    assert int(os.environ["FLAKEHUNT_ITERATION"]) % 3 != 0, "password=nodepw-5t6y"
+"#;
+
+// The node id is an argument, and pytest quotes it in its output (the summary line,
+// `PYTEST_CURRENT_TEST`): redacted there, it kept its `]` nowhere, so the manifest's argv,
+// every signature and the live display's failure lines read `test_p[token=<redacted>` and ran
+// into what followed.
+#[test]
+fn a_hunt_of_a_node_id_holding_a_secret_keeps_its_brackets_everywhere_it_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(project.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(project.join("tests/test_node.py"), SECRET_NODE_TEST).unwrap();
+    let node = "tests/test_node.py::test_p[token=ghp_0123456789abcdefghijNODESECRET1]";
+    let written_node = "tests/test_node.py::test_p[token=<redacted>]";
+    let record = dir.path().join("rec");
+    let hunt = Command::new(bin())
+        .args(["hunt", "--seed", "1", "--record", record.to_str().unwrap(), "--pytest", node])
+        .current_dir(&project)
+        .env("MY_API_TOKEN", "plainvalue-of-4h5j")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&hunt.stderr);
+    assert_eq!(hunt.status.code(), Some(1), "{stderr}");
+    let mut written: Vec<(String, Vec<u8>)> =
+        files(&record).into_iter().map(|(p, c)| (p.display().to_string(), c)).collect();
+    written.push(("hunt stdout".into(), hunt.stdout.clone()));
+    written.push(("hunt stderr".into(), hunt.stderr.clone()));
+    for format in ["html", "md", "json", "junit", "term"] {
+        let out = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
+        assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
+        written.push((format!("report --format {format}"), out.stdout));
+    }
+    assert_none_of(&["NODESECRET1", "ghp_0123456789", "nodepw-5t6y", "plainvalue-of-4h5j"], &written);
+    // The live display's failure line, the argv and every signature keep the id whole.
+    let failure = stderr.lines().find(|l| l.contains("new failure")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        failure.contains(&format!("{written_node} - ")) || failure.contains(&format!("{written_node}:")),
+        "{failure}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["target"]["argv"].as_array().unwrap().last().unwrap(), written_node, "{manifest:#}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record.join("summary.json")).unwrap()).unwrap();
+    let signatures = summary["signatures"].as_array().unwrap();
+    assert!(!signatures.is_empty(), "{summary:#}");
+    for s in signatures {
+        let signature = s["signature"].as_str().unwrap();
+        assert!(signature.contains(written_node), "{signature}");
+        assert!(s["example"].as_str().unwrap().contains(&format!("FAILED {written_node} - ")), "{s:#}");
+    }
+}
