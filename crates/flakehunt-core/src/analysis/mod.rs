@@ -31,8 +31,15 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
     let mut plan = crate::plan::from_manifest(&record.manifest);
     let top = outputs.majority().map(str::to_owned);
+    // A record merged from a hunt's shards: each shard's attempts are a hunt of their own.
+    let shards: Option<Vec<crate::plan::Shard>> = match record.manifest.kind {
+        Kind::Adaptive if record.manifest.shard.is_none() => record
+            .document::<crate::record::Merge>(crate::record::MERGE_FILE)?
+            .map(|m| m.merged_from.iter().map(|s| s.shard).collect()),
+        _ => None,
+    };
     let mut hunt = (record.manifest.kind == Kind::Adaptive)
-        .then(|| crate::kind::adaptive::record::AdaptiveSummary::new(&record.manifest));
+        .then(|| crate::kind::adaptive::record::HuntSummary::new(&record.manifest, shards.as_deref()));
     let suite = record.manifest.kind == Kind::Suite;
     let mut hidden = 0u64;
     for attempt in record.attempts()? {

@@ -85,7 +85,7 @@ impl crate::error_class::Classify for MergeError {
 }
 
 /// One shard as recorded in `merge.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MergedShard {
     /// Where it was read from.
     pub dir: PathBuf,
@@ -120,6 +120,15 @@ fn not_recorded(record: &Record, done: &[Attempt]) -> (u64, Vec<u64>) {
     for a in done {
         plan.observe(a);
     }
+    // A hunt whose attempts already meet its stop rule has its answer: the attempts it chose
+    // before it could know (cut by its budget) are not missing.
+    if record.manifest.kind == super::Kind::Adaptive {
+        let mut settled = crate::kind::adaptive::record::plan_of(&record.manifest);
+        done.iter().for_each(|a| crate::plan::Plan::observe(&mut settled, a));
+        if settled.settled() {
+            return (0, Vec::new());
+        }
+    }
     let (mut count, mut ids) = (0u64, Vec::new());
     // An adaptive plan (a matrix's confirmations) waits on results that will not come: what it
     // would run next is then unknown, and not counted.
@@ -132,8 +141,8 @@ fn not_recorded(record: &Record, done: &[Attempt]) -> (u64, Vec<u64>) {
     (count, ids)
 }
 
-/// The result of a merge.
-#[derive(Debug, Clone, Serialize)]
+/// The result of a merge, as `merge.json` holds it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Merge {
     /// The shards joined, by index.
     pub merged_from: Vec<MergedShard>,

@@ -230,6 +230,51 @@ fn report_renders_a_hunt_record() {
     assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="));
 }
 
+/// [`COPIES_RACE`], whose plain target also fails once, on the last calibration attempt.
+const COPIES_RACE_AND_ONE_PLAIN_FAILURE: &str = r#"#!/bin/sh
+case "$FLAKEHUNT_CELL" in
+  copies=*) [ $((FLAKEHUNT_ITERATION % 2)) -eq 0 ] && { echo "lost update" >&2; exit 1; } ;;
+  default) [ "$FLAKEHUNT_ITERATION" -eq 5 ] && { echo "lost update" >&2; exit 1; } ;;
+esac
+exit 0
+"#;
+
+// Each shard is a hunt of its own: read as one hunt, the merged record's interleaved attempts
+// made the plain target's single failure in each shard "the plain target fails twice", and
+// its confirmation counts were no shard's.
+#[test]
+fn merged_hunt_shards_conclude_what_their_shards_did_with_their_confirmations_pooled() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = script(dir.path(), "race.sh", COPIES_RACE_AND_ONE_PLAIN_FAILURE);
+    let mut confirmations = Vec::new();
+    for (shard, rec) in [("1/2", "s1"), ("2/2", "s2")] {
+        let out = flakehunt(
+            dir.path(),
+            &["hunt", "--json", "-q", "--seed", "4", "--shard", shard, "--record", rec, "--", fx.to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        let summary = summary_of(&out);
+        assert_eq!(summary["verdict"], "condition-sensitive", "{summary:#}");
+        assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="), "{summary:#}");
+        assert_eq!(summary["complete"], true, "{summary:#}");
+        confirmations.push(summary["details"]["confirmation"].clone());
+    }
+    let merged = flakehunt(dir.path(), &["merge", "s1", "s2", "--into", "m"]);
+    let stderr = String::from_utf8_lossy(&merged.stderr);
+    assert_eq!(merged.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("missing"), "{stderr}");
+    let json = flakehunt(dir.path(), &["report", "m", "--format", "json"]);
+    let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(summary["verdict"], "condition-sensitive", "{summary:#}");
+    assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="), "{summary:#}");
+    assert_eq!(summary["complete"], true, "{summary:#}");
+    let c = &summary["details"]["confirmation"];
+    for key in ["cell_attempts", "cell_failures", "base_attempts", "base_failures"] {
+        let pooled: u64 = confirmations.iter().map(|s| s[key].as_u64().unwrap()).sum();
+        assert_eq!(c[key].as_u64(), Some(pooled), "{key}: {c:#} from {confirmations:?}");
+    }
+}
+
 #[test]
 fn shards_of_a_hunt_merge_without_sharing_attempt_ids() {
     let dir = tempfile::tempdir().unwrap();

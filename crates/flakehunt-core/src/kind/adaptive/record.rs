@@ -51,6 +51,15 @@ impl ShardedPlan {
     pub fn settle(&mut self) {
         self.inner.settle();
     }
+
+    /// Whether the attempts observed already reach the hunt's end once all of them are folded
+    /// in ([`Self::settle`], which this does): a hunt ended by its budget (or killed) after the
+    /// attempt that met its stop rule, but before the attempts it chose before it could know
+    /// had run, has its answer, and nothing is missing from it.
+    pub fn settled(&mut self) -> bool {
+        self.inner.settle();
+        *self.inner.stage() == super::Stage::Done
+    }
 }
 
 impl Plan for ShardedPlan {
@@ -302,19 +311,28 @@ impl AdaptiveSummary {
 
     /// Completes `summary`: `reproduction`, `details`, and whether the hunt is complete.
     pub fn apply(mut self, summary: &mut Summary) {
+        let done = self.settle();
+        self.render(summary, done, Vec::new());
+    }
+
+    /// Tallies what is left and folds every attempt into the plan; whether the hunt is done. Its
+    /// confirmation counts are then the plan's, which stopped at its stop rule (attempts chosen
+    /// before the stop was known are not counted), whenever it has one for the reproducing
+    /// cell: done or cut short, the counts are the same function of the attempts, so running the
+    /// attempts a cut-short hunt had chosen changes none of them.
+    fn settle(&mut self) -> bool {
         for (_, a) in std::mem::take(&mut self.pending) {
             self.tally.add(&a);
         }
-        let done = self.plan.next() == crate::plan::Next::Done;
+        let next_is_done = self.plan.next() == crate::plan::Next::Done;
         // The attempts the plan had not folded when it stopped (or the record ends): for the
-        // arms their last attempts retired. Its confirmation stopped at its stop rule; attempts
-        // chosen before the stop was known are not counted in it.
-        self.plan.settle();
+        // arms their last attempts retired; they may also meet its stop rule.
+        let done = self.plan.settled() || next_is_done;
         let plan = self.plan.bandit();
         let same_arm = |c: &&crate::kind::adaptive::Confirmation| {
             self.tally.reproduction().is_some_and(|r| plan.cells().get(c.arm).is_some_and(|cell| cell.name == r.cell))
         };
-        if let Some(c) = plan.confirmation().filter(|c| done && same_arm(c)).copied() {
+        if let Some(c) = plan.confirmation().filter(same_arm).copied() {
             self.tally.set_confirmation(ConfirmCounts {
                 cell_attempts: c.arm_attempts,
                 cell_failures: c.arm_failures,
@@ -322,6 +340,12 @@ impl AdaptiveSummary {
                 base_failures: c.base_failures,
             });
         }
+        done
+    }
+
+    /// Writes the tally into `summary`, with `notes` of its own.
+    fn render(self, summary: &mut Summary, done: bool, notes: Vec<String>) {
+        summary.notes.extend(notes);
         summary.complete = done;
         summary.reproduction = Some(self.tally.reproduction().cloned());
         let c = self.tally.confirmation();
@@ -352,6 +376,84 @@ impl AdaptiveSummary {
     /// The reproduction so far.
     pub fn reproduction(&self) -> Option<&Reproduction> {
         self.tally.reproduction()
+    }
+}
+
+/// The summary of a hunt record: the hunt's, or for a record merged from shards, each shard's
+/// on its own attempts, then joined ([`AdaptiveTally::join`]). Each shard is a hunt of its own,
+/// seeded apart: read as one hunt, their interleaved attempts would show a cell failing twice
+/// that failed once in each of two hunts, and a confirmation no shard ran.
+#[derive(Debug)]
+pub struct HuntSummary {
+    /// Each part's attempts' id residue (modulo `count`), and its summary.
+    parts: Vec<(u64, AdaptiveSummary)>,
+    count: u64,
+}
+
+impl HuntSummary {
+    /// For the hunt `manifest` describes; `shards`: those a merged record was merged from.
+    pub fn new(manifest: &Manifest, shards: Option<&[crate::plan::Shard]>) -> Self {
+        let merged = shards.filter(|s| !s.is_empty() && manifest.shard.is_none());
+        let Some(shards) = merged else {
+            return Self { parts: vec![(0, AdaptiveSummary::new(manifest))], count: 1 };
+        };
+        let parts = shards
+            .iter()
+            .map(|s| {
+                let mut shard = manifest.clone();
+                shard.shard = Some(*s);
+                (u64::from(s.index.saturating_sub(1)), AdaptiveSummary::new(&shard))
+            })
+            .collect();
+        Self { parts, count: u64::from(shards[0].count.max(1)) }
+    }
+
+    /// See [`AdaptiveSummary::add`]: to the shard whose attempt it is.
+    pub fn add(&mut self, recorded: &Attempt, judged: &Attempt) {
+        let residue = recorded.id % self.count;
+        if let Some((_, part)) = self.parts.iter_mut().find(|(r, _)| *r == residue) {
+            part.add(recorded, judged);
+        }
+    }
+
+    /// Completes `summary` (see [`AdaptiveSummary::apply`]): a merged record's from its
+    /// shards' tallies joined, complete when every shard is, its details (calibration, skipped
+    /// and retired arms) the first shard's, its timeline every shard's.
+    pub fn apply(mut self, summary: &mut Summary) {
+        if self.parts.len() == 1 {
+            if let Some((_, part)) = self.parts.pop() {
+                part.apply(summary);
+            }
+            return;
+        }
+        let total = self.parts.len();
+        let mut done = true;
+        let mut tallies = Vec::new();
+        let mut timeline = Vec::new();
+        let mut lead = None;
+        for (_, mut part) in self.parts {
+            done &= part.settle();
+            tallies.push(std::mem::take(&mut part.tally));
+            timeline.append(&mut part.timeline);
+            lead.get_or_insert(part);
+        }
+        let Some(mut lead) = lead else { return };
+        let (tally, others) = AdaptiveTally::join(tallies);
+        let lead_cell = tally.reproduction().map(|r| r.cell.clone()).unwrap_or_default();
+        let notes = others
+            .into_iter()
+            .map(|(cell, n)| {
+                format!(
+                    "{n} of the {total} shards reproduced under {cell} instead: each shard is a hunt of its own, \
+                     and {lead_cell}'s confirmation, pooled over the shards that reproduced under it, is the stronger"
+                )
+            })
+            .collect();
+        timeline.sort_by(|a: &Stretch, b: &Stretch| a.from.total_cmp(&b.from));
+        timeline.truncate(TIMELINE_MAX);
+        lead.tally = tally;
+        lead.timeline = timeline;
+        lead.render(summary, done, notes);
     }
 }
 
@@ -459,5 +561,94 @@ mod tests {
         let Next::Run(first) = whole.next() else { panic!() };
         assert_eq!(first.id, 0);
         assert_eq!(options_of(&manifest(None)).seed, 9);
+    }
+
+    /// Runs the plan `manifest` describes as the runner does with enough jobs: every `Run`
+    /// starts an attempt, a `Wait` (or the end) ends the oldest one running; `fails` decides
+    /// from the cell and the iteration. The attempts in the order they ended, and the cells.
+    fn drive(manifest: &Manifest, fails: impl Fn(&str, u64) -> bool) -> (Vec<Attempt>, Vec<crate::plan::CellSpec>) {
+        let mut plan = plan_of(manifest);
+        let mut running: Vec<crate::plan::AttemptSpec> = Vec::new();
+        let mut attempts = Vec::new();
+        loop {
+            assert!(attempts.len() < 5000, "the hunt never ended");
+            match plan.next() {
+                Next::Run(spec) => running.push(spec),
+                Next::Wait | Next::Done if !running.is_empty() => {
+                    let spec = running.remove(0);
+                    let cell = plan.cells()[spec.cell].name.clone();
+                    let fail = fails(&cell, spec.iteration);
+                    let attempt: Attempt = serde_json::from_value(serde_json::json!({
+                        "id": spec.id, "cell": cell, "iteration": spec.iteration, "started_at": "", "seconds": 0.02,
+                        "outcome": if fail { "fail" } else { "pass" }, "exit_code": i32::from(fail), "signal": null,
+                        "stdout_tail": "", "stderr_tail": "", "phase": spec.phase,
+                    }))
+                    .unwrap();
+                    plan.observe(&attempt);
+                    attempts.push(attempt);
+                }
+                Next::Wait => panic!("the plan waits with nothing running"),
+                Next::Done => return (attempts, plan.cells().to_vec()),
+            }
+        }
+    }
+
+    /// The summary of a record of `attempts` (written as the runner writes one).
+    fn summarize(manifest: &Manifest, cells: &[crate::plan::CellSpec], attempts: &[Attempt]) -> Summary {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("rec");
+        let mut recorder = crate::record::Recorder::create(&record, manifest).unwrap();
+        for cell in &cells[1..] {
+            recorder.append_line(crate::record::CELLS, cell).unwrap();
+        }
+        for a in attempts {
+            recorder.append(a, b"", b"").unwrap();
+        }
+        crate::analysis::summarize(&crate::record::Record::open(&record).unwrap()).unwrap()
+    }
+
+    fn confirmation(summary: &Summary) -> ConfirmCounts {
+        serde_json::from_value(summary.details["confirmation"].clone()).unwrap()
+    }
+
+    // A hunt ended by its budget (or killed) once the attempt that met its stop rule was in, but
+    // before the attempts it had chosen before it could know: it read as cut short, a merge of it
+    // as missing attempts, and its confirmation counted those chosen attempts too, so resuming it
+    // (which runs them) lowered its counts.
+    #[test]
+    fn a_hunt_cut_after_its_stop_rule_was_met_is_complete_and_counts_as_it_stopped() {
+        let m = manifest(None);
+        let fails = |cell: &str, it: u64| cell.starts_with("pause=") && it % 3 == 0 && it > 20;
+        let (attempts, cells) = drive(&m, fails);
+        let whole = summarize(&m, &cells, &attempts);
+        assert!(whole.complete);
+        assert_eq!(whole.verdict, "condition-sensitive", "{whole:#?}");
+        let counts = confirmation(&whole);
+        let reproduced = whole.reproduction.clone().flatten().unwrap().cell;
+        // The attempt that met the stop rule: confirmation attempts in id order until the counts.
+        let mut by_id = attempts.clone();
+        by_id.sort_by_key(|a| a.id);
+        let (mut arm, mut base) = (0, 0);
+        let stop = by_id
+            .iter()
+            .find(|a| {
+                if a.phase.as_deref() == Some(super::super::CONFIRM) {
+                    arm += u64::from(a.cell == reproduced);
+                    base += u64::from(a.cell == "default");
+                }
+                (arm, base) == (counts.cell_attempts, counts.base_attempts)
+            })
+            .unwrap()
+            .id;
+        assert!(by_id.last().unwrap().id > stop, "attempts chosen before the stop was known ran after it");
+        let cut: Vec<Attempt> = attempts.iter().filter(|a| a.id <= stop).cloned().collect();
+        let cut_summary = summarize(&m, &cells, &cut);
+        assert!(cut_summary.complete, "{cut_summary:#?}");
+        assert_eq!(confirmation(&cut_summary), counts);
+        assert_eq!(cut_summary.verdict, whole.verdict);
+        // Nothing is missing from it: its plan, every attempt folded in, is done.
+        let mut plan = plan_of(&m);
+        cut.iter().for_each(|a| plan.observe(a));
+        assert!(plan.settled());
     }
 }

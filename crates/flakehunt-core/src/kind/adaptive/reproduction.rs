@@ -270,6 +270,93 @@ impl AdaptiveTally {
     }
 }
 
+impl AdaptiveTally {
+    /// The tally of shards, each a hunt of its own (`--shard`), joined: what they tried summed;
+    /// the shards that reproduced under the same cell pooled (their confirmations are fresh
+    /// attempts of that cell against the baseline, independent of each other, so their counts
+    /// add up to one test), the earliest of their reproductions kept; and among cells the
+    /// shards reproduced under, the one whose pooled confirmation is strongest (the smallest p;
+    /// then the most shards; then the first). Next to it, what the other shards reproduced
+    /// under, as `(cell, shards)`: an interleaving of shards' attempts is no hunt, so joining
+    /// them as one would find a cell failing twice across two hunts.
+    pub fn join(shards: Vec<AdaptiveTally>) -> (AdaptiveTally, Vec<(String, usize)>) {
+        let mut joined = AdaptiveTally::default();
+        // Per cell reproduced under: the pooled part and how many shards.
+        let mut by_cell: Vec<(AdaptiveTally, usize)> = Vec::new();
+        for shard in shards {
+            joined.started = match (joined.started, shard.started) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            joined.recorded += shard.recorded;
+            joined.seconds = joined.seconds.max(shard.seconds);
+            for t in &shard.tried {
+                match joined.tried.iter_mut().find(|j| j.cell == t.cell) {
+                    Some(j) => {
+                        (j.attempts, j.failures, j.slow) =
+                            (j.attempts + t.attempts, j.failures + t.failures, j.slow + t.slow)
+                    }
+                    None => joined.tried.push(t.clone()),
+                }
+            }
+            for (cell, failures) in &shard.failures {
+                match joined.failures.iter_mut().find(|(c, _)| c == cell) {
+                    Some((_, f)) => f.extend(failures.iter().cloned()),
+                    None => joined.failures.push((cell.clone(), failures.clone())),
+                }
+            }
+            for (into, from) in [
+                (&mut joined.baseline_signatures, &shard.baseline_signatures),
+                (&mut joined.confirm_signatures, &shard.confirm_signatures),
+            ] {
+                into.extend(from.iter().take(MAX_SIGNATURES.saturating_sub(into.len())).cloned());
+            }
+            joined.confirm_slow += shard.confirm_slow;
+            let Some(r) = shard.reproduction.clone() else { continue };
+            match by_cell.iter_mut().find(|(t, _)| t.reproduction.as_ref().is_some_and(|p| p.cell == r.cell)) {
+                Some((pooled, n)) => {
+                    *n += 1;
+                    let c = &mut pooled.confirm;
+                    c.cell_attempts += shard.confirm.cell_attempts;
+                    c.cell_failures += shard.confirm.cell_failures;
+                    c.base_attempts += shard.confirm.base_attempts;
+                    c.base_failures += shard.confirm.base_failures;
+                    pooled.reproducing.extend(shard.reproducing.iter().cloned());
+                    if pooled.reproduction.as_ref().is_some_and(|p| r.seconds < p.seconds) {
+                        pooled.reproduction = Some(r);
+                    }
+                }
+                None => by_cell.push((shard, 1)),
+            }
+        }
+        let strength = |t: &AdaptiveTally| {
+            let c = t.confirm;
+            if c.cell_attempts > 0 && c.base_attempts > 0 {
+                c.p_value()
+            } else {
+                1.0
+            }
+        };
+        // The strongest first; `sort_by` is stable, so ties keep the shards' order.
+        by_cell.sort_by(|(a, n), (b, m)| strength(a).total_cmp(&strength(b)).then(m.cmp(n)));
+        let mut others = Vec::new();
+        let mut cells = by_cell.into_iter();
+        if let Some((lead, _)) = cells.next() {
+            // Single failures elsewhere are rumours only while nothing reproduced.
+            joined.failures = Vec::new();
+            joined.reproduction = lead.reproduction;
+            joined.confirm = lead.confirm;
+            joined.reproducing = lead.reproducing;
+        }
+        for (t, n) in cells {
+            if let Some(r) = t.reproduction {
+                others.push((r.cell, n));
+            }
+        }
+        (joined, others)
+    }
+}
+
 /// The reproduction in `attempts` (record order) of a hunt started at `started_at`, or `None`.
 pub fn reproduction(started_at: &str, attempts: &[Attempt]) -> Option<Reproduction> {
     let mut t = AdaptiveTally::new(started_at);
