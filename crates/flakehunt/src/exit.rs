@@ -248,6 +248,35 @@ mod tests {
         assert_eq!(code(&Err(HuntError::CleanRoom(full).into())), IO);
     }
 
+    /// A typed error turned into a usage message loses its class (a full disk would exit 2):
+    /// errors go up as they are, and only their message is made at the top.
+    #[test]
+    fn no_typed_error_is_flattened_into_a_usage_message() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut stack = vec![root.join("flakehunt/src"), root.join("flakehunt-core/src")];
+        let mut found = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (i, line) in text.lines().enumerate() {
+                    // Put together here, so that this file does not match itself.
+                    let flat = ["sage(e.to_string())", "sage(other.to_string())", "sage(super::error_chain("]
+                        .iter()
+                        .any(|tail| line.contains(&format!("U{tail}")) || line.contains(&format!("u{tail}")));
+                    if flat {
+                        found.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(found.is_empty(), "typed errors flattened into usage messages:\n{}", found.join("\n"));
+    }
+
     #[test]
     fn an_io_failure_says_its_cause_and_what_to_do() {
         let m = message_of(&io_error().into());

@@ -55,6 +55,17 @@ pub enum HuntError {
         /// The directory it was started in, when not the current one.
         dir: Option<PathBuf>,
     },
+    /// A tool the hunt needs before its first attempt (the interpreter of `--pytest`, `go`)
+    /// cannot be started.
+    #[error("{what}: {cause} ({advice})")]
+    Tool {
+        /// What could not be run ("cannot run python3").
+        what: String,
+        /// Why (in the message, so not a source to repeat).
+        cause: std::io::Error,
+        /// What to do.
+        advice: &'static str,
+    },
     /// `--python` names no interpreter.
     #[error(transparent)]
     Python(#[from] crate::suite::python::PythonError),
@@ -128,7 +139,7 @@ impl Classify for HuntError {
             Self::Damaged(_) | Self::DamagedPlan(_) | Self::DamagedLadder(_) => ErrorClass::Damaged,
             Self::Io { .. } => ErrorClass::Io,
             // A target that cannot start will not start the next time either.
-            Self::Spawn { .. } => ErrorClass::Usage,
+            Self::Spawn { .. } | Self::Tool { .. } => ErrorClass::Usage,
             Self::Record(e) => e.class(),
             Self::Merge(e) => e.class(),
             Self::Bound(e) => e.class(),

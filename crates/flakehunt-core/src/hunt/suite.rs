@@ -113,8 +113,10 @@ fn pytest(explicit: Option<&Path>, paths: &[String]) -> Result<(Target, SuiteRun
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| {
-            HuntError::usage(format!("cannot run {program}: {e} (give the interpreter with --python PATH)"))
+        .map_err(|cause| HuntError::Tool {
+            what: format!("cannot run {program}"),
+            cause,
+            advice: "give the interpreter with --python PATH",
         })?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() && !text.contains("::") {
