@@ -11,6 +11,7 @@ pub mod cleanroom;
 pub mod config;
 pub mod copy;
 pub mod dispatch;
+pub mod drift;
 pub mod error_class;
 pub mod events;
 pub mod exec;

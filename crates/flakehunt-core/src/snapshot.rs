@@ -346,8 +346,9 @@ impl Snapshot {
 
     /// The snapshot with its secrets redacted, unless `--no-redact`: environment variables by
     /// name and value ([`redact`]), and every other text it holds (a tool's version line, a
-    /// cgroup path, the locale) by value.
-    fn redacted(mut self) -> Snapshot {
+    /// cgroup path, the locale) by value. A snapshot read back (written with `--no-redact`, or
+    /// by an older flakehunt) goes through it again before it is compared or shown.
+    pub fn redacted(mut self) -> Snapshot {
         if !crate::redact::enabled() {
             return self;
         }
@@ -558,7 +559,7 @@ fn count_processors(cpuinfo: &str) -> Option<usize> {
 }
 
 /// Number of CPUs in a kernel CPU list such as `0-3,8,10-11`.
-fn cpu_list_len(list: &str) -> Option<usize> {
+pub fn cpu_list_len(list: &str) -> Option<usize> {
     let mut total = 0usize;
     for part in list.trim().split(',').filter(|p| !p.is_empty()) {
         let count = match part.split_once('-') {

@@ -14,6 +14,8 @@ use flakehunt_core::record::RecordError;
 pub const OK: i32 = 0;
 /// A failure was reproduced, or a fire level rejected.
 pub const REPRODUCED: i32 = 1;
+/// `diff`: the snapshots differ (as diff(1) says it).
+pub const DIFFER: i32 = 1;
 /// Usage or configuration error, or a damaged record.
 pub const USAGE: i32 = 2;
 /// The environment refused what was asked (e.g. `--strict` and an inert profile).
@@ -34,6 +36,8 @@ pub enum Done {
     Refused,
     /// A hunt ended.
     Hunt(HuntEnd),
+    /// `diff` found differences.
+    Differ,
 }
 
 /// Why a command failed: the library's errors as they are, and the binary's own.
@@ -42,6 +46,9 @@ pub enum Error {
     /// A hunt could not run or finish.
     #[error(transparent)]
     Hunt(#[from] flakehunt_core::hunt::HuntError),
+    /// A snapshot cannot be read (`diff`).
+    #[error(transparent)]
+    Snapshot(#[from] flakehunt_core::drift::ReadError),
     /// A record cannot be read (`report`).
     #[error(transparent)]
     Record(#[from] flakehunt_core::record::RecordError),
@@ -102,6 +109,7 @@ impl Error {
     pub fn class(&self) -> ErrorClass {
         match self {
             Self::Hunt(e) => e.class(),
+            Self::Snapshot(e) => e.class(),
             Self::Record(e) | Self::InRecord { error: e, .. } => e.class(),
             Self::Merge(e) => e.class(),
             Self::Config(e) => e.class(),
@@ -125,6 +133,7 @@ pub fn code(result: &Result<Done, Error>) -> i32 {
     match result {
         Ok(Done::Ok) => OK,
         Ok(Done::Refused) => REFUSED,
+        Ok(Done::Differ) => DIFFER,
         Ok(Done::Hunt(end)) => match end {
             HuntEnd { interrupted: true, .. } => INTERRUPTED,
             HuntEnd { reproduced: true, .. } => REPRODUCED,

@@ -77,6 +77,7 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
             let tools = flakehunt_core::hunt::snapshot_tools(&config()?, None);
             snapshot::run(tools, a)
         }
+        cli::Command::Diff(a) => snapshot::diff(a, flakehunt_core::hunt::snapshot_tools(&config()?, None)),
         cli::Command::ProbeWorkload { millis } => {
             let line = flakehunt_core::hunt::workload(*millis);
             exit::to_stdout(|out| writeln!(out, "{line}"))?;

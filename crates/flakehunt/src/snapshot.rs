@@ -5,7 +5,7 @@ use std::io::Write;
 
 use flakehunt_core::snapshot::{Snapshot, SnapshotRequest};
 
-use crate::cli::SnapshotArgs;
+use crate::cli::{DiffArgs, SnapshotArgs};
 use crate::exit::{self, Error};
 
 /// Runs `flakehunt snapshot` with the tool lines `tools`.
@@ -31,4 +31,40 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     tmp.write_all(bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Runs `flakehunt diff`: the differences between A and B (A this machine now when only B is
+/// given, read with the tool lines `tools`), as text or JSON on stdout.
+pub fn diff(args: &DiffArgs, tools: Vec<String>) -> Result<exit::Done, Error> {
+    use flakehunt_core::drift;
+    let (a, a_name, b, b_name) = match args.snapshots.as_slice() {
+        [b] => {
+            let request = SnapshotRequest::everything(tools, None, None).map_err(exit::usage)?;
+            let here = Snapshot::capture_in(&request, None, None);
+            (here, "this machine, now".to_owned(), drift::read_snapshot(b)?, b.display().to_string())
+        }
+        [a, b] => {
+            (drift::read_snapshot(a)?, a.display().to_string(), drift::read_snapshot(b)?, b.display().to_string())
+        }
+        _ => return Err(exit::usage("give one or two snapshots: `flakehunt diff [A] B`")),
+    };
+    let found = drift::compare(&a, &b, &drift::Here::detect());
+    // Both snapshots were redacted when read; what is rendered goes through it once more, as
+    // every output does.
+    let redact = flakehunt_core::redact::enabled();
+    if args.json {
+        let mut json = drift::render::json(&found, &a_name, &b_name);
+        if redact {
+            flakehunt_core::redact::json(&mut json);
+        }
+        let text = serde_json::to_string_pretty(&json).expect("JSON");
+        exit::to_stdout(|out| writeln!(out, "{text}"))?;
+    } else {
+        let mut text = drift::render::text(&found, &a_name, &b_name);
+        if redact {
+            flakehunt_core::redact::in_place(&mut text);
+        }
+        exit::to_stdout(|out| out.write_all(text.as_bytes()))?;
+    }
+    Ok(if found.differences.is_empty() { exit::Done::Ok } else { exit::Done::Differ })
 }

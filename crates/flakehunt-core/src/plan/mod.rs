@@ -2,6 +2,7 @@
 //! at a time and sees every result, so adaptive plans (confirmation, minimisation, bandits)
 //! fit the same runner as static ones. Main trait: [`Plan`].
 
+pub mod against;
 mod cell;
 pub mod matrix;
 mod rng;

@@ -23,7 +23,7 @@ pub use flakehunt_core::plan::parse_bytes;
 #[command(name = "flakehunt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 nothing reproduced (or every fire level accepted), 1 reproduced (or a level rejected), \
-2 usage or configuration error (or a damaged record), 3 the environment refused what was asked, \
+2 usage or configuration error (or a damaged record; diff: 0 the snapshots agree, 1 they differ), 3 the environment refused what was asked, \
 4 the system refused to read or write a file, \
 130 interrupted."
 )]
@@ -96,6 +96,10 @@ pub enum Command {
     /// Python interpreter's distributions, Go's environment and modules and Rust's lock file:
     /// take it where a test fails (a CI step), then `flakehunt diff` or `matrix --against` it.
     Snapshot(SnapshotArgs),
+    /// Compare two snapshots (files, or records' snapshot.json): what differs, grouped, each
+    /// applicable (flakehunt can make this machine, A, look like B) or not, with what to do
+    /// instead. With one, A is this machine now. Exit 0: nothing differs, 1: something does.
+    Diff(DiffArgs),
 
     /// Internal: the workload `probe` runs.
     #[command(name = "__probe-workload", hide = true)]
@@ -251,6 +255,18 @@ pub struct SnapshotArgs {
     /// `go` is on PATH).
     #[arg(long, value_name = "DIR")]
     pub go_test: Option<PathBuf>,
+}
+
+/// `flakehunt diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// A then B: snapshot files or record directories; given one, it is B and A is a snapshot
+    /// of this machine taken now.
+    #[arg(value_name = "SNAPSHOT", num_args = 1..=2, required = true)]
+    pub snapshots: Vec<PathBuf>,
+    /// Print the differences as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `flakehunt report`.

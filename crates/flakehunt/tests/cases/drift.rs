@@ -141,3 +141,133 @@ fn a_hunts_snapshot_reads_the_interpreter_it_runs() {
     assert_eq!(s["python"]["packages"]["flaky-dep"], "0.3.1", "{}", s["python"]);
     assert!(s["go"].is_null(), "a Python hunt runs no go command");
 }
+
+/// Runs `flakehunt snapshot --output FILE` in `dir` through `sh -c 'ulimit -n NOFILE; ...'`
+/// with `env` added and `python` as the interpreter, pinned to `cpus` when given.
+fn snapshot_with(dir: &Path, file: &str, nofile: u32, env: &[(&str, &str)], python: &Path, cpus: Option<&str>) {
+    let script = format!("ulimit -n {nofile} && exec \"$0\" snapshot --output {file} --python \"$1\"");
+    let mut command = match cpus {
+        Some(list) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", list, "sh", "-c", &script]);
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.args(["-c", &script]);
+            c
+        }
+    };
+    command.arg(bin()).arg(python).current_dir(dir).env_remove("TZ").env_remove("LC_ALL").env_remove("LC_TIME");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn locale_installed(name: &str) -> bool {
+    let list = Command::new("locale").arg("-a").output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let normal = |l: &str| l.to_ascii_lowercase().replace('-', "");
+    list.is_ok_and(|l| l.lines().any(|x| normal(x) == normal(name)))
+}
+
+fn difference<'a>(diff: &'a Value, group: &str, name: &str) -> &'a Value {
+    let group = diff["groups"].as_array().unwrap().iter().find(|g| g["group"] == group);
+    let group = group.unwrap_or_else(|| panic!("no group {group:?} in {diff:#}"));
+    group["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {group:#}"))
+}
+
+#[test]
+fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let here_dir = tmp.path().join("here");
+    let ci_dir = tmp.path().join("ci");
+    std::fs::create_dir_all(&here_dir).unwrap();
+    std::fs::create_dir_all(&ci_dir).unwrap();
+    let (Some(here_py), Some(ci_py)) =
+        (virtualenv(&here_dir, &[("requests", "2.31.0")]), virtualenv(&ci_dir, &[("requests", "2.28.2")]))
+    else {
+        return skip("diff", "python3 -m venv does not work here");
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = (cpus > 1).then_some("0");
+    snapshot_with(tmp.path(), "here.json", 4096, &[], &here_py, None);
+    snapshot_with(
+        tmp.path(),
+        "ci.json",
+        1024,
+        &[
+            ("FIXTURE_MODE", "ci"),
+            ("TZ", "America/New_York"),
+            ("LC_ALL", "C"),
+            ("LC_TIME", "de_DE.UTF-8"),
+            ("SECRET_TOKEN", "hunter2"),
+            ("DATABASE_URL", "postgres://app:hunter2@db/app"),
+        ],
+        &ci_py,
+        pin,
+    );
+    let out =
+        Command::new(bin()).args(["diff", "--json", "here.json", "ci.json"]).current_dir(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "they differ: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!text.contains("hunter2"), "a secret reached the output");
+    let diff: Value = serde_json::from_str(&text).unwrap();
+
+    let fixture = difference(&diff, "environment", "FIXTURE_MODE");
+    assert_eq!((fixture["applicable"].as_bool(), fixture["b"].as_str()), (Some(true), Some("ci")));
+    let nofile = difference(&diff, "limits", "nofile");
+    assert_eq!(nofile["applicable"], true);
+    assert_eq!(nofile["change"], serde_json::json!({"kind": "rlimit", "name": "nofile", "value": 1024}));
+    let tz = difference(&diff, "locale-time", "TZ");
+    assert_eq!(tz["change"], serde_json::json!({"kind": "env", "name": "TZ", "value": "America/New_York"}));
+    assert_eq!(difference(&diff, "locale-time", "LC_ALL")["applicable"], true, "C is always installed");
+    let lc_time = difference(&diff, "locale-time", "LC_TIME");
+    assert_eq!(lc_time["applicable"].as_bool(), Some(locale_installed("de_DE.UTF-8")), "{lc_time}");
+    let requests = difference(&diff, "python", "requests");
+    assert_eq!((requests["a"].as_str(), requests["b"].as_str()), (Some("2.31.0"), Some("2.28.2")));
+    assert_eq!(requests["applicable"], false);
+    let pip = diff["remedies"].as_array().unwrap().iter().find(|r| r["group"] == "python").expect("a pip line");
+    assert!(pip["text"].as_str().unwrap().contains("pip install 'requests==2.28.2'"), "{pip}");
+    assert_eq!(difference(&diff, "environment", "SECRET_TOKEN")["applicable"], false, "its value is redacted");
+    if pin.is_some() {
+        let cpus = difference(&diff, "cpus-memory", "CPUs");
+        assert_eq!(cpus["change"], serde_json::json!({"kind": "cpus", "count": 1}));
+    } else {
+        skip("diff CPUs", "this machine has one CPU");
+    }
+
+    let out = Command::new(bin()).args(["diff", "here.json", "ci.json"]).current_dir(tmp.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("hunter2"));
+    assert!(text.contains("  + nofile") && text.contains("  - requests"), "{text}");
+    assert!(text.contains("not applicable here"), "{text}");
+
+    let same = Command::new(bin()).args(["diff", "here.json", "here.json"]).current_dir(tmp.path()).output().unwrap();
+    assert_eq!(same.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&same.stdout).contains("no differences"));
+}
+
+#[test]
+fn diff_refuses_what_is_not_a_snapshot_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("x.json"), "{\"cells\": []}").unwrap();
+    let out = Command::new(bin()).args(["diff", "x.json", "x.json"]).current_dir(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("x.json is not a flakehunt snapshot"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = Command::new(bin()).args(["diff", "missing.json"]).current_dir(tmp.path()).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a path named that does not exist: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
