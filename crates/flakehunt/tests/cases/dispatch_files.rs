@@ -21,7 +21,7 @@ use serde::Deserialize as _;
 use serde_json::Value as Json;
 use serde_yaml::Value;
 
-use crate::harness::bin;
+use crate::harness::{bin, flakehunt};
 
 fn fixture() -> PathBuf {
     PathBuf::from(crate::harness::fixture_arg("argv-nul.sh"))
@@ -149,8 +149,9 @@ fn path_with(dir: &Path) -> OsString {
     std::env::join_paths(dirs).unwrap()
 }
 
-fn flakehunt(args: &[&str], extra: &[String]) -> Output {
-    let out = Command::new(bin()).args(args).args(extra).env_remove("GITHUB_STEP_SUMMARY").output().unwrap();
+/// `flakehunt ARGS EXTRA...`, which must succeed.
+fn flakehunt_ok(args: &[&str], extra: &[String]) -> Output {
+    let out = flakehunt().args(args).args(extra).output();
     assert_ok(&out, &format!("flakehunt {args:?}"));
     out
 }
@@ -240,7 +241,7 @@ fn a_hostile_github_workflow_validates_and_runs_as_dispatched() {
     tail.push(fixture().display().to_string());
     tail.extend(argv.iter().cloned());
     let name = "flakehunt: \"$(touch x)\" #1 *a &b {c} ü";
-    let out = flakehunt(
+    let out = flakehunt_ok(
         &[
             "dispatch",
             "github",
@@ -352,7 +353,7 @@ fn a_hostile_shell_hunt_from_git_validates_and_records_the_script_exactly() {
     let work = tempfile::tempdir().unwrap();
     let mark = work.path().join("PWNED");
     let shell = hostile_shell(&mark);
-    let out = flakehunt(
+    let out = flakehunt_ok(
         &[
             "dispatch",
             "github",
@@ -398,17 +399,16 @@ fn a_hostile_shell_hunt_from_git_validates_and_records_the_script_exactly() {
 
 #[test]
 fn dispatch_github_without_an_install_option_says_what_to_give() {
-    let out = Command::new(bin()).args(["dispatch", "github", "--shards", "2", "--", "true"]).output().unwrap();
+    let out = flakehunt().args(["dispatch", "github", "--shards", "2", "--", "true"]).output();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--install 'COMMAND' or --install-from-git URL [--rev REV]"), "{stderr}");
     assert!(out.stdout.is_empty());
     // A workflow's name may hold no expression: refused, not changed.
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["dispatch", "github", "--shards", "2", "--install", "x", "--name", "a ${{ b }}", "--", "true"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--name \"a ${{ b }}\" holds '${{'"));
 }
@@ -450,7 +450,7 @@ fn hostile_kubernetes_jobs_validate_and_run_as_dispatched() {
         let mut tail = vec!["--fail-if".to_owned(), HOSTILE_REGEX.to_owned(), "--".to_owned()];
         tail.push(fixture().display().to_string());
         tail.extend(argv.iter().cloned());
-        let out = flakehunt(
+        let out = flakehunt_ok(
             &[
                 "dispatch",
                 "k8s",
@@ -532,7 +532,7 @@ fn a_hostile_slurm_script_is_valid_and_runs_as_dispatched() {
     hunts.push(vec!["--shell".to_owned(), hostile_shell(&mark)]);
     for (n, hunt) in hunts.iter().enumerate() {
         let record = record.with_extension(n.to_string());
-        let out = flakehunt(
+        let out = flakehunt_ok(
             &[
                 "slurm-script",
                 "sweep",
@@ -585,7 +585,7 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
     let argv = hostile_argv(&mark);
     let record = hostile_dir(work.path(), "rec").join("run");
     let cwd = hostile_dir(work.path(), "cwd");
-    let out = assert_cmd::Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--slurm", "2", "--runs", "2", "--profiles", "default", "--fail-if", HOSTILE_REGEX])
         .args(["--slurm-opt", "--comment=it's\"#1\"\\"])
         .arg("--record")
@@ -600,8 +600,7 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
         .env("FLAKEHUNT_ARGV_OUT", "argv")
         .env_remove("GITHUB_STEP_SUMMARY")
         .timeout(Duration::from_secs(300))
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{}", cluster.logs());
     assert_eq!(argv_written(&cwd.join("argv")), argv);

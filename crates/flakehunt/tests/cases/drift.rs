@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::harness::{bin, read_json, skip};
+use crate::harness::{bin, flakehunt, read_json, skip};
 
 /// A virtualenv (no pip: made in a moment) whose site-packages holds `packages` laid out as
 /// pip lays them out: a `NAME-VERSION.dist-info` with its `METADATA`.
@@ -55,15 +55,14 @@ fn a_snapshot_holds_the_interpreters_distributions_gos_modules_and_the_lock_file
         "version = 3\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n",
     )
     .unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["snapshot", "--output", "ci-env.json", "--python"])
         .arg(&python)
         .current_dir(&project)
         .env("SECRET_TOKEN", "hunter2")
         .env("GOPROXY", "https://ci:hunter2@proxy.example/go")
         .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty(), "--output writes the file, not stdout");
     let text = std::fs::read_to_string(project.join("ci-env.json")).unwrap();
@@ -108,14 +107,14 @@ fn a_module_list_that_needs_the_network_is_said_to_be_missing_offline() {
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(tmp.path().join("go.mod"), "module example.com/app\n\ngo 1.19\n\nrequire example.com/gone v1.0.0\n")
         .unwrap();
-    let out = Command::new(bin()).args(["snapshot", "--go-test"]).arg(&pkg).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["snapshot", "--go-test"]).arg(&pkg).current_dir(tmp.path()).output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let s: Value = serde_json::from_slice(&out.stdout).unwrap();
     let error = s["go"]["modules_error"].as_str().unwrap_or_default();
     assert!(error.contains("did not work offline"), "{}", s["go"]);
     assert!(s["go"]["dir"].as_str().is_some_and(|d| d.ends_with("pkg")), "{}", s["go"]);
 
-    let missing = Command::new(bin()).args(["snapshot", "--go-test", "no/such/dir"]).output().unwrap();
+    let missing = flakehunt().args(["snapshot", "--go-test", "no/such/dir"]).output();
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("--go-test no/such/dir: no such directory"));
 }
@@ -127,14 +126,13 @@ fn a_hunts_snapshot_reads_the_interpreter_it_runs() {
         return skip("hunt snapshot python", "python3 -m venv does not work here");
     };
     let record = tmp.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--runs", "1", "--profiles", "default", "-q", "--record"])
         .arg(&record)
         .arg("--")
         .arg(&python)
         .args(["-c", "pass"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let s = read_json(&record.join("snapshot.json"));
     assert_eq!(s["python"]["chosen_by"], "the target");
@@ -213,8 +211,7 @@ fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_s
         &ci_py,
         pin,
     );
-    let out =
-        Command::new(bin()).args(["diff", "--json", "here.json", "ci.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "--json", "here.json", "ci.json"]).current_dir(tmp.path()).output();
     assert_eq!(out.status.code(), Some(1), "they differ: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(!text.contains("hunter2"), "a secret reached the output");
@@ -243,13 +240,13 @@ fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_s
         skip("diff CPUs", "this machine has one CPU");
     }
 
-    let out = Command::new(bin()).args(["diff", "here.json", "ci.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "here.json", "ci.json"]).current_dir(tmp.path()).output();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("hunter2"));
     assert!(text.contains("  + nofile") && text.contains("  - requests"), "{text}");
     assert!(text.contains("not applicable here"), "{text}");
 
-    let same = Command::new(bin()).args(["diff", "here.json", "here.json"]).current_dir(tmp.path()).output().unwrap();
+    let same = flakehunt().args(["diff", "here.json", "here.json"]).current_dir(tmp.path()).output();
     assert_eq!(same.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&same.stdout).contains("no differences"));
 }
@@ -258,12 +255,12 @@ fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_s
 fn diff_refuses_what_is_not_a_snapshot_in_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("x.json"), "{\"cells\": []}").unwrap();
-    let out = Command::new(bin()).args(["diff", "x.json", "x.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "x.json", "x.json"]).current_dir(tmp.path()).output();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("x.json is not a flakehunt snapshot"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    let out = Command::new(bin()).args(["diff", "missing.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "missing.json"]).current_dir(tmp.path()).output();
     assert_eq!(
         out.status.code(),
         Some(2),
