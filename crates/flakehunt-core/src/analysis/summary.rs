@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::stats::{self, Amplification};
-use super::tally::{CellTally, Durations, Tally};
+use super::tally::{CellTally, DurationHistogram, Tally};
 use crate::plan::CellSpec;
 use crate::record::{Kind, Manifest, Outcome, FORMAT_VERSION};
 
@@ -51,28 +51,28 @@ pub struct Summary {
     pub outputs: Vec<crate::oracle::majority::OutputSummary>,
     /// Matrix: the dimensions of the grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dimensions: Option<Vec<crate::plan::matrix::Dimension>>,
+    pub dimensions: Option<Vec<crate::kind::matrix::plan::Dimension>>,
     /// Matrix: failures per dimension value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attribution: Option<Vec<super::matrix::Attribution>>,
-    /// Matrix, fire or hunt specifics (a hunt's: [`crate::adaptive::record::HuntDetails`]).
+    pub attribution: Option<Vec<crate::kind::matrix::summary::Attribution>>,
+    /// Matrix, fire or hunt specifics (a hunt's: [`crate::kind::adaptive::record::AdaptiveDetails`]).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
     /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
     /// none did); absent from other kinds' summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reproduction: Option<Option<crate::analysis::reproduction::Reproduction>>,
+    pub reproduction: Option<Option<crate::kind::adaptive::reproduction::Reproduction>>,
     /// Warm attempts' failure rate against cold ones', when any attempt ran warm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<super::modes::ModeSummary>,
     /// Fire: the reference and the ladder's levels, flattened into the document
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
-    pub fire: Option<crate::fire::FireSummary>,
+    pub fire: Option<crate::kind::fire::FireSummary>,
     /// Suite: the runner, the tests collected and every test that failed at least once,
     /// flattened into the document (`framework`, `collected`, `tests`, ...).
     #[serde(flatten)]
-    pub suite: Option<crate::suite::summary::SuiteSummary>,
+    pub suite: Option<crate::kind::suite::summary::SuiteSummary>,
 }
 
 /// One cell's statistics.
@@ -118,8 +118,8 @@ pub struct CellSummary {
     pub leaking: u64,
     /// Confirmation attempts among `attempts` (matrix).
     pub confirmations: u64,
-    /// Duration histograms (see `Durations`), for renderers.
-    pub durations: Durations,
+    /// Duration histograms (see `DurationHistogram`), for renderers.
+    pub durations: DurationHistogram,
     /// Matrix: the cell's overlay (dimension -> value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<BTreeMap<String, String>>,
@@ -181,7 +181,7 @@ impl Summary {
         // An adaptive hunt's conclusion says what its clean arms rule out, at the rate that
         // matters (the one a failure would have shown at within the attempts it ran).
         let mut notes =
-            if manifest.kind == crate::record::Kind::Hunt { Vec::new() } else { zero_failure_notes(&out_cells) };
+            if manifest.kind == crate::record::Kind::Adaptive { Vec::new() } else { zero_failure_notes(&out_cells) };
         if let Some((lo, hi)) = tally.load_range {
             if hi - lo >= 1.0 && hi >= 1.5 * lo.max(0.5) {
                 notes.push(format!(

@@ -21,7 +21,7 @@ pub struct CellTally {
     /// Sum of wall-clock seconds.
     pub seconds: f64,
     /// Duration histograms of passing and failing attempts.
-    pub durations: Durations,
+    pub durations: DurationHistogram,
     /// What the profile measured, aggregated.
     pub effect: EffectTally,
     /// Sum and count of load averages seen.
@@ -55,7 +55,7 @@ impl AtOnce {
     /// inside): dropped, it keeps the memory as small as the attempts running at once. The most
     /// a cell can run at once bounds what is kept besides.
     fn add(&mut self, a: &Attempt) {
-        let Some(start) = super::reproduction::unix_seconds(&a.started_at) else { return };
+        let Some(start) = crate::kind::adaptive::reproduction::unix_seconds(&a.started_at) else { return };
         let end = start + a.seconds.max(0.0);
         self.measured += 1;
         self.recent.retain(|&(_, e, _)| e > start);
@@ -79,14 +79,14 @@ impl AtOnce {
 /// Log-scale duration histograms: 4 buckets per power of ten from 1 ms to 10,000 s, so the
 /// distribution of any number of attempts fits in a few hundred counters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Durations {
+pub struct DurationHistogram {
     /// Counts of passing attempts per bucket.
     pub pass: Vec<u64>,
     /// Counts of failing attempts per bucket.
     pub fail: Vec<u64>,
 }
 
-impl Durations {
+impl DurationHistogram {
     /// Buckets per power of ten.
     pub const PER_DECADE: usize = 4;
     /// Number of buckets: 1 ms .. 10^4 s.
@@ -104,7 +104,7 @@ impl Durations {
     }
 }
 
-impl Default for Durations {
+impl Default for DurationHistogram {
     fn default() -> Self {
         Self { pass: vec![0; Self::BUCKETS], fail: vec![0; Self::BUCKETS] }
     }
@@ -205,7 +205,7 @@ impl Tally {
             cell.leaking += 1;
         }
         cell.seconds += a.seconds;
-        let bucket = Durations::bucket(a.seconds);
+        let bucket = DurationHistogram::bucket(a.seconds);
         if a.outcome.is_failure() {
             cell.durations.fail[bucket] += 1;
         } else if a.outcome == Outcome::Pass {
@@ -305,15 +305,15 @@ mod tests {
 
     #[test]
     fn duration_buckets_are_monotonic_and_bounded() {
-        assert_eq!(Durations::bucket(0.0), 0);
-        assert_eq!(Durations::bucket(0.001), 0);
-        assert!(Durations::bucket(0.01) < Durations::bucket(0.1));
-        assert_eq!(Durations::bucket(1e9), Durations::BUCKETS - 1);
-        assert!((Durations::lower_edge(Durations::PER_DECADE) - 0.01).abs() < 1e-12);
+        assert_eq!(DurationHistogram::bucket(0.0), 0);
+        assert_eq!(DurationHistogram::bucket(0.001), 0);
+        assert!(DurationHistogram::bucket(0.01) < DurationHistogram::bucket(0.1));
+        assert_eq!(DurationHistogram::bucket(1e9), DurationHistogram::BUCKETS - 1);
+        assert!((DurationHistogram::lower_edge(DurationHistogram::PER_DECADE) - 0.01).abs() < 1e-12);
     }
     #[test]
     fn at_once_counts_the_attempts_running_together_in_any_recording_order() {
-        use crate::analysis::reproduction::tests::attempt;
+        use crate::kind::adaptive::reproduction::tests::attempt;
         let most = |spans: &[(f64, f64)]| {
             let mut t = Tally::default();
             for (i, &(at, seconds)) in spans.iter().enumerate() {

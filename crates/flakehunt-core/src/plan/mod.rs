@@ -4,7 +4,6 @@
 
 pub mod against;
 mod cell;
-pub mod matrix;
 mod rng;
 mod schedule;
 mod settings;
@@ -63,12 +62,12 @@ pub trait Plan: Send {
 /// The plan a manifest describes, ready to run (or to continue, after observing the attempts
 /// already recorded).
 pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
-    if manifest.kind == crate::record::Kind::Hunt {
-        return Box::new(crate::adaptive::record::plan_of(manifest));
+    if manifest.kind == crate::record::Kind::Adaptive {
+        return Box::new(crate::kind::adaptive::record::plan_of(manifest));
     }
     if manifest.kind == crate::record::Kind::Matrix {
         let confirm = manifest.extra.confirm();
-        return Box::new(matrix::MatrixPlan::new(
+        return Box::new(crate::kind::matrix::plan::MatrixPlan::new(
             manifest.cells.clone(),
             manifest.plan.runs,
             manifest.seed,
@@ -89,7 +88,7 @@ pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
 /// Whether the plan of a hunt of `kind` runs a `copies=N` cell's N attempts together (the
 /// adaptive hunt's and the sweep's); elsewhere such a cell is inert.
 pub fn schedules_copies(kind: crate::record::Kind) -> bool {
-    matches!(kind, crate::record::Kind::Hunt | crate::record::Kind::Sweep)
+    matches!(kind, crate::record::Kind::Adaptive | crate::record::Kind::Sweep)
 }
 
 /// Attempts the runner must be able to run at once for `manifest`'s plan: `--jobs`, or a sweep's

@@ -205,7 +205,7 @@ pub struct Attempt {
     /// that any failing order can be replayed from the record alone. Records of other kinds,
     /// and those written before suites existed, have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suite: Option<Box<crate::suite::record::AttemptTests>>,
+    pub suite: Option<Box<crate::kind::suite::record::AttemptTests>>,
     /// How its process started; records written before warm attempts existed read as cold.
     #[serde(default)]
     pub mode: Mode,

@@ -114,8 +114,8 @@ fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase 
 /// A suite's test that failed at least once: one `flakyFailure` per failing run of it (the
 /// shuffled attempts', or its confirmation runs' for a test that only fails run twice), a
 /// `failure` when it failed every time; its category, culprits and reproducer as properties.
-fn test_case(t: &crate::suite::summary::TestSummary, ctx: &RenderContext) -> TestCase {
-    use crate::suite::record::Role;
+fn test_case(t: &crate::kind::suite::summary::TestSummary, ctx: &RenderContext) -> TestCase {
+    use crate::kind::suite::record::Role;
     let mut runs: Vec<(&Attempt, Option<&str>)> = Vec::new();
     let mut confirmations = Vec::new();
     for a in ctx.failing.values().flatten() {

@@ -207,7 +207,7 @@ pub fn sweep() -> Fixture {
 
 /// A 3 x 2 matrix where the failure follows LC_ALL=C with 4 workers.
 pub fn matrix() -> Fixture {
-    use flakehunt_core::plan::matrix::{grid, Dimension, DimensionKind};
+    use flakehunt_core::kind::matrix::plan::{grid, Dimension, DimensionKind};
     let dimensions = vec![
         Dimension {
             name: "LC_ALL".into(),
@@ -277,7 +277,7 @@ pub const PYTEST_TAIL: &str = "tests/test_ledger.py .F.\n=======================
 /// failing twice (pytest's report on stdout, stderr empty), then confirmation against the
 /// baseline.
 pub fn hunt() -> Fixture {
-    let mut f = Fixture::new(Kind::Hunt, vec![CellSpec::for_profile(Profile::default_profile())], 100);
+    let mut f = Fixture::new(Kind::Adaptive, vec![CellSpec::for_profile(Profile::default_profile())], 100);
     f.manifest.extra =
         serde_json::from_value(serde_json::json!({"bandit": {"seed": 42, "cpus": 2, "runtime": "python"}})).unwrap();
     let arms = ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10"];

@@ -2,15 +2,15 @@
 //! an arm (and how confirmation judged it), or, with the budget spent, what was tried and the
 //! rate a failure would very likely have shown above. Pure. Main function: [`conclusion`].
 
-use crate::analysis::reproduction::{HuntTally, Tried, BASELINE};
 use crate::analysis::stats::{amplification, format_p, format_rate, zero_failure_upper_bound};
+use crate::kind::adaptive::reproduction::{AdaptiveTally, Tried, BASELINE};
 
 /// Confirmation's significance level: below it, the arm is the condition.
 pub const ALPHA: f64 = 0.01;
 
 /// The conclusion line (no trailing newline). `budget_spent`: the hunt stopped because its
 /// budget ran out, not because its plan was done.
-pub fn conclusion(t: &HuntTally, budget_spent: bool) -> String {
+pub fn conclusion(t: &AdaptiveTally, budget_spent: bool) -> String {
     let Some(r) = t.reproduction() else { return not_reproduced(t) };
     let head = format!("reproduced twice in {} ({} attempts) under {}", seconds(r.seconds), r.attempts, r.cell);
     if r.cell == BASELINE {
@@ -42,7 +42,7 @@ pub fn conclusion(t: &HuntTally, budget_spent: bool) -> String {
 }
 
 /// "not reproduced in 600 s (12000 attempts): tried default, cpu-starved=33,10,3.3, ...; ..."
-fn not_reproduced(t: &HuntTally) -> String {
+fn not_reproduced(t: &AdaptiveTally) -> String {
     let mut families: Vec<(&str, Vec<&str>)> = Vec::new();
     for tried in t.tried() {
         let f = family(&tried.cell);
@@ -115,11 +115,11 @@ fn spaced(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::reproduction::tests::{attempt, START};
+    use crate::kind::adaptive::reproduction::tests::{attempt, START};
     use crate::record::Attempt;
 
-    fn tally(attempts: &[Attempt]) -> HuntTally {
-        let mut t = HuntTally::new(START);
+    fn tally(attempts: &[Attempt]) -> AdaptiveTally {
+        let mut t = AdaptiveTally::new(START);
         attempts.iter().for_each(|a| t.add(a));
         t
     }

@@ -12,6 +12,7 @@ pub mod gotest;
 pub mod junit;
 pub mod libtest;
 pub mod order;
+pub(crate) mod prepare;
 pub mod python;
 pub mod record;
 pub mod repeat;

@@ -289,9 +289,9 @@ pub fn of_record(record: &crate::record::Record) -> Result<Option<Analysis>, cra
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::order::Pytest;
-    use crate::suite::setup::SuiteRunner;
-    use crate::suite::{TestOutcome, TestResult};
+    use crate::kind::suite::order::Pytest;
+    use crate::kind::suite::setup::SuiteRunner;
+    use crate::kind::suite::{TestOutcome, TestResult};
 
     /// A model of a suite: `v` fails after `p`, `b` fails unless `s` ran before it, `n` fails
     /// its second run in a process, `f` fails on every other run; `c` is clean.

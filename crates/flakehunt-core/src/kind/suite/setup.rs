@@ -97,13 +97,13 @@ impl Request {
 
 /// A run ready to start: its argv and environment, and where its results will be.
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub struct PreparedRun {
     /// What to start (through a shell that sends stdout to a file, for Go and libtest).
     pub invocation: Invocation,
     scratch: PathBuf,
 }
 
-impl Prepared {
+impl PreparedRun {
     /// Removes the scratch directory of a run that could not start, with its parent when that
     /// is left empty, so that a refused hunt leaves nothing of it in the record.
     pub fn discard(&self) {
@@ -201,14 +201,14 @@ impl SuiteSetup {
     }
 
     /// The invocation of `req` as attempt `id`, with its scratch directory created.
-    pub fn prepare(&self, req: &Request, id: u64) -> std::io::Result<Prepared> {
+    pub fn prepare(&self, req: &Request, id: u64) -> std::io::Result<PreparedRun> {
         let scratch = self.files.join(SCRATCH_DIR).join(id.to_string());
         std::fs::create_dir_all(&scratch)?;
         let junit = scratch.join(JUNIT_FILE);
         let subject = || req.subject.clone().into_iter().collect::<Vec<_>>();
         let invocation = match (&self.runner, req.role) {
             (_, Role::Reproducer) => {
-                return Ok(Prepared { invocation: Invocation { argv: req.argv.clone(), env: Vec::new() }, scratch })
+                return Ok(PreparedRun { invocation: Invocation { argv: req.argv.clone(), env: Vec::new() }, scratch })
             }
             (SuiteRunner::Pytest { pytest, .. }, Role::Repeat) => {
                 pytest.repeat(&subject(), &self.plugin_dir(), self.python_path.as_deref(), Some(&junit))
@@ -231,13 +231,13 @@ impl SuiteSetup {
                 to_file(libtest_run(binary, tests), &scratch)
             }
         };
-        Ok(Prepared { invocation, scratch })
+        Ok(PreparedRun { invocation, scratch })
     }
 
     /// The suite part of the attempt `prepared` ran, from its structured output (removed with
     /// its scratch directory) or, for a reproducer, from what it printed (`output`: the head and
     /// tail of its stdout).
-    pub fn results(&self, req: &Request, prepared: &Prepared, output: &str) -> AttemptTests {
+    pub fn results(&self, req: &Request, prepared: &PreparedRun, output: &str) -> AttemptTests {
         let read = |name: &str| std::fs::read_to_string(prepared.scratch.join(name)).unwrap_or_default();
         let mut order = req.tests.clone();
         let tests = match (&self.runner, req.role) {

@@ -1,7 +1,7 @@
 //! What an adaptive hunt's record says about reproduction: the cell that first failed twice,
 //! how long that took from the hunt's start and how many attempts ran until then, the
 //! confirmation against the baseline, and what was tried. Streaming, like the tally, so
-//! `summary.json`'s `"reproduction"` comes from the record alone. Main type: [`HuntTally`].
+//! `summary.json`'s `"reproduction"` comes from the record alone. Main type: [`AdaptiveTally`].
 
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +45,7 @@ pub struct ConfirmCounts {
 impl ConfirmCounts {
     /// Two-sided Fisher exact p on these attempts alone.
     pub fn p_value(&self) -> f64 {
-        super::stats::fisher_exact_two_sided(
+        crate::analysis::stats::fisher_exact_two_sided(
             self.cell_failures,
             self.cell_attempts - self.cell_failures,
             self.base_failures,
@@ -65,7 +65,7 @@ pub const BASELINE: &str = "default";
 /// Attempts of a hunt, added in record order (already judged by the oracles, so a wrong output
 /// counts as the failure it is).
 #[derive(Debug, Clone, Default)]
-pub struct HuntTally {
+pub struct AdaptiveTally {
     started: Option<f64>,
     recorded: u64,
     seconds: f64,
@@ -74,7 +74,7 @@ pub struct HuntTally {
     confirm: ConfirmCounts,
 }
 
-impl HuntTally {
+impl AdaptiveTally {
     /// A tally for a hunt that started at `started_at` (RFC 3339, the manifest's).
     pub fn new(started_at: &str) -> Self {
         Self { started: unix_seconds(started_at), ..Self::default() }
@@ -90,7 +90,7 @@ impl HuntTally {
         };
         self.seconds = self.seconds.max(end);
         let failed = a.outcome.is_failure();
-        if a.phase.as_deref() == Some(crate::adaptive::CONFIRM) {
+        if a.phase.as_deref() == Some(crate::kind::adaptive::CONFIRM) {
             if let Some(r) = &self.reproduction {
                 if a.cell == r.cell {
                     self.confirm.cell_attempts += 1;
@@ -150,7 +150,7 @@ impl HuntTally {
 
 /// The reproduction in `attempts` (record order) of a hunt started at `started_at`, or `None`.
 pub fn reproduction(started_at: &str, attempts: &[Attempt]) -> Option<Reproduction> {
-    let mut t = HuntTally::new(started_at);
+    let mut t = AdaptiveTally::new(started_at);
     attempts.iter().for_each(|a| t.add(a));
     t.reproduction
 }
@@ -202,10 +202,10 @@ pub(crate) mod tests {
 
     #[test]
     fn confirmation_counts_only_confirmation_attempts_of_the_cell_and_the_baseline() {
-        let mut t = HuntTally::new(START);
+        let mut t = AdaptiveTally::new(START);
         let mut at = 0.0;
         let mut id = 0;
-        let mut add = |t: &mut HuntTally, cell: &str, fail: bool, phase: Option<&str>| {
+        let mut add = |t: &mut AdaptiveTally, cell: &str, fail: bool, phase: Option<&str>| {
             t.add(&attempt(id, cell, at, 0.1, fail, phase));
             id += 1;
             at += 0.1;

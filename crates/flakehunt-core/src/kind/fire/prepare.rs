@@ -1,11 +1,11 @@
 //! Fire's part of preparing a hunt: the ladder, masks and state checked, its cells and
 //! recorded options, and on `--resume` what the record keeps; and the one line for a state
-//! that cannot be copied or fingerprinted. The levels themselves run in [`crate::fire`].
+//! that cannot be copied or fingerprinted. The levels themselves run in [`crate::kind::fire`].
 
 use std::path::{Path, PathBuf};
 
-use super::{FireRequest, HuntError, SettingsRequest};
-use crate::fire::{prepare_resume, reference_cell, FireError, FireOptions, Ladder, Resumed};
+use crate::driver::{FireRequest, HuntError, SettingsRequest};
+use crate::kind::fire::{prepare_resume, reference_cell, FireError, FireOptions, Ladder, Resumed};
 use crate::plan::{CellSpec, Settings};
 use crate::record::Resumption;
 use crate::state::{validate_source, FingerprintError, Normalizer, SandboxError};
@@ -137,7 +137,7 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
 
 /// One line for a state that cannot be copied or fingerprinted, naming the user's path rather
 /// than the copy's (`sandboxes` holds the copy, `state` is the user's).
-pub(super) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBuf>) -> String {
+pub(crate) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBuf>) -> String {
     let original = |p: &Path| -> String {
         let check = sandboxes.join("check");
         match (p.strip_prefix(&check), state) {
@@ -154,6 +154,6 @@ pub(super) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBu
             format!("--state: cannot open SQLite database {}: {source}", original(path))
         }
         FireError::Sandbox(e @ SandboxError::TooLarge { .. }) => format!("--state: {e}: nothing was copied"),
-        other => format!("--state: {}", super::error_chain(other)),
+        other => format!("--state: {}", crate::driver::error_chain(other)),
     }
 }

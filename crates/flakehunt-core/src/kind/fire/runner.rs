@@ -480,7 +480,7 @@ mod tests {
     use super::*;
     use crate::events::Discard;
     use crate::exec::Cancel;
-    use crate::fire::{FireOptions, Verdict};
+    use crate::kind::fire::{FireOptions, Verdict};
     use crate::record::Manifest;
     use crate::runner::FakeExecution;
 

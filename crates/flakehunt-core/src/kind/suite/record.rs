@@ -168,7 +168,7 @@ fn per_test(results: &[TestResult]) -> Vec<(&TestId, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::TestOutcome::{Error, Fail, Pass, Skip};
+    use crate::kind::suite::TestOutcome::{Error, Fail, Pass, Skip};
 
     fn results(list: &[(&str, TestOutcome)]) -> Vec<TestResult> {
         list.iter()

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::beta::beta;
-use super::calibration::{Calibration, Level, Measurement, RuntimeKind, Sharing, Skipped};
+use super::calibration::{Calibration, Intensity, Measurement, RuntimeKind, Sharing, Skipped};
 use super::hang::hang_timeout;
 use crate::analysis::stats::fisher_exact_two_sided;
 use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Rng, RunningMajority};
@@ -84,7 +84,7 @@ struct Arm {
     level: usize,
     copies: u32,
     expected_seconds: f64,
-    /// CPUs one attempt keeps busy, and how it shares the machine (see [`Level`]).
+    /// CPUs one attempt keeps busy, and how it shares the machine (see [`Intensity`]).
     load: f64,
     sharing: Sharing,
     attempts: u64,
@@ -100,7 +100,7 @@ struct Arm {
 }
 
 impl Arm {
-    fn new(family: usize, level: usize, l: &Level) -> Self {
+    fn new(family: usize, level: usize, l: &Intensity) -> Self {
         Self {
             family,
             level,
@@ -262,7 +262,7 @@ impl BanditPlan {
     /// A hunt with these options; it starts by calibrating.
     pub fn new(options: BanditOptions) -> Self {
         let outputs = options.majority.then(RunningMajority::default);
-        let baseline = Level {
+        let baseline = Intensity {
             cell: CellSpec::for_profile(Profile::default_profile()),
             expected_seconds: 1.0,
             copies: 1,

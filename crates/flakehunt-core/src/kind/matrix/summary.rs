@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::stats;
-use super::{Summary, Tally};
-use crate::plan::matrix::{cell_name, overlay_map, redacted_cell_name, Dimension};
+use crate::analysis::stats;
+use crate::analysis::{Summary, Tally};
+use crate::kind::matrix::plan::{cell_name, overlay_map, redacted_cell_name, Dimension};
 use crate::plan::CellSpec;
 
 /// A cell counts as reproduced only at this many failures under the same overlay.
@@ -228,8 +228,8 @@ mod tests {
     #[test]
     fn summaries_written_before_round_trip() {
         for text in [
-            include_str!("../../tests/records/matrix.summary.json"),
-            include_str!("../../tests/records/fire.summary.json"),
+            include_str!("../../../tests/records/matrix.summary.json"),
+            include_str!("../../../tests/records/fire.summary.json"),
         ] {
             let summary: Summary = serde_json::from_str(text).unwrap();
             let written: serde_json::Value = serde_json::from_str(text).unwrap();
@@ -242,7 +242,8 @@ mod tests {
             let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap();
             assert_eq!(pretty(&summary.details), pretty(&written["details"]));
         }
-        let summary: Summary = serde_json::from_str(include_str!("../../tests/records/matrix.summary.json")).unwrap();
+        let summary: Summary =
+            serde_json::from_str(include_str!("../../../tests/records/matrix.summary.json")).unwrap();
         let details: MatrixDetails = serde_json::from_value(summary.details.clone()).unwrap();
         assert_eq!(details.dimensions.len(), 1);
         assert_eq!(details.cells.len(), 2);

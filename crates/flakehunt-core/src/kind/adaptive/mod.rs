@@ -8,18 +8,19 @@
 //! largest `copies=N` (the plan itself keeps other arms one at a time, by answering `Wait`); the
 //! runner asks [`crate::plan::Plan::timeout`] for each attempt's timeout (the hang rule). The
 //! record's `"reproduction"` and the conclusion line come from
-//! [`crate::analysis::reproduction::HuntTally`] and [`crate::render::hunt::conclusion`].
+//! [`crate::kind::adaptive::reproduction::AdaptiveTally`] and [`crate::render::adaptive::conclusion`].
 
 mod bandit;
 mod beta;
 mod calibration;
 mod hang;
 pub mod record;
+pub mod reproduction;
 
 pub use bandit::{BanditOptions, BanditPlan, Confirmation, Stage, CALIBRATE, CONFIRM, PRIOR};
 pub use beta::{beta, gamma};
 pub use calibration::{
-    Arms, Calibration, CalibrationError, Family, Level, Measurement, RuntimeKind, Sharing, Skipped, JITTER_RATES,
+    Arms, Calibration, CalibrationError, Family, Intensity, Measurement, RuntimeKind, Sharing, Skipped, JITTER_RATES,
     MIN_QUOTA_PERCENT, NOISE_PER_CPU, STRETCHES,
 };
 pub use hang::{hang_timeout, HANG_FACTOR, MIN_HANG, MIN_PASSED};

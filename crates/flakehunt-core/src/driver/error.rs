@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::cleanroom::CleanRoomError;
 use crate::error_class::{Classify, ErrorClass};
 use crate::exec::ProgramError;
-use crate::fire::{FireError, LadderError};
+use crate::kind::fire::{FireError, LadderError};
 use crate::oracle::OracleError;
 use crate::record::{MergeError, RecordError};
 use crate::state::{NormalizerError, SandboxError};
@@ -68,10 +68,10 @@ pub enum HuntError {
     },
     /// `--python` names no interpreter.
     #[error(transparent)]
-    Python(#[from] crate::suite::python::PythonError),
+    Python(#[from] crate::kind::suite::python::PythonError),
     /// The suite's runner did not say which tests it has.
     #[error("--pytest")]
-    Collection(#[source] crate::suite::ParseError),
+    Collection(#[source] crate::kind::suite::ParseError),
     /// A clean room cannot be made or set up.
     #[error(transparent)]
     CleanRoom(#[from] CleanRoomError),
@@ -97,7 +97,7 @@ pub enum HuntError {
         error: Box<SandboxError>,
     },
     /// The state cannot be copied or fingerprinted when the hunt starts.
-    #[error("{}", super::fire::state_error(.error, .sandboxes, .state.as_ref()))]
+    #[error("{}", crate::kind::fire::prepare::state_error(.error, .sandboxes, .state.as_ref()))]
     State {
         /// What failed.
         error: Box<FireError>,

@@ -26,13 +26,13 @@ fn prepare(
     let target = match spec.kind {
         // A suite's shards collect and build on their machines: only its options are checked.
         HuntKind::Suite(_) => {
-            super::suite::check(spec)?;
+            crate::kind::suite::prepare::check(spec)?;
             crate::plan::Target::argv(vec!["python3".into()])
         }
         _ => super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?,
     };
-    super::driver::settings_of(spec)?;
-    let (cells, _) = super::driver::cells_of(spec, &target, sink)?;
+    super::run::settings_of(spec)?;
+    let (cells, _) = super::run::cells_of(spec, &target, sink)?;
     let seed = spec.seed.unwrap_or_else(super::random_seed);
     let program = std::env::current_exe().map_err(|e| HuntError::io("cannot find flakehunt's own executable", e))?;
     // Without --profiles each machine would pick the profiles that apply on it, and shards

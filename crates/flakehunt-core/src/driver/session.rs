@@ -43,7 +43,7 @@ impl Session {
     /// Sets up the session of the hunt `manifest` describes; clean rooms are announced to `sink`.
     pub fn start(manifest: &Manifest, sink: &mut dyn EventSink) -> Result<Self, HuntError> {
         // Checked again here, before anything starts, for a record edited since it was opened.
-        let durations = super::driver::check_plan(manifest)?;
+        let durations = super::run::check_plan(manifest)?;
         let tree = Arc::new(ProcessTree::default());
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe()
@@ -67,7 +67,7 @@ impl Session {
             .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
         // The adaptive hunt's and the sweep's plans start a copies=N cell's N attempts together.
         profiles.copies_scheduled = crate::plan::schedules_copies(manifest.kind);
-        let (rooms, kept) = super::matrix::clean_rooms(manifest, sink, watchdog.as_ref())?;
+        let (rooms, kept) = crate::kind::matrix::prepare::clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
     }

@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{HuntError, MatrixRequest};
 use crate::cleanroom::{CleanRoom, RoomOptions};
 use crate::config::Config;
 use crate::copy::CopyOptions;
+use crate::driver::{HuntError, MatrixRequest};
 use crate::events::{Event, EventSink};
 use crate::exec::{Resource, Watchdog};
-use crate::plan::matrix::{grid, parse_limit, Dimension, DimensionKind};
+use crate::kind::matrix::plan::{grid, parse_limit, Dimension, DimensionKind};
 use crate::plan::{CellSpec, Target};
 use crate::record::{CleanRoomSpec, Extra, Manifest, MatrixExtra};
 use crate::runner::Room;
@@ -26,7 +26,7 @@ pub(crate) fn cells(
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
     let dimensions = dimensions(req, config, target)?;
     // Counted before it is built: a grid of many dimensions can be larger than memory.
-    let size = crate::plan::matrix::grid_size(&dimensions).unwrap_or(u64::MAX);
+    let size = crate::kind::matrix::plan::grid_size(&dimensions).unwrap_or(u64::MAX);
     let max = crate::bounds::MAX_CELLS;
     if size > max {
         return Err(HuntError::usage(format!(

@@ -5,20 +5,20 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{HuntError, HuntKind, HuntSpec};
+use crate::driver::{HuntError, HuntKind, HuntSpec};
 use crate::events::{Event, EventSink, Fanout};
+use crate::kind::suite::analyse::{self, Replay};
+use crate::kind::suite::order::{GoTest, Pytest};
+use crate::kind::suite::record::Role;
+use crate::kind::suite::run::{Ids, Live, SuiteExecution};
+use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
+use crate::kind::suite::{collect, python, repeat};
 use crate::plan::{self, CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
-use crate::suite::analyse::{self, Replay};
-use crate::suite::order::{GoTest, Pytest};
-use crate::suite::record::Role;
-use crate::suite::run::{Ids, Live, SuiteExecution};
-use crate::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
-use crate::suite::{collect, python, repeat};
 
 /// Refuses what a suite does not take, before anything is touched.
-pub(super) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
+pub(crate) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
     let t = &spec.target;
     if !t.command.is_empty() || t.shell.is_some() {
         return Err(HuntError::usage(
@@ -51,7 +51,7 @@ pub(super) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
 
 /// The target shown for the hunt, its setup, and the adapter that built its binary; the Go
 /// binary is built into `dir`.
-pub(super) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup, Option<Adapter>), HuntError> {
+pub(crate) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup, Option<Adapter>), HuntError> {
     let t = &spec.target;
     let started = std::time::Instant::now();
     let files = std::path::absolute(dir).map_err(|e| HuntError::io(format!("cannot name {}", dir.display()), e))?;
@@ -60,7 +60,7 @@ pub(super) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
         let (target, runner, selection) = pytest(t.python.as_deref(), paths)?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
-        let (built, adapter) = super::adapter::go_test(std::slice::from_ref(pkg), dir)?;
+        let (built, adapter) = crate::driver::adapter::go_test(std::slice::from_ref(pkg), dir)?;
         let (runner, selection) = go(&adapter)?;
         // Shown as the user's command, not the binary in this record (shards merge on it).
         let mut target = Target::argv(vec!["go".into(), "test".into(), pkg.clone()]);
@@ -85,7 +85,7 @@ pub(super) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
 }
 
 /// The cells (`--profiles`, as sweep chooses them) and the manifest's `extra`.
-pub(super) fn cells(
+pub(crate) fn cells(
     spec: &HuntSpec,
     target: &Target,
     setup: SuiteSetup,
@@ -93,9 +93,9 @@ pub(super) fn cells(
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
     let HuntKind::Suite(req) = &spec.kind else { unreachable!("a suite's cells") };
     let profiles = if req.profiles.is_empty() { vec!["default".to_owned()] } else { req.profiles.clone() };
-    let profiles = super::probe::select(&profiles, &spec.config, target)?;
+    let profiles = crate::driver::probe::select(&profiles, &spec.config, target)?;
     if req.strict {
-        super::probe::refuse_inert(&profiles, crate::record::Kind::Suite)?;
+        crate::driver::probe::refuse_inert(&profiles, crate::record::Kind::Suite)?;
     }
     let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
     Ok((cells, Extra { adapter, suite: Some(setup), ..Extra::default() }))
@@ -154,7 +154,7 @@ fn go(adapter: &Adapter) -> Result<(SuiteRunner, Vec<String>), HuntError> {
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
 /// given, picks among several by file name).
 fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
-    let binaries = super::adapter::cargo_build(package)?;
+    let binaries = crate::driver::adapter::cargo_build(package)?;
     let mut with_tests = Vec::new();
     for bin in binaries {
         let out = Command::new(&bin.executable)
@@ -190,11 +190,11 @@ fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Ve
 }
 
 /// Runs a suite hunt's plan, then its classification, recording both; `interrupted`.
-pub(super) fn execute(
+pub(crate) fn execute(
     manifest: &Manifest,
     dir: &Path,
     recorder: &mut Recorder,
-    session: &super::Session,
+    session: &crate::driver::Session,
     leak_timeout: std::time::Duration,
     sink: &mut dyn EventSink,
 ) -> Result<bool, HuntError> {

@@ -5,6 +5,7 @@
 mod ladder;
 mod level_report;
 mod options;
+pub(crate) mod prepare;
 mod resume;
 mod runner;
 mod summary;

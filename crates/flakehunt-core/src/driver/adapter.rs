@@ -80,7 +80,7 @@ fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), Hu
 }
 
 /// `cargo test --no-run --message-format=json [-p PKG]` once: the test executables it built.
-pub(super) fn cargo_build(package: Option<&str>) -> Result<Vec<TestBinary>, HuntError> {
+pub(crate) fn cargo_build(package: Option<&str>) -> Result<Vec<TestBinary>, HuntError> {
     let mut build = Command::new("cargo");
     build.args(["test", "--no-run", "--message-format=json"]);
     if let Some(p) = package {
@@ -284,7 +284,7 @@ fn first_line(bytes: &[u8]) -> String {
 /// builds its test binary once into the record, and NAME is resolved to one top-level test with
 /// the binary's `-test.list`. Attempts run the binary in the package's directory, as `go test`
 /// does.
-pub(super) fn go_test(values: &[String], record: &Path) -> Result<(Target, Adapter), HuntError> {
+pub(crate) fn go_test(values: &[String], record: &Path) -> Result<(Target, Adapter), HuntError> {
     let (pkg, run) = go_args(values).map_err(HuntError::usage)?;
     let cache = go_cache()?;
     let list = go_command(cache.as_ref())
@@ -391,7 +391,7 @@ pub fn pytest_argv(python: &str, node: &str) -> Vec<String> {
 fn pytest(node: &str, explicit: Option<&Path>) -> Result<(Target, Adapter), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
-    let python = crate::suite::python::interpreter(explicit, venv.as_deref(), &cwd)?;
+    let python = crate::kind::suite::python::interpreter(explicit, venv.as_deref(), &cwd)?;
     let program = python.program.display().to_string();
     let ok = Command::new(&python.program)
         .args(["-m", "pytest", "--version"])

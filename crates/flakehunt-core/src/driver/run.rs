@@ -9,7 +9,7 @@ use super::{HuntEnd, HuntError, HuntKind, HuntSpec, RecordRequest};
 use crate::analysis::Summary;
 use crate::config::Config;
 use crate::events::{Event, EventSink, Fanout};
-use crate::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
+use crate::kind::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::oracle::OracleSpec;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
 use crate::record::{
@@ -65,7 +65,7 @@ struct Ladder {
 pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
     let adaptive;
     let spec = match (&spec.kind, &spec.record) {
-        (HuntKind::Hunt { .. }, RecordRequest::New(_)) => {
+        (HuntKind::Adaptive { .. }, RecordRequest::New(_)) => {
             adaptive = adaptive_defaults(spec);
             &adaptive
         }
@@ -100,7 +100,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
 fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
     let kind = spec.kind.record_kind();
     match (&spec.record, &spec.kind) {
-        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Hunt { .. })
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Adaptive { .. })
             if spec.oracle.is_given() || spec.target.has_adapter() =>
         {
             Err(HuntError::usage(
@@ -110,7 +110,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         (RecordRequest::Resume(dir), HuntKind::Fire(req)) => {
             let record = open_for_resume(dir, kind)?;
             let (options, normalizer, resumed, resumption) =
-                super::fire::resume(dir, record.manifest.extra.fire.clone(), req.follow_outside_links)?;
+                crate::kind::fire::prepare::resume(dir, record.manifest.extra.fire.clone(), req.follow_outside_links)?;
             let recorder = Recorder::resume(dir, resumption);
             let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
@@ -122,7 +122,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         }
         (RecordRequest::New(record), HuntKind::Fire(req)) => {
             // Everything that can be checked without touching the disk comes first.
-            let fire = super::fire::new(req, &spec.settings)?;
+            let fire = crate::kind::fire::prepare::new(req, &spec.settings)?;
             let mut target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
             // Runs start in their sandbox: a program path relative to here (where it was just
             // found) would name nothing there.
@@ -132,7 +132,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 target.argv[0] = absolute.display().to_string();
             }
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
-            super::fire::check_record_dir(&dir, fire.options.state.as_deref())?;
+            crate::kind::fire::prepare::check_record_dir(&dir, fire.options.state.as_deref())?;
             let extra = Extra { fire: Some(fire.options.clone()), ..Extra::default() };
             let seed = spec.seed.unwrap_or_else(random_seed);
             // The last check, and the first to touch the disk.
@@ -142,13 +142,13 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
         }
         (RecordRequest::New(record), HuntKind::Suite(_)) => {
-            super::suite::check(spec)?;
+            crate::kind::suite::prepare::check(spec)?;
             let mut settings = settings_of(spec)?;
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
-            let (target, setup, adapter) = super::suite::prepare(spec, &dir)?;
+            let (target, setup, adapter) = crate::kind::suite::prepare::prepare(spec, &dir)?;
             settings.warm = warm_plan(spec, &target, sink)?;
-            let (cells, extra) = super::suite::cells(spec, &target, setup, adapter)?;
+            let (cells, extra) = crate::kind::suite::prepare::cells(spec, &target, setup, adapter)?;
             let seed = spec.seed.unwrap_or_else(random_seed);
             let (manifest, recorder) = create_record(kind, target, settings, cells, extra, None, seed, spec.shard, &dir)?;
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
@@ -178,8 +178,8 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
 /// a seed fixed now, so that its shards and its plan options agree on it.
 fn adaptive_defaults(spec: &HuntSpec) -> HuntSpec {
     let mut spec = spec.clone();
-    spec.settings.budget.get_or_insert(crate::adaptive::record::DEFAULT_BUDGET);
-    spec.settings.jobs = crate::adaptive::record::runner_jobs(crate::adaptive::record::cpus());
+    spec.settings.budget.get_or_insert(crate::kind::adaptive::record::DEFAULT_BUDGET);
+    spec.settings.jobs = crate::kind::adaptive::record::runner_jobs(crate::kind::adaptive::record::cpus());
     spec.seed = Some(spec.seed.unwrap_or_else(random_seed));
     spec
 }
@@ -204,24 +204,26 @@ pub(super) fn cells_of(
             }
             Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
         }
-        HuntKind::Matrix(req) => super::matrix::cells(req, spec.settings.runs, &spec.config, target, sink),
+        HuntKind::Matrix(req) => {
+            crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
+        }
         HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
-        HuntKind::Hunt { timeout_given } => {
-            use crate::adaptive::record::{self, Adapter};
+        HuntKind::Adaptive { timeout_given } => {
+            use crate::kind::adaptive::record::{self, TestRunner};
             let t = &spec.target;
             let adapter = if !t.go_test.is_empty() {
-                Some(Adapter::Go)
+                Some(TestRunner::Go)
             } else if t.pytest.is_some() {
-                Some(Adapter::Pytest)
+                Some(TestRunner::Pytest)
             } else {
-                t.cargo_test.is_some().then_some(Adapter::Cargo)
+                t.cargo_test.is_some().then_some(TestRunner::Cargo)
             };
             let timeout = timeout_given.then_some(spec.settings.timeout);
             let seed = spec.seed.unwrap_or_default();
             let options = record::prepare(target, adapter, seed, spec.oracle.majority, timeout);
             Ok((vec![record::baseline_cell()], Extra { bandit: Some(options), ..Extra::default() }))
         }
-        HuntKind::Suite(_) => super::suite::cells(spec, target, placeholder_setup(), None),
+        HuntKind::Suite(_) => crate::kind::suite::prepare::cells(spec, target, placeholder_setup(), None),
     }
 }
 
@@ -242,7 +244,7 @@ fn execute(
         None if manifest.kind == Kind::Suite => {
             let session = super::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
-            let result = super::suite::execute(manifest, dir, recorder, &session, leak_timeout, sink);
+            let result = crate::kind::suite::prepare::execute(manifest, dir, recorder, &session, leak_timeout, sink);
             let snapshot = snapshot.and_then(|s| s.join().ok());
             session.finish();
             Ok((result?, snapshot))
@@ -271,7 +273,7 @@ fn execute(
                 // its calibration runs, not in the way of its first attempt of each arm. Under
                 // SCHED_IDLE (the compiler inherits it), so they take only CPU time the
                 // calibration attempts leave.
-                if manifest.kind == crate::record::Kind::Hunt {
+                if manifest.kind == crate::record::Kind::Adaptive {
                     scope.spawn(|| {
                         crate::exec::idle_priority();
                         session.profiles.make_helpers();
@@ -353,9 +355,9 @@ fn execute(
 
 /// The setup a suite's cells are chosen without (Slurm's checks before submitting): the shards
 /// collect and build their own.
-fn placeholder_setup() -> crate::suite::setup::SuiteSetup {
-    crate::suite::setup::SuiteSetup {
-        runner: crate::suite::setup::SuiteRunner::Libtest { binary: PathBuf::new() },
+fn placeholder_setup() -> crate::kind::suite::setup::SuiteSetup {
+    crate::kind::suite::setup::SuiteSetup {
+        runner: crate::kind::suite::setup::SuiteRunner::Libtest { binary: PathBuf::new() },
         selection: Vec::new(),
         files: PathBuf::new(),
         python_path: None,

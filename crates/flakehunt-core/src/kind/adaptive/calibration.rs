@@ -126,7 +126,7 @@ pub struct Calibration {
 
 /// One level of a family: the cell it runs and what calibration expects of it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Level {
+pub struct Intensity {
     /// The cell (its name carries the level, e.g. `cpu-starved=4`).
     pub cell: CellSpec,
     /// Expected wall seconds of one attempt under it.
@@ -160,7 +160,7 @@ pub struct Family {
     /// `one-core`, `one-core-native`; `default` for the baseline).
     pub name: &'static str,
     /// Its levels, weakest first.
-    pub levels: Vec<Level>,
+    pub levels: Vec<Intensity>,
 }
 
 /// A family that does not apply to this target on this machine, and why.
@@ -268,7 +268,7 @@ impl Calibration {
         if c < 1e-3 {
             skip("cpu-starved", format!("the target used {c:.4} CPU-seconds per second: a quota cannot slow it"));
         } else {
-            let mut levels: Vec<Level> = Vec::new();
+            let mut levels: Vec<Intensity> = Vec::new();
             for k in STRETCHES {
                 let wanted = 100.0 * cpu / (k * w - (w - busy) + QUOTA_PERIOD);
                 let pct = round_sig(wanted.max(MIN_QUOTA_PERCENT), 2);
@@ -295,7 +295,7 @@ impl Calibration {
         // length, then pauses longer than the attempt itself (a deadline inside it expires while
         // it is stopped). Gaps run while the target runs, so it sees about w / (gap / 2) pauses
         // of 3/4 LEN on average: a stretch of 1 + 1.5 LEN / GAP.
-        let mut pauses: Vec<Level> = Vec::new();
+        let mut pauses: Vec<Intensity> = Vec::new();
         for (len_frac, gap_frac) in [(0.1, 0.5), (0.5, 0.5), (2.0, 1.0)] {
             let len = nice_us(w * len_frac * 1e6).max(MIN_PAUSE_US);
             let gap = nice_us(w * gap_frac * 1e6).max(MIN_GAP_US);
@@ -333,7 +333,7 @@ impl Calibration {
 
         // Concurrent copies: as many as CPUs, then twice that; each copy is an attempt, so the
         // arm runs N attempts per attempt length (slower each when they contend for the CPUs).
-        let mut copies: Vec<Level> = Vec::new();
+        let mut copies: Vec<Intensity> = Vec::new();
         for n in [self.cpus, 2 * self.cpus] {
             let n = n.clamp(2, crate::profile::MAX_COPIES as usize) as u32;
             if !copies.iter().any(|l| l.copies == n) {
@@ -386,11 +386,11 @@ impl Calibration {
     }
 }
 
-fn level(profile: Profile, expected_seconds: f64, copies: u32) -> Level {
-    Level { cell: CellSpec::for_profile(profile), expected_seconds, copies, load: 1.0, sharing: Sharing::Shared }
+fn level(profile: Profile, expected_seconds: f64, copies: u32) -> Intensity {
+    Intensity { cell: CellSpec::for_profile(profile), expected_seconds, copies, load: 1.0, sharing: Sharing::Shared }
 }
 
-impl Level {
+impl Intensity {
     fn sharing(self, load: f64, sharing: Sharing) -> Self {
         Self { load, sharing, ..self }
     }

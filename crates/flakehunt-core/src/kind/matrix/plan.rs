@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AttemptSpec, CellSpec, Next, Plan, Schedule, Setting, Shard};
+use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Schedule, Setting, Shard};
 use crate::record::Attempt;
 
 /// What a dimension changes.

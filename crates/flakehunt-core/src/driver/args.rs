@@ -30,7 +30,7 @@ impl HuntSpec {
         let kind = match &self.kind {
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
-            HuntKind::Hunt { .. } => "hunt",
+            HuntKind::Adaptive { .. } => "hunt",
             HuntKind::Suite(_) => "suite",
             HuntKind::Fire(_) => {
                 return Err(HuntError::usage(
@@ -78,15 +78,15 @@ impl HuntSpec {
                 o.list("--profiles", &s.profiles);
                 o.flag("--strict", s.strict);
             }
-            HuntKind::Fire(_) | HuntKind::Hunt { .. } => {}
+            HuntKind::Fire(_) | HuntKind::Adaptive { .. } => {}
         }
         // A hunt given `--timeout` gives it to its shards whatever its value: it replaces the
         // hang rule.
-        let timeout_given = matches!(self.kind, HuntKind::Hunt { timeout_given: true });
+        let timeout_given = matches!(self.kind, HuntKind::Adaptive { timeout_given: true });
         let (s, d) = (&self.settings, SettingsRequest::default());
         // The adaptive hunt plans its attempts itself and takes none of these (its runner's
         // width is its own, set before it is sharded).
-        if !matches!(self.kind, HuntKind::Hunt { .. }) {
+        if !matches!(self.kind, HuntKind::Adaptive { .. }) {
             o.value_if("--runs", s.runs, s.runs != d.runs);
             o.value_if("--jobs", s.jobs, s.jobs != d.jobs);
             o.opt("--until-fails", s.until_fails.as_ref());
@@ -173,7 +173,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hunt::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
+    use crate::driver::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
 
     fn suite(target: TargetRequest) -> HuntSpec {
         HuntSpec {

@@ -9,26 +9,23 @@
 //! `suite` (a selection of tests per attempt, then each failing test's confirmation runs) are further kinds of [`HuntKind`]: each brings its
 //! own preparation and plan and shares everything else here.
 
-mod adapter;
+pub(crate) mod adapter;
 mod args;
-mod driver;
 mod error;
-mod fire;
-mod matrix;
-mod probe;
+pub(crate) mod probe;
+mod run;
 mod session;
 mod slurm;
-mod suite;
 mod target;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::kind::fire::prepare::copy_line;
 pub use adapter::{discard_build, GO_BUILD_DIR, PYTEST_NO_PLUGINS};
-pub use driver::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
 pub use error::{error_chain, HuntError};
-pub use fire::copy_line;
 pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
+pub use run::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
 pub use session::Session;
 pub use slurm::script_of as slurm_script;
 pub use target::target_from;
@@ -81,8 +78,8 @@ pub enum HuntKind {
     /// Concurrency against sandbox copies of a state.
     Fire(FireRequest),
     /// The adaptive hunt: calibrate, then arms of condition families at levels derived from
-    /// the calibration, chosen by a bandit until one reproduces, then confirmed.
-    Hunt {
+    /// the calibration, chosen by a bandit until one reproduces, then confirmed (`flakehunt hunt`).
+    Adaptive {
         /// `--timeout` was given: it replaces the hang rule.
         timeout_given: bool,
     },
@@ -251,7 +248,7 @@ impl HuntKind {
     /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
     /// conditions, cold as they always ran, unless `--warm` is given.
     pub fn warm_by_default(&self) -> bool {
-        matches!(self, HuntKind::Hunt { .. } | HuntKind::Suite(_))
+        matches!(self, HuntKind::Adaptive { .. } | HuntKind::Suite(_))
     }
 
     /// The record kind.
@@ -260,7 +257,7 @@ impl HuntKind {
             HuntKind::Sweep { .. } => Kind::Sweep,
             HuntKind::Matrix(_) => Kind::Matrix,
             HuntKind::Fire(_) => Kind::Fire,
-            HuntKind::Hunt { .. } => Kind::Hunt,
+            HuntKind::Adaptive { .. } => Kind::Adaptive,
             HuntKind::Suite(_) => Kind::Suite,
         }
     }

@@ -1,7 +1,7 @@
 //! What an adaptive hunt keeps in its record and adds to its summary: the plan's options in the
 //! manifest (so `--resume`, `report` and `merge` rebuild the same plan), the runtime and the
 //! runner's width a new hunt is prepared with, and the summary's `reproduction` and typed
-//! details. Main functions: [`options_of`], [`prepare`], [`HuntSummary`].
+//! details. Main functions: [`options_of`], [`prepare`], [`AdaptiveSummary`].
 
 use std::path::Path;
 
@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::bandit::{BanditOptions, BanditPlan};
 use super::calibration::{Calibration, RuntimeKind, Skipped};
-use crate::analysis::reproduction::{ConfirmCounts, HuntTally, Reproduction, Tried};
 use crate::analysis::Summary;
+use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, Reproduction, Tried};
 use crate::plan::{Plan, Target};
 use crate::record::{Attempt, Manifest};
 
@@ -91,7 +91,7 @@ impl Plan for ShardedPlan {
 
 /// How a test runner the hunt builds for runs the target, when one does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Adapter {
+pub enum TestRunner {
     /// `--go-test`.
     Go,
     /// `--pytest`.
@@ -102,11 +102,11 @@ pub enum Adapter {
 
 /// What runs `target`: the adapter's runtime, Python by the command's words, else what the
 /// PATH-resolved program's first bytes say (an ELF built by Go, a static one, a script).
-pub fn runtime_of(target: &Target, adapter: Option<Adapter>) -> RuntimeKind {
+pub fn runtime_of(target: &Target, adapter: Option<TestRunner>) -> RuntimeKind {
     match adapter {
-        Some(Adapter::Go) => return RuntimeKind::Go,
-        Some(Adapter::Pytest) => return RuntimeKind::Python,
-        Some(Adapter::Cargo) => return RuntimeKind::Native,
+        Some(TestRunner::Go) => return RuntimeKind::Go,
+        Some(TestRunner::Pytest) => return RuntimeKind::Python,
+        Some(TestRunner::Cargo) => return RuntimeKind::Native,
         None => {}
     }
     if target.looks_like_python() {
@@ -136,7 +136,7 @@ fn read_head(path: &Path, max: u64) -> Option<Vec<u8>> {
 /// oracle, and the user's `--timeout` when given (the hang rule then does not apply).
 pub fn prepare(
     target: &Target,
-    adapter: Option<Adapter>,
+    adapter: Option<TestRunner>,
     seed: u64,
     majority: bool,
     timeout: Option<std::time::Duration>,
@@ -181,7 +181,7 @@ pub struct Retired {
 
 /// A hunt's `summary.json` `details`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HuntDetails {
+pub struct AdaptiveDetails {
     /// The one-line conclusion.
     pub conclusion: String,
     /// What the calibration measured, once its attempts were in.
@@ -226,10 +226,10 @@ pub struct Stretch {
     pub failures: u64,
 }
 
-impl HuntDetails {
+impl AdaptiveDetails {
     /// The details of `summary`, when it is a hunt's.
     pub fn of(summary: &Summary) -> Option<Self> {
-        (summary.kind == crate::record::Kind::Hunt).then(|| serde_json::from_value(summary.details.clone()).ok())?
+        (summary.kind == crate::record::Kind::Adaptive).then(|| serde_json::from_value(summary.details.clone()).ok())?
     }
 }
 
@@ -237,8 +237,8 @@ impl HuntDetails {
 /// order, whatever order they ended (and were recorded) in, so the tally does too: the
 /// reproduction it names is the arm the plan confirmed.
 #[derive(Debug)]
-pub struct HuntSummary {
-    tally: HuntTally,
+pub struct AdaptiveSummary {
+    tally: AdaptiveTally,
     plan: ShardedPlan,
     started: Option<f64>,
     timeline: Vec<Stretch>,
@@ -248,13 +248,13 @@ pub struct HuntSummary {
     reorder: usize,
 }
 
-impl HuntSummary {
+impl AdaptiveSummary {
     /// For the hunt `manifest` describes.
     pub fn new(manifest: &Manifest) -> Self {
         Self {
-            tally: HuntTally::new(&manifest.started_at),
+            tally: AdaptiveTally::new(&manifest.started_at),
             plan: plan_of(manifest),
-            started: crate::analysis::reproduction::unix_seconds(&manifest.started_at),
+            started: crate::kind::adaptive::reproduction::unix_seconds(&manifest.started_at),
             timeline: Vec::new(),
             pending: std::collections::BTreeMap::new(),
             reorder: 4 * runner_jobs(options_of(manifest).cpus) as usize,
@@ -271,7 +271,7 @@ impl HuntSummary {
                 self.tally.add(&a);
             }
         }
-        let from = match (self.started, crate::analysis::reproduction::unix_seconds(&judged.started_at)) {
+        let from = match (self.started, crate::kind::adaptive::reproduction::unix_seconds(&judged.started_at)) {
             (Some(start), Some(began)) => (began - start).max(0.0),
             _ => self.timeline.last().map_or(0.0, |s| s.to),
         };
@@ -309,7 +309,7 @@ impl HuntSummary {
         // chosen before the stop was known are not counted in it.
         self.plan.settle();
         let plan = self.plan.bandit();
-        let same_arm = |c: &&crate::adaptive::Confirmation| {
+        let same_arm = |c: &&crate::kind::adaptive::Confirmation| {
             self.tally.reproduction().is_some_and(|r| plan.cells().get(c.arm).is_some_and(|cell| cell.name == r.cell))
         };
         if let Some(c) = plan.confirmation().filter(|c| done && same_arm(c)).copied() {
@@ -323,8 +323,8 @@ impl HuntSummary {
         summary.complete = done;
         summary.reproduction = Some(self.tally.reproduction().cloned());
         let c = self.tally.confirmation();
-        let details = HuntDetails {
-            conclusion: crate::render::hunt::conclusion(&self.tally, !done),
+        let details = AdaptiveDetails {
+            conclusion: crate::render::adaptive::conclusion(&self.tally, !done),
             calibration: self.plan.bandit().calibration().cloned(),
             skipped: self.plan.bandit().skipped().to_vec(),
             retired: self
@@ -357,9 +357,9 @@ mod tests {
     #[test]
     fn the_runtime_comes_from_the_adapter_the_command_or_the_program() {
         let sh = Target::argv(vec!["sh".into(), "-c".into(), "true".into()]);
-        assert_eq!(runtime_of(&sh, Some(Adapter::Go)), RuntimeKind::Go);
-        assert_eq!(runtime_of(&sh, Some(Adapter::Pytest)), RuntimeKind::Python);
-        assert_eq!(runtime_of(&sh, Some(Adapter::Cargo)), RuntimeKind::Native);
+        assert_eq!(runtime_of(&sh, Some(TestRunner::Go)), RuntimeKind::Go);
+        assert_eq!(runtime_of(&sh, Some(TestRunner::Pytest)), RuntimeKind::Python);
+        assert_eq!(runtime_of(&sh, Some(TestRunner::Cargo)), RuntimeKind::Native);
         let py = Target::argv(vec!["python3".into(), "t.py".into()]);
         assert_eq!(runtime_of(&py, None), RuntimeKind::Python);
         // sh, found on PATH and read: an ELF, not Python, not unknown.
