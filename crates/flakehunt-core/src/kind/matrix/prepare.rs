@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::cleanroom::{CleanRoom, RoomOptions};
 use crate::config::Config;
 use crate::copy::CopyOptions;
-use crate::driver::{HuntError, MatrixRequest};
 use crate::events::{Event, EventSink};
 use crate::exec::{Resource, Watchdog};
 use crate::kind::matrix::plan::{grid, parse_limit, Dimension, DimensionKind};
 use crate::plan::{CellSpec, Target};
 use crate::record::{CleanRoomSpec, Extra, Manifest, MatrixExtra};
 use crate::runner::Room;
+use crate::spec::{HuntError, MatrixRequest};
 
 /// The cells of a new matrix and what its manifest records, after the checks that need no
 /// attempt (a clean room needs a repository: that is tried once here, not after a cell).

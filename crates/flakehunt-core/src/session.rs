@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::HuntError;
 use crate::cleanroom::CleanRoom;
 use crate::events::EventSink;
 use crate::exec::{Cancel, Limits, ProcessTree, Watchdog};
@@ -16,6 +15,7 @@ use crate::profile::ProfileEnv;
 use crate::record::Manifest;
 use crate::runner::{AttemptRunner, Room};
 use crate::snapshot::{Snapshot, SnapshotRequest};
+use crate::spec::HuntError;
 
 /// The set-up of one hunt, ended by [`Session::finish`].
 pub struct Session {
@@ -43,7 +43,7 @@ impl Session {
     /// Sets up the session of the hunt `manifest` describes; clean rooms are announced to `sink`.
     pub fn start(manifest: &Manifest, sink: &mut dyn EventSink) -> Result<Self, HuntError> {
         // Checked again here, before anything starts, for a record edited since it was opened.
-        let durations = super::run::check_plan(manifest)?;
+        let durations = manifest.plan.check().map_err(HuntError::DamagedPlan)?;
         let tree = Arc::new(ProcessTree::default());
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe()
