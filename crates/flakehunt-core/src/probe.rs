@@ -143,7 +143,7 @@ fn probe_in(profiles: &[Profile], copies_scheduled: bool) -> Result<Vec<ProbeRes
             oracle: None,
             warm: None,
         };
-        let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None };
+        let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None, cold: false };
         let finished = runner
             .run(&spec, &CellSpec::for_profile(profile.clone()), 0, Slot::default(), &[])
             .map_err(|e| HuntError::io(format!("cannot start the probe workload {}", exe.display()), e))?;

@@ -78,6 +78,7 @@ impl Session {
         let p = &manifest.plan;
         let limits = Limits {
             timeout: self.durations.timeout,
+            judge_timeout: !p.user_timeout(),
             grace: self.durations.grace,
             capture_cap: usize::try_from(p.capture_bytes).unwrap_or(usize::MAX),
             stdout_mask: self.oracle.as_ref().and_then(Oracle::mask),

@@ -14,6 +14,9 @@ pub struct CellTally {
     pub attempts: u64,
     /// Fail + crash + timeout.
     pub failures: u64,
+    /// Attempts ended as slow by a limit flakehunt set: recorded, but no evidence either way.
+    #[serde(default)]
+    pub slow: u64,
     /// Per outcome.
     pub outcomes: BTreeMap<Outcome, u64>,
     /// Attempts that ran as confirmations (matrix).
@@ -33,6 +36,13 @@ pub struct CellTally {
     /// How many of the cell's attempts ran at once (what `copies=N` measures).
     #[serde(default)]
     pub at_once: AtOnce,
+}
+
+impl CellTally {
+    /// Attempts that are evidence about the target, which every rate counts: all but the slow.
+    pub fn judged(&self) -> u64 {
+        self.attempts - self.slow
+    }
 }
 
 /// The most attempts of one cell seen running at once, from their start times and lengths:
@@ -194,6 +204,7 @@ impl Tally {
     pub fn add(&mut self, a: &Attempt) {
         let cell = self.cells.entry(a.cell.clone()).or_default();
         cell.attempts += 1;
+        cell.slow += u64::from(!a.outcome.is_evidence());
         *cell.outcomes.entry(a.outcome).or_default() += 1;
         if a.outcome.is_failure() {
             cell.failures += 1;

@@ -66,7 +66,7 @@ struct Ladder {
 pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
     let adaptive;
     let spec = match (&spec.kind, &spec.record) {
-        (HuntKind::Adaptive { .. }, RecordRequest::New(_)) => {
+        (HuntKind::Adaptive, RecordRequest::New(_)) => {
             adaptive = adaptive_defaults(spec);
             &adaptive
         }
@@ -101,7 +101,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
 fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
     let kind = spec.kind.record_kind();
     match (&spec.record, &spec.kind) {
-        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Adaptive { .. })
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Adaptive)
             if spec.oracle.is_given() || spec.target.has_adapter() =>
         {
             Err(HuntError::usage(
@@ -209,7 +209,7 @@ pub(super) fn cells_of(
             crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
         }
         HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
-        HuntKind::Adaptive { timeout_given } => {
+        HuntKind::Adaptive => {
             use crate::kind::adaptive::record::{self, TestRunner};
             let t = &spec.target;
             let adapter = if !t.go_test.is_empty() {
@@ -219,7 +219,7 @@ pub(super) fn cells_of(
             } else {
                 t.cargo_test.is_some().then_some(TestRunner::Cargo)
             };
-            let timeout = timeout_given.then_some(spec.settings.timeout);
+            let timeout = spec.settings.timeout_given.then_some(spec.settings.timeout);
             let seed = spec.seed.unwrap_or_default();
             let options = record::prepare(target, adapter, seed, spec.oracle.majority, timeout);
             Ok((vec![record::baseline_cell()], Extra { bandit: Some(options), ..Extra::default() }))
@@ -400,6 +400,7 @@ pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
         until_fails: s.until_fails,
         budget_seconds: s.budget.map(|d| d.as_secs_f64()),
         timeout_seconds: s.timeout.as_secs_f64(),
+        timeout_given: Some(s.timeout_given),
         grace_seconds: s.grace.as_secs_f64(),
         capture_bytes: s.capture,
         warm: None,

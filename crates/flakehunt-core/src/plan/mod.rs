@@ -29,6 +29,8 @@ pub struct AttemptSpec {
     pub iteration: u64,
     /// Why it runs, when not part of the plan proper (`confirm`, `minimize`).
     pub phase: Option<String>,
+    /// Start it cold (a new process) even in a hunt whose attempts run warm.
+    pub cold: bool,
 }
 
 /// What the plan says when asked for work.
@@ -52,10 +54,34 @@ pub trait Plan: Send {
     fn observe(&mut self, attempt: &Attempt);
     /// Attempts the plan expects to run, for progress display.
     fn planned(&self) -> u64;
-    /// The timeout of the next attempt of `cell`, when the plan sets one (the adaptive hunt's
-    /// hang rule); `None` keeps the hunt's `--timeout`.
-    fn timeout(&self, _cell: usize) -> Option<std::time::Duration> {
-        None
+    /// How long the next attempt of `cell` may run, when the plan decides that (the adaptive
+    /// hunt's hang rule); the default keeps the hunt's `--timeout`.
+    fn limits(&self, _cell: usize) -> AttemptLimits {
+        AttemptLimits::default()
+    }
+}
+
+/// What a plan says about how long an attempt may run: a hang limit for each way it may start
+/// (the plan cannot know which, a warm parent may be lost), each derived from attempts that
+/// started the same way, and whether the hunt's budget ends it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttemptLimits {
+    /// For an attempt that starts as a fork of a warm parent; none: only `--timeout` bounds it.
+    pub warm: Option<crate::exec::HangLimit>,
+    /// For an attempt that starts cold (a new process).
+    pub cold: Option<crate::exec::HangLimit>,
+    /// An attempt still running when the hunt's budget ends is ended then (recorded `slow`):
+    /// nothing else bounds an attempt that has no hang limit yet.
+    pub end_with_budget: bool,
+}
+
+impl AttemptLimits {
+    /// The hang limit of an attempt that started in `mode`.
+    pub fn hang(&self, mode: crate::record::Mode) -> Option<crate::exec::HangLimit> {
+        match mode {
+            crate::record::Mode::Warm => self.warm,
+            crate::record::Mode::Cold => self.cold,
+        }
     }
 }
 

@@ -17,11 +17,12 @@ use crate::analysis::{CellSummary, Summary};
 
 /// Colours of the outcomes, shared by charts and legends (GitHub's Primer palette, which reads
 /// well for the common forms of colour blindness when paired with the labels).
-const OUTCOME_COLOURS: [(&str, &str); 6] = [
+const OUTCOME_COLOURS: [(&str, &str); 7] = [
     ("pass", "#2da44e"),
     ("fail", "#cf222e"),
     ("crash", "#8250df"),
     ("timeout", "#bc4c00"),
+    ("slow", "#8c959f"),
     ("leak", "#bf8700"),
     ("spawn-error", "#6e7781"),
 ];
@@ -269,7 +270,7 @@ fn rate_chart(out: &mut String, summary: &Summary) {
              <text x=\"{:.1}\" y=\"{:.1}\" class=\"value\">{}</text></g>",
             esc(&c.name),
             c.failures,
-            c.attempts,
+            c.judged(),
             format_rate(c.rate),
             esc(&super::term::interval(c)),
             cy - 5.0,

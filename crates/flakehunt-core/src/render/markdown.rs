@@ -115,7 +115,7 @@ fn cells(out: &mut String, summary: &Summary, ctx: &RenderContext) {
             out,
             "| {name}{} | {} | {} | {} | {} | {} | {} |",
             if c.inert { " (inert)" } else { "" },
-            c.attempts,
+            c.attempts_text(),
             c.failures,
             format_rate(c.rate),
             super::term::interval(c),

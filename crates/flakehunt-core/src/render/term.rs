@@ -56,7 +56,7 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
                     _ => "",
                 }
             ),
-            c.attempts.to_string(),
+            c.attempts_text(),
             c.failures.to_string(),
             format_rate(c.rate),
             interval(c),

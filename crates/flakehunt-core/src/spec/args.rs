@@ -16,6 +16,7 @@ impl Default for SettingsRequest {
             until_fails: None,
             budget: None,
             timeout: Duration::from_secs(600),
+            timeout_given: false,
             grace: Duration::from_secs(2),
             leak_timeout: Duration::from_millis(100),
             capture: 1 << 20,
@@ -30,7 +31,7 @@ impl HuntSpec {
         let kind = match &self.kind {
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
-            HuntKind::Adaptive { .. } => "hunt",
+            HuntKind::Adaptive => "hunt",
             HuntKind::Suite(_) => "suite",
             HuntKind::Fire(_) => {
                 return Err(HuntError::usage(
@@ -78,15 +79,15 @@ impl HuntSpec {
                 o.list("--profiles", &s.profiles);
                 o.flag("--strict", s.strict);
             }
-            HuntKind::Fire(_) | HuntKind::Adaptive { .. } => {}
+            HuntKind::Fire(_) | HuntKind::Adaptive => {}
         }
-        // A hunt given `--timeout` gives it to its shards whatever its value: it replaces the
-        // hang rule.
-        let timeout_given = matches!(self.kind, HuntKind::Adaptive { timeout_given: true });
+        // A `--timeout` given is passed on whatever its value: the user's timeout is a failure
+        // the user defined (and replaces hunt's hang rule), the default one is not.
+        let timeout_given = self.settings.timeout_given;
         let (s, d) = (&self.settings, SettingsRequest::default());
         // The adaptive hunt plans its attempts itself and takes none of these (its runner's
         // width is its own, set before it is sharded).
-        if !matches!(self.kind, HuntKind::Adaptive { .. }) {
+        if !matches!(self.kind, HuntKind::Adaptive) {
             o.value_if("--runs", s.runs, s.runs != d.runs);
             o.value_if("--jobs", s.jobs, s.jobs != d.jobs);
             o.opt("--until-fails", s.until_fails.as_ref());

@@ -60,10 +60,7 @@ pub enum HuntKind {
     Fire(FireRequest),
     /// The adaptive hunt: calibrate, then arms of condition families at levels derived from
     /// the calibration, chosen by a bandit until one reproduces, then confirmed (`flakehunt hunt`).
-    Adaptive {
-        /// `--timeout` was given: it replaces the hang rule.
-        timeout_given: bool,
-    },
+    Adaptive,
     /// A whole test suite per attempt, in seeded orders, under profiles.
     Suite(SuiteRequest),
 }
@@ -169,6 +166,10 @@ pub struct SettingsRequest {
     pub budget: Option<Duration>,
     /// `--timeout`.
     pub timeout: Duration,
+    /// `--timeout` was given, not left at its default: a timeout the user asked for is a
+    /// failure the user defined (and replaces `hunt`'s hang rule); flakehunt's default judges
+    /// an attempt still at work when it is reached as slow.
+    pub timeout_given: bool,
     /// `--grace`.
     pub grace: Duration,
     /// `--leak-timeout`: not part of the recorded plan.
@@ -229,7 +230,7 @@ impl HuntKind {
     /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
     /// conditions, cold as they always ran, unless `--warm` is given.
     pub fn warm_by_default(&self) -> bool {
-        matches!(self, HuntKind::Adaptive { .. } | HuntKind::Suite(_))
+        matches!(self, HuntKind::Adaptive | HuntKind::Suite(_))
     }
 
     /// The record kind.
@@ -238,7 +239,7 @@ impl HuntKind {
             HuntKind::Sweep { .. } => Kind::Sweep,
             HuntKind::Matrix(_) => Kind::Matrix,
             HuntKind::Fire(_) => Kind::Fire,
-            HuntKind::Adaptive { .. } => Kind::Adaptive,
+            HuntKind::Adaptive => Kind::Adaptive,
             HuntKind::Suite(_) => Kind::Suite,
         }
     }

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::beta::beta;
-use super::calibration::{Calibration, Intensity, Measurement, RuntimeKind, Sharing, Skipped};
-use super::hang::hang_timeout;
+use super::calibration::{Calibration, Cost, Intensity, Measurement, RuntimeKind, Sharing, Skipped};
+use super::hang::{confirm_limit, hang_timeout, p99_rank, MIN_PASSED, SLOW_GROWTH};
 use crate::analysis::stats::fisher_exact_two_sided;
-use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Rng, RunningMajority};
+use crate::exec::HangLimit;
+use crate::plan::{AttemptLimits, AttemptSpec, CellSpec, Next, Plan, Rng, RunningMajority};
 use crate::profile::Profile;
-use crate::record::Attempt;
+use crate::record::{Attempt, Mode, Outcome};
 
 /// What the hunt is given besides its target. Serialisable, so a record can hold it and a
 /// resumed hunt rebuilds the same plan.
@@ -39,6 +40,11 @@ pub struct BanditOptions {
     pub majority: bool,
     /// `--timeout`, when the user gave one (the hang rule then does not apply).
     pub timeout: Option<Duration>,
+    /// The hunt's attempts run warm (a Python target's forks of a warm parent): one calibration
+    /// attempt then starts cold, to measure what a cold start adds. From the manifest's plan,
+    /// not kept with these options.
+    #[serde(skip)]
+    pub warm: bool,
 }
 
 impl BanditOptions {
@@ -62,6 +68,7 @@ impl Default for BanditOptions {
             alpha: 0.01,
             majority: false,
             timeout: None,
+            warm: false,
         }
     }
 }
@@ -87,16 +94,72 @@ struct Arm {
     /// CPUs one attempt keeps busy, and how it shares the machine (see [`Intensity`]).
     load: f64,
     sharing: Sharing,
+    /// Attempts that are evidence (a slow one is not), and the failures among them.
     attempts: u64,
     failures: u64,
-    /// Wall seconds of its attempts that did not fail.
+    /// Attempts ended as slow by a limit flakehunt set: no evidence, not among `attempts`.
+    slow: u64,
+    /// Wall seconds of its attempts that did not fail, slow ones included (what it costs).
     ok_seconds: f64,
     inert: u64,
     retired: Option<String>,
-    /// Wall times of its latest passed attempts, for the hang rule: a ring of
-    /// [`PASSED_KEPT`] (a percentile does not care about their order).
-    passed: Vec<f64>,
-    passed_next: usize,
+    /// What an attempt of the arm costs, for the hang limit before it has passes of its own.
+    cost: Cost,
+    /// Its latest passed attempts per mode ([`WARM`], [`COLD`]), for the hang rule.
+    passed: [Passed; 2],
+    /// Its longest slow attempt per mode, in seconds (0: none): the next limit is longer.
+    slowest: [f64; 2],
+    /// One of its attempts was idle at its hang limit and stayed so, or then failed by itself:
+    /// its later hangs count at the limit, without running longer first.
+    hang_confirmed: bool,
+}
+
+/// Index of warm attempts in an arm's per-mode data; see [`COLD`].
+const WARM: usize = 0;
+/// Index of cold attempts (new processes) in an arm's per-mode data.
+const COLD: usize = 1;
+
+fn mode_index(mode: Mode) -> usize {
+    match mode {
+        Mode::Warm => WARM,
+        Mode::Cold => COLD,
+    }
+}
+
+/// The latest passed attempts of one arm in one mode: wall and CPU seconds, a ring of
+/// [`PASSED_KEPT`] (a percentile does not care about their order).
+#[derive(Debug, Clone, Default)]
+struct Passed {
+    ring: Vec<(f64, Option<f64>)>,
+    next: usize,
+}
+
+impl Passed {
+    fn push(&mut self, seconds: f64, cpu: Option<f64>) {
+        if !seconds.is_finite() || seconds < 0.0 {
+            return;
+        }
+        if self.ring.len() < PASSED_KEPT {
+            self.ring.push((seconds, cpu));
+        } else {
+            self.ring[self.next] = (seconds, cpu);
+            self.next = (self.next + 1) % PASSED_KEPT;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// The attempt at the 99th percentile of wall time (nearest rank): its wall and CPU seconds.
+    fn p99(&self) -> Option<(f64, Option<f64>)> {
+        let mut v = self.ring.clone();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(v[p99_rank(v.len())])
+    }
 }
 
 impl Arm {
@@ -110,20 +173,14 @@ impl Arm {
             sharing: l.sharing,
             attempts: 0,
             failures: 0,
+            slow: 0,
             ok_seconds: 0.0,
             inert: 0,
             retired: None,
-            passed: Vec::new(),
-            passed_next: 0,
-        }
-    }
-
-    fn passed(&mut self, seconds: f64) {
-        if self.passed.len() < PASSED_KEPT {
-            self.passed.push(seconds);
-        } else {
-            self.passed[self.passed_next] = seconds;
-            self.passed_next = (self.passed_next + 1) % PASSED_KEPT;
+            cost: l.cost,
+            passed: Default::default(),
+            slowest: [0.0; 2],
+            hang_confirmed: false,
         }
     }
 
@@ -137,7 +194,7 @@ impl Arm {
     /// otherwise make the one arm that brings the failure out look too slow to try again, when
     /// the hunt needs exactly one more of them.
     fn rate(&self, cpus: f64, at_once: usize) -> f64 {
-        let ok = self.attempts - self.failures;
+        let ok = self.attempts - self.failures + self.slow;
         let mean = if ok > 0 { self.ok_seconds / ok as f64 } else { self.expected_seconds };
         let share = match self.sharing {
             Sharing::Alone => 1.0,
@@ -245,9 +302,11 @@ pub struct BanditPlan {
     /// are confirmation attempts.
     batch: Option<(usize, u32, bool)>,
     confirmation: Option<Confirmation>,
-    /// Confirmation attempts issued (or, after a resume, recorded) of the arm and the baseline:
-    /// the baseline's turn while it has fewer.
+    /// Confirmation attempts issued (or, after a resume, recorded) of the arm and the baseline,
+    /// less the slow ones: the baseline's turn while it has fewer.
     confirm_issued: (u64, u64),
+    /// Slow confirmation attempts of the arm and of the baseline.
+    confirm_slow: (u64, u64),
     outputs: Option<RunningMajority>,
 }
 
@@ -268,6 +327,7 @@ impl BanditPlan {
             copies: 1,
             load: options.cpus.max(1) as f64,
             sharing: Sharing::Alone,
+            cost: Cost::Factor(1.0),
         };
         Self {
             window: options.window(),
@@ -289,6 +349,7 @@ impl BanditPlan {
             batch: None,
             confirmation: None,
             confirm_issued: (0, 0),
+            confirm_slow: (0, 0),
             outputs,
             options,
         }
@@ -328,17 +389,53 @@ impl BanditPlan {
             .collect()
     }
 
-    /// The timeout for the next attempt of `cell` (the hang rule): from that cell's own passed
-    /// attempts once it has enough, else from the baseline's stretched by what calibration
-    /// expects of the cell. `None`: the hunt's default timeout applies.
-    pub fn timeout_for(&self, cell: usize) -> Option<Duration> {
-        let own = self.arms.get(cell)?;
-        let (passed, stretch) = if own.passed.len() >= super::hang::MIN_PASSED || cell == 0 {
-            (&own.passed, 1.0)
+    /// The limits of the next attempt of `cell` (the hang rule), one per way it may start: see
+    /// [`Self::hang_limit`]. Every attempt ends when the hunt's budget does.
+    pub fn limits_for(&self, cell: usize) -> AttemptLimits {
+        AttemptLimits { warm: self.hang_limit(cell, WARM), cold: self.hang_limit(cell, COLD), end_with_budget: true }
+    }
+
+    /// The hang limit of an attempt of `cell` started in `mode`, always from attempts started
+    /// the same way: the cell's own passed attempts in that mode once it has [`MIN_PASSED`] (an
+    /// arm whose cost is unknown: once it has one), else the baseline's in that mode (for a cold
+    /// attempt of a warm hunt, the warm baseline's plus the cold start calibration measured)
+    /// stretched by what the cell costs. None until then, or with the user's `--timeout`: the
+    /// attempt is bounded by `--timeout` and the budget only. An arm whose attempt was slow gets
+    /// at least [`SLOW_GROWTH`] times that attempt's length; until one of its hangs is confirmed,
+    /// a hang at the limit runs to [`confirm_limit`] before it counts.
+    pub fn hang_limit(&self, cell: usize, mode: usize) -> Option<HangLimit> {
+        if self.options.timeout.is_some() {
+            return None;
+        }
+        let arm = self.arms.get(cell)?;
+        let own = &arm.passed[mode];
+        let expected = if own.len() >= MIN_PASSED || (arm.cost == Cost::Unknown && own.len() > 0) {
+            own.p99()?.0
         } else {
-            (&self.arms[0].passed, own.expected_seconds / self.arms[0].expected_seconds.max(1e-6))
+            let (seconds, cpu) = self.baseline_p99(mode)?;
+            arm.cost.expected(seconds, cpu)?
         };
-        hang_timeout(passed, stretch, self.options.timeout)
+        let mut limit = hang_timeout(expected);
+        if arm.slowest[mode] > 0.0 {
+            limit = limit.max(Duration::from_secs_f64((SLOW_GROWTH * arm.slowest[mode]).min(1e9)));
+        }
+        Some(HangLimit { limit, confirm: (!arm.hang_confirmed).then(|| confirm_limit(limit)) })
+    }
+
+    /// The baseline's passed attempt at the 99th percentile in `mode` (wall and CPU seconds),
+    /// once it has [`MIN_PASSED`]; for cold attempts of a warm hunt without enough cold passes,
+    /// the warm one plus the cold start calibration measured.
+    fn baseline_p99(&self, mode: usize) -> Option<(f64, Option<f64>)> {
+        let base = &self.arms[0].passed;
+        if base[mode].len() >= MIN_PASSED {
+            return base[mode].p99();
+        }
+        let cold_start = self.calibration.as_ref().and_then(|c| c.cold_start).filter(|_| mode == COLD)?;
+        if base[WARM].len() < MIN_PASSED {
+            return None;
+        }
+        let (seconds, cpu) = base[WARM].p99()?;
+        Some((seconds + cold_start.seconds, cpu.zip(cold_start.cpu_seconds).map(|(a, b)| a + b)))
     }
 
     fn issue(&mut self, cell: usize, phase: Option<&str>) -> Next {
@@ -346,7 +443,10 @@ impl BanditPlan {
         self.next_id += 1;
         self.iterations[cell] += 1;
         self.flying.insert(id, cell);
-        Next::Run(AttemptSpec { id, cell, iteration: self.iterations[cell], phase: phase.map(str::to_owned) })
+        // In a warm hunt the last calibration attempt starts cold: what a cold start adds is
+        // what the hang limit of an arm that runs cold (jitter, a lost warm parent) needs.
+        let cold = self.options.warm && phase == Some(CALIBRATE) && id + 1 == self.options.calibration_attempts;
+        Next::Run(AttemptSpec { id, cell, iteration: self.iterations[cell], phase: phase.map(str::to_owned), cold })
     }
 
     /// Builds the arms from the calibration attempts (once).
@@ -538,10 +638,28 @@ impl BanditPlan {
         load <= self.options.cpus.max(1) as f64 + 1e-9
     }
 
-    /// Folds one observed attempt into its arm: the reproduction and confirmation rules.
+    /// What an attempt says of how long its arm's attempts take, in any phase: a pass is a
+    /// length the hang rule may trust, a slow attempt a length its arm needs more than, and a
+    /// hang that stayed hung (or was idle at its limit and then failed) confirms its arm hangs.
+    fn time(&mut self, cell: usize, attempt: &Attempt) {
+        let arm = &mut self.arms[cell];
+        let mode = mode_index(attempt.mode);
+        match attempt.outcome {
+            Outcome::Pass => arm.passed[mode].push(attempt.seconds, attempt.cpu_seconds),
+            Outcome::Slow => arm.slowest[mode] = arm.slowest[mode].max(attempt.seconds),
+            o if o.is_failure() && attempt.hang.and_then(|h| h.idle) == Some(true) => arm.hang_confirmed = true,
+            _ => {}
+        }
+    }
+
+    /// Folds one observed attempt into its arm: the reproduction and confirmation rules. A slow
+    /// attempt is no evidence: it counts only in what the arm costs, and in confirmation its
+    /// side runs one more.
     fn apply(&mut self, attempt: &Attempt) {
         let Some(cell) = self.cells.iter().position(|c| c.name == attempt.cell) else { return };
-        let failed = self.failed(attempt);
+        self.time(cell, attempt);
+        let slow = attempt.outcome == Outcome::Slow;
+        let failed = !slow && self.failed(attempt);
         let phase = attempt.phase.as_deref();
 
         if phase == Some(CONFIRM) {
@@ -553,7 +671,17 @@ impl BanditPlan {
             let alpha = self.options.alpha;
             let max = self.options.confirm_max;
             if let Some(c) = self.confirmation.as_mut() {
-                if cell == c.arm {
+                let arm_side = cell == c.arm;
+                if slow {
+                    // Its side gets another attempt, so that the counts pair again.
+                    let (issued, ran) = if arm_side {
+                        (&mut self.confirm_issued.0, &mut self.confirm_slow.0)
+                    } else {
+                        (&mut self.confirm_issued.1, &mut self.confirm_slow.1)
+                    };
+                    *issued = issued.saturating_sub(1);
+                    *ran += 1;
+                } else if arm_side {
                     c.arm_attempts += 1;
                     c.arm_failures += u64::from(failed);
                 } else if cell == 0 {
@@ -563,7 +691,12 @@ impl BanditPlan {
                 let paired = c.arm_attempts == c.base_attempts && c.arm_attempts > 0;
                 let futile =
                     paired && c.arm_attempts >= self.options.confirm_futile_after && c.arm_failures <= c.base_failures;
-                if (paired && (c.confirmed(alpha) || futile)) || (c.arm_attempts >= max && c.base_attempts >= max) {
+                // Slow attempts count towards the most confirmation runs, so that an arm whose
+                // attempts never end in time cannot hold the hunt in confirmation.
+                let spent = |n: u64, slow: u64| n + slow >= max;
+                if (paired && (c.confirmed(alpha) || futile))
+                    || (spent(c.arm_attempts, self.confirm_slow.0) && spent(c.base_attempts, self.confirm_slow.1))
+                {
                     self.stage = Stage::Done;
                 }
             }
@@ -571,16 +704,21 @@ impl BanditPlan {
         }
 
         let arm = &mut self.arms[cell];
+        if slow {
+            arm.slow += 1;
+            arm.ok_seconds += attempt.seconds;
+            return;
+        }
         arm.attempts += 1;
         if failed {
             arm.failures += 1;
         } else {
             arm.ok_seconds += attempt.seconds;
-            if attempt.outcome == crate::record::Outcome::Pass {
-                arm.passed(attempt.seconds);
-            }
         }
-        if let Some(reason) = &attempt.effect.inert {
+        // An attempt ended by a limit cannot report what its mechanism did (the jitter library
+        // reports when its process exits): only attempts that ended by themselves say inert.
+        let reported = attempt.termination.is_none();
+        if let Some(reason) = attempt.effect.inert.as_ref().filter(|_| reported) {
             arm.inert += 1;
             if arm.inert >= INERT_RETIRES && arm.failures == 0 && cell != 0 {
                 arm.retired = Some(reason.clone());
@@ -683,8 +821,8 @@ impl Plan for BanditPlan {
         self.next_id.max(self.options.calibration_attempts)
     }
 
-    fn timeout(&self, cell: usize) -> Option<Duration> {
-        self.timeout_for(cell)
+    fn limits(&self, cell: usize) -> AttemptLimits {
+        self.limits_for(cell)
     }
 }
 
@@ -702,10 +840,22 @@ mod tests {
         cpu: Option<f64>,
         inert: Option<&'static str>,
         stdout_hash: Option<String>,
+        /// How it started (a spec that asks for cold starts cold whatever this says).
+        mode: Mode,
+        /// What the hang rule saw of it.
+        hang: Option<crate::record::HangCheck>,
     }
 
     fn pass(seconds: f64) -> Result {
-        Result { outcome: Outcome::Pass, seconds, cpu: None, inert: None, stdout_hash: None }
+        Result {
+            outcome: Outcome::Pass,
+            seconds,
+            cpu: None,
+            inert: None,
+            stdout_hash: None,
+            mode: Mode::Cold,
+            hang: None,
+        }
     }
 
     fn fail(seconds: f64) -> Result {
@@ -722,6 +872,11 @@ mod tests {
         a.cpu_seconds = r.cpu;
         a.stdout_hash = r.stdout_hash.clone();
         a.effect = Effect { inert: r.inert.map(str::to_owned), ..Effect::default() };
+        a.mode = if spec.cold { Mode::Cold } else { r.mode };
+        a.hang = r.hang;
+        if matches!(r.outcome, Outcome::Timeout | Outcome::Slow) {
+            a.termination = Some(crate::exec::Termination::Sigterm);
+        }
         a
     }
 
@@ -735,6 +890,8 @@ mod tests {
         running: u32,
         /// Whether nothing else was running once it had been observed.
         idle_after: bool,
+        /// The plan asked for it to start cold.
+        cold: bool,
     }
 
     /// Runs `plan` like the runner does with enough jobs: every `Run` starts an attempt, and a
@@ -770,6 +927,7 @@ mod tests {
                         phase: spec.phase.clone(),
                         running: running.len() as u32 + 1,
                         idle_after: false,
+                        cold: spec.cold,
                     });
                     running.push((spec, r));
                 }
@@ -1116,20 +1274,127 @@ mod tests {
         assert_eq!(serde_json::from_str::<BanditOptions>("{}").unwrap(), BanditOptions::default());
     }
 
+    /// The limit of an attempt of `cell` started warm or cold, in seconds, and whether a hang at
+    /// it runs longer first.
+    fn limit(plan: &BanditPlan, cell: &str, mode: usize) -> Option<(f64, bool)> {
+        let i = plan.cells().iter().position(|c| c.name == cell).unwrap();
+        plan.hang_limit(i, mode).map(|h| (h.limit.as_secs_f64(), h.confirm.is_some()))
+    }
+
     #[test]
-    fn hangs_are_judged_from_passed_attempts() {
-        let mut plan = BanditPlan::new(options(12));
-        assert_eq!(plan.timeout_for(0), None, "nothing passed yet");
-        drive(&mut plan, 5, |_, _, _| pass(0.2));
-        assert_eq!(plan.timeout_for(0), Some(Duration::from_secs(4)));
-        // An arm without passes of its own: the baseline's, stretched as calibration expects.
-        let x10 = plan.cells().iter().position(|c| c.name.starts_with("cpu-starved=")).unwrap() + 1;
-        let t = plan.timeout_for(x10).unwrap().as_secs_f64();
-        assert!((t - 4.0 * plan.arms[x10].expected_seconds / 0.2).abs() < 1e-6, "{t}");
+    fn hangs_are_judged_from_attempts_started_the_same_way() {
+        // A Python target whose warm attempts take 20 ms and whose cold start takes 1.5 s more
+        // (a module slow to import); jitter runs cold (its library is preloaded at start-up)
+        // and takes 3 s there.
+        let mut plan = BanditPlan::new(BanditOptions { warm: true, runtime: RuntimeKind::Python, ..options(12) });
+        assert_eq!(plan.hang_limit(0, WARM), None, "nothing passed yet");
+        let outcome = |cell: &str, spec: &AttemptSpec, _: u32| {
+            if spec.cold || cell.starts_with("jitter") {
+                Result { cpu: Some(1.5), mode: Mode::Cold, ..pass(if spec.cold { 1.52 } else { 3.0 }) }
+            } else {
+                Result { cpu: Some(0.02), mode: Mode::Warm, ..pass(0.02) }
+            }
+        };
+        let (steps, _) = drive(&mut plan, 5, outcome);
+        assert!(steps.iter().take(4).all(|s| !s.cold) && steps[4].cold, "the last calibration attempt starts cold");
+        let cold_start = plan.calibration().unwrap().cold_start.unwrap();
+        assert!((cold_start.seconds - 1.5).abs() < 1e-9, "{cold_start:?}");
+        // Warm attempts: 20 x 20 ms, at least a second. Cold ones: the warm baseline plus the
+        // cold start, x20, never the warm limit.
+        assert_eq!(limit(&plan, "default", WARM), Some((1.0, true)));
+        let (cold, _) = limit(&plan, "default", COLD).unwrap();
+        assert!((cold - 20.0 * 1.52).abs() < 1e-6, "{cold}");
+        // A pause level stretches the baseline by what its pauses cost, in either mode.
+        let pause = plan.cells().iter().find(|c| c.name.starts_with("pause=")).unwrap().name.clone();
+        assert!(limit(&plan, &pause, COLD).unwrap().0 > cold);
+        // Jitter's cost is known only from its own attempts: no limit at all until one passed.
+        assert_eq!(limit(&plan, "jitter", COLD), None);
+        assert_eq!(limit(&plan, "jitter", WARM), None);
+        drive(&mut plan, 400, outcome);
+        let jitter_ran = plan.arms.iter().zip(plan.cells()).any(|(a, c)| c.name == "jitter" && a.attempts > 0);
+        assert!(jitter_ran);
+        assert_eq!(limit(&plan, "jitter", COLD), Some((60.0, true)));
+        // With the user's --timeout, the hang rule does not apply.
         let explicit = BanditPlan::new(BanditOptions { timeout: Some(Duration::from_secs(9)), ..options(12) });
-        assert_eq!(explicit.timeout_for(0), Some(Duration::from_secs(9)));
+        assert_eq!(explicit.limits_for(0), AttemptLimits { end_with_budget: true, ..AttemptLimits::default() });
         // The runner asks through the trait.
         let as_plan: &dyn Plan = &plan;
-        assert_eq!(as_plan.timeout(0), Some(Duration::from_secs(4)));
+        assert_eq!(as_plan.limits(0).warm.map(|h| h.limit), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_quota_stretches_the_cold_start_by_its_cpu_seconds() {
+        // A cold start of 1.5 CPU-seconds under a quota of a few percent takes far longer than
+        // the warm attempts' stretch says: the limit follows the CPU seconds.
+        let mut plan = BanditPlan::new(BanditOptions { warm: true, runtime: RuntimeKind::Python, ..options(3) });
+        drive(&mut plan, 5, |_, spec, _| {
+            if spec.cold {
+                Result { cpu: Some(1.5), ..pass(1.6) }
+            } else {
+                Result { cpu: Some(0.02), mode: Mode::Warm, ..pass(0.02) }
+            }
+        });
+        let quota = plan.cells().iter().find(|c| c.name.starts_with("cpu-starved=")).unwrap();
+        let share = quota.profile.as_ref().unwrap().knobs.cpu_quota.unwrap() / 100.0;
+        let (cold, _) = limit(&plan, &quota.name.clone(), COLD).unwrap();
+        // The cold attempt: 1.6 s of which 1.5 CPU-seconds, which take 1.5 / share under it.
+        assert!((cold - 20.0 * 1.5 / share).abs() < 1e-6, "{cold} under a {share} quota");
+    }
+
+    #[test]
+    fn a_slow_attempt_is_no_evidence_and_lengthens_its_arms_limit() {
+        // Every attempt of one pause level is ended as slow at its limit: it never fails, never
+        // reproduces, and its next limit is four times the slow attempt's length.
+        let mut plan = BanditPlan::new(options(21));
+        let (_, attempts) = drive(&mut plan, 3000, |cell, _, _| {
+            if cell == "pause=50ms/20ms" {
+                Result { outcome: Outcome::Slow, ..pass(1.0) }
+            } else {
+                pass(0.02)
+            }
+        });
+        assert!(attempts.iter().any(|a| a.outcome == Outcome::Slow));
+        assert_eq!(plan.confirmation(), None);
+        let i = plan.cells().iter().position(|c| c.name == "pause=50ms/20ms").unwrap();
+        assert_eq!((plan.arms[i].attempts, plan.arms[i].failures), (0, 0));
+        assert!(plan.arms[i].slow > 0);
+        assert!(limit(&plan, "pause=50ms/20ms", COLD).unwrap().0 >= 4.0);
+    }
+
+    #[test]
+    fn a_hang_runs_longer_until_one_of_its_arm_stayed_hung() {
+        let mut plan = BanditPlan::new(options(22));
+        let hung = crate::record::HangCheck { limit: 1.0, idle: Some(true), confirm_limit: Some(10.0) };
+        drive(&mut plan, 300, |cell, spec, _| {
+            if cell == "copies=2" && spec.iteration == 1 {
+                Result { outcome: Outcome::Timeout, hang: Some(hung), ..pass(10.0) }
+            } else {
+                pass(0.02)
+            }
+        });
+        assert_eq!(limit(&plan, "copies=2", COLD).map(|l| l.1), Some(false), "confirmed: counted at the limit");
+        assert_eq!(limit(&plan, "default", COLD).map(|l| l.1), Some(true));
+        assert_eq!(limit(&plan, "copies=4", COLD).map(|l| l.1), Some(true));
+    }
+
+    #[test]
+    fn slow_confirmation_attempts_are_run_again_and_the_counts_pair() {
+        // One arm fails every other attempt; in confirmation every third of its attempts is
+        // slow. Confirmation still pairs its counts and confirms it on evidence alone.
+        let mut plan = BanditPlan::new(options(6));
+        let (_, attempts) = drive(&mut plan, 20_000, |cell, spec, _| {
+            if cell == "cpu-starved=6.7" && spec.phase.as_deref() == Some(CONFIRM) && spec.iteration % 3 == 0 {
+                Result { outcome: Outcome::Slow, ..pass(0.6) }
+            } else if cell == "cpu-starved=6.7" && spec.iteration % 2 == 0 {
+                fail(0.2)
+            } else {
+                pass(0.02)
+            }
+        });
+        let c = *plan.confirmation().unwrap();
+        assert_eq!(plan.cells()[c.arm].name, "cpu-starved=6.7");
+        assert!(attempts.iter().any(|a| a.outcome == Outcome::Slow && a.phase.as_deref() == Some(CONFIRM)));
+        assert_eq!(c.arm_attempts, c.base_attempts);
+        assert!(c.confirmed(0.01), "{c:?}");
     }
 }

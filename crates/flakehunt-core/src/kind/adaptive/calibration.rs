@@ -19,6 +19,10 @@ pub struct Measurement {
     pub threads: Option<u32>,
     /// How it ended.
     pub outcome: Outcome,
+    /// It started cold (a new process): in a hunt whose attempts run warm, what a cold start
+    /// adds is measured from such an attempt.
+    #[serde(default)]
+    pub cold: bool,
 }
 
 impl Measurement {
@@ -30,6 +34,7 @@ impl Measurement {
             cpu_seconds: a.cpu_seconds.or_else(|| a.effect.cpu_share.map(|share| share * a.seconds)),
             threads: None,
             outcome: a.outcome,
+            cold: a.mode == crate::record::Mode::Cold,
         }
     }
 }
@@ -122,6 +127,54 @@ pub struct Calibration {
     pub attempts: u64,
     /// Of which failed.
     pub failures: u64,
+    /// What a cold start (a new process) adds to a warm attempt, measured by a calibration
+    /// attempt started cold in a hunt whose attempts run warm: the hang limit of an arm that
+    /// runs cold is the warm baseline's stretched by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<ColdStart>,
+}
+
+/// What a cold start adds to an attempt, over the median warm one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ColdStart {
+    /// Wall seconds.
+    pub seconds: f64,
+    /// CPU seconds, when measured.
+    pub cpu_seconds: Option<f64>,
+}
+
+/// What an arm costs an attempt, so the hang limit of its attempts can be the baseline's
+/// stretched by it until the arm has passed attempts of its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cost {
+    /// Its attempts run this many times as long as the baseline's (pauses, copies contending
+    /// for the CPUs, pinning, idle priority; 1 for the baseline).
+    Factor(f64),
+    /// A CPU quota of this share of one CPU: an attempt's CPU seconds take this long over it.
+    Quota(f64),
+    /// This many busy competitors per CPU: the busy part of an attempt takes K + 1 times as long.
+    Noise(u32),
+    /// Known only from the arm's own attempts: how much a delay at every intercepted call or a
+    /// tight switch interval slows a program depends on how often it makes such calls and
+    /// switches.
+    Unknown,
+}
+
+impl Cost {
+    /// Expected wall seconds under the arm of an attempt that took `seconds` and `cpu` CPU
+    /// seconds (one CPU busy throughout when not measured) without it; none for an unknown cost.
+    pub fn expected(self, seconds: f64, cpu: Option<f64>) -> Option<f64> {
+        let cpu = cpu.filter(|c| c.is_finite() && *c >= 0.0).unwrap_or(seconds);
+        let busy = cpu.min(seconds);
+        match self {
+            Cost::Factor(k) => Some(seconds * k.max(1.0)),
+            // As the quota levels are sized (see `arms`): the busy part takes its CPU seconds
+            // over the quota, less the last period that is not waited out.
+            Cost::Quota(share) => Some((seconds - busy) + busy.max(cpu / share.max(1e-4) - QUOTA_PERIOD)),
+            Cost::Noise(k) => Some(seconds + busy * f64::from(k)),
+            Cost::Unknown => None,
+        }
+    }
 }
 
 /// One level of a family: the cell it runs and what calibration expects of it.
@@ -138,6 +191,8 @@ pub struct Intensity {
     pub load: f64,
     /// How it shares the machine with other attempts.
     pub sharing: Sharing,
+    /// What it costs an attempt, for its hang limit.
+    pub cost: Cost,
 }
 
 /// How the attempts of a level may share the machine with other attempts.
@@ -202,11 +257,15 @@ const MIN_GAP_US: u64 = 200;
 impl Calibration {
     /// Calibration from plain attempts. CPU use is the median over the attempts that measured
     /// it; attempts that timed out or could not start tell nothing of the target's length.
+    /// In a hunt whose attempts run warm, the warm attempts size the arms and a cold one, the
+    /// cold start.
     pub fn measure(measurements: &[Measurement], runtime: RuntimeKind, cpus: usize) -> Result<Self, CalibrationError> {
-        let ran: Vec<&Measurement> = measurements
-            .iter()
-            .filter(|m| !matches!(m.outcome, Outcome::Timeout | Outcome::SpawnError) && m.seconds.is_finite())
-            .collect();
+        let usable = |m: &&Measurement| {
+            !matches!(m.outcome, Outcome::Timeout | Outcome::Slow | Outcome::SpawnError) && m.seconds.is_finite()
+        };
+        let warm: Vec<&Measurement> = measurements.iter().filter(usable).filter(|m| !m.cold).collect();
+        let cold: Vec<&Measurement> = measurements.iter().filter(usable).filter(|m| m.cold).collect();
+        let ran = if warm.is_empty() { cold.clone() } else { warm.clone() };
         if ran.is_empty() {
             return Err(CalibrationError::NoMeasurement);
         }
@@ -217,6 +276,21 @@ impl Calibration {
             .filter(|s| s.is_finite() && *s >= 0.0)
             .collect();
         let cpu_per_wall = (!shares.is_empty()).then(|| median(shares));
+        // The cold start over the median warm attempt, from the cold attempt that passed
+        // (the slowest, if more did: a limit errs long).
+        let cold_start = (!warm.is_empty())
+            .then(|| cold.iter().filter(|m| m.outcome == Outcome::Pass).max_by(|a, b| a.seconds.total_cmp(&b.seconds)))
+            .flatten()
+            .map(|c| {
+                let warm_cpu: Vec<f64> = warm.iter().filter_map(|m| m.cpu_seconds).collect();
+                ColdStart {
+                    seconds: (c.seconds - median_seconds).max(0.0),
+                    cpu_seconds: c
+                        .cpu_seconds
+                        .zip((!warm_cpu.is_empty()).then(|| median(warm_cpu)))
+                        .map(|(cold, warm)| (cold - warm).max(0.0)),
+                }
+            });
         Ok(Self {
             median_seconds,
             cpu_per_wall,
@@ -225,6 +299,7 @@ impl Calibration {
             cpus: cpus.max(1),
             attempts: measurements.len() as u64,
             failures: measurements.iter().filter(|m| m.outcome.is_failure()).count() as u64,
+            cold_start,
         })
     }
 
@@ -251,7 +326,7 @@ impl Calibration {
         let busy_over = |seconds: f64| (c * w / seconds.max(1e-6)).min(cpus);
         let mut families = vec![Family {
             name: "default",
-            levels: vec![level(Profile::default_profile(), w, 1).sharing(busy_over(w), Sharing::Shared)],
+            levels: vec![level(Profile::default_profile(), w, 1, w).sharing(busy_over(w), Sharing::Shared)],
         }];
         let mut skipped = Vec::new();
         let mut skip = |family: &str, reason: String| skipped.push(Skipped { family: family.into(), reason });
@@ -278,7 +353,11 @@ impl Calibration {
                     levels.iter().any(|l| l.cell.profile.as_ref().and_then(|p| p.knobs.cpu_quota) == Some(pct));
                 if stretch >= MIN_STRETCH && !duplicate {
                     let load = busy_over(w * stretch).min(pct / 100.0);
-                    levels.push(level(Profile::starved(pct), w * stretch, 1).sharing(load, Sharing::Shared));
+                    levels.push(
+                        level(Profile::starved(pct), w * stretch, 1, w)
+                            .sharing(load, Sharing::Shared)
+                            .cost(Cost::Quota(pct / 100.0)),
+                    );
                 }
             }
             if levels.is_empty() {
@@ -302,7 +381,7 @@ impl Calibration {
             let profile = Profile::paused(len, gap);
             if !pauses.iter().any(|l| l.cell.name == profile.name) {
                 let seconds = w * (1.0 + 1.5 * len as f64 / gap as f64);
-                pauses.push(level(profile, seconds, 1).sharing(busy_over(seconds), Sharing::Shared));
+                pauses.push(level(profile, seconds, 1, w).sharing(busy_over(seconds), Sharing::Shared));
             }
         }
         families.push(Family { name: "pause", levels: pauses });
@@ -312,8 +391,9 @@ impl Calibration {
         let noise = NOISE_PER_CPU
             .iter()
             .map(|&k| {
-                level(Profile::noisy(k, self.cpus), w * (1.0 + c.min(1.0) * f64::from(k)), 1)
+                level(Profile::noisy(k, self.cpus), w * (1.0 + c.min(1.0) * f64::from(k)), 1, w)
                     .sharing(cpus, Sharing::Alone)
+                    .cost(Cost::Noise(k))
             })
             .collect();
         families.push(Family { name: "noisy", levels: noise });
@@ -327,7 +407,7 @@ impl Calibration {
             skip("idle", format!("the target used {c:.4} CPU-seconds per second: a priority cannot slow it"));
         } else if let Some(idle) = Profile::builtin("idle") {
             let stretch = STRETCHES[STRETCHES.len() - 1];
-            let level = level(idle, w * stretch, 1).sharing(cpus, Sharing::Alone);
+            let level = level(idle, w * stretch, 1, w).sharing(cpus, Sharing::Alone);
             families.push(Family { name: "idle", levels: vec![level] });
         }
 
@@ -338,7 +418,7 @@ impl Calibration {
             let n = n.clamp(2, crate::profile::MAX_COPIES as usize) as u32;
             if !copies.iter().any(|l| l.copies == n) {
                 let contention = (f64::from(n) * c.min(1.0) / self.cpus as f64).max(1.0);
-                copies.push(level(Profile::copies(n), w * contention, n).sharing(cpus, Sharing::Alone));
+                copies.push(level(Profile::copies(n), w * contention, n, w).sharing(cpus, Sharing::Alone));
             }
         }
         families.push(Family { name: "copies", levels: copies });
@@ -356,7 +436,9 @@ impl Calibration {
                 levels: JITTER_RATES
                     .iter()
                     .map(|&r| {
-                        level(Profile::jittered(r), w * (1.0 + r * 0.2), 1).sharing(busy_over(w), Sharing::Shared)
+                        level(Profile::jittered(r), w * (1.0 + r * 0.2), 1, w)
+                            .sharing(busy_over(w), Sharing::Shared)
+                            .cost(Cost::Unknown)
                     })
                     .collect(),
             }),
@@ -364,7 +446,7 @@ impl Calibration {
 
         if self.runtime == RuntimeKind::Python {
             let gil = Profile::builtin("tight-gil").unwrap_or_else(Profile::default_profile);
-            let tight = level(gil, w * 1.2, 1).sharing(busy_over(w), Sharing::Shared);
+            let tight = level(gil, w * 1.2, 1, w).sharing(busy_over(w), Sharing::Shared).cost(Cost::Unknown);
             families.push(Family { name: "tight-gil", levels: vec![tight] });
         } else {
             skip("tight-gil", "not a Python target".into());
@@ -379,20 +461,33 @@ impl Calibration {
                 skip(name, "single-threaded: pinning it to one CPU changes nothing".into());
             } else if let Some(p) = Profile::builtin(name) {
                 let stretch = c.max(1.0);
-                families.push(Family { name, levels: vec![level(p, w * stretch, 1).sharing(1.0, Sharing::Pinned)] });
+                families.push(Family { name, levels: vec![level(p, w * stretch, 1, w).sharing(1.0, Sharing::Pinned)] });
             }
         }
         Arms { families, skipped }
     }
 }
 
-fn level(profile: Profile, expected_seconds: f64, copies: u32) -> Intensity {
-    Intensity { cell: CellSpec::for_profile(profile), expected_seconds, copies, load: 1.0, sharing: Sharing::Shared }
+/// A level whose attempts are expected to run `expected_seconds` against the baseline's `w`:
+/// its cost is that factor until said otherwise.
+fn level(profile: Profile, expected_seconds: f64, copies: u32, w: f64) -> Intensity {
+    Intensity {
+        cell: CellSpec::for_profile(profile),
+        expected_seconds,
+        copies,
+        load: 1.0,
+        sharing: Sharing::Shared,
+        cost: Cost::Factor(expected_seconds / w.max(1e-9)),
+    }
 }
 
 impl Intensity {
     fn sharing(self, load: f64, sharing: Sharing) -> Self {
         Self { load, sharing, ..self }
+    }
+
+    fn cost(self, cost: Cost) -> Self {
+        Self { cost, ..self }
     }
 }
 
@@ -441,7 +536,7 @@ mod tests {
     use super::*;
 
     fn m(seconds: f64, cpu: Option<f64>) -> Measurement {
-        Measurement { seconds, cpu_seconds: cpu, threads: None, outcome: Outcome::Pass }
+        Measurement { seconds, cpu_seconds: cpu, threads: None, outcome: Outcome::Pass, cold: false }
     }
 
     fn names(arms: &Arms, family: &str) -> Vec<String> {
@@ -531,6 +626,43 @@ mod tests {
     }
 
     #[test]
+    fn a_cold_attempt_of_a_warm_hunt_measures_the_cold_start_not_the_arms() {
+        let warm = m(0.02, Some(0.02));
+        let cold = Measurement { cold: true, ..m(1.7, Some(1.52)) };
+        let cal = Calibration::measure(&[warm, warm, warm, warm, cold], RuntimeKind::Python, 2).unwrap();
+        assert_eq!(cal.median_seconds, 0.02);
+        let cs = cal.cold_start.unwrap();
+        assert!((cs.seconds - 1.68).abs() < 1e-9 && (cs.cpu_seconds.unwrap() - 1.5).abs() < 1e-9, "{cs:?}");
+        // A cold hunt has nothing to compare: every attempt is cold, none measures a cold start.
+        let all_cold = Calibration::measure(&[cold, cold], RuntimeKind::Python, 2).unwrap();
+        assert_eq!((all_cold.median_seconds, all_cold.cold_start), (1.7, None));
+        // Nor does a cold attempt that failed.
+        let failed = Measurement { outcome: Outcome::Fail, ..cold };
+        assert_eq!(Calibration::measure(&[warm, warm, failed], RuntimeKind::Python, 2).unwrap().cold_start, None);
+    }
+
+    #[test]
+    fn costs_stretch_an_attempt_as_the_levels_are_sized() {
+        // A quota: CPU seconds over the share, less the last period; the waiting part as is.
+        let q = Cost::Quota(0.1).expected(1.0, Some(0.5)).unwrap();
+        assert!((q - (0.5 + 5.0 - QUOTA_PERIOD)).abs() < 1e-9, "{q}");
+        // Unmeasured CPU: busy throughout.
+        assert!((Cost::Quota(0.5).expected(1.0, None).unwrap() - 1.9).abs() < 1e-9);
+        assert_eq!(Cost::Noise(2).expected(1.0, Some(0.25)), Some(1.5));
+        assert_eq!(Cost::Factor(3.0).expected(2.0, None), Some(6.0));
+        assert_eq!(Cost::Factor(0.5).expected(2.0, None), Some(2.0));
+        assert_eq!(Cost::Unknown.expected(1.0, Some(1.0)), None);
+        // The levels carry theirs: jitter and the switch interval are known only from their attempts.
+        let arms = Calibration::measure(&[m(0.1, Some(0.1))], RuntimeKind::Python, 2).unwrap().arms();
+        for family in &arms.families {
+            for l in &family.levels {
+                let unknown = matches!(family.name, "jitter" | "tight-gil");
+                assert_eq!(l.cost == Cost::Unknown, unknown, "{}", l.cell.name);
+            }
+        }
+    }
+
+    #[test]
     fn timeouts_and_spawn_errors_do_not_measure_the_length() {
         let hang = Measurement { outcome: Outcome::Timeout, ..m(600.0, None) };
         let cal = Calibration::measure(&[hang, m(0.2, None), m(0.4, None)], RuntimeKind::Unknown, 2).unwrap();
@@ -547,6 +679,8 @@ mod tests {
             "outcome": "pass", "exit_code": 0, "signal": null, "stdout_tail": "", "stderr_tail": "",
         }))
         .unwrap();
+        assert_eq!(Measurement::from_attempt(&a), Measurement { cold: true, ..m(2.0, None) });
+        a.mode = crate::record::Mode::Warm;
         assert_eq!(Measurement::from_attempt(&a), m(2.0, None));
         a.effect.cpu_share = Some(0.25);
         assert_eq!(Measurement::from_attempt(&a).cpu_seconds, Some(0.5));

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bandit::{BanditOptions, BanditPlan};
 use super::calibration::{Calibration, RuntimeKind, Skipped};
+use super::reproduction::Finding;
 use crate::analysis::Summary;
 use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, Reproduction, Tried};
 use crate::plan::{Plan, Target};
@@ -24,6 +25,7 @@ pub fn options_of(manifest: &Manifest) -> BanditOptions {
 /// `I-1, I-1+N, ...`, so `flakehunt merge` joins shards without two attempts sharing an id.
 pub fn plan_of(manifest: &Manifest) -> ShardedPlan {
     let mut options = options_of(manifest);
+    options.warm = manifest.plan.warm.is_some();
     let (index, count) = manifest.shard.map_or((1, 1), |s| (u64::from(s.index), u64::from(s.count).max(1)));
     if count > 1 {
         options.seed ^= index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -84,8 +86,8 @@ impl Plan for ShardedPlan {
         self.inner.planned()
     }
 
-    fn timeout(&self, cell: usize) -> Option<std::time::Duration> {
-        self.inner.timeout(cell)
+    fn limits(&self, cell: usize) -> crate::plan::AttemptLimits {
+        self.inner.limits(cell)
     }
 }
 
@@ -323,8 +325,12 @@ impl AdaptiveSummary {
         summary.complete = done;
         summary.reproduction = Some(self.tally.reproduction().cloned());
         let c = self.tally.confirmation();
+        let inert =
+            self.tally.reproduction().and_then(|r| summary.cell(&r.cell)).and_then(|cell| cell.inert_reason.clone());
+        let conclusion = crate::render::adaptive::conclusion(&self.tally, !done, inert.as_deref());
+        apply_finding(summary, &self.tally, inert.is_some());
         let details = AdaptiveDetails {
-            conclusion: crate::render::adaptive::conclusion(&self.tally, !done),
+            conclusion,
             calibration: self.plan.bandit().calibration().cloned(),
             skipped: self.plan.bandit().skipped().to_vec(),
             retired: self
@@ -347,6 +353,58 @@ impl AdaptiveSummary {
     pub fn reproduction(&self) -> Option<&Reproduction> {
         self.tally.reproduction()
     }
+}
+
+/// A hunt's verdict is its confirmation's, not a sweep's comparison of every cell with the
+/// baseline: exploration ran each arm because of what it had shown, so its counts are no test.
+/// Only the arm confirmation singled out is `sensitive`; a hunt in which nothing the target gives
+/// by itself was seen is `not-reproduced` (exit 0), whatever failed once or twice on the way.
+fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
+    let finding = tally.finding(crate::render::adaptive::ALPHA, inert);
+    let condition = tally.reproduction().map(|r| r.cell.clone()).filter(|_| finding == Finding::ConditionSensitive);
+    for cell in &mut summary.cells {
+        let confirmed = condition.as_deref() == Some(cell.name.as_str());
+        if confirmed {
+            cell.direction = Some("amplifies".into());
+            cell.meaning = crate::analysis::summary::meaning_of(&cell.name, "amplifies");
+        } else {
+            (cell.direction, cell.meaning) = (None, None);
+        }
+        cell.sensitive = confirmed;
+    }
+    let c = tally.confirmation();
+    let (verdict, text) = match (finding, tally.reproduction()) {
+        (Finding::ConditionSensitive, _) => {
+            let cell = condition.unwrap_or_default();
+            let counts = format!("{}/{} vs {}/{}", c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts);
+            (
+                "condition-sensitive",
+                format!("condition-sensitive ({cell}): {cell} amplifies the failure (confirmation: {counts})"),
+            )
+        }
+        // Every attempt of every cell failed: the sweep's word for it stands.
+        (Finding::Flaky, _) if summary.verdict == "deterministic" => ("deterministic", summary.verdict_text.clone()),
+        (Finding::Flaky, Some(r)) if r.cell == super::reproduction::BASELINE => {
+            ("flaky-insensitive", "flaky: the plain target fails, no condition needed".to_owned())
+        }
+        (Finding::Flaky, _) => (
+            "flaky-insensitive",
+            "flaky: the failure appears without the condition it first failed under, so it does not follow it"
+                .to_owned(),
+        ),
+        (Finding::NotReproduced, Some(r)) => (
+            "not-reproduced",
+            format!(
+                "not reproduced: what failed twice under {} did not fail again in confirmation nor under the baseline",
+                r.cell
+            ),
+        ),
+        (Finding::NotReproduced, None) => {
+            ("not-reproduced", format!("not reproduced in {} attempts", summary.attempts))
+        }
+    };
+    summary.verdict = verdict.into();
+    summary.verdict_text = text;
 }
 
 #[cfg(test)]

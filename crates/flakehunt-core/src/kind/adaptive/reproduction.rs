@@ -3,9 +3,11 @@
 //! confirmation against the baseline, and what was tried. Streaming, like the tally, so
 //! `summary.json`'s `"reproduction"` comes from the record alone. Main type: [`AdaptiveTally`].
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
-use crate::record::Attempt;
+use crate::record::{Attempt, Outcome};
 
 /// `"reproduction"` in a hunt's `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,11 +25,49 @@ pub struct Reproduction {
 pub struct Tried {
     /// The cell.
     pub cell: String,
-    /// Attempts.
+    /// Attempts that are evidence (slow ones are not among them).
     pub attempts: u64,
     /// Failures among them.
     pub failures: u64,
+    /// Attempts ended as slow by the hang rule or the budget: no evidence either way.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slow: u64,
 }
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One failure of the cell that failed twice, before it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// How it failed.
+    pub outcome: Outcome,
+    /// Its signature.
+    pub signature: Option<String>,
+    /// It hung at a limit flakehunt derived (no CPU, no output), rather than past `--timeout`.
+    pub hung: bool,
+}
+
+/// What a hunt's record concludes, from its confirmation alone: exploration chose the arm
+/// because it failed, so its two failures cannot show on their own that it is the condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finding {
+    /// No cell failed twice, or the cell that did never failed that way again in confirmation
+    /// nor under the baseline: nothing the target gives by itself was seen.
+    NotReproduced,
+    /// The failure is the target's own: the plain target failed twice, or the failure that
+    /// failed twice under an arm appeared again (its signature) in confirmation or under the
+    /// baseline, without confirmation singling the arm out.
+    Flaky,
+    /// Confirmation showed the arm fails more than the baseline (p < alpha on fresh attempts),
+    /// and the arm's mechanism took effect.
+    ConditionSensitive,
+}
+
+/// Distinct signatures kept per kind of attempt: a failure that prints a unique value every
+/// time cannot grow memory without bound.
+const MAX_SIGNATURES: usize = 256;
 
 /// The confirmation attempts of the reproducing cell and of the baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -72,6 +112,15 @@ pub struct AdaptiveTally {
     tried: Vec<Tried>,
     reproduction: Option<Reproduction>,
     confirm: ConfirmCounts,
+    /// Failures of each cell before it failed twice, kept for the cell that does.
+    failures: Vec<(String, Vec<Failure>)>,
+    /// The reproducing cell's failures.
+    reproducing: Vec<Failure>,
+    /// Signatures of the baseline's failures (every phase) and of confirmation's (either side).
+    baseline_signatures: BTreeSet<String>,
+    confirm_signatures: BTreeSet<String>,
+    /// Confirmation attempts ended as slow.
+    confirm_slow: u64,
 }
 
 impl AdaptiveTally {
@@ -90,7 +139,18 @@ impl AdaptiveTally {
         };
         self.seconds = self.seconds.max(end);
         let failed = a.outcome.is_failure();
+        let signature = || a.signature.clone().unwrap_or_else(|| a.outcome.name().to_owned());
+        if failed && a.cell == BASELINE && self.baseline_signatures.len() < MAX_SIGNATURES {
+            self.baseline_signatures.insert(signature());
+        }
         if a.phase.as_deref() == Some(crate::kind::adaptive::CONFIRM) {
+            if !a.outcome.is_evidence() {
+                self.confirm_slow += 1;
+                return;
+            }
+            if failed && self.confirm_signatures.len() < MAX_SIGNATURES {
+                self.confirm_signatures.insert(signature());
+            }
             if let Some(r) = &self.reproduction {
                 if a.cell == r.cell {
                     self.confirm.cell_attempts += 1;
@@ -105,15 +165,77 @@ impl AdaptiveTally {
         let i = match self.tried.iter().position(|t| t.cell == a.cell) {
             Some(i) => i,
             None => {
-                self.tried.push(Tried { cell: a.cell.clone(), attempts: 0, failures: 0 });
+                self.tried.push(Tried { cell: a.cell.clone(), attempts: 0, failures: 0, slow: 0 });
                 self.tried.len() - 1
             }
         };
         let t = &mut self.tried[i];
+        if !a.outcome.is_evidence() {
+            t.slow += 1;
+            return;
+        }
         t.attempts += 1;
         t.failures += u64::from(failed);
+        if failed && self.reproduction.is_none() {
+            let failure = Failure {
+                outcome: a.outcome,
+                signature: a.signature.clone(),
+                hung: a.hang.is_some_and(|h| h.idle == Some(true)),
+            };
+            match self.failures.iter_mut().find(|(cell, _)| *cell == a.cell) {
+                Some((_, v)) => v.push(failure),
+                None => self.failures.push((a.cell.clone(), vec![failure])),
+            }
+        }
         if t.failures == 2 && self.reproduction.is_none() {
             self.reproduction = Some(Reproduction { cell: a.cell.clone(), seconds: end, attempts: self.recorded });
+            let i = self.failures.iter().position(|(cell, _)| *cell == a.cell);
+            self.reproducing = i.map(|i| self.failures.swap_remove(i).1).unwrap_or_default();
+            self.failures = Vec::new();
+        }
+    }
+
+    /// The reproducing cell's failures, before it failed twice.
+    pub fn reproducing(&self) -> &[Failure] {
+        &self.reproducing
+    }
+
+    /// Whether a failure of the reproducing cell's kind (its signature) appeared again in
+    /// confirmation, on either side, or under the baseline at any time.
+    pub fn echoed(&self) -> bool {
+        self.reproducing.iter().any(|f| {
+            let sig = f.signature.clone().unwrap_or_else(|| f.outcome.name().to_owned());
+            self.confirm_signatures.contains(&sig) || self.baseline_signatures.contains(&sig)
+        })
+    }
+
+    /// Whether a failure of the reproducing cell's kind appeared under the baseline (any phase).
+    pub fn seen_under_baseline(&self) -> bool {
+        self.reproducing.iter().any(|f| {
+            self.baseline_signatures.contains(&f.signature.clone().unwrap_or_else(|| f.outcome.name().to_owned()))
+        })
+    }
+
+    /// Confirmation attempts ended as slow (no evidence; each was run again).
+    pub fn confirm_slow(&self) -> u64 {
+        self.confirm_slow
+    }
+
+    /// What the record concludes: see [`Finding`]. `inert`: the reproducing cell's mechanism
+    /// had no effect here, so it cannot be the condition.
+    pub fn finding(&self, alpha: f64, inert: bool) -> Finding {
+        let Some(r) = &self.reproduction else { return Finding::NotReproduced };
+        if r.cell == BASELINE {
+            return Finding::Flaky;
+        }
+        let c = self.confirm;
+        let shown = c.cell_attempts > 0 && c.base_attempts > 0 && c.confirmed(alpha);
+        if shown && !inert {
+            Finding::ConditionSensitive
+        } else if self.echoed() {
+            Finding::Flaky
+        } else {
+            Finding::NotReproduced
         }
     }
 
@@ -221,7 +343,7 @@ pub(crate) mod tests {
         // 5/10 against 0/10: p = 0.0325 (R: fisher.test(matrix(c(5,5,0,10),2))).
         assert!((c.p_value() - 0.0325).abs() < 1e-3, "{}", c.p_value());
         assert!(!c.confirmed(0.01) && c.confirmed(0.05));
-        assert_eq!(t.tried(), [Tried { cell: "noisy=x2".into(), attempts: 2, failures: 2 }]);
+        assert_eq!(t.tried(), [Tried { cell: "noisy=x2".into(), attempts: 2, failures: 2, slow: 0 }]);
         assert_eq!(t.attempts(), 22);
         assert!((t.seconds() - 2.2).abs() < 1e-6, "{}", t.seconds());
     }

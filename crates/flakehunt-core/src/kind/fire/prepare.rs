@@ -59,6 +59,9 @@ pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFi
         until_fails: None,
         budget_seconds: None,
         timeout_seconds: settings.timeout.as_secs_f64(),
+        // A run its timeout ends did not finish its work under the level's load: fire counts
+        // it as a failed run, whichever timeout it was.
+        timeout_given: Some(true),
         grace_seconds: settings.grace.as_secs_f64(),
         capture_bytes: settings.capture,
         warm: None,

@@ -362,11 +362,11 @@ impl<E: Execute> FireRunner<E> {
                         if n >= level.runs {
                             return;
                         }
-                        let spec = AttemptSpec { id: base + n, cell: 0, iteration: n + 1, phase: None };
+                        let spec = AttemptSpec { id: base + n, cell: 0, iteration: n + 1, phase: None, cold: false };
                         let token = self.options.trace_tokens.then(|| self.token(spec.id));
                         let env: Vec<(String, String)> =
                             token.iter().map(|t| ("FLAKEHUNT_TOKEN".to_owned(), t.clone())).collect();
-                        let slot = Slot { worker: Some(worker), level: Some(index), timeout: None };
+                        let slot = Slot { worker: Some(worker), level: Some(index), ..Slot::default() };
                         let result = runner.run(&spec, cell, worker as usize, slot, &env);
                         if tx.send(Ran { token, result }).is_err() {
                             return;
@@ -414,7 +414,13 @@ impl<E: Execute> FireRunner<E> {
         let mut results = Vec::new();
         for (n, command) in self.options.checks.iter().enumerate() {
             let runner = self.runner_in(dir, &[("FLAKEHUNT_RUNS", runs.to_string())]).with_shell(command);
-            let spec = AttemptSpec { id: CHECK_IDS + n as u64, cell: 0, iteration: 1, phase: Some("check".into()) };
+            let spec = AttemptSpec {
+                id: CHECK_IDS + n as u64,
+                cell: 0,
+                iteration: 1,
+                phase: Some("check".into()),
+                cold: false,
+            };
             let cell = CellSpec { name: "check".into(), profile: None, overlay: Vec::new() };
             let f = runner
                 .run(&spec, &cell, 0, Slot::default(), &[])

@@ -209,6 +209,7 @@ impl Plan for MatrixPlan {
                     cell,
                     iteration: self.runs + issued + 1,
                     phase: Some("confirm".into()),
+                    cold: false,
                 });
             }
         }
@@ -296,6 +297,7 @@ mod tests {
             phase: spec.phase.clone(),
             log: None,
             load: None,
+            hang: None,
             error: None,
             cpu_seconds: None,
             suite: None,

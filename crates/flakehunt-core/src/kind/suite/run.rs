@@ -200,7 +200,7 @@ impl Runs for Live<'_> {
             return None;
         }
         let (id, iteration) = self.ids.take();
-        let spec = AttemptSpec { id, cell: 0, iteration, phase: Some(role_name(req.role).to_owned()) };
+        let spec = AttemptSpec { id, cell: 0, iteration, phase: Some(role_name(req.role).to_owned()), cold: false };
         match self.exec.run_request(&spec, &self.cell, 0, Slot::default(), req) {
             Ok(f) if f.cancelled => None,
             Ok(f) => {
