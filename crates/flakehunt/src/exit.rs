@@ -45,7 +45,7 @@ pub enum Done {
 pub enum Error {
     /// A hunt could not run or finish.
     #[error(transparent)]
-    Hunt(#[from] flakehunt_core::driver::HuntError),
+    Hunt(#[from] flakehunt_core::spec::HuntError),
     /// A snapshot cannot be read (`diff`).
     #[error(transparent)]
     Snapshot(#[from] flakehunt_core::drift::ReadError),
@@ -172,9 +172,9 @@ pub fn message_of(err: &Error) -> String {
 
 /// The record error `err` comes from, if any: advice about `--record` is for the record only.
 fn record_error(err: &Error) -> Option<&RecordError> {
-    use flakehunt_core::driver::HuntError;
     use flakehunt_core::kind::fire::FireError;
     use flakehunt_core::record::MergeError;
+    use flakehunt_core::spec::HuntError;
     match err {
         Error::Record(e)
         | Error::InRecord { error: e, .. }
@@ -211,7 +211,7 @@ fn written(result: std::io::Result<()>) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flakehunt_core::driver::HuntError;
+    use flakehunt_core::spec::HuntError;
 
     fn hunt(reproduced: bool, interrupted: bool, incomplete: bool) -> Result<Done, Error> {
         Ok(Done::Hunt(HuntEnd { reproduced, interrupted, incomplete }))

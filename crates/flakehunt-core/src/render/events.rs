@@ -27,7 +27,7 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
         }
         Event::CleanRoomReady { index, of, cell } => said(format!("clean room {index}/{of}: {cell}")),
         Event::CleanRoomsKept(dirs) => said(format!("clean rooms kept: {}", dirs.join(" "))),
-        Event::StateCopied(stats) => said(crate::driver::copy_line(stats)),
+        Event::StateCopied(stats) => said(copy_line(stats)),
         Event::ReferenceStarted { cell, runs } => {
             said(format!("{cell}: {runs} runs one after another in a fresh sandbox"))
         }
@@ -91,6 +91,19 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
         Event::BudgetSpent => warned("budget spent: letting running attempts finish".into()),
         Event::Started { .. } | Event::AttemptFinished { .. } | Event::CellAdded(_) | Event::LevelRecorded(_) => None,
     }
+}
+
+/// What each sandbox copy of the state takes, in one line.
+pub fn copy_line(c: &crate::copy::CopyStats) -> String {
+    let plural = if c.files == 1 { "" } else { "s" };
+    let mut line =
+        format!("state: {} file{plural}, {} bytes, {} bytes written per sandbox", c.files, c.bytes, c.written);
+    for (n, what) in [(c.cloned, "reflinked"), (c.links, "links re-pointed"), (c.followed, "outside links followed")] {
+        if n > 0 {
+            line.push_str(&format!(", {n} {what}"));
+        }
+    }
+    line
 }
 
 #[cfg(test)]

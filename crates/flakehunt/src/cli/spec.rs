@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use flakehunt_core::config::Config;
-use flakehunt_core::driver::{
+use flakehunt_core::spec::{
     CleanRoomRequest, FireRequest, HuntKind, HuntSpec, MatrixRequest, OracleRequest, RecordRequest, SettingsRequest,
     SlurmRequest, SuiteRequest, TargetRequest,
 };

@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::driver::{HuntError, HuntKind, HuntSpec};
 use crate::events::{Event, EventSink, Fanout};
 use crate::kind::suite::analyse::{self, Replay};
 use crate::kind::suite::order::{GoTest, Pytest};
@@ -16,6 +15,7 @@ use crate::kind::suite::{collect, python, repeat};
 use crate::plan::{self, CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
+use crate::spec::{HuntError, HuntKind, HuntSpec};
 
 /// Refuses what a suite does not take, before anything is touched.
 pub(crate) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
@@ -60,7 +60,7 @@ pub(crate) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
         let (target, runner, selection) = pytest(t.python.as_deref(), paths)?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
-        let (built, adapter) = crate::driver::adapter::go_test(std::slice::from_ref(pkg), dir)?;
+        let (built, adapter) = crate::kind::adapter::go_test(std::slice::from_ref(pkg), dir)?;
         let (runner, selection) = go(&adapter)?;
         // Shown as the user's command, not the binary in this record (shards merge on it).
         let mut target = Target::argv(vec!["go".into(), "test".into(), pkg.clone()]);
@@ -93,9 +93,9 @@ pub(crate) fn cells(
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
     let HuntKind::Suite(req) = &spec.kind else { unreachable!("a suite's cells") };
     let profiles = if req.profiles.is_empty() { vec!["default".to_owned()] } else { req.profiles.clone() };
-    let profiles = crate::driver::probe::select(&profiles, &spec.config, target)?;
+    let profiles = crate::probe::select(&profiles, &spec.config, target)?;
     if req.strict {
-        crate::driver::probe::refuse_inert(&profiles, crate::record::Kind::Suite)?;
+        crate::probe::refuse_inert(&profiles, crate::record::Kind::Suite)?;
     }
     let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
     Ok((cells, Extra { adapter, suite: Some(setup), ..Extra::default() }))
@@ -154,7 +154,7 @@ fn go(adapter: &Adapter) -> Result<(SuiteRunner, Vec<String>), HuntError> {
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
 /// given, picks among several by file name).
 fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
-    let binaries = crate::driver::adapter::cargo_build(package)?;
+    let binaries = crate::kind::adapter::cargo_build(package)?;
     let mut with_tests = Vec::new();
     for bin in binaries {
         let out = Command::new(&bin.executable)
@@ -194,7 +194,7 @@ pub(crate) fn execute(
     manifest: &Manifest,
     dir: &Path,
     recorder: &mut Recorder,
-    session: &crate::driver::Session,
+    session: &crate::session::Session,
     leak_timeout: std::time::Duration,
     sink: &mut dyn EventSink,
 ) -> Result<bool, HuntError> {

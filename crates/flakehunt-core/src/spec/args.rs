@@ -174,7 +174,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
+    use crate::spec::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
 
     fn suite(target: TargetRequest) -> HuntSpec {
         HuntSpec {

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{HuntError, TargetRequest};
 use crate::plan::Target;
 use crate::record::Adapter;
+use crate::spec::{HuntError, TargetRequest};
 
 /// The plugins that alter re-runs or order, disabled for `--pytest` (a `-p no:X` for a plugin
 /// that is not installed is accepted by pytest).
