@@ -1,6 +1,7 @@
 //! Analysis of a record: statistics, failure signatures, tallies and the summary with its
 //! verdict. Pure: attempts in, numbers and words out.
 
+pub mod against;
 pub mod matrix;
 pub mod modes;
 pub mod reproduction;
@@ -59,7 +60,13 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
         Kind::Matrix => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            matrix::apply(&mut summary, record.manifest.extra.dimensions(), &cells, &tally);
+            match record.manifest.extra.against() {
+                Some(against) => {
+                    let (runs, confirm) = (record.manifest.plan.runs, record.manifest.extra.confirm());
+                    against::apply(&mut summary, against, runs, confirm, &cells, &tally);
+                }
+                None => matrix::apply(&mut summary, record.manifest.extra.dimensions(), &cells, &tally),
+            }
             summary
         }
         Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,

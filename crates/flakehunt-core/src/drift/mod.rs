@@ -471,7 +471,10 @@ fn python(a: &Snapshot, b: &Snapshot, drift: &mut Drift) {
         }
         drift.differences.push(d);
     }
-    let (pa, pb) = (a.python.as_ref().filter(|p| p.error.is_none()), b.python.as_ref().filter(|p| p.error.is_none()));
+    // A snapshot that did not look (a hunt of a shell script reads no interpreter) says
+    // nothing about Python; one that looked and found none, or a broken one, does.
+    let (Some(pa), Some(pb)) = (&a.python, &b.python) else { return };
+    let (pa, pb) = (Some(pa).filter(|p| p.error.is_none()), Some(pb).filter(|p| p.error.is_none()));
     let (pa, pb) = match (pa, pb) {
         (Some(pa), Some(pb)) => (pa, pb),
         (None, None) => return,
@@ -485,7 +488,7 @@ fn python(a: &Snapshot, b: &Snapshot, drift: &mut Drift) {
                 a: text(pa),
                 b: text(pb),
                 change: None,
-                advice: Some("only one snapshot could read a Python interpreter".to_owned()),
+                advice: Some("only one machine has a Python interpreter that could be read".to_owned()),
             });
             return;
         }

@@ -204,6 +204,9 @@ pub(super) fn cells_of(
             }
             Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
         }
+        HuntKind::Matrix(req) if req.against.is_some() && spec.shard.is_some() => {
+            Err(HuntError::usage(super::args::AGAINST_IS_ONE_MACHINE))
+        }
         HuntKind::Matrix(req) => super::matrix::cells(req, spec.settings.runs, &spec.config, target, sink),
         HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
         HuntKind::Hunt { timeout_given } => {

@@ -83,6 +83,43 @@ pub struct Dimension {
     pub change: Change,
 }
 
+/// A difference that could not be tried here, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Untried {
+    /// Its group.
+    pub group: String,
+    /// What differs.
+    pub name: String,
+    /// This machine's value.
+    pub here: Option<String>,
+    /// The other machine's.
+    pub there: Option<String>,
+    /// Why it cannot be applied here, and what to do instead.
+    pub why: Option<String>,
+}
+
+/// What a `matrix --against` records in its manifest: the other machine, the differences it
+/// searches (its dimensions) and those it could not try.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Against {
+    /// The snapshot, as given.
+    pub snapshot: String,
+    /// The other machine's host name.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// When its snapshot was taken.
+    #[serde(default)]
+    pub captured_at: Option<String>,
+    /// The applicable differences, in their groups' order.
+    pub dimensions: Vec<Dimension>,
+    /// The differences that could not be tried here.
+    #[serde(default)]
+    pub untried: Vec<Untried>,
+    /// What to do about groups that could not be tried (a scratch virtualenv's pip line).
+    #[serde(default)]
+    pub remedies: Vec<String>,
+}
+
 /// Attempts a cell's decision takes: reproduced at two failures; not after `runs` attempts
 /// without one, or `runs + confirm` with one; `None` while undecided.
 pub fn decided(finished: u64, failures: u64, runs: u64, confirm: u64) -> Option<bool> {
@@ -244,8 +281,14 @@ pub fn cell_of(dimensions: &[Dimension], set: &[usize], position: usize) -> Cell
     } else if set.len() == dimensions.len() && set.len() > 4 {
         format!("all {} differences", set.len())
     } else if set.len() <= 4 {
-        let texts: Vec<String> = set.iter().map(|&i| dimensions[i].change.text()).collect();
-        crate::redact::text(&texts.join(" ")).into_owned()
+        // Long values (a PATH) are cut, and the cell's position keeps the name unique.
+        let texts: Vec<String> = set.iter().map(|&i| shortened(&dimensions[i].change.text())).collect();
+        let name = crate::redact::text(&texts.join(" ")).into_owned();
+        if texts.iter().any(|t| t.ends_with("...")) {
+            format!("{name} (cell {})", position + 1)
+        } else {
+            name
+        }
     } else {
         let mut per_group: Vec<(String, usize, usize)> = Vec::new();
         for d in dimensions {
@@ -264,6 +307,14 @@ pub fn cell_of(dimensions: &[Dimension], set: &[usize], position: usize) -> Cell
         format!("{} differences: {} (cell {})", set.len(), parts.join(", "), position + 1)
     };
     CellSpec { name, profile, overlay }
+}
+
+/// A change's text as a cell's name holds it: at most 40 characters.
+pub fn shortened(text: &str) -> String {
+    if text.chars().count() <= 40 {
+        return text.to_owned();
+    }
+    format!("{}...", text.chars().take(37).collect::<String>())
 }
 
 /// The set of dimensions a recorded cell applied, read back from its overlay and profile.
@@ -457,17 +508,27 @@ impl Plan for AgainstPlan {
     }
 
     fn planned(&self) -> u64 {
-        // The search plans as it goes: what it has asked for so far.
-        self.cells.len() as u64 * self.runs
+        // The search plans as it goes: what its cells ran once decided, and at least `runs`
+        // for each cell still open.
+        (0..self.cells.len())
+            .map(|i| match self.decision(i) {
+                Some(_) => self.counts[i].issued,
+                None => self.counts[i].issued.max(self.runs),
+            })
+            .sum()
     }
 }
 
-/// The dimensions by name, for documents.
+/// The changes of a set, for documents: each as its cell's name writes it (`TZ` ->
+/// `America/New_York`, `nofile` -> `1024`, `cpus` -> `2`).
 pub fn change_map(dimensions: &[Dimension], set: &[usize]) -> BTreeMap<String, String> {
     set.iter()
         .map(|&i| {
-            let d = &dimensions[i];
-            (d.name.clone(), d.there.clone().unwrap_or_else(|| "unset".to_owned()))
+            let text = dimensions[i].change.text();
+            match text.split_once('=') {
+                Some((name, value)) => (name.to_owned(), value.to_owned()),
+                None => (text, String::new()),
+            }
         })
         .collect()
 }

@@ -66,6 +66,13 @@ pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
     if manifest.kind == crate::record::Kind::Hunt {
         return Box::new(crate::adaptive::record::plan_of(manifest));
     }
+    if let Some(against) = manifest.extra.against() {
+        return Box::new(against::AgainstPlan::new(
+            against.dimensions.clone(),
+            manifest.plan.runs,
+            manifest.extra.confirm(),
+        ));
+    }
     if manifest.kind == crate::record::Kind::Matrix {
         let confirm = manifest.extra.confirm();
         return Box::new(matrix::MatrixPlan::new(
