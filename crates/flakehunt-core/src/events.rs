@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use crate::fire::{LevelReport, LevelSummary};
-use crate::plan::matrix::Dimension;
+use crate::kind::fire::{LevelReport, LevelSummary};
+use crate::kind::matrix::plan::Dimension;
 use crate::plan::CellSpec;
 use crate::record::{Attempt, RecordError};
 
@@ -48,9 +48,9 @@ pub enum Event<'a> {
         /// The snapshot, as given.
         snapshot: &'a str,
         /// The differences it searches.
-        tried: &'a [crate::plan::against::Dimension],
+        tried: &'a [crate::kind::matrix::against::Dimension],
         /// Those it cannot try here.
-        untried: &'a [crate::plan::against::Untried],
+        untried: &'a [crate::kind::matrix::against::Untried],
         /// Attempts per cell.
         runs: u64,
     },

@@ -112,8 +112,9 @@ fn html_reports_render_in_chromium() {
     for arm in ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10"] {
         assert!(hunt.contains(&format!(">{arm}</text>")), "{arm} has a row in the hunt chart");
     }
-    // calibrate, 5 single explorations, copies, default, copies, then 20 alternating confirms.
-    assert_eq!(count(hunt, "class=\"stretch\""), 1 + 5 + 1 + 1 + 1 + 20);
+    // calibrate, 5 single explorations, copies, noisy, default, noisy, then 28 alternating
+    // confirms.
+    assert_eq!(count(hunt, "class=\"stretch\""), 1 + 5 + 1 + 1 + 1 + 1 + 28);
     assert!(hunt.contains("id=\"hunt-conclusion\"") && hunt.contains("reproduced twice in "), "{hunt}");
     // pytest reports on stdout: the signature box shows stdout, not the empty stderr.
     assert!(hunt.contains("its stdout") && hunt.contains("FAILED tests/test_ledger.py::test_transfer"));

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::plan::against::Change;
 pub use here::Here;
 
-use crate::snapshot::{Limit, Snapshot};
+use crate::plan::Setting;
+use crate::snapshot::{LimitPair, Snapshot};
 
 /// The groups differences are shown in, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -55,6 +55,53 @@ impl Group {
             Group::Kernel => "kernel",
             Group::FileSystems => "file systems",
             Group::Machine => "machine",
+        }
+    }
+}
+
+/// How flakehunt makes this machine look like the other in one difference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Change {
+    /// Set an environment variable (`None`: unset it).
+    Env {
+        /// The variable.
+        name: String,
+        /// Its value there.
+        value: Option<String>,
+    },
+    /// Set a soft resource limit (`None`: unlimited).
+    Rlimit {
+        /// The resource (`nofile`).
+        name: String,
+        /// The soft limit there.
+        value: Option<u64>,
+    },
+    /// Pin to this many CPUs (runtimes size their thread pools from it, as they do there).
+    Cpus {
+        /// CPUs there.
+        count: u32,
+    },
+}
+
+impl Change {
+    /// How the change is written in a cell's name (`TZ=UTC`, `nofile=1024`, `cpus=2`).
+    pub fn text(&self) -> String {
+        match self {
+            Change::Env { .. } | Change::Rlimit { .. } => {
+                let s = self.setting().expect("an env or rlimit change is a setting");
+                format!("{}={}", s.name(), s.value_text())
+            }
+            Change::Cpus { count } => format!("cpus={count}"),
+        }
+    }
+
+    /// The overlay setting it is, for the changes an overlay holds.
+    pub fn setting(&self) -> Option<Setting> {
+        match self {
+            Change::Env { name, value } => Some(Setting::Env { name: name.clone(), value: value.clone() }),
+            Change::Rlimit { name, value } => Some(Setting::Rlimit { name: name.clone(), value: *value }),
+            Change::Cpus { .. } => None,
         }
     }
 }
@@ -284,7 +331,7 @@ fn missing_path(value: &str) -> Option<&str> {
         .find(|p| std::fs::symlink_metadata(p).is_err())
 }
 
-fn limit_text(l: &Limit) -> String {
+fn limit_text(l: &LimitPair) -> String {
     let one = |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());
     format!("soft {}, hard {}", one(l.soft), one(l.hard))
 }

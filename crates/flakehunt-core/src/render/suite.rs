@@ -6,7 +6,7 @@ use comfy_table::presets::NOTHING;
 use comfy_table::Table;
 
 use crate::analysis::stats::format_rate;
-use crate::suite::summary::{SuiteSummary, TestSummary};
+use crate::kind::suite::summary::{SuiteSummary, TestSummary};
 
 /// `4/6 (66.7%)`: the shuffled attempts it failed in.
 pub fn rate(t: &TestSummary) -> String {
@@ -72,8 +72,8 @@ pub fn table(s: &SuiteSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::classify::Category;
-    use crate::suite::Framework;
+    use crate::kind::suite::classify::Category;
+    use crate::kind::suite::Framework;
 
     #[test]
     fn the_table_names_culprit_and_reproducer() {
