@@ -25,6 +25,20 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
                 sizes.join(" x ")
             ))
         }
+        Event::AgainstPlanned { snapshot, tried, untried, runs } => {
+            let names = |n: Vec<&str>| match n.len() {
+                0 => "none".to_owned(),
+                1..=10 => n.join(", "),
+                more => format!("{}, and {} more", n[..8].join(", "), more - 8),
+            };
+            said(format!(
+                "matrix --against {snapshot}: {} difference(s) to try ({}), {runs} runs per cell; {} not applicable here ({})",
+                tried.len(),
+                names(tried.iter().map(|d| d.name.as_str()).collect()),
+                untried.len(),
+                names(untried.iter().map(|d| d.name.as_str()).collect()),
+            ))
+        }
         Event::CleanRoomReady { index, of, cell } => said(format!("clean room {index}/{of}: {cell}")),
         Event::CleanRoomsKept(dirs) => said(format!("clean rooms kept: {}", dirs.join(" "))),
         Event::StateCopied(stats) => said(copy_line(stats)),

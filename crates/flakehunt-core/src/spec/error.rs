@@ -75,6 +75,9 @@ pub enum HuntError {
     /// A clean room cannot be made or set up.
     #[error(transparent)]
     CleanRoom(#[from] CleanRoomError),
+    /// `matrix --against`'s snapshot cannot be read.
+    #[error("--against")]
+    Against(#[source] crate::drift::ReadError),
     /// An oracle option is refused.
     #[error(transparent)]
     Oracle(#[from] OracleError),
@@ -147,6 +150,7 @@ impl Classify for HuntError {
             Self::Python(e) => e.class(),
             Self::Collection(e) => e.class(),
             Self::CleanRoom(e) => e.class(),
+            Self::Against(e) => e.class(),
             Self::Oracle(e) => e.class(),
             Self::Ladder(e) => e.class(),
             Self::Normalizer(e) => e.class(),

@@ -89,6 +89,8 @@ pub struct MatrixRequest {
     pub max_cells: usize,
     /// `--clean-room`, with its options.
     pub clean_room: Option<CleanRoomRequest>,
+    /// `--against SNAPSHOT`: search the differences from that machine instead of a grid.
+    pub against: Option<PathBuf>,
 }
 
 /// `--clean-room` and its options.

@@ -41,6 +41,7 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
                 confirm: a.confirm,
                 yes: a.yes,
                 max_cells: a.max_cells,
+                against: a.against.clone(),
                 clean_room: a.clean_room.then(|| CleanRoomRequest {
                     setup: a.setup.clone(),
                     keep_env: a.keep_env.clone(),

@@ -302,6 +302,12 @@ fn a_hostile_github_workflow_validates_and_runs_as_dispatched() {
             "0\n"
         );
         assert_eq!(manifest(&record)["oracle"]["fail_if"], serde_json::json!([HOSTILE_REGEX]));
+        let snapshot =
+            crate::harness::read_json(&checkout.join(format!("flakehunt-records/shard-{shard}.snapshot.json")));
+        assert!(
+            snapshot["rlimits"]["nofile"].is_object(),
+            "shard {shard}: the machine's snapshot, for the upload step"
+        );
         // What upload-artifact and download-artifact make of it.
         copy_dir(&record, &checkout.join(format!("shards/flakehunt-shard-{shard}")));
     }
@@ -495,6 +501,8 @@ fn hostile_kubernetes_jobs_validate_and_run_as_dispatched() {
         std::fs::remove_file(&argv_out).unwrap();
         let shard = root.join(format!("shard-{}", index.parse::<u32>().unwrap() + 1));
         assert_eq!(manifest(&shard)["oracle"]["fail_if"], serde_json::json!([HOSTILE_REGEX]));
+        let snapshot = crate::harness::read_json(&shard.with_extension("snapshot.json"));
+        assert!(snapshot["rlimits"]["nofile"].is_object(), "pod {index}: the machine's snapshot kept on the volume");
     }
     let merge = &docs[1]["spec"]["template"]["spec"]["containers"][0];
     assert_ok(&run_container(merge, work.path(), &[]), "the merge pod");
@@ -560,6 +568,8 @@ fn a_hostile_slurm_script_is_valid_and_runs_as_dispatched() {
             let env = [("SLURM_ARRAY_TASK_ID", task.into()), ("FLAKEHUNT_ARGV_OUT", argv_out.clone().into_os_string())];
             assert_ok(&run_script(&["sh"], &script, work.path(), &env), &format!("task {task}:\n{script}"));
             let shard = record.join(format!("shard-{}", task.parse::<u32>().unwrap() + 1));
+            let snapshot = crate::harness::read_json(&shard.with_extension("snapshot.json"));
+            assert!(snapshot["rlimits"]["nofile"].is_object(), "task {task}: the machine's snapshot beside its shard");
             let m = manifest(&shard);
             assert_eq!(m["oracle"]["fail_if"], serde_json::json!([HOSTILE_REGEX]));
             if n == 0 {

@@ -82,6 +82,7 @@ fn a_sweep_run_as_a_slurm_job_array_merges_into_the_unsharded_plan() {
     for i in 1..=3 {
         let shard = report_json(&run.join(format!("shard-{i}")));
         assert_eq!(shard["attempts"], 6, "shard {i} holds its share of every round");
+        assert!(run.join(format!("shard-{i}.snapshot.json")).is_file(), "shard {i}: the snapshot of its node");
     }
 
     a_cancelled_task_is_reported_and_its_shard_resubmitted(&cluster, work.path());

@@ -22,6 +22,10 @@ pub(crate) fn cells(
     target: &Target,
     sink: &mut dyn EventSink,
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
+    if let Some(snapshot) = &req.against {
+        let tools = crate::driver::snapshot_tools(config, None);
+        return super::against::prepare::cells(snapshot, runs, req.confirm, target, tools, sink);
+    }
     let dimensions = dimensions(req, config, target)?;
     // Counted before it is built: a grid of many dimensions can be larger than memory.
     let size = crate::kind::matrix::plan::grid_size(&dimensions).unwrap_or(u64::MAX);
@@ -53,8 +57,10 @@ pub(crate) fn cells(
         let copy = CopyOptions { follow_outside_links: room.follow_outside_links };
         CleanRoom::check(&project, copy)?;
     }
-    let extra =
-        Extra { matrix: Some(MatrixExtra { dimensions, confirm: req.confirm, clean_room }), ..Extra::default() };
+    let extra = Extra {
+        matrix: Some(MatrixExtra { dimensions, confirm: req.confirm, clean_room, against: None }),
+        ..Extra::default()
+    };
     Ok((cells, extra))
 }
 
@@ -155,7 +161,7 @@ fn dimensions(args: &MatrixRequest, config: &Config, target: &Target) -> Result<
     }
     if dims.is_empty() {
         return Err(HuntError::usage(
-            "no dimensions: add -D NAME=v1,v2 or --rlimit nofile=1024,65535 (or [matrix] in flakehunt.toml)",
+            "no dimensions: add -D NAME=v1,v2 or --rlimit nofile=1024,65535 (or [matrix] in flakehunt.toml), or --against SNAPSHOT",
         ));
     }
     Ok(dims)
