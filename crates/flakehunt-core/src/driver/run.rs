@@ -206,7 +206,7 @@ pub(super) fn cells_of(
             Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
         }
         HuntKind::Matrix(req) if req.against.is_some() && spec.shard.is_some() => {
-            Err(HuntError::usage(super::args::AGAINST_IS_ONE_MACHINE))
+            Err(HuntError::usage(crate::spec::args::AGAINST_IS_ONE_MACHINE))
         }
         HuntKind::Matrix(req) => {
             crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)

@@ -26,7 +26,7 @@ impl Default for SettingsRequest {
 }
 
 /// Why `matrix --against` runs on one machine.
-pub(super) const AGAINST_IS_ONE_MACHINE: &str =
+pub(crate) const AGAINST_IS_ONE_MACHINE: &str =
     "matrix --against searches one cell after another, each chosen by the last, so it cannot be sharded: run it on one machine, without --shard, --slurm or dispatch";
 
 impl HuntSpec {

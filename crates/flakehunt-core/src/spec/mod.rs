@@ -3,7 +3,7 @@
 //! the settings, the oracles, the record), the errors that stop a hunt ([`HuntError`]), and the
 //! command line a shard is given again ([`HuntSpec::sharded`]).
 
-mod args;
+pub(crate) mod args;
 mod error;
 mod target;
 

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use super::{Against, AgainstPlan, Dimension, Untried};
 use crate::drift::{self, Here};
-use crate::driver::HuntError;
 use crate::events::{Event, EventSink};
 use crate::plan::{CellSpec, Target};
 use crate::record::{Extra, MatrixExtra};
 use crate::snapshot::{Snapshot, SnapshotRequest};
+use crate::spec::HuntError;
 
 /// The first cells of a `matrix --against` of `target` and what its manifest records; `tools`
 /// are the tool lines `flakehunt snapshot` records.
