@@ -314,6 +314,9 @@ fn against(dir: &Path, snapshot: &str, args: &[&str], cond: &str) -> (i32, Value
         .current_dir(dir)
         .env_remove("TZ")
         .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
         .env("OTHER_PASSWORD", "hunter2-here")
         .output()
         .unwrap();
@@ -396,6 +399,9 @@ fn matrix_against_a_machine_like_this_one_or_differences_that_do_not_matter_repo
         .current_dir(tmp.path())
         .env_remove("TZ")
         .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
         .env("OTHER_PASSWORD", "hunter2-here")
         .output()
         .unwrap();
@@ -443,6 +449,9 @@ fn a_killed_matrix_against_resumes_to_the_same_smallest_overlay() {
         .current_dir(tmp.path())
         .env_remove("TZ")
         .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -463,6 +472,9 @@ fn a_killed_matrix_against_resumes_to_the_same_smallest_overlay() {
         .current_dir(tmp.path())
         .env_remove("TZ")
         .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
