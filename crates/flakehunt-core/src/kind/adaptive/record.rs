@@ -387,10 +387,19 @@ fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
         (Finding::Flaky, Some(r)) if r.cell == super::reproduction::BASELINE => {
             ("flaky-insensitive", "flaky: the plain target fails, no condition needed".to_owned())
         }
-        (Finding::Flaky, _) => (
+        (Finding::Flaky, Some(r)) if tally.seen_under_baseline() => (
             "flaky-insensitive",
-            "flaky: the failure appears without the condition it first failed under, so it does not follow it"
-                .to_owned(),
+            format!(
+                "flaky: the failure {} failed with appears under the baseline too, so it does not follow it",
+                r.cell
+            ),
+        ),
+        (Finding::Flaky, r) => (
+            "flaky-insensitive",
+            format!(
+                "flaky: {} failed again, but confirmation did not show that the failure depends on it",
+                r.map_or("the arm", |r| r.cell.as_str())
+            ),
         ),
         (Finding::NotReproduced, Some(r)) => (
             "not-reproduced",
