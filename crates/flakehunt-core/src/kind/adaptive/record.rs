@@ -389,15 +389,12 @@ fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
         }
         (Finding::Flaky, Some(r)) if tally.seen_under_baseline() => (
             "flaky-insensitive",
-            format!(
-                "flaky: the failure {} failed with appears under the baseline too, so it does not follow it",
-                r.cell
-            ),
+            format!("flaky: the failure seen under {0} appears under the baseline too, so it does not depend on {0}", r.cell),
         ),
         (Finding::Flaky, r) => (
             "flaky-insensitive",
             format!(
-                "flaky: {} failed again, but confirmation did not show that the failure depends on it",
+                "flaky: {} failed again in confirmation, but confirmation did not show that the failure depends on it",
                 r.map_or("the arm", |r| r.cell.as_str())
             ),
         ),
