@@ -105,7 +105,13 @@ impl Session {
     /// [`crate::warm::WarmCells::end`] before the session finishes.
     pub fn warm_cells(&self, manifest: &Manifest) -> Option<crate::warm::WarmCells<'_>> {
         let plan = manifest.plan.warm.as_ref()?;
-        Some(crate::warm::WarmCells::new(&self.tree, crate::warm::WarmOptions::of_plan(plan)))
+        Some(crate::warm::WarmCells::new(&self.tree, self.warm_options(plan)))
+    }
+
+    /// The warm options of the plan, with the watchdog told of each parent's directory.
+    pub fn warm_options(&self, plan: &crate::plan::WarmPlan) -> crate::warm::WarmOptions {
+        let dirs = self.watchdog.as_ref().map(Watchdog::tracker);
+        crate::warm::WarmOptions { dirs, ..crate::warm::WarmOptions::of_plan(plan) }
     }
 
     /// Captures the environment snapshot on a thread while the hunt runs; its tool commands

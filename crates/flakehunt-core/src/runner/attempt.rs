@@ -185,6 +185,18 @@ impl AttemptRunner<'_> {
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
+        if let Some(why) = execution.lost.as_ref().filter(|_| !execution.cancelled) {
+            // flakehunt's own helper died, not the target: this run is no evidence. The attempt
+            // runs again, cold (the cell's warm parent is off now), and only that run is
+            // recorded, saying why.
+            let mut again = self.run(spec, cell, worker, slot, extra_env)?;
+            again.runs_cold = Some(format!(
+                "{why} while attempt {} ran: that is flakehunt's helper, not the target, so the attempt was run again cold, and the cell's later attempts run cold",
+                spec.id
+            ));
+            again.attempt.rerun = Some(why.clone());
+            return Ok(again);
+        }
         let hang = limit.map(|h| HangCheck {
             limit: h.limit.as_secs_f64(),
             idle: execution.idle_at_limit,
@@ -271,6 +283,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: ex.cpu_seconds,
             suite: None,
             mode: Mode::Cold,
+            rerun: None,
             hang: None,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
@@ -310,6 +323,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: None,
             suite: None,
             mode,
+            rerun: None,
             hang: None,
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }

@@ -118,6 +118,7 @@ impl Fixture {
             cpu_seconds: None,
             suite: None,
             mode: Default::default(),
+            rerun: None,
             hang: None,
         });
         self.attempts.last_mut().unwrap()

@@ -5,6 +5,7 @@ mod adversarial_input;
 mod adversarial_record;
 mod adversarial_secrets;
 mod adversarial_state;
+mod adversarial_warm;
 mod dispatch_files;
 mod drift;
 mod exit_codes;

@@ -219,7 +219,7 @@ pub(crate) fn execute(
     }
     // A pytest suite's warm parents collect the whole selection once; each attempt runs its part.
     let warm = manifest.plan.warm.as_ref().zip(setup.warm_target()).map(|(plan, target)| {
-        let options = crate::warm::WarmOptions { target: Some(target), ..crate::warm::WarmOptions::of_plan(plan) };
+        let options = crate::warm::WarmOptions { target: Some(target), ..session.warm_options(plan) };
         crate::warm::WarmCells::new(&session.tree, options)
     });
     let inner = AttemptRunner { warm: warm.as_ref().map(|w| w as _), ..session.attempts(manifest, leak_timeout) };
