@@ -103,7 +103,10 @@ fn a_hunt_whose_arm_failed_twice_but_never_again_is_not_called_reproduced_in_any
         let text = render::render(format, &summary, &ctx);
         let lower = text.to_lowercase();
         assert!(!lower.contains("reproduced twice"), "{format:?}: {text}");
-        assert!(!lower.replace("not reproduced", "").replace("not-reproduced", "").contains("reproduced"), "{format:?}: {text}");
+        assert!(
+            !lower.replace("not reproduced", "").replace("not-reproduced", "").contains("reproduced"),
+            "{format:?}: {text}"
+        );
     }
     let html = render::render(Format::Html, &summary, &ctx);
     assert!(html.contains("class=\"tick\">failed twice</text>"), "{html}");

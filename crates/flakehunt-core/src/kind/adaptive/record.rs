@@ -389,7 +389,10 @@ fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
         }
         (Finding::Flaky, Some(r)) if tally.seen_under_baseline() => (
             "flaky-insensitive",
-            format!("flaky: the failure seen under {0} appears under the baseline too, so it does not depend on {0}", r.cell),
+            format!(
+                "flaky: the failure seen under {0} appears under the baseline too, so it does not depend on {0}",
+                r.cell
+            ),
         ),
         (Finding::Flaky, r) => (
             "flaky-insensitive",
@@ -489,7 +492,10 @@ mod tests {
         );
         let (verdict, text) = verdict_of(&hunt(&|_| false, &|i| i == 7), false);
         assert_eq!(verdict, "flaky-insensitive");
-        assert_eq!(text, "flaky: the failure seen under jitter appears under the baseline too, so it does not depend on jitter");
+        assert_eq!(
+            text,
+            "flaky: the failure seen under jitter appears under the baseline too, so it does not depend on jitter"
+        );
         // Confirmation singles the arm out (10/10 against 0/10), but its mechanism took no effect.
         let (verdict, _) = verdict_of(&hunt(&|_| true, &|_| false), false);
         assert_eq!(verdict, "condition-sensitive");
