@@ -14,7 +14,7 @@ pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> Result<exit::Do
     // A record written without redaction is read as a redacted one holds it (every file a
     // renderer reads, structured data redacted before it is rendered: a redaction of the
     // rendered text would cut test ids and break JSON and XML escapes).
-    let record = Record::open(dir)?.redacted()?;
+    let record = flakehunt_core::kind::redacted(Record::open(dir)?)?;
     let (summary, ctx) = load(&record).map_err(|error| exit::Error::InRecord { dir: dir.to_owned(), error })?;
     let text = render::render(format, &summary, &ctx);
     match output {

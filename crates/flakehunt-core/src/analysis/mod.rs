@@ -33,9 +33,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     let top = outputs.majority().map(str::to_owned);
     // A record merged from a hunt's shards: each shard's attempts are a hunt of their own.
     let shards: Option<Vec<crate::plan::Shard>> = match record.manifest.kind {
-        Kind::Adaptive if record.manifest.shard.is_none() => record
-            .document::<crate::record::Merge>(crate::record::MERGE_FILE)?
-            .map(|m| m.merged_from.iter().map(|s| s.shard).collect()),
+        Kind::Adaptive if record.manifest.shard.is_none() => record.merged_shards()?,
         _ => None,
     };
     let mut hunt = (record.manifest.kind == Kind::Adaptive)

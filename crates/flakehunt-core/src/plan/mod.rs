@@ -58,6 +58,13 @@ pub trait Plan: Send {
     fn limits(&self, _cell: usize) -> AttemptLimits {
         AttemptLimits::default()
     }
+    /// Whether the attempts observed already reach the plan's end once every one of them is
+    /// taken into account, though [`Plan::next`] would still run some: an adaptive hunt cut short
+    /// after its stop rule was met (see `ShardedPlan::settled`). Ask last: it may fold what the
+    /// plan holds back for its next decisions.
+    fn settled(&mut self) -> bool {
+        false
+    }
 }
 
 /// What a plan says about how long an attempt may run: a hang limit for each way it may start

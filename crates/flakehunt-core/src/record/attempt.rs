@@ -251,3 +251,51 @@ pub struct Attempt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hang: Option<HangCheck>,
 }
+
+impl Attempt {
+    /// Redacts what the record holds of the target's output and environment: its output tails,
+    /// oracle reason, start error, leaked commands, the variables its profile set and what the
+    /// checks found (its suite part is the suite's: see `suite::run::seal_suite_part`).
+    pub fn redact(&mut self) {
+        crate::redact::in_place(&mut self.stderr_tail);
+        crate::redact::in_place(&mut self.stdout_tail);
+        if let Some(reason) = &mut self.oracle {
+            crate::redact::in_place(reason);
+        }
+        if let Some(error) = &mut self.error {
+            crate::redact::in_place(error);
+        }
+        self.leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
+        // A profile's `env` may carry a token the target needs.
+        for (name, value) in &mut self.effect.hints {
+            *value = crate::redact::env_value(name, value).into_owned();
+        }
+        for f in &mut self.hidden {
+            crate::redact::in_place(&mut f.summary);
+            crate::redact::in_place(&mut f.report);
+            if let Some(test) = &mut f.test {
+                if let std::borrow::Cow::Owned(written) = crate::redact::test_id(test) {
+                    *test = written;
+                }
+            }
+        }
+    }
+
+    /// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded;
+    /// a failure the checks caused (or that exited 0) is named by what they found, not by the
+    /// last line of its output.
+    pub fn signature_of(&self) -> Option<String> {
+        use crate::analysis::signature;
+        let named_by_checks = !self.hidden.is_empty()
+            && self.oracle.is_none()
+            && self.outcome == Outcome::Fail
+            && (self.exit_code == Some(0) || self.hidden.iter().any(crate::checks::Finding::fails_the_target));
+        self.outcome.is_failure().then(|| match &self.oracle {
+            _ if named_by_checks => crate::checks::signature(self.exit_code, self.signal, &self.hidden),
+            Some(reason) => signature::of_oracle(self.outcome, self.exit_code, reason),
+            None => {
+                signature::of_streams(self.outcome, self.exit_code, self.signal, &self.stdout_tail, &self.stderr_tail)
+            }
+        })
+    }
+}

@@ -15,9 +15,6 @@ use super::writer::{write_json, ATTEMPTS};
 use super::{Attempt, Manifest, Record, RecordError, Recorder, CELLS, SUMMARY_FILE};
 use crate::plan::Shard;
 
-/// Side document of a merged record naming the shards it was made from.
-pub const MERGE_FILE: &str = "merge.json";
-
 /// Why shards cannot be merged. Each message is one line naming what to change.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -85,7 +82,7 @@ impl crate::error_class::Classify for MergeError {
 }
 
 /// One shard as recorded in `merge.json`.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct MergedShard {
     /// Where it was read from.
     pub dir: PathBuf,
@@ -122,12 +119,10 @@ fn not_recorded(record: &Record, done: &[Attempt]) -> (u64, Vec<u64>) {
     }
     // A hunt whose attempts already meet its stop rule has its answer: the attempts it chose
     // before it could know (cut by its budget) are not missing.
-    if record.manifest.kind == super::Kind::Adaptive {
-        let mut settled = crate::kind::adaptive::record::plan_of(&record.manifest);
-        done.iter().for_each(|a| crate::plan::Plan::observe(&mut settled, a));
-        if settled.settled() {
-            return (0, Vec::new());
-        }
+    let mut settled = crate::plan::from_manifest(&record.manifest);
+    done.iter().for_each(|a| settled.observe(a));
+    if settled.settled() {
+        return (0, Vec::new());
     }
     let (mut count, mut ids) = (0u64, Vec::new());
     // An adaptive plan (a matrix's confirmations) waits on results that will not come: what it
@@ -141,8 +136,8 @@ fn not_recorded(record: &Record, done: &[Attempt]) -> (u64, Vec<u64>) {
     (count, ids)
 }
 
-/// The result of a merge, as `merge.json` holds it.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+/// The result of a merge.
+#[derive(Debug, Clone, Serialize)]
 pub struct Merge {
     /// The shards joined, by index.
     pub merged_from: Vec<MergedShard>,
@@ -258,7 +253,7 @@ impl Merge {
         }
         merge_side_files(&records.iter().map(|(_, r)| r.dir.as_path()).collect::<Vec<_>>(), out)?;
         let merge = Merge { merged_from, missing, missing_attempts };
-        recorder.write_document(MERGE_FILE, &merge)?;
+        recorder.write_document(super::MERGE_FILE, &merge)?;
         let record = Record::open(out)?;
         let summary = crate::analysis::summarize(&record)?;
         recorder.write_document(SUMMARY_FILE, &summary)?;

@@ -12,10 +12,10 @@ mod writer;
 pub use attempt::{Attempt, Effect, HangCheck, Mode, Outcome};
 pub use extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
-pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};
+pub use merge::{Merge, MergeError, MergedShard};
 pub use new_dir::{check_new, unused_dir, NewDir};
 pub(crate) use reader::read_text;
-pub use reader::Record;
+pub use reader::{Record, SealPart};
 pub(crate) use writer::ATTEMPTS;
 pub use writer::{Recorder, Resumption};
 
@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 /// Side file listing cells an adaptive plan added while running.
 pub const CELLS: &str = "cells.jsonl";
+/// Side document of a merged record naming the shards it was made from.
+pub const MERGE_FILE: &str = "merge.json";
 /// The summary document written at the end.
 pub const SUMMARY_FILE: &str = "summary.json";
 /// The environment snapshot.

@@ -16,16 +16,25 @@ pub struct Record {
     pub dir: PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
-    /// Read as a redacted record would hold it (see [`Record::redacted`]).
+    /// Read as a redacted record would hold it (see [`Record::redacted_with`]).
     view: Option<std::sync::Arc<RedactedView>>,
 }
 
-/// What reading a record written with `--no-redact` as a redacted one takes: its test ids and
-/// cell names as written, each real one to its written one.
-#[derive(Debug)]
+/// What a kind of hunt adds to sealing an attempt read as a redacted record holds it (a suite:
+/// its test ids as written, see `kind::suite::written`).
+pub type SealPart = std::sync::Arc<dyn Fn(&mut Attempt) + Send + Sync>;
+
+/// What reading a record written with `--no-redact` as a redacted one takes: its cell names as
+/// written, each real one to its written one, and what its kind adds.
 struct RedactedView {
-    ids: crate::kind::suite::written::WrittenIds,
+    part: Option<SealPart>,
     cells: std::collections::HashMap<String, String>,
+}
+
+impl std::fmt::Debug for RedactedView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedactedView").field("cells", &self.cells).finish_non_exhaustive()
+    }
 }
 
 impl Record {
@@ -69,15 +78,13 @@ impl Record {
     /// sealed as the live run seals it (the target's output, test ids, signatures), cell names
     /// and side files redacted. So the analysis runs on what a redacted record holds, and what
     /// it shows keeps the shape of ids a redaction of the rendered text would cut. Unchanged
-    /// when redaction is off or the record is redacted already.
-    pub fn redacted(self) -> Result<Self, RecordError> {
+    /// when redaction is off or the record is redacted already. `part`: what the record's kind
+    /// adds to sealing an attempt (`kind::redacted` gives it).
+    pub fn redacted_with(self, part: Option<SealPart>) -> Result<Self, RecordError> {
         if self.manifest.redacted || !crate::redact::enabled() {
             return Ok(self);
         }
         let path = self.dir.join(MANIFEST);
-        let ids = crate::kind::suite::written::WrittenIds::new(
-            self.manifest.extra.suite.as_ref().map(|s| s.selection.as_slice()).unwrap_or_default(),
-        );
         let mut raw = self.manifest.clone();
         raw.redacted = true;
         let written = raw.to_written().map_err(RecordError::Json)?;
@@ -92,7 +99,7 @@ impl Record {
             }
             cells.insert(raw.name.clone(), cell.name.clone());
         }
-        let view = Some(std::sync::Arc::new(RedactedView { ids, cells }));
+        let view = Some(std::sync::Arc::new(RedactedView { part, cells }));
         Ok(Self { dir: self.dir, manifest, view })
     }
 
@@ -150,7 +157,7 @@ impl Record {
         complete.lines().filter(|l| !l.trim().is_empty()).map(|l| self.parse(l, &path)).collect()
     }
 
-    /// One JSON document of the record, redacted when this is a [redacted](Self::redacted) view.
+    /// One JSON document of the record, redacted when this is a [redacted](Self::redacted_with) view.
     fn parse<T: serde::de::DeserializeOwned>(&self, text: &str, path: &Path) -> Result<T, RecordError> {
         let corrupt = |e: serde_json::Error| RecordError::Corrupt(path.to_owned(), e.to_string());
         if self.view.is_none() {
@@ -168,6 +175,21 @@ impl Record {
             Some(text) => self.parse(&text, &path).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The shards a merged record was merged from (`merge.json`), or `None` for a record that
+    /// was not merged.
+    pub fn merged_shards(&self) -> Result<Option<Vec<crate::plan::Shard>>, RecordError> {
+        #[derive(serde::Deserialize)]
+        struct Merged {
+            merged_from: Vec<From>,
+        }
+        #[derive(serde::Deserialize)]
+        struct From {
+            shard: crate::plan::Shard,
+        }
+        let merged: Option<Merged> = self.document(super::MERGE_FILE)?;
+        Ok(merged.map(|m| m.merged_from.into_iter().map(|f| f.shard).collect()))
     }
 
     /// The environment snapshot, if the record has one.
@@ -193,10 +215,12 @@ impl RedactedView {
 
     /// An attempt as the live run would have sealed it with redaction on.
     fn seal(&self, a: &mut Attempt) {
-        crate::runner::redact_attempt(a);
+        a.redact();
         a.cell = self.cell(&a.cell);
-        a.signature = crate::runner::signature_of(a);
-        crate::kind::suite::run::seal_suite_part(a, &self.ids);
+        a.signature = a.signature_of();
+        if let Some(part) = &self.part {
+            part(a);
+        }
     }
 }
 

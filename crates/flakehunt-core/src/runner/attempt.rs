@@ -5,7 +5,6 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::analysis::signature;
 use crate::exec::{Cancel, Cutoff, Execution, Launch, Limit, Limits, ProcessTree, Running, Status, Watchdog};
 use crate::oracle::Oracle;
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
@@ -364,52 +363,12 @@ impl Finished {
     /// get the same text).
     pub fn seal(&mut self) {
         if crate::redact::enabled() {
-            redact_attempt(&mut self.attempt);
+            self.attempt.redact();
             self.stdout = redacted_log(std::mem::take(&mut self.stdout));
             self.stderr = redacted_log(std::mem::take(&mut self.stderr));
         }
-        self.attempt.signature = signature_of(&self.attempt);
+        self.attempt.signature = self.attempt.signature_of();
     }
-}
-
-/// Redacts what an attempt's record holds of the target's output and environment: its output
-/// tails, oracle reason, start error, leaked commands and the variables its profile set (its
-/// suite part is the suite's: see `suite::run::seal_suite_part`).
-pub(crate) fn redact_attempt(a: &mut Attempt) {
-    crate::redact::in_place(&mut a.stderr_tail);
-    crate::redact::in_place(&mut a.stdout_tail);
-    if let Some(reason) = &mut a.oracle {
-        crate::redact::in_place(reason);
-    }
-    if let Some(error) = &mut a.error {
-        crate::redact::in_place(error);
-    }
-    a.leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
-    a.effect = redacted_effect(std::mem::take(&mut a.effect));
-    for f in &mut a.hidden {
-        crate::redact::in_place(&mut f.summary);
-        crate::redact::in_place(&mut f.report);
-        if let Some(test) = &mut f.test {
-            if let std::borrow::Cow::Owned(written) = crate::redact::test_id(test) {
-                *test = written;
-            }
-        }
-    }
-}
-
-/// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded; a
-/// failure the checks caused (or that exited 0) is named by what they found, not by the last
-/// line of its output.
-pub(crate) fn signature_of(a: &Attempt) -> Option<String> {
-    let named_by_checks = !a.hidden.is_empty()
-        && a.oracle.is_none()
-        && a.outcome == Outcome::Fail
-        && (a.exit_code == Some(0) || a.hidden.iter().any(crate::checks::Finding::fails_the_target));
-    a.outcome.is_failure().then(|| match &a.oracle {
-        _ if named_by_checks => crate::checks::signature(a.exit_code, a.signal, &a.hidden),
-        Some(reason) => signature::of_oracle(a.outcome, a.exit_code, reason),
-        None => signature::of_streams(a.outcome, a.exit_code, a.signal, &a.stdout_tail, &a.stderr_tail),
-    })
 }
 
 /// A stream's captured text: its head, and its tail when the head did not hold it all.
@@ -428,15 +387,6 @@ fn redacted_log(log: Vec<u8>) -> Vec<u8> {
         std::borrow::Cow::Borrowed(_) => log,
         std::borrow::Cow::Owned(redacted) => redacted,
     }
-}
-
-/// A profile's measurements with the variables it set redacted (a profile's `env` may carry a
-/// token the target needs).
-fn redacted_effect(mut effect: Effect) -> Effect {
-    for (name, value) in &mut effect.hints {
-        *value = crate::redact::env_value(name, value).into_owned();
-    }
-    effect
 }
 
 /// RFC 3339 with milliseconds, UTC.

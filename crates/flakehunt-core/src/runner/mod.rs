@@ -4,7 +4,6 @@
 mod attempt;
 mod execute;
 
-pub(crate) use attempt::{redact_attempt, signature_of};
 pub use attempt::{rfc3339, AttemptRunner, Finished, Room, Slot};
 pub use execute::{Decide, Execute, FakeExecution};
 

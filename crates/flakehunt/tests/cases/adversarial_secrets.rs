@@ -368,7 +368,7 @@ fn secret_ids_project(dir: &Path) -> PathBuf {
 
 /// `flakehunt [pre...] suite ARGS` in `project`, with the secret-named variable set.
 fn suite_in(project: &Path, pre: &[&str], args: &[&str]) -> Output {
-    Command::new(bin())
+    crate::harness::flakehunt()
         .args(pre)
         .arg("suite")
         .args(args)
@@ -377,7 +377,6 @@ fn suite_in(project: &Path, pre: &[&str], args: &[&str]) -> Output {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env_remove("GITHUB_STEP_SUMMARY")
         .output()
-        .unwrap()
 }
 
 #[track_caller]
@@ -409,7 +408,7 @@ fn a_suite_writes_no_secret_of_its_test_ids_and_keeps_their_shape() {
     written.push(("suite stdout".into(), hunt.stdout.clone()));
     written.push(("suite stderr".into(), hunt.stderr.clone()));
     for format in ["html", "md", "json", "junit", "term"] {
-        let out = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
+        let out = run_with_secrets(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
         assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
         written.push((format!("report --format {format}"), out.stdout));
     }
@@ -440,7 +439,7 @@ fn a_suite_writes_no_secret_of_its_test_ids_and_keeps_their_shape() {
     let attempts = std::fs::read_to_string(record.join("attempts.jsonl")).unwrap();
     assert!(attempts.contains("connecting with <redacted>"), "{attempts}");
     // `report` reaches the live run's conclusions from the record alone.
-    let report = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", "json"]);
+    let report = run_with_secrets(dir.path(), &["report", record.to_str().unwrap(), "--format", "json"]);
     let recomputed: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(recomputed["tests"], summary["tests"]);
 }
@@ -461,13 +460,13 @@ fn a_report_of_a_suite_recorded_without_redaction_redacts_ids_keeping_their_shap
     assert_eq!(raw["complete"], true, "{raw:#}");
     let mut written = Vec::new();
     for format in ["html", "md", "json", "junit", "term"] {
-        let out = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
+        let out = run_with_secrets(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
         assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
         written.push((format!("report --format {format}"), out.stdout));
     }
     // The record's own values are its; the report of it is redacted.
     assert_none_of(&ID_SECRETS[..5], &written);
-    let report = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", "json"]);
+    let report = run_with_secrets(dir.path(), &["report", record.to_str().unwrap(), "--format", "json"]);
     let redacted: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     let tests = by_id(&redacted);
     for id in [VICTIM_WRITTEN, URL_WRITTEN] {
@@ -484,15 +483,14 @@ fn the_value_of_a_secret_named_variable_is_redacted_wherever_it_is_printed() {
     // Printed without its name, where no rule by shape or key can see it; the short and plain
     // values of secret-named variables are ordinary words in output and stay.
     let script = "echo \"using $MY_API_TOKEN and $SESSION_SECRET\"; echo \"auth $AUTH_MODE, $USE_TOKEN\" >&2; exit 1";
-    let out = Command::new(bin())
+    let out = crate::harness::flakehunt()
         .args(["matrix", "-D", "SESSION_SECRET=matrixvalue-5t6y,matrixvalue-7u8i", "--runs", "1", "--confirm", "0"])
         .args(["--record", "rec", "--shell", script])
         .current_dir(dir.path())
         .env("MY_API_TOKEN", "EnvValue0nly4Name")
         .env("AUTH_MODE", "disabled")
         .env("USE_TOKEN", "1")
-        .output()
-        .unwrap();
+        .output();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     let record = dir.path().join("rec");
     let mut written: Vec<(String, Vec<u8>)> =
@@ -500,7 +498,7 @@ fn the_value_of_a_secret_named_variable_is_redacted_wherever_it_is_printed() {
     written.push(("stdout".into(), out.stdout.clone()));
     written.push(("stderr".into(), out.stderr.clone()));
     for format in ["html", "md", "json", "junit", "term"] {
-        let report = flakehunt(dir.path(), &["report", "rec", "--format", format]);
+        let report = run_with_secrets(dir.path(), &["report", "rec", "--format", format]);
         written.push((format!("report --format {format}"), report.stdout));
     }
     assert_none_of(&["EnvValue0nly4Name", "matrixvalue-5t6y", "matrixvalue-7u8i"], &written);
@@ -517,7 +515,7 @@ fn an_error_line_quoting_an_argument_holds_no_secret() {
         &["matrix", "--rlimit", "nofile=password=errline-pw-3d4f", "--", "true"],
     ];
     for args in cases {
-        let out = flakehunt(dir.path(), args);
+        let out = run_with_secrets(dir.path(), args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(!stderr.contains("ERRLINE01") && !stderr.contains("errline-pw-3d4f"), "{args:?}: {stderr}");
@@ -551,14 +549,13 @@ fn a_hunt_of_a_node_id_holding_a_secret_keeps_its_brackets_everywhere_it_is_show
     let node = "tests/test_node.py::test_p[token=ghp_0123456789abcdefghijNODESECRET1]";
     let written_node = "tests/test_node.py::test_p[token=<redacted>]";
     let record = dir.path().join("rec");
-    let hunt = Command::new(bin())
+    let hunt = crate::harness::flakehunt()
         .args(["hunt", "--seed", "1", "--record", record.to_str().unwrap(), "--pytest", node])
         .current_dir(&project)
         .env("MY_API_TOKEN", "plainvalue-of-4h5j")
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&hunt.stderr);
     assert_eq!(hunt.status.code(), Some(1), "{stderr}");
     let mut written: Vec<(String, Vec<u8>)> =
@@ -566,7 +563,7 @@ fn a_hunt_of_a_node_id_holding_a_secret_keeps_its_brackets_everywhere_it_is_show
     written.push(("hunt stdout".into(), hunt.stdout.clone()));
     written.push(("hunt stderr".into(), hunt.stderr.clone()));
     for format in ["html", "md", "json", "junit", "term"] {
-        let out = flakehunt(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
+        let out = run_with_secrets(dir.path(), &["report", record.to_str().unwrap(), "--format", format]);
         assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
         written.push((format!("report --format {format}"), out.stdout));
     }

@@ -241,7 +241,7 @@ fn merged_hunt_shards_conclude_what_their_shards_did_with_their_confirmations_po
     let fx = script(dir.path(), "race.sh", COPIES_RACE_AND_ONE_PLAIN_FAILURE);
     let mut confirmations = Vec::new();
     for (shard, rec) in [("1/2", "s1"), ("2/2", "s2")] {
-        let out = flakehunt(
+        let out = run_in(
             dir.path(),
             &["hunt", "--json", "-q", "--seed", "4", "--shard", shard, "--record", rec, "--", fx.to_str().unwrap()],
         );
@@ -252,11 +252,11 @@ fn merged_hunt_shards_conclude_what_their_shards_did_with_their_confirmations_po
         assert_eq!(summary["complete"], true, "{summary:#}");
         confirmations.push(summary["details"]["confirmation"].clone());
     }
-    let merged = flakehunt(dir.path(), &["merge", "s1", "s2", "--into", "m"]);
+    let merged = run_in(dir.path(), &["merge", "s1", "s2", "--into", "m"]);
     let stderr = String::from_utf8_lossy(&merged.stderr);
     assert_eq!(merged.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("missing"), "{stderr}");
-    let json = flakehunt(dir.path(), &["report", "m", "--format", "json"]);
+    let json = run_in(dir.path(), &["report", "m", "--format", "json"]);
     let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(summary["verdict"], "condition-sensitive", "{summary:#}");
     assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="), "{summary:#}");

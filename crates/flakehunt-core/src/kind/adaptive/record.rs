@@ -98,6 +98,10 @@ impl Plan for ShardedPlan {
     fn limits(&self, cell: usize) -> crate::plan::AttemptLimits {
         self.inner.limits(cell)
     }
+
+    fn settled(&mut self) -> bool {
+        ShardedPlan::settled(self)
+    }
 }
 
 /// How a test runner the hunt builds for runs the target, when one does.

@@ -101,6 +101,16 @@ pub(crate) fn seal_suite_part(attempt: &mut crate::record::Attempt, ids: &Writte
     }
 }
 
+/// What sealing an attempt of a suite record written with `--no-redact` adds, to read it as a
+/// redacted one holds it: its suite part as the live run seals it (see
+/// [`seal_suite_part`]), with the ids its selection is written as. None for a record of
+/// another kind.
+pub fn seal_part(manifest: &crate::record::Manifest) -> Option<crate::record::SealPart> {
+    let selection = manifest.extra.suite.as_ref()?.selection.as_slice();
+    let ids = WrittenIds::new(selection);
+    Some(std::sync::Arc::new(move |a: &mut crate::record::Attempt| seal_suite_part(a, &ids)))
+}
+
 impl Execute for SuiteExecution<'_> {
     fn run(
         &self,
