@@ -11,8 +11,8 @@ mod verify;
 
 pub use dispatch::{text as dispatch_text, DispatchCommand};
 pub use fire::FireArgs;
-pub use verify::VerifyArgs;
 pub use spec::{hunt_spec, parse_hunt};
+pub use verify::VerifyArgs;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -25,11 +25,15 @@ fn race() -> Vec<String> {
 
 /// A sweep of the race: tight-gil fails on every even iteration (8/16), default never.
 fn sweep() -> Run {
-    let run = Hunt::sweep().args(["--profiles", "default,tight-gil", "--runs", "16", "--seed", "3"]).command(race()).run();
+    let run =
+        Hunt::sweep().args(["--profiles", "default,tight-gil", "--runs", "16", "--seed", "3"]).command(race()).run();
     run.expect_code(1);
     let summary = run.summary();
     assert_eq!(summary["verdict"], "condition-sensitive", "{}", run.stderr);
-    assert_eq!((run.cell("tight-gil")["failures"].as_u64(), run.cell("default")["failures"].as_u64()), (Some(8), Some(0)));
+    assert_eq!(
+        (run.cell("tight-gil")["failures"].as_u64(), run.cell("default")["failures"].as_u64()),
+        (Some(8), Some(0))
+    );
     run
 }
 
@@ -62,7 +66,11 @@ fn a_fixed_race_is_fixed_after_the_attempts_its_recorded_rate_needs() {
     assert!(text.contains("failure rate under tight-gil now < ") && text.contains("at 99 %"), "{text}");
     assert!(text.contains(&format!("(0/{needed}), was 50.0% (8/16)")), "{text}");
     // Said before starting: how many attempts and why.
-    assert!(run.stderr.contains(&format!("{needed} clean attempts in a row would happen less than 1 %")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("{needed} clean attempts in a row would happen less than 1 %")),
+        "{}",
+        run.stderr
+    );
     // Only the condition ran: the sweep's default cell, which never failed, is no reproduction.
     assert_eq!(summary["cells"].as_array().unwrap().len(), 1);
     let manifest = run.manifest();

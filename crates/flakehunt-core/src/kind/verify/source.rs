@@ -79,7 +79,11 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
         .iter()
         .map(|c| {
             all.iter().find(|s| s.name == c.cell).cloned().ok_or_else(|| {
-                HuntError::Damaged(format!("{}: its summary names cell {}, which its manifest lacks", dir.display(), c.cell))
+                HuntError::Damaged(format!(
+                    "{}: its summary names cell {}, which its manifest lacks",
+                    dir.display(),
+                    c.cell
+                ))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -116,11 +120,8 @@ fn from_cell(c: &CellSummary, role: Role, source: &str) -> Condition {
 fn sweep_conditions(summary: &Summary) -> Vec<Condition> {
     let amplifying: Vec<&CellSummary> =
         summary.cells.iter().filter(|c| c.sensitive && c.direction.as_deref() == Some("amplifies")).collect();
-    let cells: Vec<&CellSummary> = if amplifying.is_empty() {
-        summary.cells.iter().filter(|c| c.failures > 0).collect()
-    } else {
-        amplifying
-    };
+    let cells: Vec<&CellSummary> =
+        if amplifying.is_empty() { summary.cells.iter().filter(|c| c.failures > 0).collect() } else { amplifying };
     cells.into_iter().map(|c| from_cell(c, Role::Condition, "the sweep")).collect()
 }
 
@@ -146,12 +147,7 @@ fn hunt_conditions(summary: &Summary) -> Vec<Condition> {
     };
     let counted = |cell: &CellSummary, attempts: u64, failures: u64| {
         let (lo, hi) = crate::analysis::stats::wilson(failures, attempts, crate::analysis::stats::Z95);
-        Condition {
-            attempts,
-            failures,
-            ci95: [lo, hi],
-            ..from_cell(cell, role(failures), "the hunt's confirmation")
-        }
+        Condition { attempts, failures, ci95: [lo, hi], ..from_cell(cell, role(failures), "the hunt's confirmation") }
     };
     vec![counted(base, c.base_attempts, c.base_failures), counted(arm, c.cell_attempts, c.cell_failures)]
 }

@@ -101,6 +101,13 @@ pub struct ConditionResult {
     pub inert: Option<String>,
 }
 
+impl ConditionResult {
+    /// The rate then, as a table shows it (`50.0% (8/16)`).
+    pub fn then_text(&self) -> String {
+        self.then.text()
+    }
+}
+
 impl VerifyDetails {
     /// The details of `summary`, when it is a verification's.
     pub fn of(summary: &Summary) -> Option<Self> {
@@ -195,10 +202,7 @@ fn judge(
             (n, all) if n == all => format!("a new signature: {}", new.join(" | ")),
             _ => format!("the same signature and a new one: {}", new.join(" | ")),
         };
-        (
-            "not-fixed",
-            format!("{name} still fails: {} now, was {}, {} ({which})", now.text(), then.text(), format_p(p)),
-        )
+        ("not-fixed", format!("{name} still fails: {} now, was {}, {} ({which})", now.text(), then.text(), format_p(p)))
     } else if let Some(why) = &inert {
         ("inconclusive", format!("{name} had no effect here ({why}): its clean attempts are no evidence"))
     } else if c.role == Role::Baseline {
