@@ -66,7 +66,8 @@ pub struct Condition {
     pub needed: Option<u64>,
     /// Mean seconds per attempt then, to say what a budget fits.
     pub mean_seconds: f64,
-    /// The failure signatures seen then under this cell.
+    /// The failure signatures seen then under this cell (a failure now is the same failure when
+    /// its signature is among any condition's).
     pub signatures: Vec<String>,
 }
 

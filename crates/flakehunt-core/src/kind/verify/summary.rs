@@ -127,6 +127,9 @@ pub fn level_text(level: f64) -> String {
 /// the per-cell comparison with the first cell is dropped.
 pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
     let level = options.level;
+    // A failure is the one the record saw when its signature appeared there under any of the
+    // conditions (a hunt's arm's failure showing under the baseline is still that failure).
+    let seen: std::collections::BTreeSet<&String> = options.conditions.iter().flat_map(|c| &c.signatures).collect();
     let mut results = Vec::new();
     for c in &options.conditions {
         let Some(cell) = summary.cell(&c.cell) else { continue };
@@ -136,7 +139,7 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
             .signatures
             .iter()
             .filter(|s| s.cells.contains(&c.cell))
-            .map(|s| SeenSignature { signature: s.signature.clone(), seen_before: c.signatures.contains(&s.signature) })
+            .map(|s| SeenSignature { signature: s.signature.clone(), seen_before: seen.contains(&s.signature) })
             .collect();
         results.push(judge(c, now, inert, signatures, level));
     }
@@ -197,10 +200,15 @@ fn judge(
         );
         p_value = Some(p);
         let new: Vec<&str> = signatures.iter().filter(|s| !s.seen_before).map(|s| s.signature.as_str()).collect();
+        let first_new = || {
+            let first: String = new[0].chars().take(160).collect();
+            let more = if new.len() > 1 { format!(" (and {} more)", new.len() - 1) } else { String::new() };
+            format!("{first}{}{more}", if first.len() < new[0].len() { "..." } else { "" })
+        };
         let which = match (new.len(), signatures.len()) {
             (0, _) => "the same signature".to_owned(),
-            (n, all) if n == all => format!("a new signature: {}", new.join(" | ")),
-            _ => format!("the same signature and a new one: {}", new.join(" | ")),
+            (n, all) if n == all => format!("a new signature: {}", first_new()),
+            _ => format!("the same signature, and a new one: {}", first_new()),
         };
         ("not-fixed", format!("{name} still fails: {} now, was {}, {} ({which})", now.text(), then.text(), format_p(p)))
     } else if let Some(why) = &inert {
