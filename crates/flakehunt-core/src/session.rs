@@ -34,7 +34,11 @@ pub struct Session {
     pub oracle: Option<Oracle>,
     /// The plan's durations, checked.
     pub durations: crate::plan::Durations,
+    /// The checks of failures the exit status hides, when the plan has any.
+    pub checks: Option<crate::checks::CheckRun>,
     _kept_rooms: Vec<CleanRoom>,
+    /// Declared last: dropped once the directories it tracks are removed.
+    _tracked: Option<crate::exec::TrackedDir>,
 }
 
 /// How long a hunt waits for the watchdog of an earlier run of it to finish its cleanup.
@@ -70,7 +74,22 @@ impl Session {
         profiles.copies_scheduled = crate::plan::schedules_copies(manifest.kind);
         let (rooms, kept) = clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
-        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
+        let checks = crate::checks::CheckRun::new(manifest.plan.checks)
+            .map_err(|e| HuntError::io("cannot create the checks' directory", e))?;
+        // Removed by the watchdog if flakehunt dies.
+        let tracked = checks.as_ref().zip(watchdog.as_ref()).map(|(c, w)| w.tracker().track(c.dir()));
+        Ok(Self {
+            tree,
+            watchdog,
+            cancel,
+            profiles,
+            rooms,
+            oracle,
+            durations,
+            checks,
+            _kept_rooms: kept,
+            _tracked: tracked,
+        })
     }
 
     /// The attempt runner of `manifest`'s target and limits.
@@ -99,6 +118,7 @@ impl Session {
             rooms: &self.rooms,
             oracle: self.oracle.as_ref(),
             warm: None,
+            checks: self.checks.as_ref(),
         }
     }
 

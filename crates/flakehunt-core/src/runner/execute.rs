@@ -150,6 +150,7 @@ impl Execute for FakeExecution<'_> {
             load: None,
             error: None,
             mode: Mode::Cold,
+            hidden: Vec::new(),
             rerun: None,
             hang: None,
         };

@@ -118,6 +118,7 @@ impl Fixture {
             cpu_seconds: None,
             suite: None,
             mode: Default::default(),
+            hidden: Vec::new(),
             rerun: None,
             hang: None,
         });

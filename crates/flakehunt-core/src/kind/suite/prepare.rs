@@ -51,16 +51,22 @@ pub(crate) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
 
 /// The target shown for the hunt, its setup, and the adapter that built its binary; the Go
 /// binary is built into `dir`.
-pub(crate) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup, Option<Adapter>), HuntError> {
+pub(crate) fn prepare(
+    spec: &HuntSpec,
+    dir: &Path,
+) -> Result<(Target, SuiteSetup, Option<Adapter>, crate::kind::adapter::Built), HuntError> {
     let t = &spec.target;
     let started = std::time::Instant::now();
     let files = std::path::absolute(dir).map_err(|e| HuntError::io(format!("cannot name {}", dir.display()), e))?;
     let python_path = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
+    let mut checks = crate::kind::adapter::Built::default();
     let (target, runner, selection, adapter) = if let Some(paths) = &t.pytest {
         let (target, runner, selection) = pytest(t.python.as_deref(), paths)?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
-        let (built, adapter) = crate::kind::adapter::go_test(std::slice::from_ref(pkg), dir)?;
+        let (built, adapter, applied) =
+            crate::kind::adapter::go_test(std::slice::from_ref(pkg), dir, spec.asked_checks())?;
+        checks = applied;
         let (runner, selection) = go(&adapter)?;
         // Shown as the user's command, not the binary in this record (shards merge on it).
         let mut target = Target::argv(vec!["go".into(), "test".into(), pkg.clone()]);
@@ -81,7 +87,7 @@ pub(crate) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
         python_path,
         collect_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    Ok((target, setup, adapter))
+    Ok((target, setup, adapter, checks))
 }
 
 /// The cells (`--profiles`, as sweep chooses them) and the manifest's `extra`.
