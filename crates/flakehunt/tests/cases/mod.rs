@@ -7,6 +7,7 @@ mod adversarial_secrets;
 mod adversarial_state;
 mod adversarial_warm;
 mod checks;
+mod controls;
 mod dispatch_files;
 mod drift;
 mod exit_codes;
