@@ -7,8 +7,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Kind;
-
 /// The default confidence of a verification, in percent.
 pub const DEFAULT_LEVEL: f64 = 99.0;
 
@@ -17,8 +15,9 @@ pub const DEFAULT_LEVEL: f64 = 99.0;
 pub struct VerifyOptions {
     /// The verified record, as an absolute path.
     pub record: PathBuf,
-    /// Its kind.
-    pub kind: Kind,
+    /// Its kind's name (`hunt`, `sweep`, `matrix`); a name, so that the manifest's types do not
+    /// import the record's.
+    pub kind: String,
     /// Its run id.
     pub run_id: String,
     /// Its content hash (see [`super::source::content_hash`]).

@@ -129,7 +129,7 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
         "verify: running {} attempts of each of {} ({} of {} {}, about {})",
         options.attempts,
         names.join(", "),
-        options.kind.name(),
+        options.kind,
         options.record.display(),
         options.run_id,
         duration_text(seconds),

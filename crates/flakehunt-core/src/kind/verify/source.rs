@@ -89,7 +89,7 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
         .collect::<Result<Vec<_>, _>>()?;
     let options = VerifyOptions {
         record: std::path::absolute(dir).map_err(|e| HuntError::io(dir.display().to_string(), e))?,
-        kind,
+        kind: kind.name().to_owned(),
         run_id: record.manifest.run_id.clone(),
         hash: content_hash(dir)?,
         level,

@@ -30,8 +30,8 @@ pub struct VerifyDetails {
 pub struct Verified {
     /// Its path.
     pub record: String,
-    /// Its kind.
-    pub kind: Kind,
+    /// Its kind's name.
+    pub kind: String,
     /// Its run id.
     pub run_id: String,
     /// Its content hash when verified.
@@ -167,7 +167,7 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
     let details = VerifyDetails {
         verified: Verified {
             record: options.record.display().to_string(),
-            kind: options.kind,
+            kind: options.kind.clone(),
             run_id: options.run_id.clone(),
             hash: options.hash.clone(),
         },
