@@ -6,6 +6,7 @@ pub mod adaptive;
 pub mod fire;
 pub mod matrix;
 pub mod suite;
+pub mod verify;
 
 /// `record` as a redacted one would hold it (see [`crate::record::Record::redacted_with`]), with
 /// what its kind adds: a suite's test ids as written.
