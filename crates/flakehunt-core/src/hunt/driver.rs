@@ -159,7 +159,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
-            let (target, adapter) = match super::adapter::target(&spec.target, &dir)? {
+            let (target, adapter) = match super::adapter::target(&spec.target, &dir, super::suite::collection_limit(spec))? {
                 Some((target, adapter)) => (target, Some(adapter)),
                 None => (super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?, None),
             };

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use super::{HuntError, HuntKind, HuntSpec};
 use crate::events::{Event, EventSink, Fanout};
@@ -15,7 +16,9 @@ use crate::suite::order::{GoTest, Pytest};
 use crate::suite::record::Role;
 use crate::suite::run::{Ids, Live, SuiteExecution};
 use crate::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
-use crate::suite::{collect, python, repeat};
+use crate::snapshot::commands::{self, Probe, Ran};
+use crate::suite::setup::error_line;
+use crate::suite::{collect, pytestlog, python, repeat};
 
 /// Refuses what a suite does not take, before anything is touched.
 pub(super) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
@@ -57,11 +60,11 @@ pub(super) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
     let files = std::path::absolute(dir).map_err(|e| HuntError::io(format!("cannot name {}", dir.display()), e))?;
     let python_path = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
     let (target, runner, selection, adapter) = if let Some(paths) = &t.pytest {
-        let (target, runner, selection) = pytest(t.python.as_deref(), paths)?;
+        let (target, runner, selection) = pytest(t.python.as_deref(), paths, collection_limit(spec))?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
-        let (built, adapter) = super::adapter::go_test(std::slice::from_ref(pkg), dir)?;
-        let (runner, selection) = go(&adapter)?;
+        let (built, adapter) = super::adapter::go_test(std::slice::from_ref(pkg), dir, None)?;
+        let (runner, selection) = go(&adapter, collection_limit(spec))?;
         // Shown as the user's command, not the binary in this record (shards merge on it).
         let mut target = Target::argv(vec!["go".into(), "test".into(), pkg.clone()]);
         target.dir = built.dir;
@@ -84,6 +87,17 @@ pub(super) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
     Ok((target, setup, adapter))
 }
 
+/// The shortest time a collection is given, whatever `--timeout` says: an attempt's limit fits
+/// a warm attempt of milliseconds, and a collection is a cold start (an interpreter, its
+/// plugins, every test module).
+const COLLECTION_FLOOR: Duration = Duration::from_secs(60);
+
+/// How long the collection of the hunt `spec` may take: `--timeout` (default 10 minutes), and
+/// at least [`COLLECTION_FLOOR`].
+pub(super) fn collection_limit(spec: &HuntSpec) -> Duration {
+    spec.settings.timeout.max(COLLECTION_FLOOR)
+}
+
 /// The cells (`--profiles`, as sweep chooses them) and the manifest's `extra`.
 pub(super) fn cells(
     spec: &HuntSpec,
@@ -101,43 +115,156 @@ pub(super) fn cells(
     Ok((cells, Extra { adapter, suite: Some(setup), ..Extra::default() }))
 }
 
-/// `--pytest [PATH...]`: the interpreter the user means, with pytest, and its collection.
-fn pytest(explicit: Option<&Path>, paths: &[String]) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
+/// `--pytest [PATH...]`: the interpreter the user means, with pytest, and its collection
+/// through flakehunt's plugin, within `timeout`. Runs start in pytest's rootdir, which node ids
+/// are relative to.
+fn pytest(
+    explicit: Option<&Path>,
+    paths: &[String],
+    timeout: Duration,
+) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
     let interpreter = python::interpreter(explicit, venv.as_deref(), &cwd)?;
     let program = interpreter.program.display().to_string();
-    let pytest = Pytest { python: program.clone() };
-    let out = Command::new(&interpreter.program)
-        .args(&pytest.collect_argv(paths)[1..])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            HuntError::usage(format!("cannot run {program}: {e} (give the interpreter with --python PATH)"))
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() && !text.contains("::") {
-        let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("No module named pytest") {
-            return Err(HuntError::usage(format!(
-                "{program} has no pytest: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
-            )));
-        }
+    let scratch = tempfile::Builder::new()
+        .prefix("flakehunt-collect-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a directory for the collection", e))?;
+    pytestlog::write_plugin(scratch.path())
+        .map_err(|e| HuntError::io(format!("cannot write flakehunt's pytest plugin into {}", scratch.path().display()), e))?;
+    let mut pytest = Pytest::new(program.clone());
+    let mut collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
+    if collected.xdist {
+        // Every attempt runs its tests in its order in one process: pytest-xdist must not
+        // distribute them (nor the collection, whose items would be the workers').
+        pytest.options.push("-n0".into());
+        collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
     }
-    let ids = collect::pytest_node_ids(&text).map_err(HuntError::Collection)?;
+    let ids = collected.items.unwrap_or_default();
     let mut argv = vec![program, "-m".into(), "pytest".into()];
     argv.extend(paths.iter().cloned());
-    Ok((Target::argv(argv), SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
+    let mut target = Target::argv(argv);
+    if let Some(root) = collected.rootdir.filter(|r| std::fs::canonicalize(r).ok() != std::fs::canonicalize(&cwd).ok()) {
+        target = target.in_dir(super::adapter::relative_to_cwd(&root)?);
+        pytest.root = Some(root.display().to_string());
+    }
+    Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
 }
 
-/// `--go-test PKG`: the binary the adapter built, its framing and its test list.
-fn go(adapter: &Adapter) -> Result<(SuiteRunner, Vec<String>), HuntError> {
+/// One collection run: `python -m pytest -p flakehunt_suite --flakehunt-collect FILE
+/// --collect-only [PATHS]` in the current directory, its process group ended at `timeout`.
+/// What pytest could not collect is an error quoting pytest's own message.
+pub(super) fn collect_pytest(
+    program: &Path,
+    pytest: &Pytest,
+    paths: &[String],
+    dir: &Path,
+    timeout: Duration,
+) -> Result<pytestlog::Collected, HuntError> {
+    let file = dir.join("collected.json");
+    let _ = std::fs::remove_file(&file);
+    let argv = pytest.collect_argv(paths, &file);
+    let python_path = match std::env::var("PYTHONPATH") {
+        Ok(p) if !p.is_empty() => format!("{}:{p}", dir.display()),
+        _ => dir.display().to_string(),
+    };
+    let mut command = Command::new(program);
+    command.args(&argv[1..]).env("PYTHONDONTWRITEBYTECODE", "1").env("PYTHONPATH", python_path);
+    let probe = Probe { command, cap: 1 << 20, timeout };
+    let ran = commands::run_all(vec![probe], None, None).pop().expect("one probe, one result");
+    let collected = std::fs::read_to_string(&file).ok().and_then(|t| pytestlog::Collected::parse(&t).ok());
+    let program = program.display().to_string();
+    if let Some(l) = collected.as_ref().and_then(|c| c.symlink_loop.as_ref()) {
+        return Err(collection(format!(
+            "{} is a symlink to {}, a directory that contains it: pytest would collect through it again and again (remove the link, or add it to norecursedirs)",
+            l.path, l.target
+        )));
+    }
+    let (status, stdout, stderr) = match ran {
+        Ran::NotStarted(e) => {
+            return Err(HuntError::usage(format!("cannot run {program}: {e} (give the interpreter with --python PATH)")))
+        }
+        Ran::TimedOut(after) => {
+            return Err(collection(format!(
+                "pytest's collection did not finish within {} s (--timeout, and at least 60 s): look for a conftest or a test module that hangs at import",
+                after.as_secs_f64()
+            )))
+        }
+        Ran::Exited { status, stdout, stderr } => (status, stdout, stderr),
+    };
+    let stderr = String::from_utf8_lossy(&stderr);
+    if !status.success() && stderr.contains("No module named pytest") {
+        return Err(HuntError::usage(format!(
+            "{program} has no pytest: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
+        )));
+    }
+    match collected {
+        Some(c) if c.items.is_some() => match c.errors.first() {
+            Some(e) => {
+                let more = match c.errors.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more files)", n - 1),
+                };
+                Err(collection(format!("pytest could not collect {}: {}{more}", e.nodeid, e.message)))
+            }
+            None => Ok(c),
+        },
+        _ => {
+            let stdout = String::from_utf8_lossy(&stdout);
+            let why = error_line(&stderr)
+                .or_else(|| error_line(&stdout))
+                .or_else(|| last_line(&stderr))
+                .or_else(|| last_line(&stdout))
+                .unwrap_or_else(|| "no output".to_owned());
+            let hint = if why.contains("unrecognized arguments") {
+                " (flakehunt disables the pytest plugins that reorder or re-run tests: randomly, cacheprovider, rerunfailures and flaky; an option of theirs in the project's addopts must go)"
+            } else {
+                ""
+            };
+            let code = status.code().map_or_else(|| status.to_string(), |c| format!("exit code {c}"));
+            Err(collection(format!("pytest stopped before it collected ({code}): {why}{hint}")))
+        }
+    }
+}
+
+/// A collection that gave no test ids (shown after `--pytest: `).
+fn collection(why: String) -> HuntError {
+    HuntError::Collection(crate::suite::ParseError::Collection(why))
+}
+
+/// The last non-empty line of `text`, cut to a message's length.
+fn last_line(text: &str) -> Option<String> {
+    text.lines().map(str::trim).rfind(|l| !l.is_empty()).and_then(crate::suite::short_message)
+}
+
+/// `--go-test PKG`: the binary the adapter built, its framing and its test list, each run within
+/// `timeout`. Go before 1.17 has no `-test.shuffle`, which every attempt's order needs.
+fn go(adapter: &Adapter, timeout: Duration) -> Result<(SuiteRunner, Vec<String>), HuntError> {
     let Adapter::GoTest { package, binary, dir, .. } = adapter else { unreachable!("the go adapter") };
-    let run = |args: &[&str]| Command::new(binary).args(args).current_dir(dir).stdin(Stdio::null()).output();
-    let list =
-        run(&["-test.list", "."]).map_err(|e| HuntError::io("cannot list the tests of the Go test binary", e))?;
-    let framing = run(&["-test.v=test2json", "-test.run=^$"]).is_ok_and(|o| o.status.success());
+    let version = Command::new("go").args(["env", "GOVERSION"]).output().ok().filter(|o| o.status.success());
+    let version = version.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default();
+    if go_minor(&version).is_some_and(|minor| minor < 17) {
+        return Err(HuntError::usage(format!(
+            "suite --go-test needs Go 1.17 or later (each attempt's order comes from -test.shuffle); this go is {version}"
+        )));
+    }
+    let run = |args: &[&str]| {
+        let mut command = Command::new(binary);
+        command.args(args).current_dir(dir);
+        commands::run_all(vec![Probe { command, cap: 16 << 20, timeout }], None, None).pop().expect("one result")
+    };
+    let list = match run(&["-test.list", "."]) {
+        Ran::Exited { stdout, .. } => String::from_utf8_lossy(&stdout).into_owned(),
+        Ran::NotStarted(e) => return Err(HuntError::io("cannot list the tests of the Go test binary", e)),
+        Ran::TimedOut(after) => {
+            return Err(HuntError::usage(format!(
+                "--go-test: the test binary's -test.list did not finish within {} s (--timeout, and at least 60 s): look for an init or a TestMain that hangs",
+                after.as_secs_f64()
+            )))
+        }
+    };
+    let framing = run(&["-test.v=test2json", "-test.run=^$"]).success().is_some();
     let test2json = Command::new("go")
         .args(["tool", "-n", "test2json"])
         .output()
@@ -146,7 +273,13 @@ fn go(adapter: &Adapter) -> Result<(SuiteRunner, Vec<String>), HuntError> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .filter(|p| Path::new(p).is_file());
     let go = GoTest { go: "go".into(), package: package.clone(), binary: binary.into(), framing, test2json };
-    Ok((SuiteRunner::Go { go, narrowed: false }, collect::go_test_names(&String::from_utf8_lossy(&list.stdout))))
+    Ok((SuiteRunner::Go { go, narrowed: false }, collect::go_test_names(&list)))
+}
+
+/// The minor version of `go1.M[.P]`, if `version` is one.
+fn go_minor(version: &str) -> Option<u32> {
+    let rest = version.strip_prefix("go1.")?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
@@ -222,8 +355,21 @@ pub(super) fn execute(
         let options = crate::warm::WarmOptions { target: Some(target), ..crate::warm::WarmOptions::of_plan(plan) };
         crate::warm::WarmCells::new(&session.tree, options)
     });
+    let plugins = tempfile::Builder::new()
+        .prefix("flakehunt-suite-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a directory for flakehunt's pytest plugins", e))?;
+    let _tracked = session.watchdog.as_ref().map(|w| w.track_dir(plugins.path()));
+    crate::suite::setup::write_plugins(plugins.path())
+        .map_err(|e| HuntError::io(format!("cannot write flakehunt's pytest plugins into {}", plugins.path().display()), e))?;
     let inner = AttemptRunner { warm: warm.as_ref().map(|w| w as _), ..session.attempts(manifest, leak_timeout) };
-    let exec = SuiteExecution { inner, setup, seed: manifest.seed, said_cold: Default::default() };
+    let exec = SuiteExecution {
+        inner,
+        setup,
+        seed: manifest.seed,
+        said_cold: Default::default(),
+        plugins: plugins.path().to_owned(),
+    };
     let runner = Runner { attempts: exec.clone(), jobs: manifest.plan.jobs as usize, budget: session.durations.budget };
     let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
     sinks.event(&Event::Started { planned: plan.planned(), done })?;

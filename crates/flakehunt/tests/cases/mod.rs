@@ -4,6 +4,7 @@ mod adapters;
 mod adversarial_input;
 mod adversarial_record;
 mod adversarial_secrets;
+mod adversarial_suite;
 mod adversarial_state;
 mod dispatch_files;
 mod drift;
