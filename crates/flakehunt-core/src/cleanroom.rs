@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::copy::{CopyError, CopyOptions, CopyStats, Plan, Selection};
+use crate::copy::{CopyError, CopyOptions, CopyPlan, CopyStats, Selection};
 use crate::exec::{TrackedDir, Watchdog};
 
 /// One clean room; removed when dropped unless kept.
@@ -96,14 +96,14 @@ impl CleanRoom {
     /// Checks that `project` is a repository whose tracked files can be copied, without
     /// copying anything: a refusal comes before any attempt.
     pub fn check(project: &Path, copy: CopyOptions) -> Result<(), CleanRoomError> {
-        Plan::of(project, Selection::Listed(&tracked_files(project)?), copy)?;
+        CopyPlan::of(project, Selection::Listed(&tracked_files(project)?), copy)?;
         Ok(())
     }
 
     /// Copies the files git tracks in `project` into a fresh directory, then runs the setup
     /// command there. Every path of the room (its directory, `HOME`, `TMPDIR`) is absolute.
     pub fn create(project: &Path, options: &RoomOptions<'_>) -> Result<Self, CleanRoomError> {
-        let plan = Plan::of(project, Selection::Listed(&tracked_files(project)?), options.copy)?;
+        let plan = CopyPlan::of(project, Selection::Listed(&tracked_files(project)?), options.copy)?;
         let root = tempfile::Builder::new()
             .prefix("flakehunt-room-")
             // tempfile makes a relative TMPDIR absolute, so the room's paths are absolute.

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use crate::fire::{LevelReport, LevelSummary};
-use crate::plan::matrix::Dimension;
+use crate::kind::fire::{LevelReport, LevelSummary};
+use crate::kind::matrix::plan::Dimension;
 use crate::plan::CellSpec;
 use crate::record::{Attempt, RecordError};
 

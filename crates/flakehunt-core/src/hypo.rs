@@ -1,6 +1,6 @@
 //! The hypotheses file, `.flakehunt/hypotheses.jsonl`: hypotheses about a flake, written down
 //! before testing with the command that could kill them, and every run of that kill test.
-//! Main type: [`Entry`].
+//! Main type: [`HypoEvent`].
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// One line of the hypotheses file: a hypothesis added, or one run of its kill test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
-pub enum Entry {
+pub enum HypoEvent {
     /// A hypothesis and its kill test.
     Added {
         /// Its number, from 1.
@@ -78,7 +78,7 @@ pub fn file() -> PathBuf {
 /// Every entry of the file at `path` (none when it does not exist). As for a record, a file
 /// that is a directory, is not UTF-8 text or holds a line that is not an entry is damaged; a
 /// refusal of the system is an I/O error.
-pub fn load(path: &Path) -> Result<Vec<Entry>, HypoError> {
+pub fn load(path: &Path) -> Result<Vec<HypoEvent>, HypoError> {
     let io = |source| HypoError::Io { path: path.to_owned(), source };
     let corrupt = |line: usize, message: String| HypoError::Corrupt { path: path.to_owned(), line, message };
     let meta = match std::fs::metadata(path) {
@@ -103,7 +103,7 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, HypoError> {
 }
 
 /// Appends `entry` to the file at `path`, creating it and its directory.
-pub fn append(path: &Path, entry: &Entry) -> Result<(), HypoError> {
+pub fn append(path: &Path, entry: &HypoEvent) -> Result<(), HypoError> {
     let io = |source| HypoError::Io { path: path.to_owned(), source };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
@@ -145,8 +145,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h/hypotheses.jsonl");
         assert!(load(&path).unwrap().is_empty());
-        let added = Entry::Added { id: 1, text: "t".into(), command: vec!["true".into()], at: now() };
-        let ran = Entry::Ran { id: 1, at: now(), exit_code: Some(0), outcome: "survived".into(), record: None };
+        let added = HypoEvent::Added { id: 1, text: "t".into(), command: vec!["true".into()], at: now() };
+        let ran = HypoEvent::Ran { id: 1, at: now(), exit_code: Some(0), outcome: "survived".into(), record: None };
         append(&path, &added).unwrap();
         append(&path, &ran).unwrap();
         assert_eq!(load(&path).unwrap(), [added, ran]);

@@ -4,7 +4,6 @@
 
 #![cfg(target_os = "linux")]
 
-pub mod adaptive;
 pub mod analysis;
 pub mod bounds;
 pub mod cleanroom;
@@ -12,13 +11,13 @@ pub mod config;
 pub mod copy;
 pub mod dispatch;
 pub mod drift;
+pub mod driver;
 pub mod error_class;
 pub mod events;
 pub mod exec;
-pub mod fire;
 pub mod host;
-pub mod hunt;
 pub mod hypo;
+pub mod kind;
 pub mod oracle;
 pub mod plan;
 pub mod profile;
@@ -28,5 +27,4 @@ pub mod render;
 pub mod runner;
 pub mod snapshot;
 pub mod state;
-pub mod suite;
 pub mod warm;

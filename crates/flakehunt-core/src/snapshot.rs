@@ -101,7 +101,7 @@ pub struct Snapshot {
     pub load_average: Option<[f64; 3]>,
     /// Resource limits of this process, by lower-case name (`nofile`,
     /// `nproc`, `stack`, `as`, `core`, `fsize`, `cpu`, `memlock`).
-    pub rlimits: BTreeMap<String, Limit>,
+    pub rlimits: BTreeMap<String, LimitPair>,
     /// Locale variables as seen by this process.
     pub locale: Locale,
     /// `TZ`, else `/etc/timezone`, else the zone `/etc/localtime` links to.
@@ -161,7 +161,7 @@ impl SnapshotRequest {
         let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
         let venv = std::env::var_os("VIRTUAL_ENV");
         let interpreter =
-            crate::suite::python::interpreter(python, venv.as_deref(), &cwd).map_err(|e| e.to_string())?;
+            crate::kind::suite::python::interpreter(python, venv.as_deref(), &cwd).map_err(|e| e.to_string())?;
         let go = match go_dir {
             Some(dir) if !dir.is_dir() => {
                 return Err(format!("--go-test {}: no such directory (give the package's directory)", dir.display()))
@@ -194,7 +194,7 @@ impl SnapshotRequest {
                 Some(program) => Some((PathBuf::from(program), "the target".to_owned())),
                 None if runs("python3 --version") => here().and_then(|cwd| {
                     let venv = std::env::var_os("VIRTUAL_ENV");
-                    let chosen = crate::suite::python::interpreter(None, venv.as_deref(), &cwd).ok()?;
+                    let chosen = crate::kind::suite::python::interpreter(None, venv.as_deref(), &cwd).ok()?;
                     Some((chosen.program, source_name(chosen.source).to_owned()))
                 }),
                 None => None,
@@ -210,8 +210,8 @@ impl SnapshotRequest {
 }
 
 /// How an interpreter's choice is written in a snapshot.
-fn source_name(source: crate::suite::python::Source) -> &'static str {
-    use crate::suite::python::Source;
+fn source_name(source: crate::kind::suite::python::Source) -> &'static str {
+    use crate::kind::suite::python::Source;
     match source {
         Source::Option => "--python",
         Source::VirtualEnv => "VIRTUAL_ENV",
@@ -231,7 +231,7 @@ fn on_path(name: &str) -> bool {
 
 /// A soft/hard resource limit pair; `None` means unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Limit {
+pub struct LimitPair {
     /// The limit enforced now (`rlim_cur`).
     pub soft: Option<u64>,
     /// The ceiling the soft limit may be raised to (`rlim_max`).
@@ -598,12 +598,12 @@ fn parse_loadavg(content: &str) -> Option<[f64; 3]> {
 }
 
 /// Resource limits of this process.
-fn rlimits() -> BTreeMap<String, Limit> {
+fn rlimits() -> BTreeMap<String, LimitPair> {
     crate::exec::Resource::ALL
         .into_iter()
         .map(|r| {
             let (soft, hard) = r.current();
-            (r.name().to_owned(), Limit { soft, hard })
+            (r.name().to_owned(), LimitPair { soft, hard })
         })
         .collect()
 }

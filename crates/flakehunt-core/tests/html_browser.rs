@@ -112,8 +112,9 @@ fn html_reports_render_in_chromium() {
     for arm in ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10"] {
         assert!(hunt.contains(&format!(">{arm}</text>")), "{arm} has a row in the hunt chart");
     }
-    // calibrate, 5 single explorations, copies, default, copies, then 20 alternating confirms.
-    assert_eq!(count(hunt, "class=\"stretch\""), 1 + 5 + 1 + 1 + 1 + 20);
+    // calibrate, 5 single explorations, copies, noisy, default, noisy, then 28 alternating
+    // confirms.
+    assert_eq!(count(hunt, "class=\"stretch\""), 1 + 5 + 1 + 1 + 1 + 1 + 28);
     assert!(hunt.contains("id=\"hunt-conclusion\"") && hunt.contains("reproduced twice in "), "{hunt}");
     // pytest reports on stdout: the signature box shows stdout, not the empty stderr.
     assert!(hunt.contains("its stdout") && hunt.contains("FAILED tests/test_ledger.py::test_transfer"));
@@ -127,9 +128,9 @@ fn html_reports_render_in_chromium() {
 /// the id and its reproducer wrap, as laid out by the real browser.
 #[test]
 fn a_suites_long_test_id_wraps_within_the_page() {
-    use flakehunt_core::suite::classify::Category;
-    use flakehunt_core::suite::summary::{SuiteSummary, TestSummary};
-    use flakehunt_core::suite::Framework;
+    use flakehunt_core::kind::suite::classify::Category;
+    use flakehunt_core::kind::suite::summary::{SuiteSummary, TestSummary};
+    use flakehunt_core::kind::suite::Framework;
     let (mut summary, ctx, _) = common::sweep().build();
     let id = format!("tests/test_param.py::test_p[{}]", "x".repeat(3000));
     let test = TestSummary {

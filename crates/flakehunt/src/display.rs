@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use flakehunt_core::events::{Event, EventSink};
-use flakehunt_core::record::{Attempt, RecordError};
+use flakehunt_core::record::{Attempt, Outcome, RecordError};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// The terminal display of a running hunt: the only place where its events become words.
@@ -75,6 +75,12 @@ impl Display {
     }
 
     fn attempt_finished(&mut self, attempt: &Attempt) {
+        if attempt.outcome == Outcome::Slow && self.seen.insert(format!("slow {}", attempt.cell)) {
+            self.say(&format!(
+                "slow         {} #{}  ended after {:.1} s while still at work: no evidence either way (said once per cell)",
+                attempt.cell, attempt.iteration, attempt.seconds
+            ));
+        }
         let entry = self.per_cell.entry(attempt.cell.clone()).or_default();
         entry.0 += 1;
         if attempt.outcome.is_failure() {

@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 
+use flakehunt_core::driver::HuntEnd;
 use flakehunt_core::error_class::{Classify, ErrorClass};
-use flakehunt_core::hunt::HuntEnd;
 use flakehunt_core::record::RecordError;
 
 /// Nothing reproduced, or every fire level accepted.
@@ -45,7 +45,7 @@ pub enum Done {
 pub enum Error {
     /// A hunt could not run or finish.
     #[error(transparent)]
-    Hunt(#[from] flakehunt_core::hunt::HuntError),
+    Hunt(#[from] flakehunt_core::driver::HuntError),
     /// A snapshot cannot be read (`diff`).
     #[error(transparent)]
     Snapshot(#[from] flakehunt_core::drift::ReadError),
@@ -172,8 +172,8 @@ pub fn message_of(err: &Error) -> String {
 
 /// The record error `err` comes from, if any: advice about `--record` is for the record only.
 fn record_error(err: &Error) -> Option<&RecordError> {
-    use flakehunt_core::fire::FireError;
-    use flakehunt_core::hunt::HuntError;
+    use flakehunt_core::driver::HuntError;
+    use flakehunt_core::kind::fire::FireError;
     use flakehunt_core::record::MergeError;
     match err {
         Error::Record(e)
@@ -211,7 +211,7 @@ fn written(result: std::io::Result<()>) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flakehunt_core::hunt::HuntError;
+    use flakehunt_core::driver::HuntError;
 
     fn hunt(reproduced: bool, interrupted: bool, incomplete: bool) -> Result<Done, Error> {
         Ok(Done::Hunt(HuntEnd { reproduced, interrupted, incomplete }))

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use flakehunt_core::analysis::Summary;
 use flakehunt_core::config::Config;
+use flakehunt_core::driver::{self, cell_header, HuntSpec};
 use flakehunt_core::events::{Event, EventSink};
-use flakehunt_core::hunt::{self, cell_header, HuntSpec};
 use flakehunt_core::plan::Target;
 use flakehunt_core::profile::Profile;
 
@@ -17,7 +17,7 @@ use crate::exit::{self, Done, Error};
 /// Runs `spec` with the display attached and prints its summary.
 pub fn run(spec: &HuntSpec, json: bool) -> Result<Done, Error> {
     let mut display = Display::new(spec.quiet);
-    let result = hunt::run(spec, &mut display);
+    let result = driver::run(spec, &mut display);
     display.finish();
     let report = result?;
     print_summary(&report.summary, &report.dir, json, cell_header(report.summary.kind))?;
@@ -32,7 +32,7 @@ pub fn run(spec: &HuntSpec, json: bool) -> Result<Done, Error> {
 /// `flakehunt slurm-script`: prints the batch script `spec` would submit.
 pub fn slurm_script(spec: &HuntSpec) -> Result<Done, Error> {
     let mut display = Display::new(spec.quiet);
-    let script = hunt::slurm_script(spec, &mut display)?;
+    let script = driver::slurm_script(spec, &mut display)?;
     exit::to_stdout(|out| out.write_all(script.as_bytes()))?;
     Ok(Done::Ok)
 }
@@ -64,16 +64,16 @@ pub fn probe(names: &[String], json: bool, config: &Config) -> Result<Done, Erro
         all.extend(config.user_profiles());
         all
     } else {
-        hunt::select(names, config, &Target::argv(vec!["python3".into()]))?
+        driver::select(names, config, &Target::argv(vec!["python3".into()]))?
     };
-    let results = hunt::probe(&profiles)?;
+    let results = driver::probe(&profiles)?;
     if json {
         exit::to_stdout(|out| {
             serde_json::to_writer_pretty(&mut *out, &results)?;
             writeln!(out)
         })?;
     } else {
-        let table = hunt::probe_table(&results);
+        let table = driver::probe_table(&results);
         exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
     }
     Ok(if results.iter().all(|r| r.applied || r.profile == "default") { Done::Ok } else { Done::Refused })

@@ -5,12 +5,12 @@
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 
-use flakehunt_core::hypo::{append, file, load, now, Entry};
+use flakehunt_core::hypo::{append, file, load, now, HypoEvent};
 
 use crate::exit;
 
 /// What `flakehunt hypo` is asked to do.
-pub enum HypoCommand<'a> {
+pub enum HypoRequest<'a> {
     /// Record a hypothesis and its kill test.
     Add {
         /// The hypothesis, in words.
@@ -28,24 +28,24 @@ pub enum HypoCommand<'a> {
 }
 
 /// Runs a `hypo` subcommand.
-pub fn run(cmd: &HypoCommand<'_>) -> Result<exit::Done, exit::Error> {
+pub fn run(cmd: &HypoRequest<'_>) -> Result<exit::Done, exit::Error> {
     let path = file();
     let entries = load(&path)?;
     match cmd {
-        HypoCommand::Add { text, command } => {
+        HypoRequest::Add { text, command } => {
             if command.is_empty() {
                 return Err(exit::usage("give the kill test after --, e.g. flakehunt hypo add \"fails only with LC_ALL=C\" -- flakehunt matrix -D LC_ALL=C.utf8 --runs 200 -- ./test.sh"));
             }
-            let id = entries.iter().filter(|e| matches!(e, Entry::Added { .. })).count() as u32 + 1;
-            append(&path, &Entry::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
+            let id = entries.iter().filter(|e| matches!(e, HypoEvent::Added { .. })).count() as u32 + 1;
+            append(&path, &HypoEvent::Added { id, text: (*text).to_owned(), command: command.to_vec(), at: now() })?;
             say(&format!("hypothesis {id} recorded: {text}"))?;
             Ok(exit::Done::Ok)
         }
-        HypoCommand::Run { id } => {
+        HypoRequest::Run { id } => {
             let command = entries
                 .iter()
                 .find_map(|e| match e {
-                    Entry::Added { id: i, command, .. } if i == id => Some(command.clone()),
+                    HypoEvent::Added { id: i, command, .. } if i == id => Some(command.clone()),
                     _ => None,
                 })
                 .ok_or_else(|| exit::usage(format!("no hypothesis {id}: see `flakehunt hypo list`")))?;
@@ -68,7 +68,7 @@ pub fn run(cmd: &HypoCommand<'_>) -> Result<exit::Done, exit::Error> {
             let outcome = if status.success() { "survived" } else { "killed" };
             append(
                 &path,
-                &Entry::Ran {
+                &HypoEvent::Ran {
                     id: *id,
                     at: now(),
                     exit_code: status.code(),
@@ -82,13 +82,15 @@ pub fn run(cmd: &HypoCommand<'_>) -> Result<exit::Done, exit::Error> {
             ))?;
             Ok(exit::Done::Ok)
         }
-        HypoCommand::List => {
+        HypoRequest::List => {
             for e in &entries {
-                if let Entry::Added { id, text, command, at } = e {
-                    let runs: Vec<&Entry> =
-                        entries.iter().filter(|r| matches!(r, Entry::Ran { id: i, .. } if i == id)).collect();
+                if let HypoEvent::Added { id, text, command, at } = e {
+                    let runs: Vec<&HypoEvent> =
+                        entries.iter().filter(|r| matches!(r, HypoEvent::Ran { id: i, .. } if i == id)).collect();
                     let state = match runs.last() {
-                        Some(Entry::Ran { outcome, at, .. }) => format!("{outcome} ({} run(s), last {at})", runs.len()),
+                        Some(HypoEvent::Ran { outcome, at, .. }) => {
+                            format!("{outcome} ({} run(s), last {at})", runs.len())
+                        }
                         _ => "untested".into(),
                     };
                     let (text, command) = flakehunt_core::hypo::shown(text, command);

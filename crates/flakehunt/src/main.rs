@@ -49,9 +49,9 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
             hunt::run(&spec, json)
         }
         cli::Command::Hypo(cmd) => hypo::run(&match cmd {
-            cli::HypoCommand::Add { text, command } => hypo::HypoCommand::Add { text, command },
-            cli::HypoCommand::Run { id } => hypo::HypoCommand::Run { id: *id },
-            cli::HypoCommand::List => hypo::HypoCommand::List,
+            cli::HypoCommand::Add { text, command } => hypo::HypoRequest::Add { text, command },
+            cli::HypoCommand::Run { id } => hypo::HypoRequest::Run { id: *id },
+            cli::HypoCommand::List => hypo::HypoRequest::List,
         }),
         cli::Command::Report(a) => report::run(&a.dir, a.format.into(), a.output.as_deref()),
         cli::Command::Merge(a) => merge::run(&a.dirs, &a.into),
@@ -69,17 +69,17 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
         cli::Command::Man => cli::shell::man(),
         cli::Command::Probe { profiles, json } => hunt::probe(profiles, *json, &config()?),
         cli::Command::Profiles => {
-            let table = flakehunt_core::hunt::profiles_table(&config()?);
+            let table = flakehunt_core::driver::profiles_table(&config()?);
             exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
             Ok(Done::Ok)
         }
         cli::Command::Snapshot(a) => {
-            let tools = flakehunt_core::hunt::snapshot_tools(&config()?, None);
+            let tools = flakehunt_core::driver::snapshot_tools(&config()?, None);
             snapshot::run(tools, a)
         }
-        cli::Command::Diff(a) => snapshot::diff(a, flakehunt_core::hunt::snapshot_tools(&config()?, None)),
+        cli::Command::Diff(a) => snapshot::diff(a, flakehunt_core::driver::snapshot_tools(&config()?, None)),
         cli::Command::ProbeWorkload { millis } => {
-            let line = flakehunt_core::hunt::workload(*millis);
+            let line = flakehunt_core::driver::workload(*millis);
             exit::to_stdout(|out| writeln!(out, "{line}"))?;
             Ok(Done::Ok)
         }

@@ -1,9 +1,7 @@
 //! Analysis of a record: statistics, failure signatures, tallies and the summary with its
 //! verdict. Pure: attempts in, numbers and words out.
 
-pub mod matrix;
 pub mod modes;
-pub mod reproduction;
 pub mod signature;
 pub mod stats;
 pub mod summary;
@@ -33,14 +31,14 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
     let mut plan = crate::plan::from_manifest(&record.manifest);
     let top = outputs.majority().map(str::to_owned);
-    let mut hunt =
-        (record.manifest.kind == Kind::Hunt).then(|| crate::adaptive::record::HuntSummary::new(&record.manifest));
+    let mut hunt = (record.manifest.kind == Kind::Adaptive)
+        .then(|| crate::kind::adaptive::record::AdaptiveSummary::new(&record.manifest));
     let suite = record.manifest.kind == Kind::Suite;
     for attempt in record.attempts()? {
         let mut attempt = attempt?;
         // A suite's cells count its shuffled attempts; its confirmation runs are the
         // classification's, below.
-        if suite && attempt.suite.as_ref().is_some_and(|t| t.role != crate::suite::record::Role::Shuffled) {
+        if suite && attempt.suite.as_ref().is_some_and(|t| t.role != crate::kind::suite::record::Role::Shuffled) {
             continue;
         }
         plan.observe(&attempt);
@@ -59,15 +57,15 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
         Kind::Matrix => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            matrix::apply(&mut summary, record.manifest.extra.dimensions(), &cells, &tally);
+            crate::kind::matrix::summary::apply(&mut summary, record.manifest.extra.dimensions(), &cells, &tally);
             summary
         }
-        Kind::Fire => crate::fire::summarize(record, &cells, &tally)?,
-        Kind::Hunt => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
+        Kind::Fire => crate::kind::fire::summarize(record, &cells, &tally)?,
+        Kind::Adaptive => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
         Kind::Suite => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            if let Some(analysis) = crate::suite::analyse::of_record(record)? {
-                crate::suite::summary::apply(&mut summary, analysis);
+            if let Some(analysis) = crate::kind::suite::analyse::of_record(record)? {
+                crate::kind::suite::summary::apply(&mut summary, analysis);
             }
             summary
         }

@@ -70,8 +70,11 @@ pub struct ModeTally {
 }
 
 impl ModeTally {
-    /// Counts one attempt.
+    /// Counts one attempt (a slow one is no evidence, and is not counted).
     pub fn add(&mut self, attempt: &Attempt) {
+        if !attempt.outcome.is_evidence() {
+            return;
+        }
         let (warm, cold) = self.by_cell.entry(attempt.cell.clone()).or_default();
         let failed = u64::from(attempt.outcome.is_failure());
         match attempt.mode {

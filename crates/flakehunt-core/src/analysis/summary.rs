@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::stats::{self, Amplification};
-use super::tally::{CellTally, Durations, Tally};
+use super::tally::{CellTally, DurationHistogram, Tally};
 use crate::plan::CellSpec;
 use crate::record::{Kind, Manifest, Outcome, FORMAT_VERSION};
 
@@ -51,28 +51,28 @@ pub struct Summary {
     pub outputs: Vec<crate::oracle::majority::OutputSummary>,
     /// Matrix: the dimensions of the grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dimensions: Option<Vec<crate::plan::matrix::Dimension>>,
+    pub dimensions: Option<Vec<crate::kind::matrix::plan::Dimension>>,
     /// Matrix: failures per dimension value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attribution: Option<Vec<super::matrix::Attribution>>,
-    /// Matrix, fire or hunt specifics (a hunt's: [`crate::adaptive::record::HuntDetails`]).
+    pub attribution: Option<Vec<crate::kind::matrix::summary::Attribution>>,
+    /// Matrix, fire or hunt specifics (a hunt's: [`crate::kind::adaptive::record::AdaptiveDetails`]).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
     /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
     /// none did); absent from other kinds' summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reproduction: Option<Option<crate::analysis::reproduction::Reproduction>>,
+    pub reproduction: Option<Option<crate::kind::adaptive::reproduction::Reproduction>>,
     /// Warm attempts' failure rate against cold ones', when any attempt ran warm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<super::modes::ModeSummary>,
     /// Fire: the reference and the ladder's levels, flattened into the document
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
-    pub fire: Option<crate::fire::FireSummary>,
+    pub fire: Option<crate::kind::fire::FireSummary>,
     /// Suite: the runner, the tests collected and every test that failed at least once,
     /// flattened into the document (`framework`, `collected`, `tests`, ...).
     #[serde(flatten)]
-    pub suite: Option<crate::suite::summary::SuiteSummary>,
+    pub suite: Option<crate::kind::suite::summary::SuiteSummary>,
 }
 
 /// One cell's statistics.
@@ -84,6 +84,11 @@ pub struct CellSummary {
     pub attempts: u64,
     /// Failures.
     pub failures: u64,
+    /// Attempts ended as slow (by a limit flakehunt set, while still at work): among
+    /// `attempts`, but no evidence, so left out of `rate`, `ci95`, `p_value` and
+    /// `amplification`. Absent when none was.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slow: u64,
     /// Count per outcome (every outcome present, zeros included).
     pub outcomes: BTreeMap<String, u64>,
     /// failures / attempts.
@@ -118,8 +123,8 @@ pub struct CellSummary {
     pub leaking: u64,
     /// Confirmation attempts among `attempts` (matrix).
     pub confirmations: u64,
-    /// Duration histograms (see `Durations`), for renderers.
-    pub durations: Durations,
+    /// Duration histograms (see `DurationHistogram`), for renderers.
+    pub durations: DurationHistogram,
     /// Matrix: the cell's overlay (dimension -> value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<BTreeMap<String, String>>,
@@ -129,6 +134,10 @@ pub struct CellSummary {
     /// Matrix: the smallest overlay that still reproduces, for reproduced cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimal_overlay: Option<BTreeMap<String, String>>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One failure signature.
@@ -181,7 +190,26 @@ impl Summary {
         // An adaptive hunt's conclusion says what its clean arms rule out, at the rate that
         // matters (the one a failure would have shown at within the attempts it ran).
         let mut notes =
-            if manifest.kind == crate::record::Kind::Hunt { Vec::new() } else { zero_failure_notes(&out_cells) };
+            if manifest.kind == crate::record::Kind::Adaptive { Vec::new() } else { zero_failure_notes(&out_cells) };
+        for c in out_cells.iter().filter(|c| c.inert && c.p_value.is_some_and(|p| p < ALPHA)) {
+            notes.push(format!(
+                "{} differs from {baseline_name} ({}), but its profile had no effect here: the difference is not attributed to it",
+                c.name,
+                stats::format_p(c.p_value.unwrap_or(1.0))
+            ));
+        }
+        let slow: u64 = out_cells.iter().map(|c| c.slow).sum();
+        if slow > 0 {
+            let by = if manifest.kind == crate::record::Kind::Adaptive {
+                "the hang rule or the end of the budget"
+            } else {
+                "the default --timeout"
+            };
+            notes.push(format!(
+                "{slow} attempts were ended by {by} while still at work (using CPU, printing or runnable): slow, no evidence either way, and left out of every rate{}",
+                if manifest.kind == crate::record::Kind::Adaptive { "" } else { "; give --timeout to count such attempts as failures" }
+            ));
+        }
         if let Some((lo, hi)) = tally.load_range {
             if hi - lo >= 1.0 && hi >= 1.5 * lo.max(0.5) {
                 notes.push(format!(
@@ -229,35 +257,52 @@ impl Summary {
     }
 }
 
+impl CellSummary {
+    /// Attempts that are evidence, which its rate counts: all but the slow ones.
+    pub fn judged(&self) -> u64 {
+        self.attempts - self.slow.min(self.attempts)
+    }
+
+    /// Its attempts as the tables show them: those its rate counts, and the slow ones beside
+    /// (`97 +3 slow`).
+    pub fn attempts_text(&self) -> String {
+        match self.slow {
+            0 => self.attempts.to_string(),
+            slow => format!("{} +{slow} slow", self.judged()),
+        }
+    }
+}
+
 fn cell_summary(spec: &CellSpec, t: &CellTally, base: Option<&CellTally>, python: bool) -> CellSummary {
-    let rate = if t.attempts == 0 { 0.0 } else { t.failures as f64 / t.attempts as f64 };
-    let (lo, hi) = stats::wilson(t.failures, t.attempts, stats::Z95);
-    let upper_bound = (t.failures == 0 && t.attempts > 0).then(|| stats::zero_failure_upper_bound(t.attempts, 0.95));
+    // Rates count the attempts that are evidence: a slow one (ended by flakehunt's own limit
+    // while still at work) is neither a pass nor a failure.
+    let n = t.judged();
+    let rate = if n == 0 { 0.0 } else { t.failures as f64 / n as f64 };
+    let (lo, hi) = stats::wilson(t.failures, n, stats::Z95);
+    let upper_bound = (t.failures == 0 && n > 0).then(|| stats::zero_failure_upper_bound(n, 0.95));
     let mut p_value = None;
     let mut amp: Option<Amplification> = None;
     if let Some(b) = base {
-        if t.attempts > 0 && b.attempts > 0 {
-            p_value = Some(stats::fisher_exact_two_sided(
-                t.failures,
-                t.attempts - t.failures,
-                b.failures,
-                b.attempts - b.failures,
-            ));
-            amp = stats::amplification(t.failures, t.attempts, b.failures, b.attempts);
+        let bn = b.judged();
+        if n > 0 && bn > 0 {
+            p_value = Some(stats::fisher_exact_two_sided(t.failures, n - t.failures, b.failures, bn - b.failures));
+            amp = stats::amplification(t.failures, n, b.failures, bn);
         }
     }
-    let sensitive = p_value.is_some_and(|p| p < ALPHA);
-    let base_rate = base.map(|b| if b.attempts == 0 { 0.0 } else { b.failures as f64 / b.attempts as f64 });
+    let inert_reason = inert_reason(spec, t, python);
+    // A profile that had no effect here cannot be what a difference depends on.
+    let sensitive = p_value.is_some_and(|p| p < ALPHA) && inert_reason.is_none();
+    let base_rate = base.map(|b| if b.judged() == 0 { 0.0 } else { b.failures as f64 / b.judged() as f64 });
     let direction =
         sensitive.then(|| if Some(rate) > base_rate { "amplifies".to_owned() } else { "suppresses".to_owned() });
     let meaning = direction.as_deref().and_then(|d| meaning(spec, d));
-    let inert_reason = inert_reason(spec, t, python);
     let outcomes =
         Outcome::ALL.iter().map(|o| (o.name().to_owned(), t.outcomes.get(o).copied().unwrap_or(0))).collect();
     CellSummary {
         name: spec.name.clone(),
         attempts: t.attempts,
         failures: t.failures,
+        slow: t.slow,
         outcomes,
         rate,
         ci95: [lo, hi],
@@ -397,8 +442,14 @@ fn effect_json(spec: &CellSpec, t: &CellTally) -> serde_json::Value {
 
 /// What a significant difference under a profile suggests, in words (for built-in profiles).
 fn meaning(spec: &CellSpec, direction: &str) -> Option<String> {
-    let profile = spec.profile.as_ref()?;
-    let text = match (profile.name.as_str(), direction) {
+    meaning_of(&spec.profile.as_ref()?.name, direction)
+}
+
+/// What a significant difference under the built-in profile (or level of a family) `name`
+/// suggests, in words.
+pub(crate) fn meaning_of(name: &str, direction: &str) -> Option<String> {
+    let family = name.split_once('=').map_or(name, |(f, _)| f);
+    let text = match (family, direction) {
         ("one-core" | "one-core-native", "suppresses") => {
             "needs two CPUs truly in parallel: a data race or lock-free ordering bug, not a preemption bug"
         }
@@ -433,7 +484,7 @@ fn sweep_verdict(cells: &[CellSummary], failures: u64, attempts: u64, baseline: 
     if failures == 0 {
         return ("not-reproduced".into(), format!("not reproduced in {attempts} attempts"));
     }
-    if cells.iter().all(|c| c.attempts > 0 && c.failures == c.attempts) {
+    if cells.iter().all(|c| c.attempts > c.slow && c.failures == c.attempts - c.slow) {
         return ("deterministic".into(), "deterministic: every attempt of every cell failed".into());
     }
     let sensitive: Vec<&CellSummary> = cells.iter().filter(|c| c.sensitive).collect();

@@ -14,6 +14,9 @@ pub struct CellTally {
     pub attempts: u64,
     /// Fail + crash + timeout.
     pub failures: u64,
+    /// Attempts ended as slow by a limit flakehunt set: recorded, but no evidence either way.
+    #[serde(default)]
+    pub slow: u64,
     /// Per outcome.
     pub outcomes: BTreeMap<Outcome, u64>,
     /// Attempts that ran as confirmations (matrix).
@@ -21,7 +24,7 @@ pub struct CellTally {
     /// Sum of wall-clock seconds.
     pub seconds: f64,
     /// Duration histograms of passing and failing attempts.
-    pub durations: Durations,
+    pub durations: DurationHistogram,
     /// What the profile measured, aggregated.
     pub effect: EffectTally,
     /// Sum and count of load averages seen.
@@ -33,6 +36,13 @@ pub struct CellTally {
     /// How many of the cell's attempts ran at once (what `copies=N` measures).
     #[serde(default)]
     pub at_once: AtOnce,
+}
+
+impl CellTally {
+    /// Attempts that are evidence about the target, which every rate counts: all but the slow.
+    pub fn judged(&self) -> u64 {
+        self.attempts - self.slow
+    }
 }
 
 /// The most attempts of one cell seen running at once, from their start times and lengths:
@@ -55,7 +65,7 @@ impl AtOnce {
     /// inside): dropped, it keeps the memory as small as the attempts running at once. The most
     /// a cell can run at once bounds what is kept besides.
     fn add(&mut self, a: &Attempt) {
-        let Some(start) = super::reproduction::unix_seconds(&a.started_at) else { return };
+        let Some(start) = crate::kind::adaptive::reproduction::unix_seconds(&a.started_at) else { return };
         let end = start + a.seconds.max(0.0);
         self.measured += 1;
         self.recent.retain(|&(_, e, _)| e > start);
@@ -79,14 +89,14 @@ impl AtOnce {
 /// Log-scale duration histograms: 4 buckets per power of ten from 1 ms to 10,000 s, so the
 /// distribution of any number of attempts fits in a few hundred counters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Durations {
+pub struct DurationHistogram {
     /// Counts of passing attempts per bucket.
     pub pass: Vec<u64>,
     /// Counts of failing attempts per bucket.
     pub fail: Vec<u64>,
 }
 
-impl Durations {
+impl DurationHistogram {
     /// Buckets per power of ten.
     pub const PER_DECADE: usize = 4;
     /// Number of buckets: 1 ms .. 10^4 s.
@@ -104,7 +114,7 @@ impl Durations {
     }
 }
 
-impl Default for Durations {
+impl Default for DurationHistogram {
     fn default() -> Self {
         Self { pass: vec![0; Self::BUCKETS], fail: vec![0; Self::BUCKETS] }
     }
@@ -194,6 +204,7 @@ impl Tally {
     pub fn add(&mut self, a: &Attempt) {
         let cell = self.cells.entry(a.cell.clone()).or_default();
         cell.attempts += 1;
+        cell.slow += u64::from(!a.outcome.is_evidence());
         *cell.outcomes.entry(a.outcome).or_default() += 1;
         if a.outcome.is_failure() {
             cell.failures += 1;
@@ -205,7 +216,7 @@ impl Tally {
             cell.leaking += 1;
         }
         cell.seconds += a.seconds;
-        let bucket = Durations::bucket(a.seconds);
+        let bucket = DurationHistogram::bucket(a.seconds);
         if a.outcome.is_failure() {
             cell.durations.fail[bucket] += 1;
         } else if a.outcome == Outcome::Pass {
@@ -305,15 +316,15 @@ mod tests {
 
     #[test]
     fn duration_buckets_are_monotonic_and_bounded() {
-        assert_eq!(Durations::bucket(0.0), 0);
-        assert_eq!(Durations::bucket(0.001), 0);
-        assert!(Durations::bucket(0.01) < Durations::bucket(0.1));
-        assert_eq!(Durations::bucket(1e9), Durations::BUCKETS - 1);
-        assert!((Durations::lower_edge(Durations::PER_DECADE) - 0.01).abs() < 1e-12);
+        assert_eq!(DurationHistogram::bucket(0.0), 0);
+        assert_eq!(DurationHistogram::bucket(0.001), 0);
+        assert!(DurationHistogram::bucket(0.01) < DurationHistogram::bucket(0.1));
+        assert_eq!(DurationHistogram::bucket(1e9), DurationHistogram::BUCKETS - 1);
+        assert!((DurationHistogram::lower_edge(DurationHistogram::PER_DECADE) - 0.01).abs() < 1e-12);
     }
     #[test]
     fn at_once_counts_the_attempts_running_together_in_any_recording_order() {
-        use crate::analysis::reproduction::tests::attempt;
+        use crate::kind::adaptive::reproduction::tests::attempt;
         let most = |spans: &[(f64, f64)]| {
             let mut t = Tally::default();
             for (i, &(at, seconds)) in spans.iter().enumerate() {

@@ -1,5 +1,5 @@
 //! Copies of a tree the user owns that cannot reach back into it: the one mechanism behind
-//! fire's sandboxes and matrix's clean rooms. Main type: [`Plan`].
+//! fire's sandboxes and matrix's clean rooms. Main type: [`CopyPlan`].
 //!
 //! The rule (DESIGN.md, Fire). A symlink is resolved the way the kernel would (every link and
 //! `..` followed physically, whatever spelling of the tree its target uses). One that resolves
@@ -15,7 +15,7 @@
 //! copied so sparse files stay sparse); names that share an inode in the tree share one in the
 //! copy, never with the original.
 //!
-//! Everything is decided by [`Plan::of`] before anything is written, so a refused tree leaves
+//! Everything is decided by [`CopyPlan::of`] before anything is written, so a refused tree leaves
 //! nothing behind and the size check knows what the copy will take.
 
 mod data;
@@ -170,16 +170,16 @@ enum Op {
 
 /// Everything a copy of a tree will make, decided (and refused) before anything is written.
 #[derive(Debug)]
-pub struct Plan {
+pub struct CopyPlan {
     ops: Vec<Op>,
     needed: u64,
     left_out: u64,
     followed: u64,
 }
 
-impl Plan {
+impl CopyPlan {
     /// Walks `root` (never following a link except as the rule says) and decides every entry.
-    pub fn of(root: &Path, selection: Selection<'_>, options: CopyOptions) -> Result<Plan, CopyError> {
+    pub fn of(root: &Path, selection: Selection<'_>, options: CopyOptions) -> Result<CopyPlan, CopyError> {
         let root_phys = fs::canonicalize(root).map_err(|source| read_error(root, source))?;
         let meta = fs::metadata(&root_phys).map_err(|source| read_error(root, source))?;
         let mut planner = Planner {
@@ -207,7 +207,7 @@ impl Plan {
             }
         }
         let Planner { ops, needed, left_out, followed, .. } = planner;
-        Ok(Plan { ops, needed, left_out, followed })
+        Ok(CopyPlan { ops, needed, left_out, followed })
     }
 
     /// Bytes the copy's regular files will take at most (allocated blocks, so a sparse file
@@ -263,7 +263,7 @@ fn read_error(path: &Path, source: io::Error) -> CopyError {
     CopyError::Read { path: path.to_owned(), source }
 }
 
-/// The walk behind [`Plan::of`].
+/// The walk behind [`CopyPlan::of`].
 struct Planner<'a> {
     /// The tree as given, for messages.
     root: &'a Path,
@@ -457,7 +457,7 @@ mod tests {
     }
 
     fn copy(state: &Path, dest: &Path, options: CopyOptions) -> Result<CopyStats, CopyError> {
-        Plan::of(state, Selection::Tree, options)?.execute(dest)
+        CopyPlan::of(state, Selection::Tree, options)?.execute(dest)
     }
 
     #[test]
@@ -481,7 +481,7 @@ mod tests {
         fs::write(state.join("a"), "x").unwrap();
         fs::write(t.join("outside"), "o").unwrap();
         symlink(t.join("outside"), state.join("z-link")).unwrap();
-        let err = Plan::of(&state, Selection::Tree, CopyOptions::default()).unwrap_err();
+        let err = CopyPlan::of(&state, Selection::Tree, CopyOptions::default()).unwrap_err();
         assert!(matches!(&err, CopyError::OutsideLink { link, .. } if link.ends_with("z-link")), "{err}");
         assert!(fs::read_dir(&dest).unwrap().next().is_none());
         // Followed: a new file with the content, not a link.
@@ -496,7 +496,7 @@ mod tests {
         let (_g, t, state, dest) = setup();
         symlink(&t, state.join("ancestor")).unwrap();
         symlink(".", state.join("self")).unwrap();
-        let err = Plan::of(&state, Selection::Tree, FOLLOW).unwrap_err();
+        let err = CopyPlan::of(&state, Selection::Tree, FOLLOW).unwrap_err();
         assert!(matches!(&err, CopyError::Loop { link, .. } if link.ends_with("ancestor")), "{err}");
         fs::remove_file(state.join("ancestor")).unwrap();
         copy(&state, &dest, FOLLOW).unwrap();
@@ -529,7 +529,7 @@ mod tests {
         assert!(!dest.join("sock").exists());
         assert_eq!((stats.fifos, stats.left_out), (1, 1));
         symlink("/dev/null", state.join("null")).unwrap();
-        assert!(matches!(Plan::of(&state, Selection::Tree, FOLLOW), Err(CopyError::Device { .. })));
+        assert!(matches!(CopyPlan::of(&state, Selection::Tree, FOLLOW), Err(CopyError::Device { .. })));
     }
 
     #[test]
@@ -543,9 +543,9 @@ mod tests {
         // `moved/f` is tracked, but `moved` is now a link leading outside.
         symlink(t.join("elsewhere"), state.join("moved")).unwrap();
         let listed = [PathBuf::from("kept/f"), PathBuf::from("moved/f")];
-        let err = Plan::of(&state, Selection::Listed(&listed), CopyOptions::default()).unwrap_err();
+        let err = CopyPlan::of(&state, Selection::Listed(&listed), CopyOptions::default()).unwrap_err();
         assert!(matches!(&err, CopyError::OutsideLink { link, .. } if link.ends_with("moved")), "{err}");
-        Plan::of(&state, Selection::Listed(&listed[..1]), CopyOptions::default()).unwrap().execute(&dest).unwrap();
+        CopyPlan::of(&state, Selection::Listed(&listed[..1]), CopyOptions::default()).unwrap().execute(&dest).unwrap();
         assert_eq!(fs::read(dest.join("kept/f")).unwrap(), b"k");
         assert!(!dest.join("untracked").exists());
     }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::plan::against::Change;
 pub use here::Here;
 
-use crate::snapshot::{Limit, Snapshot};
+use crate::snapshot::{LimitPair, Snapshot};
 
 /// The groups differences are shown in, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -284,7 +284,7 @@ fn missing_path(value: &str) -> Option<&str> {
         .find(|p| std::fs::symlink_metadata(p).is_err())
 }
 
-fn limit_text(l: &Limit) -> String {
+fn limit_text(l: &LimitPair) -> String {
     let one = |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());
     format!("soft {}, hard {}", one(l.soft), one(l.hard))
 }

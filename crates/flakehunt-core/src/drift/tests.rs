@@ -2,7 +2,7 @@
 //! the right applicability, and what is never compared.
 
 use super::*;
-use crate::snapshot::{Limit, Python};
+use crate::snapshot::{LimitPair, Python};
 
 fn here() -> Here {
     Here {
@@ -23,9 +23,9 @@ fn local() -> Snapshot {
         cpus_online: Some(8),
         cpus_allowed: Some("0-7".into()),
         rlimits: [
-            ("nofile".to_owned(), Limit { soft: Some(65536), hard: Some(65536) }),
-            ("nproc".to_owned(), Limit { soft: Some(1000), hard: Some(1000) }),
-            ("stack".to_owned(), Limit { soft: Some(8 << 20), hard: None }),
+            ("nofile".to_owned(), LimitPair { soft: Some(65536), hard: Some(65536) }),
+            ("nproc".to_owned(), LimitPair { soft: Some(1000), hard: Some(1000) }),
+            ("stack".to_owned(), LimitPair { soft: Some(8 << 20), hard: None }),
         ]
         .into_iter()
         .collect(),
@@ -56,9 +56,9 @@ fn ci() -> Snapshot {
     let mut ci = local();
     ci.cpus_online = Some(2);
     ci.cpus_allowed = Some("0-1".into());
-    ci.rlimits.insert("nofile".into(), Limit { soft: Some(1024), hard: Some(65536) });
-    ci.rlimits.insert("nproc".into(), Limit { soft: Some(1000), hard: Some(4000) });
-    ci.rlimits.insert("stack".into(), Limit { soft: None, hard: None });
+    ci.rlimits.insert("nofile".into(), LimitPair { soft: Some(1024), hard: Some(65536) });
+    ci.rlimits.insert("nproc".into(), LimitPair { soft: Some(1000), hard: Some(4000) });
+    ci.rlimits.insert("stack".into(), LimitPair { soft: None, hard: None });
     ci.timezone = Some("America/New_York".into());
     ci.env = env(&[
         ("PATH", "/opt/hostedtoolcache/flakehunt-nowhere/bin:/usr/bin"),
@@ -159,7 +159,7 @@ fn what_this_machine_cannot_do_is_not_applicable_with_what_to_do_instead() {
     let mut ci = ci();
     ci.cpus_online = Some(16);
     ci.cpus_allowed = Some("0-15".into());
-    ci.rlimits.insert("nofile".into(), Limit { soft: Some(1 << 20), hard: Some(1 << 20) });
+    ci.rlimits.insert("nofile".into(), LimitPair { soft: Some(1 << 20), hard: Some(1 << 20) });
     ci.timezone = Some("Mars/Olympus_Mons".into());
     let drift = compare(&local(), &ci, &Here { zoneinfo: Some(zoneinfo()), ..here() });
     let cpus = find(&drift, "CPUs");

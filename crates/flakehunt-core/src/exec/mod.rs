@@ -1,6 +1,7 @@
 //! Running attempt processes: spawning in a process group, capturing output, timeouts, and
 //! finding and ending every descendant. Linux only.
 
+mod activity;
 mod cancel;
 mod capture;
 mod launch;
@@ -10,11 +11,12 @@ mod spawn;
 mod tree;
 mod watchdog;
 
+pub use activity::Activity;
 pub use cancel::Cancel;
 pub use capture::Capture;
 pub use launch::{idle_priority, ChildSetup, Launch, Limit, Resource};
 pub use program::{check_program, error_repeats, spawn_failure, ProgramError};
-pub use running::{Execution, Limits, Running, Status, Termination};
+pub use running::{Cutoff, Execution, HangLimit, Limits, Running, Status, Termination};
 pub use spawn::note_signal_handlers;
 pub(crate) use tree::boot_ticks;
 pub use tree::{LeakedProcess, ProcessTree};

@@ -18,6 +18,15 @@ use super::{Cancel, Capture, Launch, LeakedProcess, ProcessTree};
 pub struct Limits {
     /// How long the attempt may run before its group gets SIGTERM.
     pub timeout: Duration,
+    /// `timeout` is flakehunt's default, not one the user gave: an attempt still at work when
+    /// it is reached is only slow ([`Cutoff::Busy`]); the user's own timeout is a failure the
+    /// user defined.
+    pub judge_timeout: bool,
+    /// The limit flakehunt derived for this attempt (the adaptive hunt's hang rule), when
+    /// shorter than `timeout`.
+    pub hang: Option<HangLimit>,
+    /// The hunt's budget ends here: an attempt still running then is ended ([`Cutoff::Budget`]).
+    pub stop_at: Option<Instant>,
     /// How long after SIGTERM before SIGKILL.
     pub grace: Duration,
     /// How long to keep reading output after the main process exited, while descendants may
@@ -35,6 +44,9 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(600),
+            judge_timeout: false,
+            hang: None,
+            stop_at: None,
             grace: Duration::from_secs(2),
             leak_timeout: Duration::from_millis(100),
             capture_cap: 1 << 20,
@@ -63,6 +75,32 @@ pub enum Termination {
     Sigkill,
 }
 
+/// A limit flakehunt derived for one attempt: reached, the attempt is judged by what its
+/// processes are doing (see [`super::Activity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HangLimit {
+    /// From the attempt's start.
+    pub limit: Duration,
+    /// An attempt idle at `limit` is let run until this longer limit and is hung only if it
+    /// stayed idle until then (no hang of its cell confirmed yet); none: hung at `limit`.
+    pub confirm: Option<Duration>,
+}
+
+/// Why flakehunt ended an attempt itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cutoff {
+    /// The user's `--timeout`.
+    Timeout,
+    /// A limit flakehunt set, reached while the attempt's processes were at work (using CPU,
+    /// printing, runnable, starting or ending processes): slow, no evidence.
+    Busy,
+    /// A limit flakehunt set, reached while they were idle, and idle until the longer limit
+    /// when there was one: a hang.
+    Hung,
+    /// The end of the hunt's budget.
+    Budget,
+}
+
 /// The end of one attempt's process.
 #[derive(Debug)]
 pub struct Execution {
@@ -74,6 +112,12 @@ pub struct Execution {
     pub status: Status,
     /// Set when the timeout ended the attempt.
     pub timed_out: Option<Termination>,
+    /// Which limit, and what flakehunt saw of the attempt then, when one ended it.
+    pub cutoff: Option<Cutoff>,
+    /// When the attempt reached its hang limit: whether it was idle then.
+    pub idle_at_limit: Option<bool>,
+    /// When it was idle at its hang limit and let run longer: that longer limit.
+    pub confirm_limit: Option<Duration>,
     /// Set when a cancellation (Ctrl-C) ended the attempt before it finished by itself.
     pub cancelled: bool,
     /// Standard output.
@@ -200,6 +244,9 @@ impl<'t> Running<'t> {
         buf.resize(READ_BUFFER_LEN, 0);
         let pgid = self.pid;
         let mut deadline = crate::bounds::deadline(self.started, limits.timeout);
+        let hard = deadline;
+        let mut judged = Judged::first(self.started, limits);
+        let (mut cutoff, mut idle_at_limit, mut confirm_limit) = (None, None, None);
         let mut timed_out = None;
         let mut cancelled = false;
         let mut killed = false;
@@ -208,20 +255,75 @@ impl<'t> Running<'t> {
 
         while !exited {
             let now = Instant::now();
-            if now >= deadline && !killed {
-                if timed_out.is_none() && !cancelled {
+            if timed_out.is_none() && !cancelled && !killed {
+                // A limit flakehunt set: look at the attempt's processes before it and at it.
+                let output = || out.total() + err.total();
+                let mut end = None;
+                if limits.stop_at.is_some_and(|s| now >= s) {
+                    end = Some(Cutoff::Budget);
+                } else if now >= hard && !limits.judge_timeout {
+                    // The user's own timeout, reached before a longer limit flakehunt set.
+                    end = Some(Cutoff::Timeout);
+                } else if let Some(j) = judged.as_mut() {
+                    if j.before.is_none() && now >= j.probe_at() {
+                        j.before = Some((now, super::Activity::sample(pgid, output())));
+                    }
+                    let looked = j.before.as_ref().map_or(now, |(at, _)| *at);
+                    if now >= j.at && now.saturating_duration_since(looked) < j.window / 2 {
+                        // Woken late (a loaded machine): the first look was just now, so the
+                        // window is measured from it.
+                        j.at = looked + j.window;
+                    } else if now >= j.at {
+                        let seen = super::Activity::sample(pgid, output());
+                        let (looked, before) = j.before.take().expect("looked at before the limit");
+                        let idle = seen.idle_since(&before, now.saturating_duration_since(looked).as_secs_f64());
+                        if j.hang_limit {
+                            idle_at_limit = Some(idle);
+                        }
+                        match (idle, j.confirm) {
+                            (false, _) => end = Some(Cutoff::Busy),
+                            (true, Some(until)) if until > j.at => {
+                                confirm_limit = Some(until.saturating_duration_since(self.started));
+                                judged = Some(Judged {
+                                    at: until.min(hard),
+                                    window: until.saturating_duration_since(now),
+                                    before: Some((now, seen)),
+                                    confirm: None,
+                                    hang_limit: false,
+                                });
+                            }
+                            (true, _) => end = Some(Cutoff::Hung),
+                        }
+                        if end.is_some() {
+                            judged = None;
+                        }
+                    }
+                }
+                if let Some(why) = end {
+                    cutoff = Some(why);
                     timed_out = Some(Termination::Sigterm);
                     signal_group(pgid, Signal::TERM);
                     deadline = crate::bounds::deadline(now, limits.grace);
                     continue;
                 }
+            }
+            if now >= deadline && !killed {
                 if timed_out.is_some() {
                     timed_out = Some(Termination::Sigkill);
                 }
                 signal_group(pgid, Signal::KILL);
                 killed = true;
             }
-            let wait = if killed { Duration::from_millis(100) } else { deadline.saturating_duration_since(now) };
+            let mut wake = deadline;
+            if timed_out.is_none() && !cancelled {
+                if let Some(j) = &judged {
+                    wake = wake.min(if j.before.is_none() { j.probe_at() } else { j.at });
+                }
+                if let Some(stop) = limits.stop_at {
+                    wake = wake.min(stop);
+                }
+            }
+            let wait = if killed { Duration::from_millis(100) } else { wake.saturating_duration_since(now) };
             let mut fds = Vec::with_capacity(5);
             fds.push(PollFd::new(&self.pidfd, PollFlags::IN));
             let out_idx = self.stdout.as_ref().map(|s| {
@@ -295,6 +397,9 @@ impl<'t> Running<'t> {
             seconds,
             status,
             timed_out,
+            cutoff,
+            idle_at_limit,
+            confirm_limit,
             cancelled,
             stdout: out,
             stderr: err,
@@ -305,6 +410,44 @@ impl<'t> Running<'t> {
 }
 
 const READ_BUFFER_LEN: usize = 64 * 1024;
+
+/// The next limit at which the attempt is judged by what its processes do.
+struct Judged {
+    /// When.
+    at: Instant,
+    /// The last part of the limit over which its work is measured.
+    window: Duration,
+    /// The look at its processes when that window began, and when it was taken.
+    before: Option<(Instant, super::Activity)>,
+    /// When idle at `at`, the longer limit it is let run to.
+    confirm: Option<Instant>,
+    /// Whether `at` is the hang limit itself (its judgement is recorded).
+    hang_limit: bool,
+}
+
+impl Judged {
+    /// The first limit `limits` judges: the hang limit when shorter than the timeout, else the
+    /// timeout when it is flakehunt's default.
+    fn first(started: Instant, limits: &Limits) -> Option<Self> {
+        let at = |d: Duration| crate::bounds::deadline(started, d);
+        let (limit, confirm, hang_limit) = match limits.hang {
+            Some(h) if h.limit < limits.timeout => (h.limit, h.confirm.map(at), true),
+            _ if limits.judge_timeout => (limits.timeout, None, false),
+            _ => return None,
+        };
+        Some(Self { at: at(limit), window: judge_window(limit), before: None, confirm, hang_limit })
+    }
+
+    fn probe_at(&self) -> Instant {
+        self.at.checked_sub(self.window).unwrap_or(self.at)
+    }
+}
+
+/// The last quarter of a limit, at least 100 ms (and at most the limit): long enough that a
+/// thread at work shows CPU time however it is throttled or paused.
+fn judge_window(limit: Duration) -> Duration {
+    (limit / 4).max(Duration::from_millis(100)).min(limit)
+}
 
 /// The waiting thread's scheduling policy is `SCHED_BATCH` while it waits for an attempt, and
 /// back to `SCHED_OTHER` after. A batch thread does not preempt the running task when it wakes

@@ -383,7 +383,7 @@ impl AgainstPlan {
         } else {
             None
         };
-        Some(AttemptSpec { id, cell, iteration, phase })
+        Some(AttemptSpec { id, cell, iteration, phase, cold: false })
     }
 
     fn count(&mut self, cell: usize, attempt: &Attempt) {

@@ -4,7 +4,6 @@
 
 pub mod against;
 mod cell;
-pub mod matrix;
 mod rng;
 mod schedule;
 mod settings;
@@ -30,6 +29,8 @@ pub struct AttemptSpec {
     pub iteration: u64,
     /// Why it runs, when not part of the plan proper (`confirm`, `minimize`).
     pub phase: Option<String>,
+    /// Start it cold (a new process) even in a hunt whose attempts run warm.
+    pub cold: bool,
 }
 
 /// What the plan says when asked for work.
@@ -53,22 +54,46 @@ pub trait Plan: Send {
     fn observe(&mut self, attempt: &Attempt);
     /// Attempts the plan expects to run, for progress display.
     fn planned(&self) -> u64;
-    /// The timeout of the next attempt of `cell`, when the plan sets one (the adaptive hunt's
-    /// hang rule); `None` keeps the hunt's `--timeout`.
-    fn timeout(&self, _cell: usize) -> Option<std::time::Duration> {
-        None
+    /// How long the next attempt of `cell` may run, when the plan decides that (the adaptive
+    /// hunt's hang rule); the default keeps the hunt's `--timeout`.
+    fn limits(&self, _cell: usize) -> AttemptLimits {
+        AttemptLimits::default()
+    }
+}
+
+/// What a plan says about how long an attempt may run: a hang limit for each way it may start
+/// (the plan cannot know which, a warm parent may be lost), each derived from attempts that
+/// started the same way, and whether the hunt's budget ends it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttemptLimits {
+    /// For an attempt that starts as a fork of a warm parent; none: only `--timeout` bounds it.
+    pub warm: Option<crate::exec::HangLimit>,
+    /// For an attempt that starts cold (a new process).
+    pub cold: Option<crate::exec::HangLimit>,
+    /// An attempt still running when the hunt's budget ends is ended then (recorded `slow`):
+    /// nothing else bounds an attempt that has no hang limit yet.
+    pub end_with_budget: bool,
+}
+
+impl AttemptLimits {
+    /// The hang limit of an attempt that started in `mode`.
+    pub fn hang(&self, mode: crate::record::Mode) -> Option<crate::exec::HangLimit> {
+        match mode {
+            crate::record::Mode::Warm => self.warm,
+            crate::record::Mode::Cold => self.cold,
+        }
     }
 }
 
 /// The plan a manifest describes, ready to run (or to continue, after observing the attempts
 /// already recorded).
 pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
-    if manifest.kind == crate::record::Kind::Hunt {
-        return Box::new(crate::adaptive::record::plan_of(manifest));
+    if manifest.kind == crate::record::Kind::Adaptive {
+        return Box::new(crate::kind::adaptive::record::plan_of(manifest));
     }
     if manifest.kind == crate::record::Kind::Matrix {
         let confirm = manifest.extra.confirm();
-        return Box::new(matrix::MatrixPlan::new(
+        return Box::new(crate::kind::matrix::plan::MatrixPlan::new(
             manifest.cells.clone(),
             manifest.plan.runs,
             manifest.seed,
@@ -89,7 +114,7 @@ pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
 /// Whether the plan of a hunt of `kind` runs a `copies=N` cell's N attempts together (the
 /// adaptive hunt's and the sweep's); elsewhere such a cell is inert.
 pub fn schedules_copies(kind: crate::record::Kind) -> bool {
-    matches!(kind, crate::record::Kind::Hunt | crate::record::Kind::Sweep)
+    matches!(kind, crate::record::Kind::Adaptive | crate::record::Kind::Sweep)
 }
 
 /// Attempts the runner must be able to run at once for `manifest`'s plan: `--jobs`, or a sweep's

@@ -144,7 +144,7 @@ impl Schedule {
                     let pos = self.order_of(round).iter().position(|&c| c == cell).unwrap_or_default();
                     (round - 1) * n + pos as u64
                 };
-                AttemptSpec { id, cell, iteration: round, phase: None }
+                AttemptSpec { id, cell, iteration: round, phase: None, cold: false }
             })
             .filter(|a| !self.is_done(a.id))
             .collect()
@@ -241,7 +241,7 @@ impl Plan for Schedule {
             if self.is_done(id) {
                 continue;
             }
-            return self.issue(AttemptSpec { id, cell, iteration: self.round, phase: None });
+            return self.issue(AttemptSpec { id, cell, iteration: self.round, phase: None, cold: false });
         }
     }
 

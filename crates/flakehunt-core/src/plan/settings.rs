@@ -23,6 +23,11 @@ pub struct Settings {
     pub budget_seconds: Option<f64>,
     /// Per-attempt timeout.
     pub timeout_seconds: f64,
+    /// Whether the user gave the timeout (`--timeout`): an attempt at work when flakehunt's
+    /// default one is reached is slow, at the user's it is a timeout. Records written before
+    /// this was kept say nothing: their timeout was the user's when it is not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_given: Option<bool>,
     /// Time between SIGTERM and SIGKILL.
     pub grace_seconds: f64,
     /// Bytes kept per stream for the logs.
@@ -50,6 +55,7 @@ impl Default for Settings {
             until_fails: None,
             budget_seconds: None,
             timeout_seconds: 600.0,
+            timeout_given: None,
             grace_seconds: 2.0,
             capture_bytes: 1 << 20,
             warm: None,
@@ -69,6 +75,11 @@ pub struct Durations {
 }
 
 impl Settings {
+    /// Whether the timeout is one the user asked for (see [`Self::timeout_given`]).
+    pub fn user_timeout(&self) -> bool {
+        self.timeout_given.unwrap_or(self.timeout_seconds != Self::default().timeout_seconds)
+    }
+
     /// Checks the numbers as a manifest holds them, which an edited or damaged record can make
     /// anything JSON allows (a negative or huge timeout, zero jobs, a billion workers), and
     /// returns its durations. Each error names the manifest's field.

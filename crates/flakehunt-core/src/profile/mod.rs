@@ -17,7 +17,7 @@ pub use jitter::{JitterLib, JitterReport};
 pub use knobs::{Knobs, Pause, Policy, MAX_COPIES, MIN_PAUSE_MS};
 pub use noise::Noise;
 pub use quota::{QuotaBackend, QuotaGroup};
-pub use stopper::{Schedule, Stopper, Stops};
+pub use stopper::{PauseSchedule, Stopper, Stops};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -298,7 +298,7 @@ impl Profile {
             ));
         }
         if let Some(p) = k.pause {
-            prepared.pause = Some(Schedule::Chaos(p, crate::plan::Rng::stream(env.seed, attempt).next_u64()));
+            prepared.pause = Some(PauseSchedule::Chaos(p, crate::plan::Rng::stream(env.seed, attempt).next_u64()));
         }
         if let Some(interval) = k.python_switch_interval {
             if let Some(hook) = env.gil() {
@@ -450,7 +450,7 @@ pub struct Prepared {
     quota: Option<QuotaGroup>,
     duty_cycle: Option<f64>,
     noise: Option<(u32, Vec<usize>)>,
-    pause: Option<Schedule>,
+    pause: Option<PauseSchedule>,
     gil: bool,
     python: bool,
     jitter: bool,
@@ -471,7 +471,7 @@ impl Prepared {
         }
         let cpu_before = self.quota.as_ref().and_then(QuotaGroup::cpu_seconds);
         let stopper = match (self.duty_cycle, self.pause) {
-            (Some(share), _) => Some(Stopper::start(pid, Schedule::DutyCycle(share))),
+            (Some(share), _) => Some(Stopper::start(pid, PauseSchedule::DutyCycle(share))),
             (None, Some(schedule)) => Some(Stopper::start(pid, schedule)),
             (None, None) => None,
         };

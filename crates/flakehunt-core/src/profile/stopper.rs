@@ -31,7 +31,7 @@ pub struct Stopper {
 
 /// The schedule.
 #[derive(Debug, Clone, Copy)]
-pub enum Schedule {
+pub enum PauseSchedule {
     /// Random pauses, seeded.
     Chaos(Pause, u64),
     /// Run `share` of every 100 ms period, stopped for the rest.
@@ -40,7 +40,7 @@ pub enum Schedule {
 
 impl Stopper {
     /// Starts stopping group `pgid` on `schedule`.
-    pub fn start(pgid: u32, schedule: Schedule) -> Self {
+    pub fn start(pgid: u32, schedule: PauseSchedule) -> Self {
         let (tx, rx) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("flakehunt-stopper".into())
@@ -49,19 +49,19 @@ impl Stopper {
                 // Waits for `d` unless the attempt ends first; true when it ended.
                 let wait = |d: Duration| !matches!(rx.recv_timeout(d), Err(RecvTimeoutError::Timeout));
                 let mut rng = match schedule {
-                    Schedule::Chaos(_, seed) => Rng::new(seed),
-                    Schedule::DutyCycle(_) => Rng::new(0),
+                    PauseSchedule::Chaos(_, seed) => Rng::new(seed),
+                    PauseSchedule::DutyCycle(_) => Rng::new(0),
                 };
                 loop {
                     let (gap, stop) = match schedule {
-                        Schedule::Chaos(p, _) => {
+                        PauseSchedule::Chaos(p, _) => {
                             // Whole microseconds; the knobs are validated finite and ordered.
                             let us = |ms: f64| (ms * 1000.0).round() as u64;
                             let gap = Duration::from_micros(rng.below(us(p.every_max_ms) + 1));
                             let len = us(p.min_ms) + rng.below(us(p.max_ms).saturating_sub(us(p.min_ms)) + 1);
                             (gap, Duration::from_micros(len))
                         }
-                        Schedule::DutyCycle(share) => {
+                        PauseSchedule::DutyCycle(share) => {
                             let run = Duration::from_secs_f64(0.1 * share.clamp(0.01, 1.0));
                             (run, Duration::from_millis(100).saturating_sub(run))
                         }

@@ -16,8 +16,13 @@ pub enum Outcome {
     Fail,
     /// Killed by a signal it did not get from flakehunt.
     Crash,
-    /// Ran past the timeout and was ended.
+    /// Ran past the user's `--timeout`, or hung: ended by a limit flakehunt set while none of its
+    /// processes used CPU, printed or could run, and stayed so (see [`HangCheck`]).
     Timeout,
+    /// Ended by a limit flakehunt set (the hang rule, the default timeout, the end of a hunt's
+    /// budget) while it was still at work: its processes used CPU, printed or were runnable. No
+    /// evidence either way: neither a pass nor a failure, and left out of every rate.
+    Slow,
     /// Passed, but left processes behind (since killed).
     Leak,
     /// Could not be started.
@@ -29,20 +34,27 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in display order.
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Pass,
         Outcome::Fail,
         Outcome::WrongOutput,
         Outcome::Crash,
         Outcome::Timeout,
+        Outcome::Slow,
         Outcome::Leak,
         Outcome::SpawnError,
     ];
 
     /// Whether this outcome counts as a failure of the target (fail, wrong output, crash,
-    /// timeout). Leaks and spawn errors are counted on their own.
+    /// timeout). Leaks and spawn errors are counted on their own; a slow attempt is no evidence.
     pub fn is_failure(self) -> bool {
         matches!(self, Outcome::Fail | Outcome::WrongOutput | Outcome::Crash | Outcome::Timeout)
+    }
+
+    /// Whether the attempt says anything about the target: every outcome but `slow` (ended by
+    /// flakehunt's own limit while still at work), which no rate counts.
+    pub fn is_evidence(self) -> bool {
+        self != Outcome::Slow
     }
 
     /// The name used in the record and the tables.
@@ -52,6 +64,7 @@ impl Outcome {
             Outcome::Fail => "fail",
             Outcome::Crash => "crash",
             Outcome::Timeout => "timeout",
+            Outcome::Slow => "slow",
             Outcome::Leak => "leak",
             Outcome::SpawnError => "spawn-error",
             Outcome::WrongOutput => "wrong-output",
@@ -78,6 +91,21 @@ impl Mode {
             Mode::Warm => "warm",
         }
     }
+}
+
+/// How a limit flakehunt derived (the adaptive hunt's hang rule) applied to one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HangCheck {
+    /// The limit, in seconds from the attempt's start.
+    pub limit: f64,
+    /// Set when the attempt reached the limit: whether its processes were idle then (no CPU
+    /// time and no output over the last part of the limit, none runnable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<bool>,
+    /// When it was idle at the limit before any hang of its cell was confirmed: the much longer
+    /// limit it was let run to, a hang counting only if it stayed idle until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_limit: Option<f64>,
 }
 
 /// What a profile measured on one attempt. Every field is optional: each mechanism fills its own.
@@ -205,8 +233,12 @@ pub struct Attempt {
     /// that any failing order can be replayed from the record alone. Records of other kinds,
     /// and those written before suites existed, have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suite: Option<Box<crate::suite::record::AttemptTests>>,
+    pub suite: Option<Box<crate::kind::suite::record::AttemptTests>>,
     /// How its process started; records written before warm attempts existed read as cold.
     #[serde(default)]
     pub mode: Mode,
+    /// The hang limit flakehunt derived for it, when one applied (absent under the user's
+    /// `--timeout`, and in records written before the hang rule recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hang: Option<HangCheck>,
 }

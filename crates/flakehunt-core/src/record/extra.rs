@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::adaptive::BanditOptions;
-use crate::fire::FireOptions;
-use crate::plan::matrix::Dimension;
+use crate::kind::adaptive::BanditOptions;
+use crate::kind::fire::FireOptions;
+use crate::kind::matrix::plan::Dimension;
 
 /// Hunt-specific manifest data.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -27,7 +27,7 @@ pub struct Extra {
     pub bandit: Option<BanditOptions>,
     /// A suite hunt's runner, selection and where its files go, from which every attempt's
     /// argv is rebuilt (by a resumed hunt, and by the analysis replaying its classification).
-    pub suite: Option<crate::suite::setup::SuiteSetup>,
+    pub suite: Option<crate::kind::suite::setup::SuiteSetup>,
 }
 
 /// The test runner an adapter resolved, and how.
@@ -115,7 +115,7 @@ struct Repr {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bandit: Option<BanditOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    suite: Option<crate::suite::setup::SuiteSetup>,
+    suite: Option<crate::kind::suite::setup::SuiteSetup>,
 }
 
 impl Extra {

@@ -19,7 +19,8 @@ pub enum Kind {
     /// `flakehunt fire`.
     Fire,
     /// `flakehunt hunt`: the adaptive hunt.
-    Hunt,
+    #[serde(rename = "hunt")]
+    Adaptive,
     /// `flakehunt suite`: a whole test selection per attempt, in seeded orders.
     Suite,
 }
@@ -31,7 +32,7 @@ impl Kind {
             Kind::Sweep => "sweep",
             Kind::Matrix => "matrix",
             Kind::Fire => "fire",
-            Kind::Hunt => "hunt",
+            Kind::Adaptive => "hunt",
             Kind::Suite => "suite",
         }
     }

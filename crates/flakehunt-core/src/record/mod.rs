@@ -9,7 +9,7 @@ mod new_dir;
 mod reader;
 mod writer;
 
-pub use attempt::{Attempt, Effect, Mode, Outcome};
+pub use attempt::{Attempt, Effect, HangCheck, Mode, Outcome};
 pub use extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard, MERGE_FILE};

@@ -234,7 +234,7 @@ impl EventSink for Recorder {
                 }
             }
             Event::CellAdded(cell) => self.append_line(super::CELLS, cell),
-            Event::LevelRecorded(report) => self.append_line(crate::fire::LEVELS, report),
+            Event::LevelRecorded(report) => self.append_line(crate::kind::fire::LEVELS, report),
             _ => Ok(()),
         }
     }

@@ -64,7 +64,7 @@ pub fn cell_header(kind: Kind) -> &'static str {
         Kind::Sweep => "profile",
         Kind::Matrix => "cell",
         Kind::Fire => "level",
-        Kind::Hunt => "arm",
+        Kind::Adaptive => "arm",
         Kind::Suite => "profile",
     }
 }

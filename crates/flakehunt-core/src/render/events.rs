@@ -6,7 +6,7 @@ use crate::events::Event;
 
 /// A line to show while a hunt runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
+pub struct EventLine {
     /// The text.
     pub text: String,
     /// Shown even with `--quiet`: a warning, an interruption, a failed shard.
@@ -14,9 +14,9 @@ pub struct Line {
 }
 
 /// The line `event` shows, if any.
-pub fn line(event: &Event<'_>) -> Option<Line> {
-    let said = |text: String| Some(Line { text, always: false });
-    let warned = |text: String| Some(Line { text, always: true });
+pub fn line(event: &Event<'_>) -> Option<EventLine> {
+    let said = |text: String| Some(EventLine { text, always: false });
+    let warned = |text: String| Some(EventLine { text, always: true });
     match *event {
         Event::MatrixPlanned { cells, dimensions, runs, confirm } => {
             let sizes: Vec<String> = dimensions.iter().map(|d| format!("{} ({})", d.name, d.values.len())).collect();
@@ -27,7 +27,7 @@ pub fn line(event: &Event<'_>) -> Option<Line> {
         }
         Event::CleanRoomReady { index, of, cell } => said(format!("clean room {index}/{of}: {cell}")),
         Event::CleanRoomsKept(dirs) => said(format!("clean rooms kept: {}", dirs.join(" "))),
-        Event::StateCopied(stats) => said(crate::hunt::copy_line(stats)),
+        Event::StateCopied(stats) => said(crate::driver::copy_line(stats)),
         Event::ReferenceStarted { cell, runs } => {
             said(format!("{cell}: {runs} runs one after another in a fresh sandbox"))
         }
@@ -39,7 +39,7 @@ pub fn line(event: &Event<'_>) -> Option<Line> {
             l.name,
             l.verdict.name(),
             l.verdict_text,
-            crate::fire::headline_text(&l.findings)
+            crate::kind::fire::headline_text(&l.findings)
         )),
         Event::ShardsSubmitted { job, shards, seed, script, dir } => said(format!(
             "slurm: submitted job array {job} ({shards} tasks, seed {seed}); script {}; logs {}/slurm-{job}_*.out",

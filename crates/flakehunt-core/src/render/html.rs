@@ -12,16 +12,17 @@ use super::details::{value_text, FireView, MatrixView};
 use super::text::{html as esc, seconds, tail};
 use super::RenderContext;
 use crate::analysis::stats::format_rate;
-use crate::analysis::tally::Durations;
+use crate::analysis::tally::DurationHistogram;
 use crate::analysis::{CellSummary, Summary};
 
 /// Colours of the outcomes, shared by charts and legends (GitHub's Primer palette, which reads
 /// well for the common forms of colour blindness when paired with the labels).
-const OUTCOME_COLOURS: [(&str, &str); 6] = [
+const OUTCOME_COLOURS: [(&str, &str); 7] = [
     ("pass", "#2da44e"),
     ("fail", "#cf222e"),
     ("crash", "#8250df"),
     ("timeout", "#bc4c00"),
+    ("slow", "#8c959f"),
     ("leak", "#bf8700"),
     ("spawn-error", "#6e7781"),
 ];
@@ -73,8 +74,8 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     if let Some(f) = FireView::of(summary) {
         fire_card(&mut out, &f);
     }
-    if let Some(h) = crate::adaptive::record::HuntDetails::of(summary) {
-        hunt_card(&mut out, summary, &h);
+    if let Some(h) = crate::kind::adaptive::record::AdaptiveDetails::of(summary) {
+        adaptive_card(&mut out, summary, &h);
     }
     match &summary.suite {
         Some(tests) => suite_card(&mut out, tests),
@@ -115,7 +116,7 @@ fn banner(out: &mut String, summary: &Summary, ctx: &RenderContext) {
         fact("shard", shard.to_string());
     }
     out.push_str("</dl>\n");
-    if summary.kind == crate::record::Kind::Hunt && !summary.complete {
+    if summary.kind == crate::record::Kind::Adaptive && !summary.complete {
         // An adaptive hunt plans as it goes: it has no planned total to fall short of.
         out.push_str("<p class=\"incomplete\">Stopped before the hunt was done (budget spent or interrupted).</p>\n");
     } else if !summary.complete {
@@ -269,7 +270,7 @@ fn rate_chart(out: &mut String, summary: &Summary) {
              <text x=\"{:.1}\" y=\"{:.1}\" class=\"value\">{}</text></g>",
             esc(&c.name),
             c.failures,
-            c.attempts,
+            c.judged(),
             format_rate(c.rate),
             esc(&super::term::interval(c)),
             cy - 5.0,
@@ -349,7 +350,7 @@ fn outcomes_chart(out: &mut String, summary: &Summary) {
 
 /// A duration band's lower edge as a short tick label (`1 ms`, `10 s`).
 fn edge_label(bucket: usize) -> String {
-    let s = Durations::lower_edge(bucket);
+    let s = DurationHistogram::lower_edge(bucket);
     // Two significant digits: 1.8 ms, 18 ms, 180 ms.
     let two = |x: f64| {
         let digits = if x < 10.0 { 1 } else { 0 };
@@ -371,7 +372,7 @@ fn edge_label(bucket: usize) -> String {
 }
 
 fn durations_chart(out: &mut String, summary: &Summary) {
-    let n = Durations::BUCKETS;
+    let n = DurationHistogram::BUCKETS;
     let mut pass = vec![0u64; n];
     let mut fail = vec![0u64; n];
     for c in &summary.cells {
@@ -390,7 +391,7 @@ fn durations_chart(out: &mut String, summary: &Summary) {
     };
     // One empty band either side, and at least a decade, so a single band does not fill the chart.
     let lo = first.saturating_sub(1);
-    let hi = (last + 1).max(lo + Durations::PER_DECADE).min(n - 1);
+    let hi = (last + 1).max(lo + DurationHistogram::PER_DECADE).min(n - 1);
     let bands = hi - lo + 1;
     let (left, right, top, mid, half) = (48.0, FW - 12.0, 16.0, 86.0, 66.0);
     let h = mid + half + 34.0;
@@ -407,7 +408,11 @@ fn durations_chart(out: &mut String, summary: &Summary) {
     for (k, i) in (lo..=hi).enumerate() {
         let x = left + bw * k as f64;
         let (sp, sf) = (share(pass[i], tp), share(fail[i], tf));
-        let range = format!("{} – {}", seconds(Durations::lower_edge(i)), seconds(Durations::lower_edge(i + 1)));
+        let range = format!(
+            "{} – {}",
+            seconds(DurationHistogram::lower_edge(i)),
+            seconds(DurationHistogram::lower_edge(i + 1))
+        );
         if pass[i] > 0 {
             let bh = (half * sp / max).max(1.5);
             let _ = write!(
@@ -432,7 +437,7 @@ fn durations_chart(out: &mut String, summary: &Summary) {
             );
         }
         // Every band is labelled when there are few, else only the decades.
-        if bands <= 14 || i % Durations::PER_DECADE == 0 {
+        if bands <= 14 || i % DurationHistogram::PER_DECADE == 0 {
             let _ = write!(
                 out,
                 "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"grid\"/><text x=\"{x:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
@@ -651,7 +656,7 @@ fn fire_card(out: &mut String, f: &FireView) {
 
 /// The adaptive hunt: its conclusion, and the arms it tried over time, one row per arm (the
 /// name carries the level), each stretch of its attempts a bar, red where one failed.
-fn hunt_card(out: &mut String, summary: &Summary, h: &crate::adaptive::record::HuntDetails) {
+fn adaptive_card(out: &mut String, summary: &Summary, h: &crate::kind::adaptive::record::AdaptiveDetails) {
     card(
         out,
         "hunt",
@@ -758,7 +763,7 @@ fn seconds_tick(t: f64) -> String {
     }
 }
 
-fn suite_card(out: &mut String, s: &crate::suite::summary::SuiteSummary) {
+fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
     use super::suite::{condition, culprits, rate, reproducer};
     let hint = format!(
         "{} of the {} tests collected failed at least once; each reproducer was checked to fail twice",
@@ -886,10 +891,10 @@ fn environment_card(out: &mut String, ctx: &RenderContext) {
         };
         row("target", format!("<code>{}</code>", esc(&m.target.display())));
         let p = &m.plan;
-        let mut plan = if m.kind == crate::record::Kind::Hunt {
+        let mut plan = if m.kind == crate::record::Kind::Adaptive {
             // The adaptive hunt plans as it goes: no runs per cell; the hang rule unless a
             // timeout was given.
-            let options = crate::adaptive::record::options_of(m);
+            let options = crate::kind::adaptive::record::options_of(m);
             let timeout = options.timeout.map_or_else(
                 || format!("hang rule (else {})", seconds(p.timeout_seconds)),
                 |t| seconds(t.as_secs_f64()),

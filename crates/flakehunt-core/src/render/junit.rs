@@ -76,10 +76,18 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
 fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase {
     let passes = c.outcomes.get("pass").copied().unwrap_or(0);
     let spawn_errors = c.outcomes.get("spawn-error").copied().unwrap_or(0);
-    let message = format!("{} of {} attempts failed ({})", c.failures, c.attempts, format_rate(c.rate));
+    let judged = c.judged();
+    let mut message = format!("{} of {judged} attempts failed ({})", c.failures, format_rate(c.rate));
+    if c.slow > 0 {
+        message.push_str(&format!("; {} more were slow (ended while still at work: no evidence)", c.slow));
+    }
     let status = if c.attempts == 0 {
         let mut s = TestCaseStatus::skipped();
         s.set_message("no attempt ran");
+        s
+    } else if judged == 0 {
+        let mut s = TestCaseStatus::skipped();
+        s.set_message(format!("no attempt ended by itself: {} were slow (no evidence either way)", c.slow));
         s
     } else if c.failures == 0 && passes == 0 && spawn_errors > 0 {
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
@@ -87,7 +95,7 @@ fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase 
         s
     } else if c.failures == 0 {
         TestCaseStatus::success()
-    } else if c.failures < c.attempts {
+    } else if c.failures < judged {
         TestCaseStatus::Success { flaky_runs: failing.iter().map(rerun).collect() }
     } else {
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -104,7 +112,7 @@ fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase 
     let mut case = TestCase::new(c.name.as_str(), status);
     case.set_classname(classname);
     case.set_time(secs(c.mean_seconds * c.attempts as f64));
-    if c.failures > 0 && c.failures < c.attempts {
+    if (c.failures > 0 && c.failures < judged) || c.slow > 0 {
         // Flaky cases pass, so CI shows no message: put the rate where a reader finds it.
         case.set_system_out(message);
     }
@@ -114,8 +122,8 @@ fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase 
 /// A suite's test that failed at least once: one `flakyFailure` per failing run of it (the
 /// shuffled attempts', or its confirmation runs' for a test that only fails run twice), a
 /// `failure` when it failed every time; its category, culprits and reproducer as properties.
-fn test_case(t: &crate::suite::summary::TestSummary, ctx: &RenderContext) -> TestCase {
-    use crate::suite::record::Role;
+fn test_case(t: &crate::kind::suite::summary::TestSummary, ctx: &RenderContext) -> TestCase {
+    use crate::kind::suite::record::Role;
     let mut runs: Vec<(&Attempt, Option<&str>)> = Vec::new();
     let mut confirmations = Vec::new();
     for a in ctx.failing.values().flatten() {

@@ -18,7 +18,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## flakehunt {}: {}\n", summary.kind.name(), md_code(&summary.target));
     let _ = writeln!(out, "{} **{}**\n", marker(&summary.verdict), md_cell(&summary.verdict_text));
-    if let Some(h) = crate::adaptive::record::HuntDetails::of(summary) {
+    if let Some(h) = crate::kind::adaptive::record::AdaptiveDetails::of(summary) {
         let _ = writeln!(out, "{}\n", md_cell(&h.conclusion));
     }
     let _ = write!(out, "{} of {} planned attempts, {} failed", summary.attempts, summary.planned, summary.failures);
@@ -69,7 +69,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
 }
 
 /// A suite's tests that failed, with their culprits and reproducers.
-fn suite(out: &mut String, s: &crate::suite::summary::SuiteSummary) {
+fn suite(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
     use super::suite::{condition, culprits, rate, reproducer};
     let incomplete = super::suite::incomplete(s);
     if !incomplete.is_empty() {
@@ -123,7 +123,7 @@ fn cells(out: &mut String, summary: &Summary, ctx: &RenderContext) {
             out,
             "| {name}{} | {} | {} | {} | {} | {} | {} |",
             if c.inert { " (inert)" } else { "" },
-            c.attempts,
+            c.attempts_text(),
             c.failures,
             format_rate(c.rate),
             super::term::interval(c),

@@ -6,7 +6,7 @@ use comfy_table::presets::NOTHING;
 use comfy_table::Table;
 
 use crate::analysis::stats::format_rate;
-use crate::suite::summary::{SuiteSummary, TestSummary};
+use crate::kind::suite::summary::{SuiteSummary, TestSummary};
 
 /// `4/6 (66.7%)`: the shuffled attempts it failed in.
 pub fn rate(t: &TestSummary) -> String {
@@ -124,8 +124,8 @@ fn tests_table(s: &SuiteSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::classify::Category;
-    use crate::suite::Framework;
+    use crate::kind::suite::classify::Category;
+    use crate::kind::suite::Framework;
 
     #[test]
     fn the_table_names_culprit_and_reproducer() {
@@ -177,12 +177,12 @@ mod tests {
         let none = SuiteSummary { tests: vec![], ..s };
         assert_eq!(table(&none), "tests: none of the 9 collected failed\n");
         let cut = SuiteSummary {
-            incomplete: vec![crate::suite::summary::IncompleteRuns {
+            incomplete: vec![crate::kind::suite::summary::IncompleteRuns {
                 why: "the process was killed by SIGSEGV while b.py::test_c ran (4 of its 9 tests did not report)".into(),
                 phase: "shuffled".into(),
                 attempts: vec![2, 5],
             }],
-            unreported: vec![crate::suite::summary::UnreportedTest { id: "b.py::test_d".into(), attempts: 2 }],
+            unreported: vec![crate::kind::suite::summary::UnreportedTest { id: "b.py::test_d".into(), attempts: 2 }],
             ..none
         };
         assert_eq!(

@@ -41,7 +41,7 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     header.push("effect".into());
     table.set_header(header);
     // An adaptive hunt lists the arms it tried; the levels it never opened go on one line.
-    let hunt = summary.kind == crate::record::Kind::Hunt;
+    let hunt = summary.kind == crate::record::Kind::Adaptive;
     let untried: Vec<&str> =
         summary.cells.iter().filter(|c| hunt && c.attempts == 0).map(|c| c.name.as_str()).collect();
     for c in summary.cells.iter().filter(|c| !hunt || c.attempts > 0) {
@@ -56,7 +56,7 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
                     _ => "",
                 }
             ),
-            c.attempts.to_string(),
+            c.attempts_text(),
             c.failures.to_string(),
             format_rate(c.rate),
             interval(c),
@@ -141,7 +141,7 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     for n in &summary.notes {
         let _ = writeln!(out, "note: {n}");
     }
-    let hunt = crate::adaptive::record::HuntDetails::of(summary);
+    let hunt = crate::kind::adaptive::record::AdaptiveDetails::of(summary);
     if let Some(h) = &hunt {
         for s in &h.skipped {
             let _ = writeln!(out, "skipped: {}: {}", s.family, s.reason);

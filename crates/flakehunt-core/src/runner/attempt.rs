@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::analysis::signature;
-use crate::exec::{Cancel, Execution, Launch, Limit, Limits, ProcessTree, Running, Status, Watchdog};
+use crate::exec::{Cancel, Cutoff, Execution, Launch, Limit, Limits, ProcessTree, Running, Status, Watchdog};
 use crate::oracle::Oracle;
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
 use crate::profile::{Profile, ProfileEnv};
-use crate::record::{Attempt, Effect, Mode, Outcome};
+use crate::record::{Attempt, Effect, HangCheck, Mode, Outcome};
 use crate::warm::{Start, WarmStart};
 
 /// Everything needed to run attempts of one hunt, shared by its workers. Cloned to run in
@@ -76,9 +76,11 @@ pub struct Slot {
     pub worker: Option<u32>,
     /// Ladder level.
     pub level: Option<u32>,
-    /// The plan's timeout for this attempt (the adaptive hunt's hang rule), in place of the
-    /// hunt's `--timeout` when set.
-    pub timeout: Option<std::time::Duration>,
+    /// The plan's hang limits for this attempt (the adaptive hunt's hang rule), before the
+    /// hunt's `--timeout`.
+    pub limits: crate::plan::AttemptLimits,
+    /// When the hunt's budget ends, for a plan whose attempts end with it.
+    pub budget_end: Option<std::time::Instant>,
 }
 
 impl AttemptRunner<'_> {
@@ -138,7 +140,10 @@ impl AttemptRunner<'_> {
 
         let marker = format!("FLAKEHUNT_ATTEMPT={attempt_tag}");
         let (mut mode, mut runs_cold) = (Mode::Cold, None);
-        let started = match self.warm.map(|w| w.start(&cell.name, &launch, &marker)) {
+        // An attempt the plan wants cold (a calibration of what a cold start adds) skips the warm
+        // parents.
+        let warm = self.warm.filter(|_| !spec.cold);
+        let started = match warm.map(|w| w.start(&cell.name, &launch, &marker)) {
             None => Running::spawn(&launch, self.tree, marker),
             Some(Ok(Start::Warm(running))) => {
                 mode = Mode::Warm;
@@ -167,17 +172,27 @@ impl AttemptRunner<'_> {
         }
         let active = prepared.start(running.pid(), self.cancel);
         running.settled();
-        // Cloned only when the plan sets a timeout: the sweep path keeps its limits as they are.
-        let execution = match slot.timeout {
-            Some(timeout) => running.wait(&Limits { timeout, ..self.limits.clone() }, self.cancel),
-            None => running.wait(&self.limits, self.cancel),
+        // Cloned only when the plan sets a limit: the sweep path keeps its limits as they are.
+        let hang = slot.limits.hang(mode);
+        let stop_at = slot.budget_end.filter(|_| slot.limits.end_with_budget);
+        let execution = if hang.is_some() || stop_at.is_some() {
+            running.wait(&Limits { hang, stop_at, ..self.limits.clone() }, self.cancel)
+        } else {
+            running.wait(&self.limits, self.cancel)
         };
+        let limit = hang.filter(|h| h.limit < self.limits.timeout);
         let effect = active.finish(self.profiles, execution.seconds, execution.cpu_seconds);
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
+        let hang = limit.map(|h| HangCheck {
+            limit: h.limit.as_secs_f64(),
+            idle: execution.idle_at_limit,
+            confirm_limit: execution.confirm_limit.map(|d| d.as_secs_f64()),
+        });
         let mut finished = self.finish(spec, cell, slot, execution, effect);
         finished.attempt.mode = mode;
+        finished.attempt.hang = hang;
         finished.runs_cold = runs_cold;
         Ok(finished)
     }
@@ -188,7 +203,12 @@ impl AttemptRunner<'_> {
             Status::Signaled(s) => (None, Some(s)),
         };
         let mut outcome = if ex.timed_out.is_some() {
-            Outcome::Timeout
+            match ex.cutoff {
+                // Ended by flakehunt's own limit while still at work, or by the budget: the
+                // attempt says nothing either way.
+                Some(Cutoff::Busy | Cutoff::Budget) => Outcome::Slow,
+                Some(Cutoff::Timeout | Cutoff::Hung) | None => Outcome::Timeout,
+            }
         } else if signal.is_some() {
             Outcome::Crash
         } else if exit_code != Some(0) {
@@ -251,6 +271,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: ex.cpu_seconds,
             suite: None,
             mode: Mode::Cold,
+            hang: None,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
             (false, _) => (Vec::new(), Vec::new()),
@@ -289,6 +310,7 @@ impl AttemptRunner<'_> {
             cpu_seconds: None,
             suite: None,
             mode,
+            hang: None,
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }
     }

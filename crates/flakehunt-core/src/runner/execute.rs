@@ -119,7 +119,7 @@ impl Execute for FakeExecution<'_> {
         };
         let exit_code = match outcome {
             Outcome::Pass | Outcome::Leak => Some(0),
-            Outcome::Crash | Outcome::Timeout | Outcome::SpawnError => None,
+            Outcome::Crash | Outcome::Timeout | Outcome::Slow | Outcome::SpawnError => None,
             _ => Some(1),
         };
         let attempt = Attempt {
@@ -150,6 +150,7 @@ impl Execute for FakeExecution<'_> {
             load: None,
             error: None,
             mode: Mode::Cold,
+            hang: None,
         };
         Ok(Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None })
     }

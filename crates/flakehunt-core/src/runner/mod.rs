@@ -138,11 +138,12 @@ impl<E: Execute> Runner<E> {
             };
             let cell = s.plan.cells()[spec.cell].clone();
             // Asked under the lock, before another result can change what the plan knows.
-            let timeout = s.plan.timeout(spec.cell);
+            let limits = s.plan.limits(spec.cell);
+            let budget_end = self.budget.map(|b| crate::bounds::deadline(started, b));
             s.in_flight += 1;
             drop(s);
             let run = std::panic::AssertUnwindSafe(|| {
-                self.attempts.run(&spec, &cell, worker, Slot { timeout, ..Slot::default() }, &[])
+                self.attempts.run(&spec, &cell, worker, Slot { limits, budget_end, ..Slot::default() }, &[])
             });
             let result = match std::panic::catch_unwind(run) {
                 Ok(result) => result,

@@ -235,7 +235,7 @@ fn snapshot_round_trips_through_json() {
     // Load averages are floats and survive a JSON round trip exactly.
     assert_eq!(back, snapshot);
     // Unlimited limits are `null`.
-    let limit = Limit { soft: None, hard: Some(10) };
+    let limit = LimitPair { soft: None, hard: Some(10) };
     assert_eq!(serde_json::to_string(&limit).unwrap(), r#"{"soft":null,"hard":10}"#);
     // Older or partial records still load.
     let partial: Snapshot = serde_json::from_str(r#"{"hostname":"ci-7"}"#).unwrap();

@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::copy::{CopyError, CopyOptions, CopyStats, Plan, Selection};
+use crate::copy::{CopyError, CopyOptions, CopyPlan, CopyStats, Selection};
 use crate::exec::{TrackedDir, Watchdog};
 
 /// A fresh copy of a state directory, removed on drop unless
@@ -173,7 +173,7 @@ impl Sandbox {
             Some(source) => {
                 validate_source(source)?;
                 check_not_inside(source, parent)?;
-                let plan = Plan::of(source, Selection::Tree, options)?;
+                let plan = CopyPlan::of(source, Selection::Tree, options)?;
                 let needed = plan.needed_bytes();
                 let available = free_space(parent)
                     .map_err(|err| SandboxError::FreeSpace { path: parent.to_owned(), source: err })?;

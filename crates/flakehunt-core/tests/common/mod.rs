@@ -82,7 +82,7 @@ impl Fixture {
             Outcome::Pass | Outcome::Leak | Outcome::WrongOutput => (Some(0), None),
             Outcome::Fail => (Some(1), None),
             Outcome::Crash => (None, Some(11)),
-            Outcome::Timeout => (None, Some(15)),
+            Outcome::Timeout | Outcome::Slow => (None, Some(15)),
             Outcome::SpawnError => (None, None),
         };
         let signature = outcome.is_failure().then(|| signature::of(outcome, exit_code, signal, stderr));
@@ -118,6 +118,7 @@ impl Fixture {
             cpu_seconds: None,
             suite: None,
             mode: Default::default(),
+            hang: None,
         });
         self.attempts.last_mut().unwrap()
     }
@@ -207,7 +208,7 @@ pub fn sweep() -> Fixture {
 
 /// A 3 x 2 matrix where the failure follows LC_ALL=C with 4 workers.
 pub fn matrix() -> Fixture {
-    use flakehunt_core::plan::matrix::{grid, Dimension, DimensionKind};
+    use flakehunt_core::kind::matrix::plan::{grid, Dimension, DimensionKind};
     let dimensions = vec![
         Dimension {
             name: "LC_ALL".into(),
@@ -273,11 +274,11 @@ pub fn fire() -> Fixture {
 /// The end of a pytest run's stdout when a test failed (pytest writes nothing to stderr).
 pub const PYTEST_TAIL: &str = "tests/test_ledger.py .F.\n=================================== FAILURES ===================================\n_________________________________ test_transfer ________________________________\n\n    def test_transfer():\n>       assert balance() == 100\nE       assert 90 == 100\n\ntests/test_ledger.py:12: AssertionError\n=========================== short test summary info ============================\nFAILED tests/test_ledger.py::test_transfer - assert 90 == 100\n";
 
-/// An adaptive hunt: five calibration attempts, arms tried one after another, `copies=2`
+/// An adaptive hunt: five calibration attempts, arms tried one after another, `noisy=x1`
 /// failing twice (pytest's report on stdout, stderr empty), then confirmation against the
-/// baseline.
+/// baseline that singles it out (7/14 against 0/14).
 pub fn hunt() -> Fixture {
-    let mut f = Fixture::new(Kind::Hunt, vec![CellSpec::for_profile(Profile::default_profile())], 100);
+    let mut f = Fixture::new(Kind::Adaptive, vec![CellSpec::for_profile(Profile::default_profile())], 100);
     f.manifest.extra =
         serde_json::from_value(serde_json::json!({"bandit": {"seed": 42, "cpus": 2, "runtime": "python"}})).unwrap();
     let arms = ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10"];
@@ -303,14 +304,14 @@ pub fn hunt() -> Fixture {
         f.attempt(cell, Outcome::Pass, 0.06, "");
     }
     f.attempt("copies=2", Outcome::Pass, 0.05, "");
-    pytest_fail(&mut f, "copies=2", None);
+    pytest_fail(&mut f, "noisy=x1", None);
     f.attempt("default", Outcome::Pass, 0.04, "");
-    pytest_fail(&mut f, "copies=2", None);
-    for i in 0..10 {
+    pytest_fail(&mut f, "noisy=x1", None);
+    for i in 0..14 {
         if i % 2 == 0 {
-            pytest_fail(&mut f, "copies=2", Some("confirm"));
+            pytest_fail(&mut f, "noisy=x1", Some("confirm"));
         } else {
-            f.attempt("copies=2", Outcome::Pass, 0.05, "").phase = Some("confirm".into());
+            f.attempt("noisy=x1", Outcome::Pass, 0.05, "").phase = Some("confirm".into());
         }
         f.attempt("default", Outcome::Pass, 0.04, "").phase = Some("confirm".into());
     }

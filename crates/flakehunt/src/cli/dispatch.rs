@@ -177,7 +177,7 @@ fn sharded(common: &Common, hunt: &[String]) -> Result<ShardedHunt, crate::exit:
     if args.command.is_empty() && args.shell.is_none() {
         return Err(usage("no command to run: end with -- CMD"));
     }
-    let seed = args.seed.unwrap_or_else(flakehunt_core::hunt::random_seed);
+    let seed = args.seed.unwrap_or_else(flakehunt_core::driver::random_seed);
     let (spec, _) = super::hunt_spec(&cli.command, Default::default(), cli.config.as_deref()).expect("a hunt");
     Ok(spec.sharded(common.program.clone(), common.shards, seed)?)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use flakehunt_core::fire::DEFAULT_LADDER;
+use flakehunt_core::kind::fire::DEFAULT_LADDER;
 
 use super::{parse_bytes, parse_duration};
 

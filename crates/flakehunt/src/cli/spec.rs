@@ -1,10 +1,10 @@
 //! From clap's arguments to the library's typed hunt: the binary's whole share of a hunt's
-//! meaning. Nothing is checked here; `flakehunt_core::hunt` does that when it prepares the hunt.
+//! meaning. Nothing is checked here; `flakehunt_core::driver` does that when it prepares the hunt.
 
 use std::path::Path;
 
 use flakehunt_core::config::Config;
-use flakehunt_core::hunt::{
+use flakehunt_core::driver::{
     CleanRoomRequest, FireRequest, HuntKind, HuntSpec, MatrixRequest, OracleRequest, RecordRequest, SettingsRequest,
     SlurmRequest, SuiteRequest, TargetRequest,
 };
@@ -23,7 +23,7 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
         _ => false,
     };
     let spec = match command {
-        Command::Hunt(a) => shared(a, HuntKind::Hunt { timeout_given: timeout_given() }, config, config_path),
+        Command::Hunt(a) => shared(a, HuntKind::Adaptive, config, config_path),
         Command::Sweep(a) => {
             let kind = HuntKind::Sweep { profiles: a.profiles.clone(), strict: a.strict };
             shared(&a.hunt, kind, config, config_path)
@@ -57,7 +57,8 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
 }
 
 /// Whether `--timeout` is on the command line before the target's own arguments (clap fills in
-/// its default otherwise): given to `hunt`, it replaces the hang rule.
+/// its default otherwise): the user's timeout is a failure the user defined, and replaces
+/// `hunt`'s hang rule.
 fn timeout_given() -> bool {
     std::env::args().take_while(|a| a != "--").any(|a| a == "--timeout" || a.starts_with("--timeout="))
 }
@@ -81,6 +82,7 @@ fn shared(h: &HuntArgs, kind: HuntKind, config: Config, config_path: Option<&Pat
             until_fails: h.until_fails,
             budget: h.budget,
             timeout: h.timeout,
+            timeout_given: timeout_given(),
             grace: h.grace,
             leak_timeout: h.leak_timeout,
             capture: h.capture,

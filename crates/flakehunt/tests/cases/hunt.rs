@@ -166,17 +166,23 @@ fn an_explicit_timeout_replaces_the_hang_rule() {
 #[test]
 fn a_hunt_killed_mid_way_resumes_where_its_decisions_left_off() {
     let dir = tempfile::tempdir().unwrap();
-    // The baseline's 6th attempt (after calibration: an exploring or confirming one, which run
-    // alone) kills flakehunt once: SIGKILL, so no summary and no cleanup but the watchdog's.
-    let marker = dir.path().join("killed");
-    let body = COPIES_RACE.replacen(
-        "echo \"case",
-        &format!(
-            "if [ \"$FLAKEHUNT_CELL\" = default ] && [ \"$FLAKEHUNT_ITERATION\" = 6 ] && [ ! -e {m} ]; then touch {m}; kill -KILL $PPID; exec sleep 100000; fi\necho \"case",
-            m = marker.display()
-        ),
-        1,
-    );
+    // The baseline's first attempt after a copies arm failed (an exploring or confirming one)
+    // kills flakehunt once: SIGKILL, so no summary and no cleanup but the watchdog's. Keyed on
+    // that failure, not on a count of attempts: which arms run first depends on how long each
+    // took, which a loaded machine changes.
+    let (marker, failed) = (dir.path().join("killed"), dir.path().join("copies-failed"));
+    let body = COPIES_RACE
+        .replacen(
+            "echo \"case",
+            &format!(
+                "if [ \"$FLAKEHUNT_CELL\" = default ] && [ -e {f} ] && [ ! -e {m} ]; then touch {m}; kill -KILL $PPID; exec sleep 100000; fi\necho \"case",
+                m = marker.display(),
+                f = failed.display()
+            ),
+            1,
+        )
+        .replacen("{ echo \"lost update\"", &format!("{{ touch {}; echo \"lost update\"", failed.display()), 1);
+    assert!(body.contains("touch") && body.contains("copies-failed; echo"), "{body}");
     let killer = script(dir.path(), "killer.sh", &body);
     let first = flakehunt(
         dir.path(),

@@ -10,6 +10,7 @@ mod dispatch_files;
 mod drift;
 mod exit_codes;
 mod fire;
+mod hang_rule;
 mod hunt;
 mod jitter;
 mod levels;

@@ -162,6 +162,7 @@ fn attempt(spec: &AttemptSpec, plan: &AgainstPlan, fail: bool) -> Attempt {
         cpu_seconds: None,
         suite: None,
         mode: Default::default(),
+        hang: None,
     }
 }
 

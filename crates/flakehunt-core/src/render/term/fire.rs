@@ -7,7 +7,7 @@ use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
 use crate::analysis::Summary;
-use crate::fire::{FireSummary, LevelSummary, Verdict};
+use crate::kind::fire::{FireSummary, LevelSummary, Verdict};
 use crate::state::Finding;
 
 /// Findings listed per rejected level; the rest are counted.

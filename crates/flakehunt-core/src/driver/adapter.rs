@@ -1,0 +1,506 @@
+//! Test-runner adapters: resolve one test once (build its binary, find it), so that each attempt
+//! runs the test directly instead of re-running a build and a test plan. Main function: [`target`].
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::{HuntError, TargetRequest};
+use crate::plan::Target;
+use crate::record::Adapter;
+
+/// The plugins that alter re-runs or order, disabled for `--pytest` (a `-p no:X` for a plugin
+/// that is not installed is accepted by pytest).
+pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", "cacheprovider"];
+
+/// The target an adapter option asks for and what the manifest records about it (`extra.adapter`),
+/// or none when no adapter option is given. A binary an adapter builds goes into the `record`
+/// directory.
+pub fn target(args: &TargetRequest, record: &Path, timeout: Duration) -> Result<Option<(Target, Adapter)>, HuntError> {
+    if let Some(name) = &args.cargo_test {
+        return cargo_test(name, args.package.as_deref()).map(Some);
+    }
+    if !args.go_test.is_empty() {
+        return go_test(&args.go_test, record, Some(timeout)).map(Some);
+    }
+    if let Some(nodes) = &args.pytest {
+        let [node] = nodes.as_slice() else {
+            return Err(HuntError::usage(
+                "--pytest takes one node id here (flakehunt suite takes the paths to collect)",
+            ));
+        };
+        return pytest(node, args.python.as_deref(), timeout).map(Some);
+    }
+    Ok(None)
+}
+
+/// `--cargo-test NAME [-p PKG]`: `cargo test --no-run --message-format=json` once, then the test
+/// binary that lists NAME, run as `BIN NAME --exact` in its package's directory, as `cargo test`
+/// runs it (tests open their data files by paths relative to it).
+fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), HuntError> {
+    if name.is_empty() {
+        return Err(HuntError::usage(
+            "--cargo-test takes the NAME of one test here (flakehunt suite takes the whole suite)",
+        ));
+    }
+    let binaries = cargo_build(package)?;
+    let mut found: Vec<(&TestBinary, String)> = Vec::new();
+    for bin in &binaries {
+        let list = Command::new(&bin.executable)
+            .args(["--list", "--format", "terse"])
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|e| HuntError::io(format!("cannot list the tests of {}", bin.executable.display()), e))?;
+        for test in matching_tests(&String::from_utf8_lossy(&list.stdout), name) {
+            found.push((bin, test));
+        }
+    }
+    let (bin, test) = match found.len() {
+        0 => {
+            return Err(HuntError::usage(format!(
+                "no test named '{name}' in the {} test binaries `cargo test --no-run` built{}",
+                binaries.len(),
+                if package.is_none() { " (name the package with -p PKG?)" } else { "" }
+            )))
+        }
+        1 => found.remove(0),
+        _ => {
+            let places: Vec<String> =
+                found.iter().map(|(b, t)| format!("{t} in {}", file_name(&b.executable))).collect();
+            return Err(HuntError::usage(format!(
+                "'{name}' names {} tests ({}): give the full path of one, or -p PKG",
+                found.len(),
+                places.join(", ")
+            )));
+        }
+    };
+    let binary = bin.executable.display().to_string();
+    let dir = relative_to_cwd(&bin.package_dir)?;
+    let target = Target::argv(vec![binary.clone(), test.clone(), "--exact".into()]).in_dir(dir.clone());
+    Ok((target, Adapter::CargoTest { test, binary, package: package.map(str::to_owned), dir }))
+}
+
+/// `cargo test --no-run --message-format=json [-p PKG]` once: the test executables it built.
+pub(crate) fn cargo_build(package: Option<&str>) -> Result<Vec<TestBinary>, HuntError> {
+    let mut build = Command::new("cargo");
+    build.args(["test", "--no-run", "--message-format=json"]);
+    if let Some(p) = package {
+        build.args(["-p", p]);
+    }
+    // Cargo's own progress goes to our stderr, so a long build is visible.
+    let output =
+        build.stderr(Stdio::inherit()).output().map_err(|e| HuntError::io("cannot run `cargo test --no-run`", e))?;
+    if !output.status.success() {
+        return Err(HuntError::usage(format!("`cargo test --no-run` failed ({}): fix the build first", output.status)));
+    }
+    let binaries = test_executables(&String::from_utf8_lossy(&output.stdout));
+    if binaries.is_empty() {
+        return Err(HuntError::usage("`cargo test --no-run` built no test binary"));
+    }
+    Ok(binaries)
+}
+
+/// A test executable cargo built, and the directory of the package it tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestBinary {
+    /// The executable.
+    pub executable: PathBuf,
+    /// The directory of the package's `Cargo.toml`, where `cargo test` runs it.
+    pub package_dir: PathBuf,
+}
+
+/// The test executables in cargo's JSON messages: `compiler-artifact`s built with `profile.test`.
+pub fn test_executables(messages: &str) -> Vec<TestBinary> {
+    let mut out: Vec<TestBinary> = messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
+        .filter_map(|m| {
+            let executable = PathBuf::from(m["executable"].as_str()?);
+            let package_dir = Path::new(m["manifest_path"].as_str()?).parent()?.to_owned();
+            Some(TestBinary { executable, package_dir })
+        })
+        .collect();
+    out.dedup();
+    out
+}
+
+/// `dir` relative to the hunt's working directory when inside it, so that a clean room runs in
+/// its own copy; absolute otherwise.
+pub(crate) fn relative_to_cwd(dir: &Path) -> Result<PathBuf, HuntError> {
+    let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
+    Ok(match dir.strip_prefix(&cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_owned(),
+        Err(_) => dir.to_owned(),
+    })
+}
+
+/// The tests of a libtest `--list` output that NAME names: exactly, or as the last part of
+/// their path (`flaky` names `tests::flaky`). An exact name wins over suffixes.
+pub fn matching_tests(list: &str, name: &str) -> Vec<String> {
+    let tests: Vec<&str> = list.lines().filter_map(|l| l.strip_suffix(": test")).collect();
+    if tests.contains(&name) {
+        return vec![name.to_owned()];
+    }
+    let suffix = format!("::{name}");
+    tests.into_iter().filter(|t| t.ends_with(&suffix)).map(str::to_owned).collect()
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The directory of a record that holds the Go test binary, so `--resume` finds it.
+pub const GO_BUILD_DIR: &str = "go-test";
+
+/// Removes what an adapter built into a record that is being discarded.
+pub fn discard_build(record: &Path) {
+    let dir = record.join(GO_BUILD_DIR);
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().ends_with(".test") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(&dir);
+}
+
+/// Splits the values of `--go-test`: `PKG`, or `PKG -run NAME`.
+pub fn go_args(values: &[String]) -> Result<(String, Option<String>), String> {
+    // go reads a leading '-' as a flag, and `go test -c -- PKG` builds the current directory.
+    if values.first().is_some_and(|p| p.starts_with('-')) {
+        return Err(format!("--go-test takes the package first (PKG -run NAME), not '{}'", values.join(" ")));
+    }
+    match values {
+        [pkg] => Ok((pkg.clone(), None)),
+        [pkg, flag, name] if matches!(flag.as_str(), "-run" | "--run" | "-test.run") => {
+            Ok((pkg.clone(), Some(name.clone())))
+        }
+        _ => Err(format!("--go-test takes PKG or PKG -run NAME, not '{}'", values.join(" "))),
+    }
+}
+
+/// One Go package as `go list` describes it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct GoPackage {
+    /// The import path (`example.com/ledger/pkg/ledger`).
+    pub import_path: String,
+    /// Its source directory, where `go test` runs its tests.
+    pub dir: PathBuf,
+    /// Whether it has `_test.go` files (in the package or an external `_test` package).
+    pub has_tests: bool,
+}
+
+/// The `-f` template of `go list` that [`parse_go_list`] reads.
+const GO_LIST_FORMAT: &str = "{{.ImportPath}}\t{{.Dir}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}";
+
+/// Reads `go list -f GO_LIST_FORMAT` output: one package per line.
+pub fn parse_go_list(text: &str) -> Vec<GoPackage> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let (path, dir, tests, xtests) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            Some(GoPackage {
+                import_path: path.to_owned(),
+                dir: PathBuf::from(dir),
+                has_tests: tests != "0" || xtests != "0",
+            })
+        })
+        .collect()
+}
+
+/// The binary name for a package: its import path with separators made safe.
+pub fn go_binary_name(import_path: &str) -> String {
+    let stem: String =
+        import_path.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    format!("{}.test", if stem.is_empty() { "pkg" } else { &stem })
+}
+
+/// What `-run NAME` names among the top-level tests `-test.list` printed: NAME itself when a
+/// test has that name, else the tests NAME (a Go regular expression, as for `go test -run`)
+/// matched, which `matched` gives (the test binary's own `-test.list NAME`).
+pub fn go_resolve(all: &str, matched: &str, name: &str) -> Vec<String> {
+    let tests = |text: &str| -> Vec<String> {
+        text.lines().map(str::trim).filter(|l| l.starts_with("Test")).map(str::to_owned).collect()
+    };
+    if tests(all).iter().any(|t| t == name) {
+        return vec![name.to_owned()];
+    }
+    tests(matched)
+}
+
+/// The per-attempt argv: the test binary, with `-test.run ^NAME$` (and the subtest part of the
+/// name, if any) when one test was named, and `-test.paniconexit0` as `go test` gives it (a test
+/// that calls `os.Exit(0)` fails instead of ending the attempt as a pass).
+pub fn go_argv(binary: &str, test: Option<&str>, subtests: Option<&str>) -> Vec<String> {
+    let mut argv = vec![binary.to_owned(), "-test.paniconexit0".to_owned()];
+    if let Some(name) = test {
+        let pattern = match subtests {
+            Some(rest) => format!("^{name}$/{rest}"),
+            None => format!("^{name}$"),
+        };
+        argv.extend(["-test.run".into(), pattern]);
+    }
+    argv
+}
+
+/// A `go` command with a usable build cache: without `GOCACHE`, `HOME` and `XDG_CACHE_HOME`, go
+/// refuses to build, so the build then gets a temporary cache (removed with `cache`).
+fn go_command(cache: Option<&tempfile::TempDir>) -> Command {
+    let mut cmd = Command::new("go");
+    if let Some(c) = cache {
+        cmd.env("GOCACHE", c.path());
+    }
+    cmd
+}
+
+/// A temporary build cache when go has none (it says `off`).
+fn go_cache() -> Result<Option<tempfile::TempDir>, HuntError> {
+    let out = match Command::new("go").args(["env", "GOCACHE"]).stderr(Stdio::null()).output() {
+        Ok(out) => out,
+        Err(e) => return Err(HuntError::usage(format!("--go-test cannot run `go`: {e} (is Go installed?)"))),
+    };
+    let cache = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if out.status.success() && !cache.is_empty() && cache != "off" {
+        return Ok(None);
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("flakehunt-gocache-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a Go build cache", e))?;
+    Ok(Some(dir))
+}
+
+/// The first line of a command's error output, for a one-line message.
+fn first_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no output").to_owned()
+}
+
+/// `--go-test PKG [-run NAME]`: `go list` checks PKG is one package with tests, `go test -c`
+/// builds its test binary once into the record, and NAME is resolved to one top-level test with
+/// the binary's `-test.list`; a subtest part (`TestA/sub`), which no list shows, is checked
+/// with one run of the test with `-test.v` within `check` (none: not checked). Attempts run the
+/// binary in the package's directory, as `go test` does.
+pub(crate) fn go_test(values: &[String], record: &Path, check: Option<Duration>) -> Result<(Target, Adapter), HuntError> {
+    let (pkg, run) = go_args(values).map_err(HuntError::usage)?;
+    let cache = go_cache()?;
+    let list = go_command(cache.as_ref())
+        .args(["list", "-f", GO_LIST_FORMAT, &pkg])
+        .output()
+        .map_err(|e| HuntError::io("cannot run `go list`", e))?;
+    if !list.status.success() {
+        return Err(HuntError::usage(format!("--go-test: no Go package '{pkg}': {}", first_line(&list.stderr))));
+    }
+    let mut packages = parse_go_list(&String::from_utf8_lossy(&list.stdout));
+    let package = match packages.len() {
+        1 => packages.remove(0),
+        0 => return Err(HuntError::usage(format!("--go-test: '{pkg}' names no Go package"))),
+        n => {
+            return Err(HuntError::usage(format!(
+                "--go-test: '{pkg}' names {n} packages: give one (go test -c builds one test binary)"
+            )))
+        }
+    };
+    if !package.has_tests {
+        return Err(HuntError::usage(format!("--go-test: Go package {} has no test files", package.import_path)));
+    }
+
+    let out_dir = record.join(GO_BUILD_DIR);
+    let new_record = !record.exists();
+    std::fs::create_dir_all(&out_dir).map_err(|e| HuntError::io(format!("cannot create {}", out_dir.display()), e))?;
+    let binary = std::path::absolute(out_dir.join(go_binary_name(&package.import_path)))
+        .map_err(|e| HuntError::io("cannot name the Go test binary", e))?;
+    let started = std::time::Instant::now();
+    // go's own messages (compile errors) go to our stderr: the user needs all of them.
+    let status = go_command(cache.as_ref())
+        .args(["test", "-c", "-o"])
+        .arg(&binary)
+        .arg(&pkg)
+        .stdout(Stdio::inherit())
+        .status()
+        .map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+    let build_seconds = started.elapsed().as_secs_f64();
+    drop(cache);
+    let refuse = |message: String| {
+        discard_build(record);
+        if new_record {
+            let _ = std::fs::remove_dir(record);
+        }
+        Err(HuntError::Usage(message))
+    };
+    if !status.success() || !binary.exists() {
+        return refuse(format!("--go-test: `go test -c {pkg}` failed ({status}): fix the build first"));
+    }
+
+    let (test, subtests) = match run.as_deref().map(|r| r.split_once('/').map_or((r, None), |(t, s)| (t, Some(s)))) {
+        None => (None, None),
+        Some((top, subtests)) => {
+            let list = |pattern: &str| -> Result<String, HuntError> {
+                let out = Command::new(&binary)
+                    .args(["-test.list", pattern])
+                    .current_dir(&package.dir)
+                    .stderr(Stdio::null())
+                    .output()
+                    .map_err(|e| HuntError::io("cannot list the tests of the Go test binary", e))?;
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            };
+            let all = list(".*")?;
+            let found = go_resolve(&all, &list(top)?, top);
+            match found.as_slice() {
+                [one] => (Some(one.clone()), subtests),
+                [] => return refuse(format!("--go-test: no test named '{top}' in Go package {}", package.import_path)),
+                many => {
+                    return refuse(format!(
+                        "--go-test: '{top}' matches {} tests ({}): give the name of one",
+                        many.len(),
+                        many.join(", ")
+                    ))
+                }
+            }
+        }
+    };
+
+    if let (Some(top), Some(sub), Some(timeout)) = (test.as_deref(), subtests, check) {
+        let mut command = Command::new(&binary);
+        command.args(go_argv(&binary.display().to_string(), Some(top), Some(sub))[1..].iter()).arg("-test.v").current_dir(&package.dir);
+        let probe = crate::snapshot::commands::Probe { command, cap: 16 << 20, timeout };
+        let ran = crate::snapshot::commands::run_all(vec![probe], None, None).pop();
+        let started = match &ran {
+            Some(crate::snapshot::commands::Ran::Exited { stdout, .. }) => {
+                let prefix = format!("=== RUN   {top}/");
+                String::from_utf8_lossy(stdout).lines().any(|l| l.trim_start().starts_with(&prefix))
+            }
+            _ => true,
+        };
+        if !started {
+            return refuse(format!(
+                "--go-test: '{top}/{sub}' names no subtest of {top} (one run of {top} with -test.v started none)"
+            ));
+        }
+    }
+
+    let binary = binary.display().to_string();
+    let argv = go_argv(&binary, test.as_deref(), subtests);
+    let dir = relative_to_cwd(&package.dir)?;
+    let adapter = Adapter::GoTest {
+        package: package.import_path,
+        test,
+        binary,
+        dir: dir.clone(),
+        build_seconds: (build_seconds * 1000.0).round() / 1000.0,
+    };
+    Ok((Target::argv(argv).in_dir(dir), adapter))
+}
+
+/// The per-attempt argv of `--pytest NODEID` with the interpreter `python`.
+pub fn pytest_argv(python: &str, node: &str) -> Vec<String> {
+    let mut argv: Vec<String> = [python, "-m", "pytest", "-q"].map(String::from).to_vec();
+    for plugin in PYTEST_NO_PLUGINS {
+        argv.extend(["-p".into(), format!("no:{plugin}")]);
+    }
+    argv.push(node.to_owned());
+    argv
+}
+
+/// `--pytest NODEID`, with the interpreter the user means (`--python`, `$VIRTUAL_ENV`,
+/// `./.venv`, `python3`), after checking that it can import pytest and that NODEID names at
+/// least one test (collected as the suite collects, within `timeout`).
+fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Target, Adapter), HuntError> {
+    let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
+    let venv = std::env::var_os("VIRTUAL_ENV");
+    let python = crate::kind::suite::python::interpreter(explicit, venv.as_deref(), &cwd)?;
+    let program = python.program.display().to_string();
+    let ok = Command::new(&python.program)
+        .args(["-m", "pytest", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return Err(HuntError::usage(format!(
+            "--pytest needs pytest for {program}: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
+        )));
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("flakehunt-collect-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a directory for the collection", e))?;
+    crate::kind::suite::pytestlog::write_plugin(scratch.path())
+        .map_err(|e| HuntError::io("cannot write flakehunt's pytest plugin", e))?;
+    let pytest = crate::kind::suite::order::Pytest::new(program.clone());
+    let collected = crate::kind::suite::prepare::collect_pytest(&python.program, &pytest, &[node.to_owned()], scratch.path(), timeout)?;
+    if collected.items.is_none_or(|items| items.is_empty()) {
+        return Err(HuntError::usage(format!("--pytest: '{node}' names no test (pytest collected none for it)")));
+    }
+    Ok((Target::argv(pytest_argv(&program, node)), Adapter::Pytest { node: node.to_owned() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_executables_from_cargo_messages() {
+        let messages = r#"{"reason":"compiler-artifact","profile":{"test":false},"executable":null,"manifest_path":"/p/Cargo.toml"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/debug/deps/flaky-1","manifest_path":"/p/Cargo.toml"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/debug/deps/it-2","manifest_path":"/p/q/Cargo.toml"}
+{"reason":"build-finished","success":true}
+not json"#;
+        let bin = |e: &str, d: &str| TestBinary { executable: e.into(), package_dir: d.into() };
+        assert_eq!(test_executables(messages), [bin("/t/debug/deps/flaky-1", "/p"), bin("/t/debug/deps/it-2", "/p/q")]);
+    }
+
+    #[test]
+    fn matching_tests_prefers_exact_names() {
+        let list = "flaky: test\ntests::flaky: test\nother::flaky_too: test\nbench_x: benchmark\n";
+        assert_eq!(matching_tests(list, "flaky"), ["flaky"]);
+        assert_eq!(matching_tests("a::flaky: test\nb::flaky: test\n", "flaky"), ["a::flaky", "b::flaky"]);
+        assert!(matching_tests(list, "bench_x").is_empty());
+    }
+
+    #[test]
+    fn go_args_packages_and_names() {
+        assert_eq!(go_args(&["./p".into(), "-run".into(), "TestA".into()]), Ok(("./p".into(), Some("TestA".into()))));
+        assert_eq!(go_args(&["./p".into()]), Ok(("./p".into(), None)));
+        assert!(go_args(&["./p".into(), "--runs".into(), "5".into()]).is_err());
+        assert!(go_args(&["-run".into(), "TestA".into(), "./p".into()]).is_err());
+    }
+
+    #[test]
+    fn go_list_lines_and_binary_names() {
+        let text = "example.com/a\t/src/a\t1\t0\nexample.com/a/b\t/src/a/b\t0\t0\nexample.com/c\t/src/c\t0\t2\n";
+        let p = parse_go_list(text);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[0], GoPackage { import_path: "example.com/a".into(), dir: "/src/a".into(), has_tests: true });
+        assert!(!p[1].has_tests);
+        assert!(p[2].has_tests, "an external _test package counts");
+        assert_eq!(go_binary_name("example.com/a/b"), "example_com_a_b.test");
+    }
+
+    #[test]
+    fn go_names_resolve_exactly_before_matching() {
+        let all = "TestTransfer\nTestTransferLog\nTestSteady\nExampleX\nok  \texample.com/a\t0.001s\n";
+        assert_eq!(go_resolve(all, "TestTransfer\nTestTransferLog\n", "TestTransfer"), ["TestTransfer"]);
+        assert_eq!(go_resolve(all, "TestTransferLog\n", "Log"), ["TestTransferLog"]);
+        assert_eq!(go_resolve(all, "TestTransfer\nTestTransferLog\n", "Transfer").len(), 2);
+        assert!(go_resolve(all, "", "TestNope").is_empty());
+        let exit0 = "-test.paniconexit0";
+        assert_eq!(go_argv("/r/p.test", Some("TestA"), None), ["/r/p.test", exit0, "-test.run", "^TestA$"]);
+        assert_eq!(
+            go_argv("/r/p.test", Some("TestA"), Some("case_1")),
+            ["/r/p.test", exit0, "-test.run", "^TestA$/case_1"]
+        );
+        assert_eq!(go_argv("/r/p.test", None, None), ["/r/p.test", exit0]);
+    }
+
+    #[test]
+    fn pytest_argv_disables_rerun_plugins() {
+        assert_eq!(
+            pytest_argv("python3", "t.py::test_x").join(" "),
+            "python3 -m pytest -q -p no:randomly -p no:rerunfailures -p no:flaky -p no:cacheprovider t.py::test_x"
+        );
+    }
+}

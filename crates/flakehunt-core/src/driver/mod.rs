@@ -1,0 +1,283 @@
+//! One driver for every hunt (sweep, matrix, fire): a typed [`HuntSpec`], built by the binary
+//! from its arguments, is prepared (PATH, adapters, record, snapshot, process tree, watchdog,
+//! clean rooms or sandboxes) and run with an event sink ([`run`]); it ends in a [`HuntReport`]
+//! from which the binary prints and decides its exit code.
+//!
+//! A hunt's kind only decides its plan: the cells of a sweep or a matrix (a [`crate::plan::Plan`]
+//! the runner pulls attempts from), or fire's ladder (levels run against sandboxes). The adaptive
+//! `hunt` (a calibration phase, then a plan that moves attempts to the arms that show signal) and
+//! `suite` (a selection of tests per attempt, then each failing test's confirmation runs) are further kinds of [`HuntKind`]: each brings its
+//! own preparation and plan and shares everything else here.
+
+pub(crate) mod adapter;
+mod args;
+mod error;
+pub(crate) mod probe;
+mod run;
+mod session;
+mod slurm;
+mod target;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use crate::kind::fire::prepare::copy_line;
+pub use adapter::{discard_build, GO_BUILD_DIR, PYTEST_NO_PLUGINS};
+pub use error::{error_chain, HuntError};
+pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
+pub use run::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
+pub use session::Session;
+pub use slurm::script_of as slurm_script;
+pub use target::target_from;
+
+pub use crate::render::cell_header;
+
+use crate::config::Config;
+use crate::plan::Shard;
+use crate::record::Kind;
+
+/// A hunt, as the user asked for it: nothing checked yet, nothing touched.
+#[derive(Debug, Clone)]
+pub struct HuntSpec {
+    /// What varies between cells.
+    pub kind: HuntKind,
+    /// The command under test.
+    pub target: TargetRequest,
+    /// Attempts, jobs, stop rules and limits.
+    pub settings: SettingsRequest,
+    /// Oracles beyond the exit status.
+    pub oracle: OracleRequest,
+    /// Seed of the interleaving and of seeded mechanisms (default: random, recorded).
+    pub seed: Option<u64>,
+    /// Run only this part of the plan.
+    pub shard: Option<Shard>,
+    /// Where the record goes.
+    pub record: RecordRequest,
+    /// Run the shards as a Slurm job array instead.
+    pub slurm: Option<SlurmRequest>,
+    /// `flakehunt.toml`.
+    pub config: Config,
+    /// `--config FILE`, given again to the shards.
+    pub config_path: Option<PathBuf>,
+    /// Less to say while running (given to the shards a submitter starts).
+    pub quiet: bool,
+}
+
+/// What a hunt varies.
+#[derive(Debug, Clone)]
+pub enum HuntKind {
+    /// Scheduling profiles.
+    Sweep {
+        /// `--profiles` (empty: every built-in that applies here).
+        profiles: Vec<String>,
+        /// `--strict`: refuse before any attempt when a profile has no effect here.
+        strict: bool,
+    },
+    /// A grid of environment conditions.
+    Matrix(MatrixRequest),
+    /// Concurrency against sandbox copies of a state.
+    Fire(FireRequest),
+    /// The adaptive hunt: calibrate, then arms of condition families at levels derived from
+    /// the calibration, chosen by a bandit until one reproduces, then confirmed (`flakehunt hunt`).
+    Adaptive,
+    /// A whole test suite per attempt, in seeded orders, under profiles.
+    Suite(SuiteRequest),
+}
+
+/// `flakehunt suite`'s own options (its runner is in [`TargetRequest`]).
+#[derive(Debug, Clone, Default)]
+pub struct SuiteRequest {
+    /// `--profiles` (empty: `default` only).
+    pub profiles: Vec<String>,
+    /// `--strict`.
+    pub strict: bool,
+}
+
+/// `flakehunt matrix`'s own options.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixRequest {
+    /// `-D NAME=V1,V2`.
+    pub define: Vec<String>,
+    /// `--rlimit NAME=V1,V2`.
+    pub rlimit: Vec<String>,
+    /// `--confirm N`.
+    pub confirm: u64,
+    /// `--yes`: run grids over `max_cells`.
+    pub yes: bool,
+    /// `--max-cells`.
+    pub max_cells: usize,
+    /// `--clean-room`, with its options.
+    pub clean_room: Option<CleanRoomRequest>,
+}
+
+/// `--clean-room` and its options.
+#[derive(Debug, Clone, Default)]
+pub struct CleanRoomRequest {
+    /// `--setup CMD`.
+    pub setup: Option<String>,
+    /// `--keep-env LIST`.
+    pub keep_env: Vec<String>,
+    /// `--keep`.
+    pub keep: bool,
+    /// `--follow-outside-links`.
+    pub follow_outside_links: bool,
+}
+
+/// `flakehunt fire`'s own options.
+#[derive(Debug, Clone, Default)]
+pub struct FireRequest {
+    /// `--state DIR`.
+    pub state: Option<PathBuf>,
+    /// `--ladder WxR,...`.
+    pub ladder: String,
+    /// `--all-levels`.
+    pub all_levels: bool,
+    /// `--check CMD`.
+    pub checks: Vec<String>,
+    /// `--ignore REGEX`.
+    pub ignore: Vec<String>,
+    /// `--ignore-column TABLE.COLUMN`.
+    pub ignore_columns: Vec<String>,
+    /// `--trace-tokens`.
+    pub trace_tokens: bool,
+    /// `--keep`.
+    pub keep: bool,
+    /// `--follow-outside-links` (also given with `--resume`).
+    pub follow_outside_links: bool,
+}
+
+/// The command under test, as asked for.
+#[derive(Debug, Clone, Default)]
+pub struct TargetRequest {
+    /// The argv after `--`.
+    pub command: Vec<String>,
+    /// `--shell STRING`.
+    pub shell: Option<String>,
+    /// `--cargo-test NAME` (empty: no name given, as `suite` takes it).
+    pub cargo_test: Option<String>,
+    /// `-p PKG` with `--cargo-test`.
+    pub package: Option<String>,
+    /// `--go-test PKG [-run NAME]`.
+    pub go_test: Vec<String>,
+    /// `--pytest NODEID` (sweep, matrix, hunt: one), or `--pytest [PATH...]` (suite).
+    pub pytest: Option<Vec<String>>,
+    /// `--python PATH`: the interpreter for `--pytest`.
+    pub python: Option<PathBuf>,
+}
+
+impl TargetRequest {
+    /// Whether a test-runner adapter is asked for.
+    pub fn has_adapter(&self) -> bool {
+        self.cargo_test.is_some() || !self.go_test.is_empty() || self.pytest.is_some()
+    }
+}
+
+/// The plan's numbers and limits, as given.
+#[derive(Debug, Clone)]
+pub struct SettingsRequest {
+    /// `--runs`.
+    pub runs: u64,
+    /// `--jobs`.
+    pub jobs: u32,
+    /// `--until-fails`.
+    pub until_fails: Option<u64>,
+    /// `--budget`.
+    pub budget: Option<Duration>,
+    /// `--timeout`.
+    pub timeout: Duration,
+    /// `--timeout` was given, not left at its default: a timeout the user asked for is a
+    /// failure the user defined (and replaces `hunt`'s hang rule); flakehunt's default judges
+    /// an attempt still at work when it is reached as slow.
+    pub timeout_given: bool,
+    /// `--grace`.
+    pub grace: Duration,
+    /// `--leak-timeout`: not part of the recorded plan.
+    pub leak_timeout: Duration,
+    /// `--capture`.
+    pub capture: u64,
+    /// `--warm` (`Some(true)`) or `--no-warm` (`Some(false)`); `None`: the kind's default
+    /// ([`HuntKind::warm_by_default`]).
+    pub warm: Option<bool>,
+}
+
+/// Oracles beyond the exit status, as given.
+#[derive(Debug, Clone, Default)]
+pub struct OracleRequest {
+    /// `--fail-if`.
+    pub fail_if: Vec<String>,
+    /// `--pass-if`.
+    pub pass_if: Vec<String>,
+    /// `--expect-stdout FILE`.
+    pub expect_stdout: Option<PathBuf>,
+    /// `--ignore` (sweep and matrix).
+    pub ignore: Vec<String>,
+    /// `--oracle majority`.
+    pub majority: bool,
+}
+
+impl OracleRequest {
+    /// Whether any oracle option is given.
+    pub fn is_given(&self) -> bool {
+        !self.fail_if.is_empty()
+            || !self.pass_if.is_empty()
+            || self.expect_stdout.is_some()
+            || !self.ignore.is_empty()
+            || self.majority
+    }
+}
+
+/// Where the record goes.
+#[derive(Debug, Clone)]
+pub enum RecordRequest {
+    /// A new record, in this directory or `.flakehunt/runs/<kind>-<timestamp>`.
+    New(Option<PathBuf>),
+    /// Continue the interrupted hunt recorded here.
+    Resume(PathBuf),
+}
+
+/// `--slurm SHARDS`.
+#[derive(Debug, Clone)]
+pub struct SlurmRequest {
+    /// Array tasks.
+    pub shards: u32,
+    /// `--slurm-opt`, split at spaces.
+    pub options: Vec<String>,
+}
+
+impl HuntKind {
+    /// Whether a Python target runs warm unless `--no-warm` is given: in the adaptive hunt and
+    /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
+    /// conditions, cold as they always ran, unless `--warm` is given.
+    pub fn warm_by_default(&self) -> bool {
+        matches!(self, HuntKind::Adaptive | HuntKind::Suite(_))
+    }
+
+    /// The record kind.
+    pub fn record_kind(&self) -> Kind {
+        match self {
+            HuntKind::Sweep { .. } => Kind::Sweep,
+            HuntKind::Matrix(_) => Kind::Matrix,
+            HuntKind::Fire(_) => Kind::Fire,
+            HuntKind::Adaptive => Kind::Adaptive,
+            HuntKind::Suite(_) => Kind::Suite,
+        }
+    }
+}
+
+/// How a hunt ended, as far as its exit code is concerned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HuntEnd {
+    /// A failure was reproduced, or a fire level rejected.
+    pub reproduced: bool,
+    /// The user interrupted; the record holds what ran.
+    pub interrupted: bool,
+    /// Shards are missing (Slurm): "nothing reproduced" cannot stand on part of the plan.
+    pub incomplete: bool,
+}
+
+impl HuntEnd {
+    /// The end of a hunt whose summary is `summary`.
+    pub fn of(summary: &crate::analysis::Summary, interrupted: bool) -> Self {
+        Self { reproduced: summary.exit_code() != 0, interrupted, incomplete: false }
+    }
+}

@@ -1,0 +1,563 @@
+//! The one start and end sequence every hunt shares: create or resume the record, start the
+//! session (process tree, watchdog, signals, clean rooms), capture the snapshot meanwhile, run
+//! the plan (or fire's ladder) with the recorder and the caller's sink attached, then summarise
+//! the record. Main function: [`run`].
+
+use std::path::{Path, PathBuf};
+
+use super::{HuntEnd, HuntError, HuntKind, HuntSpec, RecordRequest};
+use crate::analysis::Summary;
+use crate::config::Config;
+use crate::events::{Event, EventSink, Fanout};
+use crate::kind::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
+use crate::oracle::OracleSpec;
+use crate::plan::{self, CellSpec, Rng, Settings, Target};
+use crate::record::{
+    Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,
+};
+use crate::runner::{rfc3339, AttemptRunner, RunError, Runner};
+use crate::state::Normalizer;
+
+/// What a finished hunt leaves for the caller to print.
+#[derive(Debug)]
+pub struct HuntReport {
+    /// The summary, as written to `summary.json`.
+    pub summary: Summary,
+    /// The record.
+    pub dir: PathBuf,
+    /// How it ended.
+    pub end: HuntEnd,
+    /// Slurm: the shards that did not complete, to say after the summary.
+    pub incomplete: Option<Incomplete>,
+}
+
+/// Shards of a Slurm hunt that did not complete.
+#[derive(Debug)]
+pub struct Incomplete {
+    /// Their 1-based indices.
+    pub missing: Vec<u32>,
+    /// Shards in all.
+    pub shards: u32,
+    /// The batch script that re-submits them.
+    pub script: PathBuf,
+}
+
+/// A record ready to run, with what its kind needs besides.
+struct Opened {
+    dir: PathBuf,
+    manifest: Manifest,
+    recorder: Recorder,
+    /// The directory a new hunt checked: a start refused before any attempt removes what it
+    /// created there (only that), so the same `--record` can be given again.
+    new_dir: Option<NewDir>,
+    ladder: Option<Ladder>,
+}
+
+/// What fire's ladder runs with.
+struct Ladder {
+    options: FireOptions,
+    normalizer: Normalizer,
+    resumed: Option<Resumed>,
+}
+
+/// Runs the hunt `spec` describes, sending its events to `sink` (after the recorder, so the
+/// sink never sees an unrecorded attempt).
+pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
+    let adaptive;
+    let spec = match (&spec.kind, &spec.record) {
+        (HuntKind::Adaptive, RecordRequest::New(_)) => {
+            adaptive = adaptive_defaults(spec);
+            &adaptive
+        }
+        _ => spec,
+    };
+    if let Some(slurm) = &spec.slurm {
+        return super::slurm::run(spec, slurm, sink);
+    }
+    let mut opened = open(spec, sink)?;
+    let result = execute(spec, &mut opened, sink);
+    let Opened { dir, mut recorder, new_dir, .. } = opened;
+    let (interrupted, snapshot) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            if let Some(new_dir) = &new_dir {
+                discard_if_empty(new_dir);
+            }
+            return Err(e);
+        }
+    };
+    if let Some(snapshot) = snapshot {
+        recorder.write_document(SNAPSHOT_FILE, &snapshot)?;
+    }
+    let summary = crate::analysis::summarize(&Record::open(&dir)?)?;
+    recorder.write_document(SUMMARY_FILE, &summary)?;
+    step_summary(&summary, &dir, sink);
+    let end = HuntEnd::of(&summary, interrupted);
+    Ok(HuntReport { summary, dir, end, incomplete: None })
+}
+
+/// Creates the record of a new hunt, or opens the one `--resume` names.
+fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> {
+    let kind = spec.kind.record_kind();
+    match (&spec.record, &spec.kind) {
+        (RecordRequest::Resume(_), HuntKind::Sweep { .. } | HuntKind::Matrix(_) | HuntKind::Suite(_) | HuntKind::Adaptive)
+            if spec.oracle.is_given() || spec.target.has_adapter() =>
+        {
+            Err(HuntError::usage(
+                "--resume continues the recorded hunt with its own target and oracles: drop the oracle and test-runner options",
+            ))
+        }
+        (RecordRequest::Resume(dir), HuntKind::Fire(req)) => {
+            let record = open_for_resume(dir, kind)?;
+            let (options, normalizer, resumed, resumption) =
+                crate::kind::fire::prepare::resume(dir, record.manifest.extra.fire.clone(), req.follow_outside_links)?;
+            let recorder = Recorder::resume(dir, resumption);
+            let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
+        }
+        (RecordRequest::Resume(dir), _) => {
+            let record = open_for_resume(dir, kind)?;
+            let recorder = Recorder::resume(dir, Resumption::default());
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder: None })
+        }
+        (RecordRequest::New(record), HuntKind::Fire(req)) => {
+            // Everything that can be checked without touching the disk comes first.
+            let fire = crate::kind::fire::prepare::new(req, &spec.settings)?;
+            let mut target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
+            // Runs start in their sandbox: a program path relative to here (where it was just
+            // found) would name nothing there.
+            if !target.shell && target.argv[0].contains('/') && Path::new(&target.argv[0]).is_relative() {
+                let absolute =
+                    std::path::absolute(&target.argv[0]).map_err(|e| HuntError::io(target.argv[0].clone(), e))?;
+                target.argv[0] = absolute.display().to_string();
+            }
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            crate::kind::fire::prepare::check_record_dir(&dir, fire.options.state.as_deref())?;
+            let extra = Extra { fire: Some(fire.options.clone()), ..Extra::default() };
+            let seed = spec.seed.unwrap_or_else(random_seed);
+            // The last check, and the first to touch the disk.
+            let new_dir = crate::record::check_new(&dir)?;
+            let (manifest, recorder) = create_record(kind, target, fire.settings, fire.cells, extra, None, seed, None, &dir)?;
+            let ladder = Some(Ladder { options: fire.options, normalizer: fire.normalizer, resumed: None });
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
+        }
+        (RecordRequest::New(record), HuntKind::Suite(_)) => {
+            crate::kind::suite::prepare::check(spec)?;
+            let mut settings = settings_of(spec)?;
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            let new_dir = crate::record::check_new(&dir)?;
+            let (target, setup, adapter) = crate::kind::suite::prepare::prepare(spec, &dir)?;
+            settings.warm = warm_plan(spec, &target, sink)?;
+            let (cells, extra) = crate::kind::suite::prepare::cells(spec, &target, setup, adapter)?;
+            let seed = spec.seed.unwrap_or_else(random_seed);
+            let (manifest, recorder) = create_record(kind, target, settings, cells, extra, None, seed, spec.shard, &dir)?;
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
+        }
+        (RecordRequest::New(record), _) => {
+            let mut settings = settings_of(spec)?;
+            let oracle = oracle_of(spec)?;
+            // An adapter builds its test binary into the record, so a resumed hunt finds it.
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            let new_dir = crate::record::check_new(&dir)?;
+            let (target, adapter) = match super::adapter::target(&spec.target, &dir, crate::kind::suite::prepare::collection_limit(spec))? {
+                Some((target, adapter)) => (target, Some(adapter)),
+                None => (super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?, None),
+            };
+            let (cells, mut extra) = cells_of(spec, &target, sink)?;
+            extra.adapter = adapter;
+            settings.warm = warm_plan(spec, &target, sink)?;
+            let seed = spec.seed.unwrap_or_else(random_seed);
+            let (manifest, recorder) = create_record(kind, target, settings, cells, extra, oracle, seed, spec.shard, &dir)?;
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
+        }
+    }
+}
+
+/// A new adaptive hunt's own defaults: a budget of 10 minutes unless given, a runner as wide
+/// as its largest `copies=N` arm (the plan keeps every other arm to one attempt at a time), and
+/// a seed fixed now, so that its shards and its plan options agree on it.
+fn adaptive_defaults(spec: &HuntSpec) -> HuntSpec {
+    let mut spec = spec.clone();
+    spec.settings.budget.get_or_insert(crate::kind::adaptive::record::DEFAULT_BUDGET);
+    spec.settings.jobs = crate::kind::adaptive::record::runner_jobs(crate::kind::adaptive::record::cpus());
+    spec.seed = Some(spec.seed.unwrap_or_else(random_seed));
+    spec
+}
+
+/// The cells of a new sweep, matrix or adaptive hunt and what its manifest records about them.
+pub(super) fn cells_of(
+    spec: &HuntSpec,
+    target: &Target,
+    sink: &mut dyn EventSink,
+) -> Result<(Vec<CellSpec>, Extra), HuntError> {
+    match &spec.kind {
+        HuntKind::Sweep { profiles, strict } => {
+            let profiles = super::probe::select(profiles, &spec.config, target)?;
+            for p in &profiles {
+                if let Some(n) = p.knobs.copies {
+                    crate::bounds::Machine::get()
+                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))?;
+                }
+            }
+            if *strict {
+                super::probe::refuse_inert(&profiles, crate::record::Kind::Sweep)?;
+            }
+            Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
+        }
+        HuntKind::Matrix(req) => {
+            crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
+        }
+        HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
+        HuntKind::Adaptive => {
+            use crate::kind::adaptive::record::{self, TestRunner};
+            let t = &spec.target;
+            let adapter = if !t.go_test.is_empty() {
+                Some(TestRunner::Go)
+            } else if t.pytest.is_some() {
+                Some(TestRunner::Pytest)
+            } else {
+                t.cargo_test.is_some().then_some(TestRunner::Cargo)
+            };
+            let timeout = spec.settings.timeout_given.then_some(spec.settings.timeout);
+            let seed = spec.seed.unwrap_or_default();
+            let options = record::prepare(target, adapter, seed, spec.oracle.majority, timeout);
+            Ok((vec![record::baseline_cell()], Extra { bandit: Some(options), ..Extra::default() }))
+        }
+        HuntKind::Suite(_) => crate::kind::suite::prepare::cells(spec, target, placeholder_setup(), None),
+    }
+}
+
+/// The session, the snapshot and the run itself; `(interrupted, snapshot)`.
+fn execute(
+    spec: &HuntSpec,
+    opened: &mut Opened,
+    sink: &mut dyn EventSink,
+) -> Result<(bool, Option<crate::snapshot::Snapshot>), HuntError> {
+    let Opened { dir, manifest, recorder, ladder, .. } = opened;
+    // A resumed record keeps the snapshot of the machine it started on.
+    let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| {
+        let tools = snapshot_tools(&spec.config, Some(manifest));
+        crate::snapshot::SnapshotRequest::for_hunt(&manifest.target, manifest.extra.adapter.as_ref(), tools)
+    });
+    let leak_timeout = spec.settings.leak_timeout;
+    match ladder {
+        None if manifest.kind == Kind::Suite => {
+            let session = super::Session::start(manifest, sink)?;
+            let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
+            let result = crate::kind::suite::prepare::execute(manifest, dir, recorder, &session, leak_timeout, sink);
+            let snapshot = snapshot.and_then(|s| s.join().ok());
+            session.finish();
+            Ok((result?, snapshot))
+        }
+        None => {
+            let mut plan = plan::from_manifest(manifest);
+            let mut done = 0u64;
+            for attempt in Record::open(dir)?.attempts()? {
+                plan.observe(&attempt?);
+                done += 1;
+            }
+            let session = super::Session::start(manifest, sink)?;
+            let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
+            let warm = session.warm_cells(manifest);
+            let runner = Runner {
+                attempts: AttemptRunner {
+                    warm: warm.as_ref().map(|w| w as _),
+                    ..session.attempts(manifest, leak_timeout)
+                },
+                jobs: plan::runner_jobs(manifest),
+                budget: session.durations.budget,
+            };
+            let result = std::thread::scope(|scope| {
+                // An adaptive hunt tries every mechanism within its first seconds: the helpers
+                // (the jitter library's build, the quota backend, the Python hook) are made while
+                // its calibration runs, not in the way of its first attempt of each arm. Under
+                // SCHED_IDLE (the compiler inherits it), so they take only CPU time the
+                // calibration attempts leave.
+                if manifest.kind == crate::record::Kind::Adaptive {
+                    scope.spawn(|| {
+                        crate::exec::idle_priority();
+                        session.profiles.make_helpers();
+                    });
+                }
+                let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
+                sinks.event(&Event::Started { planned: plan.planned(), done })?;
+                Ok::<_, HuntError>(runner.run(plan.as_mut(), &mut sinks))
+            })?;
+            // Joined before the session ends, which kills every process it does not know.
+            let snapshot = snapshot.and_then(|s| s.join().ok());
+            // The warm parents exit once told, before the session kills what it does not know.
+            warm.iter().for_each(crate::warm::WarmCells::end);
+            session.finish();
+            match result {
+                Ok(end) => Ok((end.interrupted, snapshot)),
+                Err(RunError::Spawn { program, source }) => {
+                    Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
+                }
+                Err(RunError::Record(e)) => Err(e.into()),
+            }
+        }
+        Some(ladder) => {
+            // A refused start removes the directory it created (a new record is discarded whole).
+            let made_sandboxes = !dir.join(SANDBOXES).exists();
+            let refuse = |session: super::Session, e: HuntError| {
+                session.finish();
+                if made_sandboxes {
+                    let _ = std::fs::remove_dir(dir.join(SANDBOXES));
+                }
+                Err(e)
+            };
+            // Absolute, like every path handed to a run, even with a relative --record.
+            let sandboxes = std::path::absolute(dir.join(SANDBOXES))
+                .and_then(|s| std::fs::create_dir_all(&s).map(|()| s))
+                .map_err(|e| HuntError::io(format!("cannot create {}", dir.join(SANDBOXES).display()), e))?;
+            let session = super::Session::start(manifest, sink)?;
+            let fire = FireRunner {
+                attempts: session.attempts(manifest, leak_timeout),
+                options: ladder.options.clone(),
+                normalizer: ladder.normalizer.clone(),
+                sandboxes,
+                token_salt: (manifest.seed >> 32) as u32,
+            };
+            match fire.check_state() {
+                Ok(copied) if fire.options.state.is_some() => sink.event(&Event::StateCopied(&copied))?,
+                Ok(_) => {}
+                Err(e) => {
+                    // Nothing ran: the caller leaves no record behind for a refused state.
+                    let state = fire.options.state.clone();
+                    let error = HuntError::State { error: Box::new(e), sandboxes: fire.sandboxes.clone(), state };
+                    return refuse(session, error);
+                }
+            }
+            // A resumed ladder drops what it runs again before its first sandbox, whose name may
+            // be taken by a left-over: only once nothing that can be seen before a run refuses.
+            if ladder.resumed.is_some() {
+                if let Err(e) = crate::exec::check_program(manifest.target.program(), manifest.target.dir.as_deref()) {
+                    return refuse(session, e.into());
+                }
+                if let Err(e) = recorder.accept() {
+                    return refuse(session, e.into());
+                }
+            }
+            let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
+            let result = fire.run(&mut FireSinks { recorder, display: sink }, ladder.resumed.as_ref());
+            let snapshot = snapshot.and_then(|s| s.join().ok());
+            session.finish();
+            match result {
+                Ok(end) => Ok((end.interrupted, snapshot)),
+                Err(FireError::Spawn { program, source }) => {
+                    Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
+                }
+                Err(e) => Err(HuntError::Fire(e)),
+            }
+        }
+    }
+}
+
+/// The setup a suite's cells are chosen without (Slurm's checks before submitting): the shards
+/// collect and build their own.
+fn placeholder_setup() -> crate::kind::suite::setup::SuiteSetup {
+    crate::kind::suite::setup::SuiteSetup {
+        runner: crate::kind::suite::setup::SuiteRunner::Libtest { binary: PathBuf::new() },
+        selection: Vec::new(),
+        files: PathBuf::new(),
+        python_path: None,
+        collect_seconds: 0.0,
+    }
+}
+
+/// The warm plan of a new hunt of `target` (see [`crate::warm::plan`]); why `--warm` cannot
+/// serve the target is said to `sink`.
+fn warm_plan(spec: &HuntSpec, target: &Target, sink: &mut dyn EventSink) -> Result<Option<plan::WarmPlan>, HuntError> {
+    let (warm, why_cold) =
+        crate::warm::plan(spec.settings.warm, spec.kind.warm_by_default(), target, &spec.config.warm);
+    if let Some(why) = why_cold {
+        sink.event(&Event::RunsCold(&why))?;
+    }
+    Ok(warm)
+}
+
+/// Settings from the shared options, checked.
+pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
+    let s = &spec.settings;
+    if s.runs == 0 {
+        return Err(HuntError::usage("--runs must be at least 1"));
+    }
+    if s.jobs == 0 {
+        return Err(HuntError::usage("--jobs must be at least 1"));
+    }
+    crate::bounds::check_runs("--runs", s.runs)?;
+    crate::bounds::Machine::get().check_workers("--jobs", u64::from(s.jobs))?;
+    if s.until_fails == Some(0) {
+        return Err(HuntError::usage("--until-fails must be at least 1"));
+    }
+    if s.timeout.is_zero() {
+        return Err(HuntError::usage("--timeout must be longer than 0s"));
+    }
+    Ok(Settings {
+        runs: s.runs,
+        jobs: s.jobs,
+        until_fails: s.until_fails,
+        budget_seconds: s.budget.map(|d| d.as_secs_f64()),
+        timeout_seconds: s.timeout.as_secs_f64(),
+        timeout_given: Some(s.timeout_given),
+        grace_seconds: s.grace.as_secs_f64(),
+        capture_bytes: s.capture,
+        warm: None,
+    })
+}
+
+/// The oracles the options ask for, checked; none when only the exit status judges.
+fn oracle_of(spec: &HuntSpec) -> Result<Option<OracleSpec>, HuntError> {
+    let o = &spec.oracle;
+    if !o.ignore.is_empty() && o.expect_stdout.is_none() && !o.majority {
+        return Err(HuntError::usage(
+            "--ignore masks stdout for --expect-stdout or --oracle majority: give one of them",
+        ));
+    }
+    let oracle = OracleSpec::new(
+        o.fail_if.clone(),
+        o.pass_if.clone(),
+        o.expect_stdout.as_deref(),
+        o.ignore.clone(),
+        o.majority,
+    )?;
+    Ok((!oracle.is_empty()).then_some(oracle))
+}
+
+/// The checked durations of `manifest`'s plan; an error names the record's field.
+pub(super) fn check_plan(manifest: &Manifest) -> Result<plan::Durations, HuntError> {
+    manifest.plan.check().map_err(HuntError::DamagedPlan)
+}
+
+/// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`, with every
+/// line of its attempts file readable: a resume refused here has touched nothing.
+fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
+    let record = Record::open(dir)?;
+    for attempt in record.attempts()? {
+        attempt?;
+    }
+    check_plan(&record.manifest).map_err(|e| e.in_record(dir))?;
+    if record.manifest.kind != kind {
+        let found = record.manifest.kind.name();
+        return Err(HuntError::usage(format!(
+            "{} holds a {found} record: resume it with `flakehunt {found}`",
+            dir.display()
+        )));
+    }
+    if record.manifest.withheld {
+        return Err(HuntError::usage(format!(
+            "{} cannot be resumed: its target's arguments or matrix values held secrets, which were not written; start a new hunt (or record with --no-redact)",
+            dir.display()
+        )));
+    }
+    Ok(record)
+}
+
+/// Starts a new record in `dir`: a fresh run id and the manifest.
+#[expect(clippy::too_many_arguments, reason = "the manifest's parts, each from its own check")]
+fn create_record(
+    kind: Kind,
+    target: Target,
+    settings: Settings,
+    cells: Vec<CellSpec>,
+    extra: Extra,
+    oracle: Option<OracleSpec>,
+    seed: u64,
+    shard: Option<plan::Shard>,
+    dir: &Path,
+) -> Result<(Manifest, Recorder), HuntError> {
+    let now = std::time::SystemTime::now();
+    let run_id = format!("{}-{:04x}", stamp(now), Rng::new(random_seed()).next_u64() & 0xffff);
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        kind,
+        run_id,
+        target,
+        plan: settings,
+        cells,
+        seed,
+        host: crate::host::hostname(),
+        started_at: rfc3339(now),
+        shard,
+        oracle,
+        extra,
+        redacted: crate::redact::enabled(),
+        withheld: false,
+    };
+    let recorder = Recorder::create(dir, &manifest)?;
+    Ok((manifest, recorder))
+}
+
+/// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
+pub fn default_record_dir(kind: Kind) -> PathBuf {
+    let base =
+        PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())));
+    crate::record::unused_dir(&base)
+}
+
+/// A UTC time to the second without separators (`20240105T103000`).
+fn stamp(time: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned()
+}
+
+/// A seed from the clock and the pid, for hunts not given one.
+pub fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
+}
+
+/// The tool version commands a snapshot records: the configuration's list, or those of the
+/// runtimes `hunt`'s target uses (every default one for `flakehunt snapshot`, which has no hunt).
+pub fn snapshot_tools(config: &Config, hunt: Option<&Manifest>) -> Vec<String> {
+    if !config.snapshot.tools.is_empty() {
+        return config.snapshot.tools.clone();
+    }
+    match hunt {
+        Some(m) => {
+            let adapter = m.extra.adapter.as_ref().map(crate::record::Adapter::name);
+            crate::snapshot::tools_for(&m.target, adapter)
+        }
+        None => crate::snapshot::default_tools(),
+    }
+}
+
+/// Removes a record that a failed start left without a single attempt, so that the same
+/// `--record` directory can be used again once the command is fixed. Only what this run
+/// created is removed (see [`NewDir::discard`]).
+fn discard_if_empty(dir: &NewDir) {
+    let attempts = dir.path().join("attempts.jsonl");
+    if !attempts.metadata().is_ok_and(|m| m.len() == 0) {
+        return;
+    }
+    super::discard_build(dir.path());
+    dir.discard(&[super::GO_BUILD_DIR, SANDBOXES]);
+}
+
+/// Appends the Markdown summary of a finished hunt to `$GITHUB_STEP_SUMMARY` when it is set.
+/// A job summary is a courtesy: failing to write it is told to `sink` and never changes the
+/// hunt's result.
+pub fn step_summary(summary: &Summary, dir: &Path, sink: &mut dyn EventSink) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return };
+    let result = (|| -> Result<(), String> {
+        let record = Record::open(dir).map_err(|e| super::error_chain(&e))?;
+        let ctx = crate::render::RenderContext::from_record(&record, 0).map_err(|e| super::error_chain(&e))?;
+        let text = crate::render::markdown::render(summary, &ctx);
+        // Without blocking: a FIFO with no reader would hold the finished hunt forever (opening
+        // it ignores SIGTERM); only a regular file is a job summary.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| e.to_string())?;
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            return Err("not a regular file".to_owned());
+        }
+        std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()).map_err(|e| e.to_string())
+    })();
+    if let Err(error) = result {
+        let _ = sink.event(&Event::StepSummaryFailed { path: Path::new(&path), error: &error });
+    }
+}

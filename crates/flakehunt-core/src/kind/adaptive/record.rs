@@ -1,0 +1,463 @@
+//! What an adaptive hunt keeps in its record and adds to its summary: the plan's options in the
+//! manifest (so `--resume`, `report` and `merge` rebuild the same plan), the runtime and the
+//! runner's width a new hunt is prepared with, and the summary's `reproduction` and typed
+//! details. Main functions: [`options_of`], [`prepare`], [`AdaptiveSummary`].
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::bandit::{BanditOptions, BanditPlan};
+use super::calibration::{Calibration, RuntimeKind, Skipped};
+use super::reproduction::Finding;
+use crate::analysis::Summary;
+use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, Reproduction, Tried};
+use crate::plan::{Plan, Target};
+use crate::record::{Attempt, Manifest};
+
+/// The options a hunt's manifest holds (defaults for a record without them).
+pub fn options_of(manifest: &Manifest) -> BanditOptions {
+    manifest.extra.bandit.clone().unwrap_or_default()
+}
+
+/// The adaptive plan a hunt's manifest describes. A shard (`--shard I/N`) is a hunt of its
+/// own: its decisions are seeded apart from the other shards', and its attempt ids are
+/// `I-1, I-1+N, ...`, so `flakehunt merge` joins shards without two attempts sharing an id.
+pub fn plan_of(manifest: &Manifest) -> ShardedPlan {
+    let mut options = options_of(manifest);
+    options.warm = manifest.plan.warm.is_some();
+    let (index, count) = manifest.shard.map_or((1, 1), |s| (u64::from(s.index), u64::from(s.count).max(1)));
+    if count > 1 {
+        options.seed ^= index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    ShardedPlan { inner: BanditPlan::new(options), offset: index.saturating_sub(1), count }
+}
+
+/// A [`BanditPlan`] whose attempt ids are spread for its shard (see [`plan_of`]).
+#[derive(Debug)]
+pub struct ShardedPlan {
+    inner: BanditPlan,
+    offset: u64,
+    count: u64,
+}
+
+impl ShardedPlan {
+    /// The bandit plan itself.
+    pub fn bandit(&self) -> &BanditPlan {
+        &self.inner
+    }
+
+    /// See [`BanditPlan::settle`].
+    pub fn settle(&mut self) {
+        self.inner.settle();
+    }
+}
+
+impl Plan for ShardedPlan {
+    fn cells(&self) -> &[crate::plan::CellSpec] {
+        self.inner.cells()
+    }
+
+    fn next(&mut self) -> crate::plan::Next {
+        match self.inner.next() {
+            crate::plan::Next::Run(mut spec) => {
+                spec.id = spec.id * self.count + self.offset;
+                crate::plan::Next::Run(spec)
+            }
+            other => other,
+        }
+    }
+
+    fn observe(&mut self, attempt: &Attempt) {
+        if self.count == 1 {
+            return self.inner.observe(attempt);
+        }
+        // Another shard's attempt (a merged record replayed by one shard's plan) is not this
+        // hunt's.
+        if attempt.id % self.count != self.offset {
+            return;
+        }
+        let mut own = attempt.clone();
+        own.id /= self.count;
+        self.inner.observe(&own);
+    }
+
+    fn planned(&self) -> u64 {
+        self.inner.planned()
+    }
+
+    fn limits(&self, cell: usize) -> crate::plan::AttemptLimits {
+        self.inner.limits(cell)
+    }
+}
+
+/// How a test runner the hunt builds for runs the target, when one does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestRunner {
+    /// `--go-test`.
+    Go,
+    /// `--pytest`.
+    Pytest,
+    /// `--cargo-test`.
+    Cargo,
+}
+
+/// What runs `target`: the adapter's runtime, Python by the command's words, else what the
+/// PATH-resolved program's first bytes say (an ELF built by Go, a static one, a script).
+pub fn runtime_of(target: &Target, adapter: Option<TestRunner>) -> RuntimeKind {
+    match adapter {
+        Some(TestRunner::Go) => return RuntimeKind::Go,
+        Some(TestRunner::Pytest) => return RuntimeKind::Python,
+        Some(TestRunner::Cargo) => return RuntimeKind::Native,
+        None => {}
+    }
+    if target.looks_like_python() {
+        return RuntimeKind::Python;
+    }
+    let program = target.program();
+    let path = if program.contains('/') {
+        Some(target.dir.as_deref().map_or_else(|| Path::new(program).to_path_buf(), |d| d.join(program)))
+    } else {
+        std::env::var_os("PATH")
+            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(program)).find(|p| p.is_file()))
+    };
+    // The head is enough: an ELF's build notes and a script's `#!` line come first; a Go
+    // binary's build id note is within the first pages.
+    let head = path.and_then(|p| read_head(&p, 1 << 20)).unwrap_or_default();
+    RuntimeKind::of_executable(&head)
+}
+
+fn read_head(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).ok()?.take(max).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The options of a new hunt of `target` on this machine: its seed, the CPUs, the runtime, the
+/// oracle, and the user's `--timeout` when given (the hang rule then does not apply).
+pub fn prepare(
+    target: &Target,
+    adapter: Option<TestRunner>,
+    seed: u64,
+    majority: bool,
+    timeout: Option<std::time::Duration>,
+) -> BanditOptions {
+    BanditOptions {
+        seed,
+        cpus: cpus(),
+        runtime: runtime_of(target, adapter),
+        majority,
+        timeout,
+        ..BanditOptions::default()
+    }
+}
+
+/// CPUs this process may run on.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// The budget of a hunt not given `--budget`.
+pub const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Attempts the runner must be able to run at once for a hunt on `cpus` CPUs: the largest
+/// `copies=N` arm's N (twice the CPUs); the plan itself keeps every other arm to one attempt.
+pub fn runner_jobs(cpus: usize) -> u32 {
+    u32::try_from(cpus.max(1) * 2).unwrap_or(u32::MAX)
+}
+
+/// The baseline cell every hunt starts with (the plan adds the arms' cells once calibrated).
+pub fn baseline_cell() -> crate::plan::CellSpec {
+    crate::plan::CellSpec::for_profile(crate::profile::Profile::default_profile())
+}
+
+/// An arm retired because its mechanism had no effect here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retired {
+    /// The arm's cell.
+    pub cell: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// A hunt's `summary.json` `details`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveDetails {
+    /// The one-line conclusion.
+    pub conclusion: String,
+    /// What the calibration measured, once its attempts were in.
+    pub calibration: Option<Calibration>,
+    /// Families left out, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Arms retired as inert.
+    pub retired: Vec<Retired>,
+    /// Every cell's attempts outside confirmation, in the order first tried.
+    pub tried: Vec<Tried>,
+    /// The confirmation attempts of the reproducing cell against the baseline.
+    pub confirmation: ConfirmCounts,
+    /// Two-sided Fisher p of the confirmation attempts alone, once both sides ran.
+    pub p_value: Option<f64>,
+    /// The hunt stopped with its plan unfinished (budget spent or interrupted).
+    pub stopped_early: bool,
+    /// The arms tried over time: runs of consecutive attempts of one cell and phase, for the
+    /// HTML report's chart (at most [`TIMELINE_MAX`]; later ones are left out).
+    #[serde(default)]
+    pub timeline: Vec<Stretch>,
+}
+
+/// Stretches of the timeline kept at most: a chart cannot show more, and a summary of a long
+/// hunt must stay small.
+pub const TIMELINE_MAX: usize = 1500;
+
+/// Consecutive attempts of one cell in one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stretch {
+    /// The cell (its name carries the level).
+    pub cell: String,
+    /// `calibrate`, `confirm`, or absent for exploration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Seconds from the hunt's start to the first attempt's start.
+    pub from: f64,
+    /// Seconds from the hunt's start to the latest attempt's end.
+    pub to: f64,
+    /// Attempts.
+    pub attempts: u64,
+    /// Failures among them.
+    pub failures: u64,
+}
+
+impl AdaptiveDetails {
+    /// The details of `summary`, when it is a hunt's.
+    pub fn of(summary: &Summary) -> Option<Self> {
+        (summary.kind == crate::record::Kind::Adaptive).then(|| serde_json::from_value(summary.details.clone()).ok())?
+    }
+}
+
+/// Feeds a hunt's judged attempts to what its summary needs. The plan folds attempts in id
+/// order, whatever order they ended (and were recorded) in, so the tally does too: the
+/// reproduction it names is the arm the plan confirmed.
+#[derive(Debug)]
+pub struct AdaptiveSummary {
+    tally: AdaptiveTally,
+    plan: ShardedPlan,
+    started: Option<f64>,
+    timeline: Vec<Stretch>,
+    /// Judged attempts not yet tallied, by id: attempts end at most a runner's width out of
+    /// order, so holding a few times that puts them back in id order.
+    pending: std::collections::BTreeMap<u64, Attempt>,
+    reorder: usize,
+}
+
+impl AdaptiveSummary {
+    /// For the hunt `manifest` describes.
+    pub fn new(manifest: &Manifest) -> Self {
+        Self {
+            tally: AdaptiveTally::new(&manifest.started_at),
+            plan: plan_of(manifest),
+            started: crate::kind::adaptive::reproduction::unix_seconds(&manifest.started_at),
+            timeline: Vec::new(),
+            pending: std::collections::BTreeMap::new(),
+            reorder: 4 * runner_jobs(options_of(manifest).cpus) as usize,
+        }
+    }
+
+    /// One attempt as recorded (`observe`, which judges by its own running majority) and as
+    /// judged by the analysis (`judged`, for the tally).
+    pub fn add(&mut self, recorded: &Attempt, judged: &Attempt) {
+        self.plan.observe(recorded);
+        self.pending.insert(judged.id, judged.clone());
+        while self.pending.len() > self.reorder {
+            if let Some((_, a)) = self.pending.pop_first() {
+                self.tally.add(&a);
+            }
+        }
+        let from = match (self.started, crate::kind::adaptive::reproduction::unix_seconds(&judged.started_at)) {
+            (Some(start), Some(began)) => (began - start).max(0.0),
+            _ => self.timeline.last().map_or(0.0, |s| s.to),
+        };
+        let to = from + judged.seconds;
+        let failed = u64::from(judged.outcome.is_failure());
+        // Copies of one arm overlap and end in any order: one stretch while cell and phase hold.
+        let full = self.timeline.len() >= TIMELINE_MAX;
+        match self.timeline.last_mut() {
+            Some(s) if s.cell == judged.cell && s.phase == judged.phase => {
+                s.from = s.from.min(from);
+                s.to = s.to.max(to);
+                s.attempts += 1;
+                s.failures += failed;
+            }
+            _ if full => {}
+            _ => self.timeline.push(Stretch {
+                cell: judged.cell.clone(),
+                phase: judged.phase.clone(),
+                from,
+                to,
+                attempts: 1,
+                failures: failed,
+            }),
+        }
+    }
+
+    /// Completes `summary`: `reproduction`, `details`, and whether the hunt is complete.
+    pub fn apply(mut self, summary: &mut Summary) {
+        for (_, a) in std::mem::take(&mut self.pending) {
+            self.tally.add(&a);
+        }
+        let done = self.plan.next() == crate::plan::Next::Done;
+        // The attempts the plan had not folded when it stopped (or the record ends): for the
+        // arms their last attempts retired. Its confirmation stopped at its stop rule; attempts
+        // chosen before the stop was known are not counted in it.
+        self.plan.settle();
+        let plan = self.plan.bandit();
+        let same_arm = |c: &&crate::kind::adaptive::Confirmation| {
+            self.tally.reproduction().is_some_and(|r| plan.cells().get(c.arm).is_some_and(|cell| cell.name == r.cell))
+        };
+        if let Some(c) = plan.confirmation().filter(|c| done && same_arm(c)).copied() {
+            self.tally.set_confirmation(ConfirmCounts {
+                cell_attempts: c.arm_attempts,
+                cell_failures: c.arm_failures,
+                base_attempts: c.base_attempts,
+                base_failures: c.base_failures,
+            });
+        }
+        summary.complete = done;
+        summary.reproduction = Some(self.tally.reproduction().cloned());
+        let c = self.tally.confirmation();
+        let inert =
+            self.tally.reproduction().and_then(|r| summary.cell(&r.cell)).and_then(|cell| cell.inert_reason.clone());
+        let conclusion = crate::render::adaptive::conclusion(&self.tally, !done, inert.as_deref());
+        apply_finding(summary, &self.tally, inert.is_some());
+        let details = AdaptiveDetails {
+            conclusion,
+            calibration: self.plan.bandit().calibration().cloned(),
+            skipped: self.plan.bandit().skipped().to_vec(),
+            retired: self
+                .plan
+                .bandit()
+                .retired()
+                .into_iter()
+                .map(|(cell, reason)| Retired { cell: cell.to_owned(), reason: reason.to_owned() })
+                .collect(),
+            tried: self.tally.tried().to_vec(),
+            confirmation: c,
+            p_value: (c.cell_attempts > 0 && c.base_attempts > 0).then(|| c.p_value()),
+            stopped_early: !done,
+            timeline: self.timeline,
+        };
+        summary.details = serde_json::to_value(details).unwrap_or_default();
+    }
+
+    /// The reproduction so far.
+    pub fn reproduction(&self) -> Option<&Reproduction> {
+        self.tally.reproduction()
+    }
+}
+
+/// A hunt's verdict is its confirmation's, not a sweep's comparison of every cell with the
+/// baseline: exploration ran each arm because of what it had shown, so its counts are no test.
+/// Only the arm confirmation singled out is `sensitive`; a hunt in which nothing the target gives
+/// by itself was seen is `not-reproduced` (exit 0), whatever failed once or twice on the way.
+fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
+    let finding = tally.finding(crate::render::adaptive::ALPHA, inert);
+    let condition = tally.reproduction().map(|r| r.cell.clone()).filter(|_| finding == Finding::ConditionSensitive);
+    for cell in &mut summary.cells {
+        let confirmed = condition.as_deref() == Some(cell.name.as_str());
+        if confirmed {
+            cell.direction = Some("amplifies".into());
+            cell.meaning = crate::analysis::summary::meaning_of(&cell.name, "amplifies");
+        } else {
+            (cell.direction, cell.meaning) = (None, None);
+        }
+        cell.sensitive = confirmed;
+    }
+    let c = tally.confirmation();
+    let (verdict, text) = match (finding, tally.reproduction()) {
+        (Finding::ConditionSensitive, _) => {
+            let cell = condition.unwrap_or_default();
+            let counts = format!("{}/{} vs {}/{}", c.cell_failures, c.cell_attempts, c.base_failures, c.base_attempts);
+            (
+                "condition-sensitive",
+                format!("condition-sensitive ({cell}): {cell} amplifies the failure (confirmation: {counts})"),
+            )
+        }
+        // Every attempt of every cell failed: the sweep's word for it stands.
+        (Finding::Flaky, _) if summary.verdict == "deterministic" => ("deterministic", summary.verdict_text.clone()),
+        (Finding::Flaky, Some(r)) if r.cell == super::reproduction::BASELINE => {
+            ("flaky-insensitive", "flaky: the plain target fails, no condition needed".to_owned())
+        }
+        (Finding::Flaky, _) => (
+            "flaky-insensitive",
+            "flaky: the failure appears without the condition it first failed under, so it does not follow it"
+                .to_owned(),
+        ),
+        (Finding::NotReproduced, Some(r)) => (
+            "not-reproduced",
+            format!(
+                "not reproduced: what failed twice under {} did not fail again in confirmation nor under the baseline",
+                r.cell
+            ),
+        ),
+        (Finding::NotReproduced, None) => {
+            ("not-reproduced", format!("not reproduced in {} attempts", summary.attempts))
+        }
+    };
+    summary.verdict = verdict.into();
+    summary.verdict_text = text;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Next;
+
+    #[test]
+    fn the_runtime_comes_from_the_adapter_the_command_or_the_program() {
+        let sh = Target::argv(vec!["sh".into(), "-c".into(), "true".into()]);
+        assert_eq!(runtime_of(&sh, Some(TestRunner::Go)), RuntimeKind::Go);
+        assert_eq!(runtime_of(&sh, Some(TestRunner::Pytest)), RuntimeKind::Python);
+        assert_eq!(runtime_of(&sh, Some(TestRunner::Cargo)), RuntimeKind::Native);
+        let py = Target::argv(vec!["python3".into(), "t.py".into()]);
+        assert_eq!(runtime_of(&py, None), RuntimeKind::Python);
+        // sh, found on PATH and read: an ELF, not Python, not unknown.
+        let kind = runtime_of(&sh, None);
+        assert!(matches!(kind, RuntimeKind::Native | RuntimeKind::Static), "{kind:?}");
+        let missing = Target::argv(vec!["/nonexistent/flakehunt-test".into()]);
+        assert_eq!(runtime_of(&missing, None), RuntimeKind::of_executable(&[]));
+    }
+
+    fn manifest(shard: Option<crate::plan::Shard>) -> Manifest {
+        let mut m: Manifest = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "tool_version": "t", "kind": "hunt", "run_id": "r",
+            "target": Target::argv(vec!["true".into()]), "plan": crate::plan::Settings::default(),
+            "cells": [baseline_cell()], "seed": 1, "host": "h", "started_at": "2026-12-01T12:00:00.000Z",
+            "shard": null, "oracle": null, "extra": {"bandit": {"seed": 9, "cpus": 2}},
+            "redacted": false, "withheld": false,
+        }))
+        .unwrap();
+        m.shard = shard;
+        m
+    }
+
+    #[test]
+    fn a_shards_attempt_ids_are_its_residue_and_replay_maps_them_back() {
+        let shard = crate::plan::Shard { index: 2, count: 3 };
+        let mut plan = plan_of(&manifest(Some(shard)));
+        let Next::Run(first) = plan.next() else { panic!("calibration first") };
+        assert_eq!(first.id, 1);
+        let attempt: Attempt = serde_json::from_value(serde_json::json!({
+            "id": first.id, "cell": "default", "iteration": first.iteration, "started_at": "", "seconds": 0.1,
+            "outcome": "pass", "exit_code": 0, "signal": null, "stdout_tail": "", "stderr_tail": "", "phase": "calibrate",
+        }))
+        .unwrap();
+        plan.observe(&attempt);
+        let Next::Run(second) = plan.next() else { panic!("more calibration") };
+        assert_eq!(second.id, 4);
+        // Unsharded: ids as the bandit issues them, and the manifest's seed.
+        let mut whole = plan_of(&manifest(None));
+        let Next::Run(first) = whole.next() else { panic!() };
+        assert_eq!(first.id, 0);
+        assert_eq!(options_of(&manifest(None)).seed, 9);
+    }
+}

@@ -1,0 +1,20 @@
+//! `flakehunt fire`: does a command survive running concurrently with itself? Each level of a
+//! ladder runs W workers sharing R runs against a sandbox copy of the state; the final state is
+//! compared with the state R sequential runs leave. Main type: [`FireRunner`].
+
+mod ladder;
+mod level_report;
+mod options;
+pub(crate) mod prepare;
+mod resume;
+mod runner;
+mod summary;
+mod verdict;
+
+pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
+pub use level_report::{CheckResult, LevelReport, LEVELS};
+pub use options::{reference_cell, FireOptions};
+pub use resume::{prepare as prepare_resume, Resumed};
+pub use runner::{FireEnd, FireError, FireRunner, FireSinks, SANDBOXES};
+pub use summary::{headline_text, summarize, FireSummary, LevelSummary, ReferenceSummary};
+pub use verdict::Verdict;

@@ -1,0 +1,170 @@
+//! `flakehunt suite`, the parts that need no driver: collecting a suite's test ids, reading
+//! per-test results from a runner's structured output, ordering an attempt, bisecting for
+//! polluters and state-setters, classifying each failing test and the summary's `tests`.
+//! Main types: [`TestResult`], [`bisect::Bisection`], [`classify::Category`],
+//! [`summary::SuiteSummary`].
+
+pub mod analyse;
+pub mod bisect;
+pub mod classify;
+pub mod collect;
+pub mod gotest;
+pub mod libtest;
+pub mod order;
+pub(crate) mod prepare;
+pub mod python;
+pub mod pytestlog;
+pub mod record;
+pub mod repeat;
+pub mod run;
+pub mod setup;
+pub mod summary;
+
+#[cfg(test)]
+mod real_tests;
+
+use serde::{Deserialize, Serialize};
+
+/// A test's id as its runner names it: a pytest node id (`tests/test_a.py::test_x`), a Go
+/// test name (`TestX`, `TestX/sub` for a subtest) or a libtest path (`tests::x`).
+pub type TestId = String;
+
+/// The test runner of a suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framework {
+    /// `--pytest`.
+    Pytest,
+    /// `--go-test`.
+    Go,
+    /// `--cargo-test` (libtest).
+    Libtest,
+}
+
+impl Framework {
+    /// The name used in the record and the reports (`pytest`, `go`, `libtest`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Pytest => "pytest",
+            Framework::Go => "go",
+            Framework::Libtest => "libtest",
+        }
+    }
+
+    /// Whether an attempt can run the selection in an order flakehunt chooses. libtest cannot on
+    /// stable Rust: it runs tests in name order (with `--test-threads=1`) or concurrently, and
+    /// its `--shuffle` needs `-Z unstable-options`; Rust suites get per-test tallies and
+    /// conditions without order analysis.
+    pub fn orders(self) -> bool {
+        !matches!(self, Framework::Libtest)
+    }
+}
+
+/// How one run of one test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestOutcome {
+    /// Passed.
+    Pass,
+    /// Its assertions failed (pytest `failure`, Go `fail`, libtest `FAILED`).
+    Fail,
+    /// It could not run properly: a fixture's setup or teardown raised (pytest `error`), or the
+    /// process died while it ran (Go: `run` with no end).
+    Error,
+    /// Skipped or ignored.
+    Skip,
+}
+
+impl TestOutcome {
+    /// Whether this run counts as a failure of the test.
+    pub fn is_failure(self) -> bool {
+        matches!(self, TestOutcome::Fail | TestOutcome::Error)
+    }
+}
+
+/// One run of one test, as an attempt's structured output reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// The test.
+    pub id: TestId,
+    /// How it ended.
+    pub outcome: TestOutcome,
+    /// The failure's message (pytest's `message`, the first lines of Go's or libtest's output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl TestResult {
+    fn new(id: impl Into<TestId>, outcome: TestOutcome, message: Option<String>) -> Self {
+        Self { id: id.into(), outcome, message }
+    }
+}
+
+/// The longest message kept per failing test: enough for an assertion's first lines.
+pub const MESSAGE_LIMIT: usize = 400;
+
+/// `text` cut to [`MESSAGE_LIMIT`] bytes at a character boundary, trimmed.
+pub(crate) fn short_message(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if text.len() <= MESSAGE_LIMIT {
+        return Some(text.to_owned());
+    }
+    let mut end = MESSAGE_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(format!("{}...", &text[..end]))
+}
+
+/// What reading a runner's output can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// The collection gave no test ids, and why (pytest's own words, quoted).
+    #[error("{0}")]
+    Collection(String),
+    /// A line of a `go test -json` stream is not a test2json event.
+    #[error("line {line} of the go test -json output is not a test2json event")]
+    GoEvent {
+        /// Line number, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl crate::error_class::Classify for ParseError {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            // What the user's test runner printed, not flakehunt's data or the machine's.
+            Self::Collection(_) | Self::GoEvent { .. } => {
+                crate::error_class::ErrorClass::Usage
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_trimmed_and_cut_at_a_character_boundary() {
+        assert_eq!(short_message("  \n"), None);
+        assert_eq!(short_message(" boom \n").as_deref(), Some("boom"));
+        let long = "é".repeat(MESSAGE_LIMIT);
+        let cut = short_message(&long).unwrap();
+        assert!(cut.ends_with("...") && cut.len() <= MESSAGE_LIMIT + 3, "{}", cut.len());
+    }
+
+    #[test]
+    fn outcomes_serialize_kebab_case_and_only_fail_and_error_count() {
+        assert_eq!(serde_json::to_string(&TestOutcome::Skip).unwrap(), "\"skip\"");
+        assert!(TestOutcome::Error.is_failure() && TestOutcome::Fail.is_failure());
+        assert!(!TestOutcome::Pass.is_failure() && !TestOutcome::Skip.is_failure());
+        assert!(!Framework::Libtest.orders() && Framework::Pytest.orders());
+    }
+}
