@@ -177,10 +177,8 @@ fn a_suites_long_test_id_wraps_within_the_page() {
     std::fs::write(&path, page.replace("</body>", measure)).unwrap();
     let dom = rendered_dom(&path);
     let start = dom.find("<div id=\"layout\">").expect("the measurement ran") + "<div id=\"layout\">".len();
-    let numbers: Vec<i64> = dom[start..dom[start..].find('<').unwrap() + start]
-        .split(' ')
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let numbers: Vec<i64> =
+        dom[start..dom[start..].find('<').unwrap() + start].split(' ').map(|n| n.parse().unwrap()).collect();
     let [scroll, client, table_right, card_right] = numbers[..] else { panic!("{numbers:?}") };
     assert!(scroll <= client, "the page scrolls sideways: {scroll} > {client}");
     assert!(table_right <= card_right, "the table runs out of its card: {table_right} > {card_right}");

@@ -284,7 +284,11 @@ fn first_line(bytes: &[u8]) -> String {
 /// the binary's `-test.list`; a subtest part (`TestA/sub`), which no list shows, is checked
 /// with one run of the test with `-test.v` within `check` (none: not checked). Attempts run the
 /// binary in the package's directory, as `go test` does.
-pub(crate) fn go_test(values: &[String], record: &Path, check: Option<Duration>) -> Result<(Target, Adapter), HuntError> {
+pub(crate) fn go_test(
+    values: &[String],
+    record: &Path,
+    check: Option<Duration>,
+) -> Result<(Target, Adapter), HuntError> {
     let (pkg, run) = go_args(values).map_err(HuntError::usage)?;
     let cache = go_cache()?;
     let list = go_command(cache.as_ref())
@@ -365,7 +369,10 @@ pub(crate) fn go_test(values: &[String], record: &Path, check: Option<Duration>)
 
     if let (Some(top), Some(sub), Some(timeout)) = (test.as_deref(), subtests, check) {
         let mut command = Command::new(&binary);
-        command.args(go_argv(&binary.display().to_string(), Some(top), Some(sub))[1..].iter()).arg("-test.v").current_dir(&package.dir);
+        command
+            .args(go_argv(&binary.display().to_string(), Some(top), Some(sub))[1..].iter())
+            .arg("-test.v")
+            .current_dir(&package.dir);
         let probe = crate::snapshot::commands::Probe { command, cap: 16 << 20, timeout };
         let ran = crate::snapshot::commands::run_all(vec![probe], None, None).pop();
         let started = match &ran {
@@ -431,7 +438,13 @@ fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Tar
     crate::kind::suite::pytestlog::write_plugin(scratch.path())
         .map_err(|e| HuntError::io("cannot write flakehunt's pytest plugin", e))?;
     let pytest = crate::kind::suite::order::Pytest::new(program.clone());
-    let collected = crate::kind::suite::prepare::collect_pytest(&python.program, &pytest, &[node.to_owned()], scratch.path(), timeout)?;
+    let collected = crate::kind::suite::prepare::collect_pytest(
+        &python.program,
+        &pytest,
+        &[node.to_owned()],
+        scratch.path(),
+        timeout,
+    )?;
     if collected.items.is_none_or(|items| items.is_empty()) {
         return Err(HuntError::usage(format!("--pytest: '{node}' names no test (pytest collected none for it)")));
     }

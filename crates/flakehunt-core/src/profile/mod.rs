@@ -304,7 +304,7 @@ impl Profile {
             if let Some(hook) = env.gil() {
                 // Chains the launch's own PYTHONPATH (a suite run's plugins), else the user's.
                 let given = launch.env.iter().rev().find(|(k, _)| k == "PYTHONPATH").map(|(_, v)| v.clone());
-                launch.env.push(("PYTHONPATH".into(), Some(hook.pythonpath(given).into())));
+                launch.env.push(("PYTHONPATH".into(), Some(hook.pythonpath(given))));
                 launch.env.push(("FLAKEHUNT_SWITCH_INTERVAL".into(), Some(interval.to_string().into())));
                 launch.env.push(("FLAKEHUNT_SWITCH_REPORT".into(), Some(hook.report_prefix(attempt).into_os_string())));
                 prepared.gil = true;

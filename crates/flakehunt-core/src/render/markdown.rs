@@ -73,7 +73,8 @@ fn suite(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
     use super::suite::{condition, culprits, rate, reproducer};
     let incomplete = super::suite::incomplete(s);
     if !incomplete.is_empty() {
-        let _ = writeln!(out, "\n### Attempts that ended before all their tests reported ({})\n", s.incomplete_attempts());
+        let _ =
+            writeln!(out, "\n### Attempts that ended before all their tests reported ({})\n", s.incomplete_attempts());
         for line in &incomplete {
             let _ = writeln!(out, "- {}", md_cell(line));
         }

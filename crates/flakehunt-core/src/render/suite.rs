@@ -178,7 +178,8 @@ mod tests {
         assert_eq!(table(&none), "tests: none of the 9 collected failed\n");
         let cut = SuiteSummary {
             incomplete: vec![crate::kind::suite::summary::IncompleteRuns {
-                why: "the process was killed by SIGSEGV while b.py::test_c ran (4 of its 9 tests did not report)".into(),
+                why: "the process was killed by SIGSEGV while b.py::test_c ran (4 of its 9 tests did not report)"
+                    .into(),
                 phase: "shuffled".into(),
                 attempts: vec![2, 5],
             }],

@@ -69,8 +69,7 @@ fn a_segfault_in_one_attempt_is_a_failure_of_the_test_it_ran_in() {
     assert!(!crashed.is_empty());
     let shuffled = crashed.iter().find(|a| a["suite"]["role"] == "shuffled").unwrap();
     let order = strings(&shuffled["suite"]["order"]);
-    let after: Vec<String> =
-        order.iter().skip_while(|t| *t != "test_crash.py::test_crash").skip(1).cloned().collect();
+    let after: Vec<String> = order.iter().skip_while(|t| *t != "test_crash.py::test_crash").skip(1).cloned().collect();
     assert_eq!(strings(&shuffled["suite"]["unreported"]), after, "the tests after the crash did not run");
     assert!(summary["verdict_text"].as_str().unwrap().contains("ended before all"), "{}", summary["verdict_text"]);
 }
@@ -108,13 +107,19 @@ fn an_early_exit_with_status_zero_is_not_a_pass() {
     // Every run ends before its first test, as a success.
     let dir = tempfile::tempdir().unwrap();
     let conftest = "import os\n\ndef pytest_runtestloop(session):\n    if not session.config.option.collectonly:\n        os._exit(0)\n";
-    let project =
-        make_project(dir.path(), "q", &[("conftest.py", conftest), ("test_a.py", "def test_a():\n    pass\n\ndef test_b():\n    pass\n")]);
+    let project = make_project(
+        dir.path(),
+        "q",
+        &[("conftest.py", conftest), ("test_a.py", "def test_a():\n    pass\n\ndef test_b():\n    pass\n")],
+    );
     let (code, summary, stderr) = pytest_suite(&project, dir.path(), &["--runs", "2"]);
     assert_eq!(code, 1, "no test reported, which is no pass: {stderr}");
     assert_eq!(summary["verdict"], "unreported-tests");
     let text = summary["verdict_text"].as_str().unwrap();
-    assert!(text.starts_with("no test failed of those that reported, but 3 attempts ended before all their tests reported"), "{text}");
+    assert!(
+        text.starts_with("no test failed of those that reported, but 3 attempts ended before all their tests reported"),
+        "{text}"
+    );
     let unreported: Vec<(String, u64)> = summary["unreported"]
         .as_array()
         .unwrap()
@@ -122,7 +127,8 @@ fn an_early_exit_with_status_zero_is_not_a_pass() {
         .map(|t| (t["id"].as_str().unwrap().to_owned(), t["attempts"].as_u64().unwrap()))
         .collect();
     assert_eq!(unreported, [("test_a.py::test_a".to_owned(), 2), ("test_a.py::test_b".to_owned(), 2)]);
-    let phases: Vec<&str> = summary["incomplete"].as_array().unwrap().iter().map(|g| g["phase"].as_str().unwrap()).collect();
+    let phases: Vec<&str> =
+        summary["incomplete"].as_array().unwrap().iter().map(|g| g["phase"].as_str().unwrap()).collect();
     assert_eq!(phases, ["shuffled", "repeat-all"]);
     // `report` reads the same back from the record.
     let out = flakehunt(["report", "--format", "json"]).arg(dir.path().join("rec")).output();
@@ -191,7 +197,8 @@ def helper():\n    \"\"\"\n    >>> 1 + 1\n    2\n    \"\"\"\n";
         assert_eq!(tests.keys().collect::<Vec<_>>(), ["test_opts.py::test_p[c::d]"], "{addopts}");
         assert_eq!(tests["test_opts.py::test_p[c::d]"]["failures"], 1);
         assert!(summary.get("incomplete").is_none(), "{addopts}: {}", summary["incomplete"]);
-        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("rec/manifest.json")).unwrap()).unwrap();
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("rec/manifest.json")).unwrap()).unwrap();
         let selection = strings(&manifest["extra"]["suite"]["selection"]);
         assert!(selection.contains(&"test_opts.py::test_opts.helper".to_owned()), "{addopts}: {selection:?}");
         assert!(selection.contains(&"test_opts.py::test_p[\\xe9]".to_owned()), "{addopts}: {selection:?}");
@@ -205,7 +212,13 @@ def helper():\n    \"\"\"\n    >>> 1 + 1\n    2\n    \"\"\"\n";
 fn collections_that_fail_or_never_end_are_refused_saying_why() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |project: &Path, args: &[&str], expected: &str| {
-        let out = flakehunt(["suite", "--record"]).arg(dir.path().join("never")).args(args).arg("--pytest").current_dir(project).env("PYTHONDONTWRITEBYTECODE", "1").output();
+        let out = flakehunt(["suite", "--record"])
+            .arg(dir.path().join("never"))
+            .args(args)
+            .arg("--pytest")
+            .current_dir(project)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -216,14 +229,22 @@ fn collections_that_fail_or_never_end_are_refused_saying_why() {
     let raises = make_project(dir.path(), "raises", &[("conftest.py", "raise RuntimeError('boom at import')\n"), ok]);
     refused(&raises, &[], "RuntimeError: boom at import");
     let broken = make_project(dir.path(), "broken", &[("test_bad.py", "import no_such_module_anywhere\n"), ok]);
-    refused(&broken, &[], "pytest could not collect test_bad.py: ModuleNotFoundError: No module named 'no_such_module_anywhere'");
+    refused(
+        &broken,
+        &[],
+        "pytest could not collect test_bad.py: ModuleNotFoundError: No module named 'no_such_module_anywhere'",
+    );
     let looped = make_project(dir.path(), "looped", &[("tests/test_ok.py", ok.1)]);
     std::os::unix::fs::symlink("..", looped.join("tests/up")).unwrap();
     std::os::unix::fs::symlink("..", looped.join("tests/again")).unwrap();
     refused(&looped, &[], "a directory that contains it: pytest would collect through it again and again");
     let hangs = make_project(dir.path(), "hangs", &[("conftest.py", "import time\ntime.sleep(3600)\n"), ok]);
     // Bounded by --timeout, and never below a minute: a collection is a cold start.
-    refused(&hangs, &["--timeout", "2s"], "pytest's collection did not finish within 60 s (--timeout, and at least 60 s)");
+    refused(
+        &hangs,
+        &["--timeout", "2s"],
+        "pytest's collection did not finish within 60 s (--timeout, and at least 60 s)",
+    );
 }
 
 /// `hunt` and `sweep` with a `--pytest` node id that names no test, or a Go `-run` subtest that
@@ -232,7 +253,8 @@ fn collections_that_fail_or_never_end_are_refused_saying_why() {
 fn test_names_that_match_nothing_are_refused_before_any_attempt() {
     let dir = tempfile::tempdir().unwrap();
     let project = make_project(dir.path(), "p", &[("test_a.py", "def test_a():\n    pass\n")]);
-    for (kind, node) in [("hunt", "test_a.py::test_nope"), ("sweep", "test_a.py::test_nope"), ("sweep", "test_none.py")] {
+    for (kind, node) in [("hunt", "test_a.py::test_nope"), ("sweep", "test_a.py::test_nope"), ("sweep", "test_none.py")]
+    {
         let record = dir.path().join(format!("rec-{kind}"));
         let out = flakehunt([kind, "--record"]).arg(&record).args(["--pytest", node]).current_dir(&project).output();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -242,8 +264,10 @@ fn test_names_that_match_nothing_are_refused_before_any_attempt() {
     }
     let go = project_go(dir.path());
     let record = dir.path().join("rec-go");
-    let mut sweep =
-        flakehunt(["sweep", "--record"]).arg(&record).args(["--go-test", ".", "-run", "TestSubs/nosuch"]).current_dir(&go);
+    let mut sweep = flakehunt(["sweep", "--record"])
+        .arg(&record)
+        .args(["--go-test", ".", "-run", "TestSubs/nosuch"])
+        .current_dir(&go);
     for (k, v) in go_env(dir.path()) {
         sweep = sweep.env(k, v);
     }
@@ -309,7 +333,8 @@ fn go_output_that_looks_like_the_framework_and_os_exit_zero() {
     let dir = tempfile::tempdir().unwrap();
     let go = project_go(dir.path());
     let record = dir.path().join("rec");
-    let args = ["--runs", "4", "--seed", "5", "--json", "--quiet", "--record", record.to_str().unwrap(), "--go-test", "."];
+    let args =
+        ["--runs", "4", "--seed", "5", "--json", "--quiet", "--record", record.to_str().unwrap(), "--go-test", "."];
     let (code, summary, stderr) = suite(&go, &args, &go_env(dir.path()));
     assert_eq!(code, 1, "{stderr}");
     let tests = by_id(&summary);

@@ -78,7 +78,8 @@ pub fn go_results(stream: &str, known: &[TestId], count: u32) -> Result<GoRun, P
         match event.action.as_str() {
             "run" => {
                 if top_level {
-                    let free = current.as_ref().is_none_or(|c| latest.get(c).is_some_and(|&r| runs[r].outcome.is_some()));
+                    let free =
+                        current.as_ref().is_none_or(|c| latest.get(c).is_some_and(|&r| runs[r].outcome.is_some()));
                     let times = started.entry(top.clone()).or_default();
                     if !free || *times >= count {
                         continue;
@@ -193,8 +194,9 @@ mod tests {
 
     #[test]
     fn results_subtests_repeats_and_the_order_that_ran() {
-        let known = ["TestPolluter", "TestVictim", "TestCleanSubtests", "TestSkipped", "TestNonIdempotent", "TestExits"]
-            .map(String::from);
+        let known =
+            ["TestPolluter", "TestVictim", "TestCleanSubtests", "TestSkipped", "TestNonIdempotent", "TestExits"]
+                .map(String::from);
         let run = go_results(STREAM, &known, 2).unwrap();
         let got: Vec<(&str, TestOutcome)> = run.results.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
         assert_eq!(

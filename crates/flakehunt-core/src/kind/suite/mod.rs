@@ -12,8 +12,8 @@ pub mod gotest;
 pub mod libtest;
 pub mod order;
 pub(crate) mod prepare;
-pub mod python;
 pub mod pytestlog;
+pub mod python;
 pub mod record;
 pub mod repeat;
 pub mod run;
@@ -140,9 +140,7 @@ impl crate::error_class::Classify for ParseError {
     fn class(&self) -> crate::error_class::ErrorClass {
         match self {
             // What the user's test runner printed, not flakehunt's data or the machine's.
-            Self::Collection(_) | Self::GoEvent { .. } => {
-                crate::error_class::ErrorClass::Usage
-            }
+            Self::Collection(_) | Self::GoEvent { .. } => crate::error_class::ErrorClass::Usage,
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{pytestlog, repeat};
 use super::TestId;
+use super::{pytestlog, repeat};
 use crate::plan::Rng;
 
 /// Separates the order's random stream from the interleaving's and the profiles' streams of
@@ -380,7 +380,10 @@ mod tests {
         );
         assert_eq!(py.reproducer(&order).last().unwrap(), "a.py::test_p");
         let collect = py.collect_argv(&["tests".into()], Path::new("/tmp/c.json"));
-        assert_eq!(collect[12..], ["-p", "flakehunt_suite", "--flakehunt-collect", "/tmp/c.json", "--collect-only", "tests"]);
+        assert_eq!(
+            collect[12..],
+            ["-p", "flakehunt_suite", "--flakehunt-collect", "/tmp/c.json", "--collect-only", "tests"]
+        );
 
         // Elsewhere than the hunt's directory: reproducers start in the rootdir, and runs carry
         // the options the collection found necessary.
@@ -417,7 +420,10 @@ mod tests {
             go.reproducer(Some(42), &tests).join(" "),
             "/rec/s.test -test.paniconexit0 -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
         );
-        assert_eq!(go.repeat_reproducer(&tests[0]).join(" "), "/rec/s.test -test.paniconexit0 -test.run=^TestPolluter$ -test.count=2");
+        assert_eq!(
+            go.repeat_reproducer(&tests[0]).join(" "),
+            "/rec/s.test -test.paniconexit0 -test.run=^TestPolluter$ -test.count=2"
+        );
         let framed = GoTest { framing: true, ..go };
         assert!(framed.run(1, None).argv.contains(&"-test.v=test2json".to_owned()));
         assert_eq!(framed.collect_argv(), ["/rec/s.test", "-test.list", "."]);

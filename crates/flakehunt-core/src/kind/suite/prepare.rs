@@ -12,13 +12,13 @@ use crate::kind::suite::analyse::{self, Replay};
 use crate::kind::suite::order::{GoTest, Pytest};
 use crate::kind::suite::record::Role;
 use crate::kind::suite::run::{Ids, Live, SuiteExecution};
-use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
 use crate::kind::suite::setup::error_line;
+use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
 use crate::kind::suite::{collect, pytestlog, python, repeat};
-use crate::snapshot::commands::{self, Probe, Ran};
 use crate::plan::{self, CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
+use crate::snapshot::commands::{self, Probe, Ran};
 
 /// Refuses what a suite does not take, before anything is touched.
 pub(crate) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
@@ -131,8 +131,9 @@ fn pytest(
         .prefix("flakehunt-collect-")
         .tempdir()
         .map_err(|e| HuntError::io("cannot create a directory for the collection", e))?;
-    pytestlog::write_plugin(scratch.path())
-        .map_err(|e| HuntError::io(format!("cannot write flakehunt's pytest plugin into {}", scratch.path().display()), e))?;
+    pytestlog::write_plugin(scratch.path()).map_err(|e| {
+        HuntError::io(format!("cannot write flakehunt's pytest plugin into {}", scratch.path().display()), e)
+    })?;
     let mut pytest = Pytest::new(program.clone());
     let mut collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
     if collected.xdist {
@@ -145,7 +146,8 @@ fn pytest(
     let mut argv = vec![program, "-m".into(), "pytest".into()];
     argv.extend(paths.iter().cloned());
     let mut target = Target::argv(argv);
-    if let Some(root) = collected.rootdir.filter(|r| std::fs::canonicalize(r).ok() != std::fs::canonicalize(&cwd).ok()) {
+    if let Some(root) = collected.rootdir.filter(|r| std::fs::canonicalize(r).ok() != std::fs::canonicalize(&cwd).ok())
+    {
         target = target.in_dir(crate::driver::adapter::relative_to_cwd(&root)?);
         pytest.root = Some(root.display().to_string());
     }
@@ -360,8 +362,9 @@ pub(crate) fn execute(
         .tempdir()
         .map_err(|e| HuntError::io("cannot create a directory for flakehunt's pytest plugins", e))?;
     let _tracked = session.watchdog.as_ref().map(|w| w.track_dir(plugins.path()));
-    crate::kind::suite::setup::write_plugins(plugins.path())
-        .map_err(|e| HuntError::io(format!("cannot write flakehunt's pytest plugins into {}", plugins.path().display()), e))?;
+    crate::kind::suite::setup::write_plugins(plugins.path()).map_err(|e| {
+        HuntError::io(format!("cannot write flakehunt's pytest plugins into {}", plugins.path().display()), e)
+    })?;
     let inner = AttemptRunner { warm: warm.as_ref().map(|w| w as _), ..session.attempts(manifest, leak_timeout) };
     let exec = SuiteExecution {
         inner,

@@ -282,8 +282,9 @@ mod tests {
         .unwrap();
         assert_eq!(done.items.unwrap(), ["t/test_a.py::test_a.helper", "t/test_a.py::test_p[\\xe9]"]);
         assert_eq!(done.errors[0].nodeid, "t/test_bad.py");
-        let looped = Collected::parse(r#"{"errors": [], "rootdir": "/p", "loop": {"path": "tests/up", "target": "/p"}}"#)
-            .unwrap();
+        let looped =
+            Collected::parse(r#"{"errors": [], "rootdir": "/p", "loop": {"path": "tests/up", "target": "/p"}}"#)
+                .unwrap();
         assert_eq!(looped.symlink_loop.unwrap().path, "tests/up");
     }
 }

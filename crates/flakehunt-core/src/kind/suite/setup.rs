@@ -147,7 +147,10 @@ impl SuiteSetup {
     /// which each shuffled attempt and confirmation run gives a part (none for Go and libtest).
     pub fn warm_target(&self) -> Option<crate::warm::WarmTarget> {
         let SuiteRunner::Pytest { pytest, .. } = &self.runner else { return None };
-        Some(crate::warm::WarmTarget::Suite { options: pytest.run_options(), ids: self.selection.iter().cloned().collect() })
+        Some(crate::warm::WarmTarget::Suite {
+            options: pytest.run_options(),
+            ids: self.selection.iter().cloned().collect(),
+        })
     }
 
     /// The directory of flakehunt's pytest plugins (the results plugin and the repeat plugin).
@@ -210,7 +213,10 @@ impl SuiteSetup {
         let python_path = self.python_path.as_deref();
         let invocation = match (&self.runner, req.role) {
             (_, Role::Reproducer) => {
-                return Ok(PreparedRun { invocation: Invocation { argv: req.argv.clone(), ..Invocation::default() }, scratch })
+                return Ok(PreparedRun {
+                    invocation: Invocation { argv: req.argv.clone(), ..Invocation::default() },
+                    scratch,
+                })
             }
             (SuiteRunner::Pytest { pytest, .. }, Role::Repeat) => {
                 pytest.repeat(&subject(), plugins, python_path, Some(&results))
@@ -302,7 +308,9 @@ impl SuiteSetup {
             // A test that started and never finished carries how the process ended.
             for r in tests.iter_mut().filter(|r| {
                 r.message.as_deref().is_some_and(|m| {
-                    m == pytestlog::DIED_WHILE_RUNNING || m == gotest::EXITED_WHILE_RUNNING || m == libtest::EXITED_WHILE_RUNNING
+                    m == pytestlog::DIED_WHILE_RUNNING
+                        || m == gotest::EXITED_WHILE_RUNNING
+                        || m == libtest::EXITED_WHILE_RUNNING
                 })
             }) {
                 detail.get_or_insert_with(|| format!("while {} ran", r.id));
@@ -322,7 +330,8 @@ impl SuiteSetup {
             }
             let cut_short = detail.as_deref().is_some_and(|d| d.starts_with("while "));
             if !unreported.is_empty() || cut_short || !doubtful.is_empty() {
-                let detail = detail.or_else(|| error_line(&attempt.stderr_tail).or_else(|| error_line(&attempt.stdout_tail)));
+                let detail =
+                    detail.or_else(|| error_line(&attempt.stderr_tail).or_else(|| error_line(&attempt.stdout_tail)));
                 let mut why = format!("the process {ended}");
                 match detail {
                     Some(d) if d.starts_with("while ") || d.starts_with("yet ") => why = format!("{why} {d}"),
@@ -331,7 +340,11 @@ impl SuiteSetup {
                     None => {}
                 }
                 if !unreported.is_empty() {
-                    why.push_str(&format!(" ({} of its {} tests did not report)", unreported.len(), self.due(req).len()));
+                    why.push_str(&format!(
+                        " ({} of its {} tests did not report)",
+                        unreported.len(),
+                        self.due(req).len()
+                    ));
                 }
                 incomplete = Some(why);
             }
@@ -418,8 +431,12 @@ pub fn error_line(text: &str) -> Option<String> {
         .map(|l| l.to_string())
         .or_else(|| lines.iter().find_map(|l| l.split_once("pytest: error: ").map(|(_, e)| format!("error: {e}"))))
         .or_else(|| lines.iter().rev().find(|l| l.starts_with("INTERNALERROR>") && l.len() > 15).map(|l| l.to_string()))
-        .or_else(|| lines.iter().find(|l| l.starts_with("panic: ") || l.starts_with("fatal error: ")).map(|l| l.to_string()))
-        .or_else(|| lines.iter().find(|l| l.starts_with("thread '") && l.contains("panicked")).map(|l| l.to_string()))?;
+        .or_else(|| {
+            lines.iter().find(|l| l.starts_with("panic: ") || l.starts_with("fatal error: ")).map(|l| l.to_string())
+        })
+        .or_else(|| {
+            lines.iter().find(|l| l.starts_with("thread '") && l.contains("panicked")).map(|l| l.to_string())
+        })?;
     Some(super::short_message(&found).unwrap_or(found))
 }
 
@@ -558,7 +575,11 @@ mod tests {
         let p = s.prepare(&req, 3, Path::new("/plugins")).unwrap();
         let results = dir.path().join("scratch/3/results.jsonl");
         assert_eq!(p.invocation.env[1], ("FLAKEHUNT_SUITE_RESULTS".to_owned(), results.display().to_string()));
-        std::fs::write(&results, "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n{\"start\": \"b.py::test_v\"}\n").unwrap();
+        std::fs::write(
+            &results,
+            "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n{\"start\": \"b.py::test_v\"}\n",
+        )
+        .unwrap();
         let got = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "");
         let outcomes: Vec<(&str, TestOutcome)> = got.tests.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
         assert_eq!(outcomes, [("a.py::test_p", TestOutcome::Pass), ("b.py::test_v", TestOutcome::Error)]);
@@ -581,8 +602,14 @@ mod tests {
         );
 
         // A run that exited 0 and reported everything is complete.
-        let p = s.prepare(&Request { tests: vec!["a.py::test_p".into()], ..req.clone() }, 5, Path::new("/plugins")).unwrap();
-        std::fs::write(dir.path().join("scratch/5/results.jsonl"), "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n").unwrap();
+        let p = s
+            .prepare(&Request { tests: vec!["a.py::test_p".into()], ..req.clone() }, 5, Path::new("/plugins"))
+            .unwrap();
+        std::fs::write(
+            dir.path().join("scratch/5/results.jsonl"),
+            "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n",
+        )
+        .unwrap();
         let got = s.results(&Request { tests: vec!["a.py::test_p".into()], ..req }, &p, &ended(Some(0), None), "");
         assert!(got.unreported.is_empty() && got.incomplete.is_none(), "{got:?}");
     }
@@ -596,7 +623,8 @@ mod tests {
         let req = s.shuffled(1, 0);
         let p = s.prepare(&req, 1, Path::new("/plugins")).unwrap();
         // `std::process::exit(0)` in t::b: its status never came, t::c never ran.
-        std::fs::write(dir.path().join("scratch/1/stdout"), "running 3 tests\ntest t::a ... ok\ntest t::b ... ").unwrap();
+        std::fs::write(dir.path().join("scratch/1/stdout"), "running 3 tests\ntest t::a ... ok\ntest t::b ... ")
+            .unwrap();
         let got = s.results(&req, &p, &ended(Some(0), None), "");
         assert_eq!(got.tests[1].outcome, TestOutcome::Error);
         assert_eq!(got.unreported, ["t::c"]);
