@@ -67,7 +67,7 @@ fn main() {
     println!(
         "cold {:.1}/s  warm {:.1}/s  ratio {:.1}x  warm-up {:.0} ms  warm attempt {:.2} ms (request to set-up child {:.2} ms, \
          request to exit {:.2} ms)  \
-         failures cold {:.1}% warm {:.1}%  native threads in parent {}",
+         failures cold {:.1}% warm {:.1}%",
         n as f64 / cold,
         n as f64 / warm,
         cold / warm,
@@ -77,6 +77,5 @@ fn main() {
         test_seconds / n as f64 * 1e3,
         rate(cold_failures),
         rate(warm_failures),
-        parent.native_threads(),
     );
 }

@@ -152,6 +152,11 @@ pub enum Event<'a> {
     },
     /// A hunt that runs warm runs some attempts cold, for this reason (said once per reason).
     RunsCold(&'a str),
+    /// A check of failures the exit status hides that was asked for cannot run on this target
+    /// (a Go package with its own `TestMain`), and why: said once, before the attempts.
+    CheckNote(&'a str),
+    /// The checks of failures the exit status hides that are on, said before the attempts.
+    ChecksOn(crate::checks::Checks),
     /// The user interrupted: running attempts are being ended and will not be recorded.
     Interrupted,
     /// The budget ran out: no new attempts start.

@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod bounds;
+pub mod checks;
 pub mod cleanroom;
 pub mod config;
 pub mod copy;

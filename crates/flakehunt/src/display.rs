@@ -89,6 +89,9 @@ impl Display {
             if let Some(sig) = &attempt.signature {
                 if self.seen.insert(sig.clone()) {
                     self.say(&format!("new failure  {} #{}  {sig}", attempt.cell, attempt.iteration));
+                    for found in attempt.hidden.iter().take(3) {
+                        self.say(&format!("  {}", found.line()));
+                    }
                 }
             }
         }

@@ -34,6 +34,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
     let mut hunt = (record.manifest.kind == Kind::Adaptive)
         .then(|| crate::kind::adaptive::record::AdaptiveSummary::new(&record.manifest));
     let suite = record.manifest.kind == Kind::Suite;
+    let mut hidden = 0u64;
     for attempt in record.attempts()? {
         let mut attempt = attempt?;
         // A suite's cells count its shuffled attempts; its confirmation runs are the
@@ -51,6 +52,7 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         }
         tally.add(&attempt);
         modes.add(&attempt);
+        hidden += u64::from(!attempt.hidden.is_empty());
     }
     let cells = record.cells()?;
     let mut summary = match record.manifest.kind {
@@ -70,6 +72,10 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
             summary
         }
     };
+    summary.checks = crate::checks::ChecksSummary::of(record.manifest.plan.checks, hidden);
+    if let Some(c) = &summary.checks {
+        summary.notes.push(c.note(summary.attempts));
+    }
     // Fire decides completeness itself (its ladder stops at the first rejection).
     if record.manifest.kind != Kind::Fire {
         summary.complete |= plan.next() == Next::Done;

@@ -61,12 +61,21 @@ pub struct ModeSummary {
     pub cells: Vec<CellModes>,
     /// Failures were met in cold attempts and in no warm one: a start-up race.
     pub only_cold: bool,
+    /// Attempts run again cold because the warm parent died while they ran (flakehunt's own
+    /// helper, not the target: the first run is no result and is not recorded).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rerun: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Attempts by cell and mode, as the record is read.
 #[derive(Debug, Default)]
 pub struct ModeTally {
     by_cell: BTreeMap<String, (ModeRate, ModeRate)>,
+    rerun: u64,
 }
 
 impl ModeTally {
@@ -77,6 +86,7 @@ impl ModeTally {
         }
         let (warm, cold) = self.by_cell.entry(attempt.cell.clone()).or_default();
         let failed = u64::from(attempt.outcome.is_failure());
+        self.rerun += u64::from(attempt.rerun.is_some());
         match attempt.mode {
             Mode::Warm => warm.add(1, failed),
             Mode::Cold => cold.add(1, failed),
@@ -96,9 +106,18 @@ impl ModeTally {
                 s.cells.push(CellModes { cell: cell.clone(), warm: *warm, cold: *cold, only_cold });
             }
         }
-        if s.warm.attempts == 0 {
+        if s.warm.attempts == 0 && self.rerun == 0 {
             return None;
         }
+        s.rerun = self.rerun;
+        let rerun = match self.rerun {
+            0 => String::new(),
+            n => format!(
+                "; {n} attempt{} ran again cold because the warm parent died while {} ran (flakehunt's helper, not the target)",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "it" } else { "they" }
+            ),
+        };
         if s.cold.attempts == 0 {
             let note = format!(
                 "all {} attempts ran warm (forks of an interpreter that had imported the target): a failure at start-up cannot show in them; --no-warm runs them cold",
@@ -110,7 +129,8 @@ impl ModeTally {
         let p = fisher_exact_two_sided(w.failures, w.attempts - w.failures, c.failures, c.attempts - c.failures);
         s.p_value = Some(p);
         s.only_cold = c.failures > 0 && w.failures == 0;
-        let mut note = format!("warm attempts failed {}, cold attempts {} ({})", w.text(), c.text(), format_p(p));
+        let mut note =
+            format!("warm attempts failed {}, cold attempts {} ({}){rerun}", w.text(), c.text(), format_p(p));
         if s.only_cold {
             note.push_str(
                 ": failures appear only in cold attempts, a start-up race (interpreter start, imports) that warm attempts skip; hunt it with --no-warm",
@@ -157,6 +177,18 @@ mod tests {
         assert_eq!(s.cells.len(), 1, "only cell a ran both modes");
         assert_eq!((s.cells[0].cold.failures, s.cells[0].warm.attempts, s.cells[0].only_cold), (3, 20, true));
         assert!(note.contains("only in cold attempts") && note.contains("3/5 (60.0%)"), "{note}");
+    }
+
+    #[test]
+    fn attempts_run_again_after_the_warm_parent_died_are_counted_and_said() {
+        let mut t = ModeTally::default();
+        t.add(&attempt("a", Mode::Warm, Outcome::Pass));
+        let mut again = attempt("a", Mode::Cold, Outcome::Pass);
+        again.rerun = Some("the warm parent died (killed by SIGKILL)".into());
+        t.add(&again);
+        let (s, note) = t.summary().unwrap();
+        assert_eq!((s.rerun, s.cold.attempts, s.cold.failures), (1, 1, 0));
+        assert!(note.ends_with("1 attempt ran again cold because the warm parent died while it ran (flakehunt's helper, not the target)"), "{note}");
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub struct Summary {
     /// Warm attempts' failure rate against cold ones', when any attempt ran warm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<super::modes::ModeSummary>,
+    /// The checks of failures the exit status hides that were on (`goroutine leaks`...), and
+    /// how many attempts what they found failed; absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<crate::checks::ChecksSummary>,
     /// Fire: the reference and the ladder's levels, flattened into the document
     /// (`reference`, `levels`, ...).
     #[serde(flatten)]
@@ -238,6 +242,7 @@ impl Summary {
             details: serde_json::Value::Null,
             reproduction: None,
             modes: None,
+            checks: None,
             fire: None,
             suite: None,
         }

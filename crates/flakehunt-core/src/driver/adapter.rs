@@ -6,8 +6,18 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::{HuntError, TargetRequest};
+use crate::checks::Checks;
 use crate::plan::Target;
 use crate::record::Adapter;
+
+/// What a build applied of the checks asked of it, and the line that says why one was left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Built {
+    /// The checks the attempts of this target run with.
+    pub checks: Checks,
+    /// Why a check asked for is not applied (a package's own `TestMain`), to say once.
+    pub note: Option<String>,
+}
 
 /// The plugins that alter re-runs or order, disabled for `--pytest` (a `-p no:X` for a plugin
 /// that is not installed is accepted by pytest).
@@ -15,13 +25,19 @@ pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", 
 
 /// The target an adapter option asks for and what the manifest records about it (`extra.adapter`),
 /// or none when no adapter option is given. A binary an adapter builds goes into the `record`
-/// directory.
-pub fn target(args: &TargetRequest, record: &Path, timeout: Duration) -> Result<Option<(Target, Adapter)>, HuntError> {
+/// directory, with the checks of `asked` its runner takes (see [`go_test`]); collecting
+/// (`--pytest`) or checking a subtest's name (`--go-test`) is bounded by `timeout`.
+pub fn target(
+    args: &TargetRequest,
+    record: &Path,
+    asked: Checks,
+    timeout: Duration,
+) -> Result<Option<(Target, Adapter, Built)>, HuntError> {
     if let Some(name) = &args.cargo_test {
-        return cargo_test(name, args.package.as_deref()).map(Some);
+        return cargo_test(name, args.package.as_deref()).map(|(t, a)| Some((t, a, Built::default())));
     }
     if !args.go_test.is_empty() {
-        return go_test(&args.go_test, record, Some(timeout)).map(Some);
+        return go_test(&args.go_test, record, asked, Some(timeout)).map(Some);
     }
     if let Some(nodes) = &args.pytest {
         let [node] = nodes.as_slice() else {
@@ -29,7 +45,7 @@ pub fn target(args: &TargetRequest, record: &Path, timeout: Duration) -> Result<
                 "--pytest takes one node id here (flakehunt suite takes the paths to collect)",
             ));
         };
-        return pytest(node, args.python.as_deref(), timeout).map(Some);
+        return pytest(node, args.python.as_deref(), timeout).map(|(t, a)| Some((t, a, Built::default())));
     }
     Ok(None)
 }
@@ -191,21 +207,30 @@ pub struct GoPackage {
     pub dir: PathBuf,
     /// Whether it has `_test.go` files (in the package or an external `_test` package).
     pub has_tests: bool,
+    /// The package's name (its package clause).
+    pub name: String,
+    /// Its test files (of the package, then of the external `_test` package), in `dir`.
+    pub test_files: Vec<String>,
 }
 
 /// The `-f` template of `go list` that [`parse_go_list`] reads.
-const GO_LIST_FORMAT: &str = "{{.ImportPath}}\t{{.Dir}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}";
+const GO_LIST_FORMAT: &str =
+    "{{.ImportPath}}\t{{.Dir}}\t{{.Name}}\t{{join .TestGoFiles \"/\"}}\t{{join .XTestGoFiles \"/\"}}";
 
-/// Reads `go list -f GO_LIST_FORMAT` output: one package per line.
+/// Reads `go list -f GO_LIST_FORMAT` output: one package per line (file names hold no `/`).
 pub fn parse_go_list(text: &str) -> Vec<GoPackage> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.split('\t');
-            let (path, dir, tests, xtests) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            let (path, dir, name, tests, xtests) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+            let test_files: Vec<String> =
+                tests.split('/').chain(xtests.split('/')).filter(|f| !f.is_empty()).map(str::to_owned).collect();
             Some(GoPackage {
                 import_path: path.to_owned(),
                 dir: PathBuf::from(dir),
-                has_tests: tests != "0" || xtests != "0",
+                has_tests: !test_files.is_empty(),
+                name: name.to_owned(),
+                test_files,
             })
         })
         .collect()
@@ -283,12 +308,16 @@ fn first_line(bytes: &[u8]) -> String {
 /// builds its test binary once into the record, and NAME is resolved to one top-level test with
 /// the binary's `-test.list`; a subtest part (`TestA/sub`), which no list shows, is checked
 /// with one run of the test with `-test.v` within `check` (none: not checked). Attempts run the
-/// binary in the package's directory, as `go test` does.
+/// binary in the package's directory, as `go test` does. The checks of `asked` shape the build:
+/// the goroutine leak check comes in through `-overlay` (see [`crate::checks::go`]) unless the
+/// package has a `TestMain` of its own, or the check cannot be built into it (then
+/// [`Built::note`] says so); the race detector is `-race`.
 pub(crate) fn go_test(
     values: &[String],
     record: &Path,
+    asked: Checks,
     check: Option<Duration>,
-) -> Result<(Target, Adapter), HuntError> {
+) -> Result<(Target, Adapter, Built), HuntError> {
     let (pkg, run) = go_args(values).map_err(HuntError::usage)?;
     let cache = go_cache()?;
     let list = go_command(cache.as_ref())
@@ -317,15 +346,60 @@ pub(crate) fn go_test(
     std::fs::create_dir_all(&out_dir).map_err(|e| HuntError::io(format!("cannot create {}", out_dir.display()), e))?;
     let binary = std::path::absolute(out_dir.join(go_binary_name(&package.import_path)))
         .map_err(|e| HuntError::io("cannot name the Go test binary", e))?;
+    let mut built = Built { checks: Checks { race: asked.race, ..Checks::default() }, note: None };
+    let overlay = if asked.goroutine_leaks {
+        match crate::checks::go::own_test_main(&package.dir, &package.test_files) {
+            Some(at) => {
+                built.note = Some(crate::checks::go::own_test_main_line(&package.import_path, &at));
+                None
+            }
+            None => Some(
+                crate::checks::go::Overlay::write(
+                    &package.name,
+                    &std::path::absolute(&package.dir).unwrap_or_default(),
+                )
+                .map_err(|e| HuntError::io("cannot write the goroutine leak check", e))?,
+            ),
+        }
+    } else {
+        None
+    };
     let started = std::time::Instant::now();
-    // go's own messages (compile errors) go to our stderr: the user needs all of them.
-    let status = go_command(cache.as_ref())
-        .args(["test", "-c", "-o"])
-        .arg(&binary)
-        .arg(&pkg)
-        .stdout(Stdio::inherit())
-        .status()
-        .map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+    let build = |overlay: Option<&crate::checks::go::Overlay>, stderr: Stdio| {
+        let mut cmd = go_command(cache.as_ref());
+        cmd.args(["test", "-c"]);
+        if let Some(o) = overlay {
+            // vet does not read overlays (go 1.19): it would look for the added file on disk.
+            cmd.arg("-vet=off").arg(format!("-overlay={}", o.file().display()));
+        }
+        if asked.race {
+            cmd.arg("-race");
+        }
+        cmd.arg("-o").arg(&binary).arg(&pkg).stdout(Stdio::inherit()).stderr(stderr).output()
+    };
+    // go's own messages (compile errors) go to our stderr: the user needs all of them. With the
+    // leak check they are kept until a build without it shows whether they are the check's.
+    let status = match &overlay {
+        Some(o) => {
+            let with = build(Some(o), Stdio::piped()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+            if with.status.success() {
+                built.checks.goroutine_leaks = true;
+                with.status
+            } else {
+                let without = build(None, Stdio::inherit()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+                if without.status.success() {
+                    built.note = Some(format!(
+                        "the goroutine leak check could not be built into {} ({}): attempts run without it",
+                        package.import_path,
+                        first_line(&with.stderr)
+                    ));
+                }
+                without.status
+            }
+        }
+        None => build(None, Stdio::inherit()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?.status,
+    };
+    drop(overlay);
     let build_seconds = started.elapsed().as_secs_f64();
     drop(cache);
     let refuse = |message: String| {
@@ -336,6 +410,11 @@ pub(crate) fn go_test(
         Err(HuntError::Usage(message))
     };
     if !status.success() || !binary.exists() {
+        if asked.race {
+            return refuse(format!(
+                "--go-test --race: `go test -c -race {pkg}` failed ({status}): fix the build first (the race detector needs cgo, CGO_ENABLED=1, and a C compiler)"
+            ));
+        }
         return refuse(format!("--go-test: `go test -c {pkg}` failed ({status}): fix the build first"));
     }
 
@@ -399,7 +478,7 @@ pub(crate) fn go_test(
         dir: dir.clone(),
         build_seconds: (build_seconds * 1000.0).round() / 1000.0,
     };
-    Ok((Target::argv(argv).in_dir(dir), adapter))
+    Ok((Target::argv(argv).in_dir(dir), adapter, built))
 }
 
 /// The per-attempt argv of `--pytest NODEID` with the interpreter `python`.
@@ -484,10 +563,20 @@ not json"#;
 
     #[test]
     fn go_list_lines_and_binary_names() {
-        let text = "example.com/a\t/src/a\t1\t0\nexample.com/a/b\t/src/a/b\t0\t0\nexample.com/c\t/src/c\t0\t2\n";
+        let text = "example.com/a\t/src/a\ta\ta_test.go\t\nexample.com/a/b\t/src/a/b\tb\t\t\nexample.com/c\t/src/c\tc\t\tx_test.go/y_test.go\n";
         let p = parse_go_list(text);
         assert_eq!(p.len(), 3);
-        assert_eq!(p[0], GoPackage { import_path: "example.com/a".into(), dir: "/src/a".into(), has_tests: true });
+        assert_eq!(
+            p[0],
+            GoPackage {
+                import_path: "example.com/a".into(),
+                dir: "/src/a".into(),
+                has_tests: true,
+                name: "a".into(),
+                test_files: vec!["a_test.go".into()]
+            }
+        );
+        assert_eq!(p[2].test_files, ["x_test.go", "y_test.go"]);
         assert!(!p[1].has_tests);
         assert!(p[2].has_tests, "an external _test package counts");
         assert_eq!(go_binary_name("example.com/a/b"), "example_com_a_b.test");

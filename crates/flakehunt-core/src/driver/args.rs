@@ -21,6 +21,7 @@ impl Default for SettingsRequest {
             leak_timeout: Duration::from_millis(100),
             capture: 1 << 20,
             warm: None,
+            checks: crate::checks::ChecksRequest::default(),
         }
     }
 }
@@ -104,6 +105,9 @@ impl HuntSpec {
         o.value_if("--capture", s.capture, s.capture != d.capture);
         o.flag("--warm", s.warm == Some(true));
         o.flag("--no-warm", s.warm == Some(false));
+        o.flag("--leak-check", s.checks.goroutine_leaks == Some(true));
+        o.flag("--no-leak-check", s.checks.goroutine_leaks == Some(false));
+        o.flag("--race", s.checks.race);
         let r = &self.oracle;
         o.each("--fail-if", &r.fail_if);
         o.each("--pass-if", &r.pass_if);

@@ -198,6 +198,8 @@ pub struct SettingsRequest {
     /// `--warm` (`Some(true)`) or `--no-warm` (`Some(false)`); `None`: the kind's default
     /// ([`HuntKind::warm_by_default`]).
     pub warm: Option<bool>,
+    /// The checks of failures the exit status hides, as asked (`--leak-check`, `--race`...).
+    pub checks: crate::checks::ChecksRequest,
 }
 
 /// Oracles beyond the exit status, as given.
@@ -244,7 +246,42 @@ pub struct SlurmRequest {
     pub options: Vec<String>,
 }
 
+impl HuntSpec {
+    /// The checks asked for, each option given or else the kind's default
+    /// ([`HuntKind::checks_by_default`]); the target then says which apply.
+    pub fn asked_checks(&self) -> crate::checks::Checks {
+        let asked = self.settings.checks;
+        let on = |given: Option<bool>| given.unwrap_or(self.kind.checks_by_default());
+        crate::checks::Checks { goroutine_leaks: on(asked.goroutine_leaks), race: asked.race }
+    }
+
+    /// Refuses a check given by its option for a target it cannot apply to (the Go checks
+    /// without `--go-test`), in one line that says what to give.
+    pub fn refuse_inapplicable_checks(&self) -> Result<(), HuntError> {
+        let go = !self.target.go_test.is_empty();
+        let asked = self.settings.checks;
+        if asked.race && !go {
+            return Err(HuntError::usage(
+                "--race builds a Go test binary with the race detector: give --go-test PKG (or drop --race)",
+            ));
+        }
+        if asked.goroutine_leaks == Some(true) && !go {
+            return Err(HuntError::usage(
+                "--leak-check checks a Go test binary flakehunt builds: give --go-test PKG (or drop --leak-check)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl HuntKind {
+    /// Whether the checks of failures the exit status hides are on unless turned off: in the
+    /// adaptive hunt and the suite, where a user asks why a test is flaky; sweeps and matrices
+    /// compare conditions as they always did, unless a check is asked for.
+    pub fn checks_by_default(&self) -> bool {
+        matches!(self, HuntKind::Adaptive | HuntKind::Suite(_))
+    }
+
     /// Whether a Python target runs warm unless `--no-warm` is given: in the adaptive hunt and
     /// the suite, whose aim is the most attempts in the least time; sweeps and matrices compare
     /// conditions, cold as they always ran, unless `--warm` is given.

@@ -142,6 +142,7 @@ fn probe_in(profiles: &[Profile], copies_scheduled: bool) -> Result<Vec<ProbeRes
             rooms: &Default::default(),
             oracle: None,
             warm: None,
+            checks: None,
         };
         let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None, cold: false };
         let finished = runner

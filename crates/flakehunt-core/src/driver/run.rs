@@ -143,10 +143,15 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         }
         (RecordRequest::New(record), HuntKind::Suite(_)) => {
             crate::kind::suite::prepare::check(spec)?;
+            spec.refuse_inapplicable_checks()?;
             let mut settings = settings_of(spec)?;
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
-            let (target, setup, adapter) = crate::kind::suite::prepare::prepare(spec, &dir)?;
+            let (target, setup, adapter, built) = crate::kind::suite::prepare::prepare(spec, &dir)?;
+            if let Some(note) = &built.note {
+                sink.event(&Event::CheckNote(note))?;
+            }
+            settings.checks = built.checks;
             settings.warm = warm_plan(spec, &target, sink)?;
             let (cells, extra) = crate::kind::suite::prepare::cells(spec, &target, setup, adapter)?;
             let seed = spec.seed.unwrap_or_else(random_seed);
@@ -154,15 +159,24 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
         }
         (RecordRequest::New(record), _) => {
+            spec.refuse_inapplicable_checks()?;
             let mut settings = settings_of(spec)?;
             let oracle = oracle_of(spec)?;
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
-            let (target, adapter) = match super::adapter::target(&spec.target, &dir, crate::kind::suite::prepare::collection_limit(spec))? {
-                Some((target, adapter)) => (target, Some(adapter)),
-                None => (super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?, None),
+            let limit = crate::kind::suite::prepare::collection_limit(spec);
+            let (target, adapter, built) = match super::adapter::target(&spec.target, &dir, spec.asked_checks(), limit)? {
+                Some((target, adapter, built)) => (target, Some(adapter), built),
+                None => {
+                    let target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
+                    (target, None, super::adapter::Built::default())
+                }
             };
+            if let Some(note) = &built.note {
+                sink.event(&Event::CheckNote(note))?;
+            }
+            settings.checks = built.checks;
             let (cells, mut extra) = cells_of(spec, &target, sink)?;
             extra.adapter = adapter;
             settings.warm = warm_plan(spec, &target, sink)?;
@@ -240,6 +254,9 @@ fn execute(
         crate::snapshot::SnapshotRequest::for_hunt(&manifest.target, manifest.extra.adapter.as_ref(), tools)
     });
     let leak_timeout = spec.settings.leak_timeout;
+    if !manifest.plan.checks.is_none() {
+        sink.event(&Event::ChecksOn(manifest.plan.checks))?;
+    }
     match ladder {
         None if manifest.kind == Kind::Suite => {
             let session = super::Session::start(manifest, sink)?;
@@ -403,6 +420,7 @@ pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
         grace_seconds: s.grace.as_secs_f64(),
         capture_bytes: s.capture,
         warm: None,
+        checks: crate::checks::Checks::default(),
     })
 }
 

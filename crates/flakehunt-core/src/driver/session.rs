@@ -33,7 +33,11 @@ pub struct Session {
     pub oracle: Option<Oracle>,
     /// The plan's durations, checked.
     pub durations: crate::plan::Durations,
+    /// The checks of failures the exit status hides, when the plan has any.
+    pub checks: Option<crate::checks::CheckRun>,
     _kept_rooms: Vec<CleanRoom>,
+    /// Declared last: dropped once the directories it tracks are removed.
+    _tracked: Option<crate::exec::TrackedDir>,
 }
 
 /// How long a hunt waits for the watchdog of an earlier run of it to finish its cleanup.
@@ -69,7 +73,22 @@ impl Session {
         profiles.copies_scheduled = crate::plan::schedules_copies(manifest.kind);
         let (rooms, kept) = crate::kind::matrix::prepare::clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
-        Ok(Self { tree, watchdog, cancel, profiles, rooms, oracle, durations, _kept_rooms: kept })
+        let checks = crate::checks::CheckRun::new(manifest.plan.checks)
+            .map_err(|e| HuntError::io("cannot create the checks' directory", e))?;
+        // Removed by the watchdog if flakehunt dies.
+        let tracked = checks.as_ref().zip(watchdog.as_ref()).map(|(c, w)| w.tracker().track(c.dir()));
+        Ok(Self {
+            tree,
+            watchdog,
+            cancel,
+            profiles,
+            rooms,
+            oracle,
+            durations,
+            checks,
+            _kept_rooms: kept,
+            _tracked: tracked,
+        })
     }
 
     /// The attempt runner of `manifest`'s target and limits.
@@ -98,6 +117,7 @@ impl Session {
             rooms: &self.rooms,
             oracle: self.oracle.as_ref(),
             warm: None,
+            checks: self.checks.as_ref(),
         }
     }
 
@@ -105,7 +125,13 @@ impl Session {
     /// [`crate::warm::WarmCells::end`] before the session finishes.
     pub fn warm_cells(&self, manifest: &Manifest) -> Option<crate::warm::WarmCells<'_>> {
         let plan = manifest.plan.warm.as_ref()?;
-        Some(crate::warm::WarmCells::new(&self.tree, crate::warm::WarmOptions::of_plan(plan)))
+        Some(crate::warm::WarmCells::new(&self.tree, self.warm_options(plan)))
+    }
+
+    /// The warm options of the plan, with the watchdog told of each parent's directory.
+    pub fn warm_options(&self, plan: &crate::plan::WarmPlan) -> crate::warm::WarmOptions {
+        let dirs = self.watchdog.as_ref().map(Watchdog::tracker);
+        crate::warm::WarmOptions { dirs, ..crate::warm::WarmOptions::of_plan(plan) }
     }
 
     /// Captures the environment snapshot on a thread while the hunt runs; its tool commands

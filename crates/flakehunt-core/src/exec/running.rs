@@ -128,6 +128,10 @@ pub struct Execution {
     pub leaked: Vec<LeakedProcess>,
     /// CPU seconds of the main process and the children it reaped (from `wait4`).
     pub cpu_seconds: Option<f64>,
+    /// Set when flakehunt's own helper died while the attempt ran (the warm parent that forked
+    /// it, killed or OOM-killed), saying how: the attempt's end is unknown, and `status` says
+    /// nothing of the target. The attempt is run again rather than recorded.
+    pub lost: Option<String>,
 }
 
 /// A started attempt.
@@ -372,12 +376,15 @@ impl<'t> Running<'t> {
             exited = exit_ready;
         }
         let seconds = self.started.elapsed().as_secs_f64();
-        let (status, cpu_seconds) = match std::mem::replace(&mut self.reap, Reap::Own) {
-            Reap::Own => wait4(self.pid),
-            Reap::Warm(reaped) => reaped.status(),
+        let ((status, cpu_seconds), lost) = match std::mem::replace(&mut self.reap, Reap::Own) {
+            Reap::Own => (wait4(self.pid), None),
+            Reap::Warm(reaped) => match reaped.status() {
+                Ok(ended) => (ended, None),
+                Err(why) => ((Status::Signaled(libc::SIGKILL), None), Some(why)),
+            },
         };
         self.tree.forget(pgid);
-        if !cancelled && !killed && timed_out.is_none() && signalled_from_outside(status) {
+        if lost.is_none() && !cancelled && !killed && timed_out.is_none() && signalled_from_outside(status) {
             // A batch system ending the job (scancel, a pod's termination) signals every process
             // it tracks: the attempt may die of it a moment before flakehunt's own stop arrives.
             // Its death says nothing about the test, so it is not recorded as a crash.
@@ -405,6 +412,7 @@ impl<'t> Running<'t> {
             stderr: err,
             leaked,
             cpu_seconds,
+            lost,
         }
     }
 }

@@ -35,6 +35,10 @@ pub struct Settings {
     /// Warm attempts (Python targets), when on: a resumed hunt runs warm too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm: Option<WarmPlan>,
+    /// The checks of failures the exit status hides that were on (none in records written
+    /// before they existed): a resumed hunt runs them too, and shards of other checks do not merge.
+    #[serde(default, skip_serializing_if = "crate::checks::Checks::is_none")]
+    pub checks: crate::checks::Checks,
 }
 
 /// How a hunt's warm attempts run (`--warm`, `[warm]` in `flakehunt.toml`).
@@ -59,6 +63,7 @@ impl Default for Settings {
             grace_seconds: 2.0,
             capture_bytes: 1 << 20,
             warm: None,
+            checks: crate::checks::Checks::default(),
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Python's GIL switch interval without editing the user's tests: a generated `sitecustomize.py`
 //! prepended to `PYTHONPATH` sets it, chains to any `sitecustomize` it shadows, and reports the
-//! interval it set back through a file flakehunt reads. Main type: [`GilHook`].
+//! interval back through a file flakehunt reads: at start and again at exit, so that the report
+//! is what the program ran with after its own start-up (one that sets its own interval makes
+//! the profile inert). Main type: [`GilHook`].
 
 use std::path::{Path, PathBuf};
 
@@ -17,11 +19,20 @@ import sys as _sys
 _sys.setswitchinterval(float(_os.environ.get("FLAKEHUNT_SWITCH_INTERVAL", "1e-6")))
 _report = _os.environ.get("FLAKEHUNT_SWITCH_REPORT")
 if _report:
-    try:
-        with open("%s.%d" % (_report, _os.getpid()), "w") as _f:
-            _f.write(repr(_sys.getswitchinterval()))
-    except OSError:
-        pass
+    # Written now and again at exit, once the program has run: a program that sets its own
+    # interval (at import, say) overrides this one, and the report says what it ran with.
+    def _write(path="%s.%d" % (_report, _os.getpid())):
+        try:
+            with open(path, "w") as f:
+                f.write(repr(_sys.getswitchinterval()))
+        except OSError:
+            pass
+
+    _write()
+    import atexit as _atexit
+
+    _atexit.register(_write)
+    del _write
 
 # Chain to the sitecustomize this file shadows, so the user's own keeps working.
 def _chain():

@@ -307,7 +307,7 @@ impl Profile {
                 launch.env.push(("PYTHONPATH".into(), Some(hook.pythonpath(given))));
                 launch.env.push(("FLAKEHUNT_SWITCH_INTERVAL".into(), Some(interval.to_string().into())));
                 launch.env.push(("FLAKEHUNT_SWITCH_REPORT".into(), Some(hook.report_prefix(attempt).into_os_string())));
-                prepared.gil = true;
+                prepared.gil = Some(interval);
                 prepared.python = env.python_target;
             }
         }
@@ -451,7 +451,8 @@ pub struct Prepared {
     duty_cycle: Option<f64>,
     noise: Option<(u32, Vec<usize>)>,
     pause: Option<PauseSchedule>,
-    gil: bool,
+    /// The switch interval asked for, when the hook is set.
+    gil: Option<f64>,
     python: bool,
     jitter: bool,
 }
@@ -506,7 +507,7 @@ pub struct Active {
     stopper: Option<Stopper>,
     duty_cycle: bool,
     noise: Option<Noise>,
-    gil: bool,
+    gil: Option<f64>,
     python: bool,
     jitter: bool,
     attempt: u64,
@@ -539,9 +540,19 @@ impl Active {
         if let Some(noise) = self.noise.take() {
             effect.noise_cpu_seconds = Some(noise.finish());
         }
-        if self.gil {
+        if let Some(asked) = self.gil {
             match env.gil().and_then(|h| h.take_report(self.attempt)) {
-                Some(interval) => effect.switch_interval = Some(interval),
+                Some(interval) => {
+                    effect.switch_interval = Some(interval);
+                    // The interval is read back once the program has run (at its exit): a
+                    // program that sets its own overrides the profile, which then did nothing.
+                    // CPython keeps the interval in whole microseconds.
+                    if (interval - asked).abs() > 1e-6 + asked * 1e-3 && effect.inert.is_none() {
+                        effect.inert = Some(format!(
+                            "the program sets its own switch interval ({interval:e} s), which overrides the profile's {asked:e} s"
+                        ));
+                    }
+                }
                 None if self.python && effect.inert.is_none() => {
                     effect.inert = Some("no Python process reported its switch interval (is PYTHONPATH reset, python run with -S/-I, or not CPython?)".into());
                 }

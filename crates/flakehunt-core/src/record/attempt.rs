@@ -237,6 +237,15 @@ pub struct Attempt {
     /// How its process started; records written before warm attempts existed read as cold.
     #[serde(default)]
     pub mode: Mode,
+    /// What the checks of failures the exit status hides found (leaked goroutines and their
+    /// stacks...): each made the attempt fail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<crate::checks::Finding>,
+    /// Set when this is the attempt's second run: its first, warm, lost flakehunt's own helper
+    /// (the warm parent died while it ran, as said here), which is no result of the target's, so
+    /// it was run again cold and only this run is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<String>,
     /// The hang limit flakehunt derived for it, when one applied (absent under the user's
     /// `--timeout`, and in records written before the hang rule recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -86,7 +86,8 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
         Event::Classifying { tests } => said(format!(
             "suite: {tests} test(s) failed: running each alone, twice in one process, bisecting for polluters or state-setters, and checking reproducers"
         )),
-        Event::RunsCold(why) => warned(format!("flakehunt: {why}")),
+        Event::RunsCold(why) | Event::CheckNote(why) => warned(format!("flakehunt: {why}")),
+        Event::ChecksOn(checks) => checks.line().and_then(said),
         Event::Interrupted => warned("interrupted: ending running attempts (Ctrl-C again to kill them now)".into()),
         Event::BudgetSpent => warned("budget spent: letting running attempts finish".into()),
         Event::Started { .. } | Event::AttemptFinished { .. } | Event::CellAdded(_) | Event::LevelRecorded(_) => None,

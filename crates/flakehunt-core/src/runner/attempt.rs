@@ -43,6 +43,8 @@ pub struct AttemptRunner<'a> {
     pub oracle: Option<&'a Oracle>,
     /// Warm attempts' parents, when the hunt runs warm; none keeps the attempt path as it is.
     pub warm: Option<&'a dyn WarmStart>,
+    /// The checks of failures the exit status hides, when any is on.
+    pub checks: Option<&'a crate::checks::CheckRun>,
 }
 
 /// Where a cell's attempts run when it has a room of its own.
@@ -117,6 +119,9 @@ impl AttemptRunner<'_> {
         if let Some(w) = slot.worker {
             env.push(("FLAKEHUNT_WORKER".into(), Some(w.to_string().into())));
         }
+        if let Some(c) = self.checks {
+            env.extend(c.env().into_iter().map(|(k, v)| (k.into(), Some(v.into()))));
+        }
         let mut launch = Launch {
             program,
             args,
@@ -185,19 +190,39 @@ impl AttemptRunner<'_> {
         if let Some(w) = self.watchdog {
             cgroups.iter().for_each(|c| w.untrack_cgroup(c));
         }
+        if let Some(why) = execution.lost.as_ref().filter(|_| !execution.cancelled) {
+            // flakehunt's own helper died, not the target: this run is no evidence. The attempt
+            // runs again, cold (the cell's warm parent is off now), and only that run is
+            // recorded, saying why.
+            let mut again = self.run(spec, cell, worker, slot, extra_env)?;
+            again.runs_cold = Some(format!(
+                "{why} while attempt {} ran: that is flakehunt's helper, not the target, so the attempt was run again cold, and the cell's later attempts run cold",
+                spec.id
+            ));
+            again.attempt.rerun = Some(why.clone());
+            return Ok(again);
+        }
         let hang = limit.map(|h| HangCheck {
             limit: h.limit.as_secs_f64(),
             idle: execution.idle_at_limit,
             confirm_limit: execution.confirm_limit.map(|d| d.as_secs_f64()),
         });
-        let mut finished = self.finish(spec, cell, slot, execution, effect);
+        let mut finished = self.finish(spec, cell, slot, execution, effect, &attempt_tag);
         finished.attempt.mode = mode;
         finished.attempt.hang = hang;
         finished.runs_cold = runs_cold;
         Ok(finished)
     }
 
-    fn finish(&self, spec: &AttemptSpec, cell: &CellSpec, slot: Slot, ex: Execution, effect: Effect) -> Finished {
+    fn finish(
+        &self,
+        spec: &AttemptSpec,
+        cell: &CellSpec,
+        slot: Slot,
+        ex: Execution,
+        effect: Effect,
+        tag: &str,
+    ) -> Finished {
         let (exit_code, signal) = match ex.status {
             Status::Exited(c) => (Some(c), None),
             Status::Signaled(s) => (None, Some(s)),
@@ -238,7 +263,30 @@ impl AttemptRunner<'_> {
             }
             leaked.iter_mut().for_each(|p| crate::redact::in_place(&mut p.command));
         }
+        // What the checks found: a passing attempt fails, and a failure they caused (or that
+        // exited 0) is named by them, not by the last line of its output.
+        let mut hidden = match self.checks {
+            Some(c) if ex.timed_out.is_none() => {
+                let (stdout, stderr) = (texts_of(&ex.stdout), texts_of(&ex.stderr));
+                c.findings(tag, &stdout, &stderr)
+            }
+            _ => Vec::new(),
+        };
+        if !hidden.is_empty() && matches!(outcome, Outcome::Pass | Outcome::Leak) {
+            outcome = Outcome::Fail;
+        }
+        let named_by_checks = !hidden.is_empty()
+            && oracle.is_none()
+            && outcome == Outcome::Fail
+            && (exit_code == Some(0) || hidden.iter().any(crate::checks::Finding::fails_the_target));
+        if redact {
+            for f in &mut hidden {
+                crate::redact::in_place(&mut f.summary);
+                crate::redact::in_place(&mut f.report);
+            }
+        }
         let signature = outcome.is_failure().then(|| match &oracle {
+            _ if named_by_checks => crate::checks::signature(exit_code, signal, &hidden),
             Some(reason) => signature::of_oracle(outcome, exit_code, reason),
             None => signature::of_streams(outcome, exit_code, signal, &stdout_tail, &stderr_tail),
         });
@@ -271,6 +319,8 @@ impl AttemptRunner<'_> {
             cpu_seconds: ex.cpu_seconds,
             suite: None,
             mode: Mode::Cold,
+            hidden,
+            rerun: None,
             hang: None,
         };
         let (stdout, stderr) = match (keep_logs, redact) {
@@ -310,10 +360,22 @@ impl AttemptRunner<'_> {
             cpu_seconds: None,
             suite: None,
             mode,
+            hidden: Vec::new(),
+            rerun: None,
             hang: None,
         };
         Finished { attempt, stdout: Vec::new(), stderr: Vec::new(), cancelled: false, runs_cold: None }
     }
+}
+
+/// A stream's captured text: its head, and its tail when the head did not hold it all.
+fn texts_of(c: &crate::exec::Capture) -> String {
+    let mut text = String::from_utf8_lossy(c.head()).into_owned();
+    if c.dropped() > 0 {
+        text.push('\n');
+        text.push_str(&c.tail_text());
+    }
+    text
 }
 
 /// A log with its secrets redacted (the common case, none, does not copy it).

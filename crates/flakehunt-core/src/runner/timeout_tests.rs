@@ -74,6 +74,7 @@ fn run_with(script: &str, n: u64, limits: AttemptLimits, hunt: Limits, budget: O
         rooms: &rooms,
         oracle: None,
         warm: None,
+        checks: None,
     };
     let mut plan = Timed {
         cells: vec![CellSpec::for_profile(Profile::default_profile())],

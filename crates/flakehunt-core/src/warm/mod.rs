@@ -75,6 +75,9 @@ const PER_ATTEMPT: [&str; 5] = [
     "FLAKEHUNT_SWITCH_INTERVAL",
 ];
 
+/// The variable that marks the processes a parent's warm-up started: the parent's own directory.
+const WARMUP_MARKER: &str = "FLAKEHUNT_WARMUP";
+
 /// Why warm attempts are not (or no longer) available.
 #[derive(Debug, thiserror::Error)]
 pub enum WarmError {
@@ -120,6 +123,9 @@ pub struct WarmOptions {
     /// What the parents run when it is not the first attempt's target: a suite's fixed
     /// arguments ([`WarmTarget::Suite`]), which every attempt of the suite runs a part of.
     pub target: Option<WarmTarget>,
+    /// Tells the watchdog about each parent's temporary directory, so that a killed flakehunt
+    /// leaves none behind.
+    pub dirs: Option<crate::exec::DirTracker>,
 }
 
 impl Default for WarmOptions {
@@ -129,6 +135,7 @@ impl Default for WarmOptions {
             warmup_timeout: Duration::from_secs(300),
             cold_every: None,
             target: None,
+            dirs: None,
         }
     }
 }
@@ -292,7 +299,13 @@ pub struct WarmParent<'t> {
     /// dynamic loader read of it at start-up no attempt may change.
     parent_env: BTreeMap<String, String>,
     served: AtomicU64,
-    native_threads: u32,
+    /// What the program's start-up changed of the parent that an attempt may set again: such an
+    /// attempt runs cold, since a cold start applies the setting before the program's change and
+    /// a fork after it.
+    changed: Vec<String>,
+    /// The parent's working directory as started (an attempt in another runs cold when the
+    /// program's start-up changed directory).
+    cwd: Option<std::path::PathBuf>,
     /// From its start to its ready line.
     warmup: Duration,
     ready_at: Instant,
@@ -309,13 +322,14 @@ pub struct Pending<'t> {
     timeout: Duration,
     target: WarmTarget,
     parent_env: BTreeMap<String, String>,
+    cwd: Option<std::path::PathBuf>,
 }
 
 impl<'t> Pending<'t> {
     /// Waits for the parent's warm-up (what is left of it) and returns the ready parent, or its
     /// refusal (one line).
     pub fn ready(self) -> Result<WarmParent<'t>, WarmError> {
-        let Self { inner, listener, output: (stdout, stderr), launched, timeout, target, parent_env } = self;
+        let Self { inner, listener, output: (stdout, stderr), launched, timeout, target, parent_env, cwd } = self;
         let deadline = crate::bounds::deadline(launched, timeout);
         let (conn, hello) = warm_up(&inner, &listener, stdout, stderr, deadline, timeout)?;
         *inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
@@ -324,7 +338,8 @@ impl<'t> Pending<'t> {
             target,
             parent_env,
             served: AtomicU64::new(0),
-            native_threads: hello.native_threads,
+            changed: hello.changed,
+            cwd,
             warmup: launched.elapsed(),
             ready_at: Instant::now(),
         })
@@ -338,8 +353,12 @@ struct Inner<'t> {
     pid: u32,
     pidfd: OwnedFd,
     tree: &'t ProcessTree,
-    /// Holds `parent.py` and the socket; removed with the parent.
+    /// How the parent died while an attempt of it ran, once an attempt has found it dead.
+    died: Mutex<Option<String>>,
+    /// Holds `parent.py` and the socket; removed with the parent (before the watchdog is told
+    /// to forget it).
     _dir: tempfile::TempDir,
+    _tracked: Option<crate::exec::TrackedDir>,
 }
 
 #[derive(Deserialize)]
@@ -347,8 +366,10 @@ struct Hello {
     #[serde(default)]
     ready: bool,
     refused: Option<String>,
+    /// What the program's start-up changed that an attempt may set again (`cwd`, `cpus`,
+    /// `nice`, `rlimit NAME`).
     #[serde(default)]
-    native_threads: u32,
+    changed: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -356,6 +377,8 @@ struct Reply {
     pid: Option<u32>,
     error: Option<String>,
     errno: Option<i32>,
+    /// The parent's own failure, said before it exits.
+    gone: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -395,13 +418,20 @@ impl<'t> WarmParent<'t> {
         rustix::net::bind(&listener, &address).map_err(io::Error::from)?;
         rustix::net::listen(&listener, 1).map_err(io::Error::from)?;
 
+        // Removed by the watchdog if flakehunt dies (a parent's directory is its own alone).
+        let tracked = options.dirs.as_ref().map(|d| d.track(dir.path()));
         let mut args: Vec<OsString> = vec![program.into(), socket_path.into(), target.kind().into(), "--".into()];
         args.extend(target.parent_args(&dir.path().join("placeholder.xml")).into_iter().map(OsString::from));
+        let mut env: Vec<(OsString, Option<OsString>)> =
+            launch.env.iter().filter(|(name, _)| !PER_ATTEMPT.iter().any(|p| name == p)).cloned().collect();
+        // Marks what the warm-up starts, so that the parent finds a process it left running
+        // even once it has left the parent's group and been re-parented (see parent.py).
+        env.push((WARMUP_MARKER.into(), Some(dir.path().as_os_str().to_owned())));
         let parent = Launch {
             program: launch.program.clone(),
             args,
             env_clear: launch.env_clear,
-            env: launch.env.iter().filter(|(name, _)| !PER_ATTEMPT.iter().any(|p| name == p)).cloned().collect(),
+            env,
             cwd: launch.cwd.clone(),
             setup: Default::default(),
         };
@@ -421,7 +451,8 @@ impl<'t> WarmParent<'t> {
                 }
             },
         };
-        let inner = Inner { conn: Mutex::new(None), pid, pidfd, tree, _dir: dir };
+        let inner =
+            Inner { conn: Mutex::new(None), pid, pidfd, tree, died: Mutex::new(None), _dir: dir, _tracked: tracked };
         // From here on, dropping `inner` ends and reaps the parent.
         Ok(Pending {
             inner,
@@ -431,6 +462,7 @@ impl<'t> WarmParent<'t> {
             timeout: options.warmup_timeout,
             target,
             parent_env,
+            cwd: launch.cwd.clone(),
         })
     }
 
@@ -439,11 +471,10 @@ impl<'t> WarmParent<'t> {
         self.inner.pid
     }
 
-    /// Threads of the parent's process after warm-up, as the kernel counts them: more than one
-    /// means a compiled extension started native threads (a thread pool that fork-safe
-    /// libraries such as OpenBLAS stop and restart around fork).
-    pub fn native_threads(&self) -> u32 {
-        self.native_threads
+    /// What the program's start-up changed of the parent's settings that an attempt may set
+    /// again (`cwd`, `cpus`, `nice`, `rlimit NAME`).
+    pub fn changed(&self) -> &[String] {
+        &self.changed
     }
 
     /// Attempts this parent has forked.
@@ -468,6 +499,30 @@ impl<'t> WarmParent<'t> {
         left as f64 * per_attempt <= 2.0 * self.warmup.as_secs_f64()
     }
 
+    /// What of the attempt's launch would undo a change the program's own start-up made (a
+    /// module that raises its open-file limit, pins itself, or changes directory at import): a
+    /// cold start applies the attempt's setting before the program changes it, a fork after.
+    fn undoes_start_up(&self, launch: &Launch) -> Option<String> {
+        let changed = |what: &str| self.changed.iter().any(|c| c == what);
+        let setup = &launch.setup;
+        let mut undone = Vec::new();
+        if setup.cpus.is_some() && changed("cpus") {
+            undone.push("a CPU affinity".to_owned());
+        }
+        if (setup.nice.is_some() || setup.sched_idle) && changed("nice") {
+            undone.push("a priority".to_owned());
+        }
+        for limit in &setup.rlimits {
+            if changed(&format!("rlimit {}", limit.resource.name())) {
+                undone.push(format!("RLIMIT_{}", limit.resource.name().to_ascii_uppercase()));
+            }
+        }
+        if changed("cwd") && launch.cwd != self.cwd {
+            undone.push("another working directory".to_owned());
+        }
+        (!undone.is_empty()).then(|| format!("{}, which the target's own start-up changes", undone.join(", ")))
+    }
+
     /// Starts one attempt as a fork of this parent: `launch` is the attempt's launch as a cold
     /// attempt would spawn it (profile applied), `marker` as for [`Running::spawn`]. The result
     /// is waited for like a cold attempt. [`WarmError::Start`] is a refused setting (record it as
@@ -487,6 +542,9 @@ impl<'t> WarmParent<'t> {
             .collect();
         if !read_at_start.is_empty() {
             return Err(WarmError::NotServed(read_at_start.into_iter().collect::<Vec<_>>().join(", ")));
+        }
+        if let Some(undone) = self.undoes_start_up(launch) {
+            return Err(WarmError::NotServed(undone));
         }
         let cwd = match &launch.cwd {
             Some(dir) => dir.clone(),
@@ -531,6 +589,9 @@ impl<'t> WarmParent<'t> {
                 let (reply, pidfd) = receive(conn).map_err(|e| WarmError::Gone(format!("reading its reply: {e}")))?;
                 let reply: Reply =
                     serde_json::from_slice(&reply).map_err(|e| WarmError::Gone(format!("an unreadable reply: {e}")))?;
+                if let Some(why) = reply.gone {
+                    return Err(WarmError::Gone(format!("it failed: {why}")));
+                }
                 match (reply.pid, pidfd, reply.error) {
                     (Some(pid), Some(pidfd), _) => Ok((pid, pidfd)),
                     (_, _, Some(error)) => Err(WarmError::Start(match reply.errno {
@@ -583,14 +644,20 @@ impl Reaped<'_> {
     }
 
     /// The child's end and CPU time, as the parent reports them. Called once the child has
-    /// exited (its pidfd is readable): the parent reaps it at once and writes the line.
-    pub(crate) fn status(mut self) -> (Status, Option<f64>) {
+    /// exited (its pidfd is readable): the parent reaps it at once and writes the line. `Err`
+    /// says how the parent died before it could: the child's end is then unknown, and says
+    /// nothing of the target (flakehunt's own helper is gone).
+    pub(crate) fn status(mut self) -> Result<(Status, Option<f64>), String> {
         self.settle();
         let mut text = Vec::new();
         let _ = self.status.read_to_end(&mut text);
         let Ok(exit) = serde_json::from_slice::<Exit>(text.trim_ascii()) else {
-            // The parent died before reaping it: nothing is known but that it ended.
-            return (Status::Signaled(libc::SIGKILL), None);
+            let why = self.parent.death();
+            // Re-parented to flakehunt when it is the subreaper: reaped here, so that no zombie
+            // is left (a no-op when it is another process's child).
+            // SAFETY: a non-blocking wait for one pid; a null status pointer is allowed.
+            unsafe { libc::waitpid(self.pid as i32, std::ptr::null_mut(), libc::WNOHANG) };
+            return Err(why);
         };
         let st = exit.status;
         let status = if libc::WIFEXITED(st) {
@@ -600,7 +667,54 @@ impl Reaped<'_> {
         } else {
             Status::Exited(-1)
         };
-        (status, exit.cpu)
+        Ok((status, exit.cpu))
+    }
+}
+
+impl Inner<'_> {
+    /// How the parent died, found once (by its exit status, left for the drop to reap) and
+    /// kept, so that its cell stops using it.
+    fn death(&self) -> String {
+        let mut died = self.died.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(why) = died.as_ref() {
+            return why.clone();
+        }
+        // Its status pipe reaches end-of-file as its files close, a moment before it has exited.
+        let why = if wait_readable(&self.pidfd, Duration::from_secs(5)) {
+            match peek_exit(self.pid) {
+                Some(Status::Signaled(sig)) => {
+                    format!("the warm parent died (killed by {})", crate::analysis::signature::signal_name(sig))
+                }
+                Some(Status::Exited(code)) => format!("the warm parent died (exit code {code})"),
+                None => "the warm parent died".to_owned(),
+            }
+        } else {
+            "the warm parent did not report an attempt's end".to_owned()
+        };
+        *died = Some(why.clone());
+        why
+    }
+
+    fn dead(&self) -> Option<String> {
+        self.died.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The exit status of an exited child, leaving it to be reaped.
+fn peek_exit(pid: u32) -> Option<Status> {
+    // SAFETY: siginfo_t is plain data that waitid fills; zeroed is a valid initial value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOWAIT | libc::WNOHANG;
+    // SAFETY: a pointer to a live local; pid is our child.
+    if unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) } != 0 {
+        return None;
+    }
+    // SAFETY: waitid filled a child's status.
+    let (code, status) = (info.si_code, unsafe { info.si_status() });
+    match code {
+        libc::CLD_EXITED => Some(Status::Exited(status)),
+        libc::CLD_KILLED | libc::CLD_DUMPED => Some(Status::Signaled(status)),
+        _ => None,
     }
 }
 
@@ -677,7 +791,7 @@ fn warm_up(
                         refused: Some(
                             "warm mode refused: the warm parent ended during warm-up; attempts run cold".into(),
                         ),
-                        native_threads: 0,
+                        changed: Vec::new(),
                     });
                     if hello.ready {
                         return Ok((conn.take().expect("connected"), hello));
@@ -758,6 +872,14 @@ impl<'t> WarmCell<'t> {
             state.asked += 1;
             if self.options.cold_every.is_some_and(|n| state.asked % n == 0) {
                 return Ok(Start::Cold { say: None });
+            }
+            if let Some(why) = state.parent.as_ref().and_then(|p| p.inner.dead()) {
+                // It died while an attempt ran (that attempt is run again cold): whatever killed
+                // it may kill the next, so the cell runs cold from here on.
+                let reason = format!("{why}: attempts run cold");
+                state.parent = None;
+                state.off = Some(reason.clone());
+                return Ok(Start::Cold { say: Some(reason) });
             }
             let worn = |p: &WarmParent<'_>| self.options.recycle_after.is_some_and(|n| p.served() >= n);
             if state.parent.as_deref().is_none_or(worn) {

@@ -6,7 +6,7 @@ Started by flakehunt (crates/flakehunt-core/src/warm/mod.rs) as
     python3 parent.py SOCKET script -- SCRIPT ARGS...
 
 It connects to flakehunt's SOCK_SEQPACKET socket at SOCKET, warms up, and sends one line:
-{"ready": true, "native_threads": N} or {"refused": "why"}. Warm-up means:
+{"ready": true, "changed": [...]} or {"refused": "why"}. Warm-up means:
 
 - pytest: a session with the target's own arguments, which imports pytest, its plugins, the
   conftests, the test modules and everything they import, and collects; it is held where it
@@ -35,6 +35,8 @@ in every child). End-of-file on the socket means flakehunt is done: it waits for
 exits.
 """
 
+from __future__ import print_function  # so that Python 2 reads this far, to be refused
+
 import array
 import ast
 import json
@@ -50,34 +52,245 @@ _SCRIPT = [None]
 def _send(conn, obj, fds=()):
     data = (json.dumps(obj) + "\n").encode()
     if fds:
-        socket.send_fds(conn, [data], list(fds))
+        # sendmsg rather than socket.send_fds, which Python 3.8 and older lack.
+        conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
     else:
         conn.send(data)
 
 
-def _native_threads():
+# What the program's own start-up (the warm-up) changed of this process, found by comparing it
+# with what it was before: see `_unfit`. A fork inherits all of it, and a cold start would have
+# applied the attempt's settings before the program changed them, not after.
+_BEFORE = {}
+_CHANGED = {"settings": [], "switch_interval": False}
+# Signal dispositions the program set at warm-up that this process cannot keep (it waits for its
+# children, and writes to pipes whose reader may be gone): restored in each fork.
+_RESTORE_SIGNALS = {}
+# sys.setswitchinterval as Python has it; the warm-up runs with a wrapper that notes a call.
+_SET_SWITCH_INTERVAL = [None]
+
+
+def _settings():
+    """The settings of this process that a fork inherits and a request may set."""
+    import resource
+
+    limits, seen = {}, set()
+    for name in sorted(dir(resource)):
+        # One name per limit: RLIMIT_OFILE is RLIMIT_NOFILE's other name.
+        number = getattr(resource, name)
+        if name.startswith("RLIMIT_") and name != "RLIMIT_INFINITY" and number not in seen:
+            seen.add(number)
+            try:
+                limits[name[len("RLIMIT_"):].lower()] = resource.getrlimit(number)
+            except (OSError, ValueError):
+                pass
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
+        cwd = os.getcwd()
     except OSError:
-        pass
-    return 0
+        cwd = None
+    return {
+        "cwd": cwd,
+        "rlimits": limits,
+        "cpus": sorted(os.sched_getaffinity(0)),
+        "nice": (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)),
+        "switch_interval": sys.getswitchinterval(),
+    }
 
 
-def _thread_refusal():
-    """The refusal line when a Python thread besides this one is alive, else None."""
+def _watch_start_up():
+    """Notes this process's settings before the warm-up, and whether the program calls
+    sys.setswitchinterval during it (to the same value as before, too)."""
+    _BEFORE.update(_settings())
+    original = sys.setswitchinterval
+    _SET_SWITCH_INTERVAL[0] = original
+
+    def setswitchinterval(interval):
+        _CHANGED["switch_interval"] = True
+        return original(interval)
+
+    sys.setswitchinterval = setswitchinterval
+
+
+def _start_up_changes():
+    """What the warm-up changed that a request may set again: `cwd`, `cpus`, `nice`,
+    `rlimit NAME`; and whether it set the switch interval."""
+    sys.setswitchinterval = _SET_SWITCH_INTERVAL[0]
+    now = _settings()
+    changed = []
+    if now["cwd"] != _BEFORE["cwd"]:
+        changed.append("cwd")
+    if now["cpus"] != _BEFORE["cpus"]:
+        changed.append("cpus")
+    if now["nice"] != _BEFORE["nice"]:
+        changed.append("nice")
+    for name, limit in sorted(now["rlimits"].items()):
+        if _BEFORE["rlimits"].get(name) != limit:
+            changed.append("rlimit " + name)
+    _CHANGED["settings"] = changed
+    if now["switch_interval"] != _BEFORE["switch_interval"]:
+        _CHANGED["switch_interval"] = True
+
+
+def _signal_masks():
+    """(ignored, caught) signal bit masks of this process, as the kernel has them."""
+    ignored = caught = 0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("SigIgn:"):
+                ignored = int(line.split()[1], 16)
+            elif line.startswith("SigCgt:"):
+                caught = int(line.split()[1], 16)
+    return ignored, caught
+
+
+def _hold_signals():
+    """Gives this process the dispositions it depends on: SIGCHLD default (a module that sets
+    SIG_IGN, common in server code, has the kernel reap the children before this process
+    waits for them; a handler would run the program's code here at each attempt's end), and
+    SIGPIPE ignored (as Python starts; a program may set the default, and this process writes
+    to pipes whose reader may be gone). The program's own dispositions are given back in each
+    fork, as a cold start would have them. Returns a refusal line, or None."""
+    import signal
+
+    ignored, caught = _signal_masks()
+    for sig, needed in ((signal.SIGCHLD, signal.SIG_DFL), (signal.SIGPIPE, signal.SIG_IGN)):
+        bit = 1 << (int(sig) - 1)
+        python = signal.getsignal(sig)
+        if caught & bit:
+            if not callable(python):
+                return "warm mode refused: a compiled module set a handler for %s at import, which a fork of the warm parent cannot give back; attempts run cold" % sig.name
+            program = python
+        elif ignored & bit:
+            program = signal.SIG_IGN
+        else:
+            program = signal.SIG_DFL
+        if program != needed:
+            signal.signal(sig, needed)
+            _RESTORE_SIGNALS[sig] = program
+    return None
+
+
+def _processes_started():
+    """(pid, command) of the processes the warm-up started that are still alive: children of
+    this process, members of its process group, and processes whose environment carries its
+    warm-up's FLAKEHUNT_WARMUP (one that left the group, or whose parent exited)."""
+    me, group = os.getpid(), os.getpgrp()
+    marker = ("FLAKEHUNT_WARMUP=%s" % os.environ.get("FLAKEHUNT_WARMUP", "")).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] in (b"Z", b"X"):
+            continue
+        ours = int(fields[1]) == me or int(fields[3]) == group
+        if not ours and os.environ.get("FLAKEHUNT_WARMUP"):
+            try:
+                with open("/proc/%d/environ" % pid, "rb") as f:
+                    ours = marker in f.read().split(b"\0")
+            except OSError:
+                continue
+        if ours:
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            except OSError:
+                command = "?"
+            found.append((pid, command[:80]))
+    return found
+
+
+def _other_threads():
+    """Thread ids of this process besides the main one (whose id is the pid), as the kernel
+    lists them: threads of `threading`, of `_thread` and of compiled code alike."""
+    try:
+        return sorted(int(t) for t in os.listdir("/proc/self/task") if int(t) != os.getpid())
+    except OSError:
+        return []
+
+
+def _thread_names(tids):
     threading = sys.modules.get("threading")
-    if threading is None or threading.active_count() == 1:
-        return None
-    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    python = {}
+    if threading is not None:
+        for t in threading.enumerate():
+            if getattr(t, "native_id", None) is not None:
+                python[t.native_id] = t
     names = []
-    for t in others:
-        target = getattr(t, "_target", None)
-        origin = getattr(target, "__module__", None) or type(t).__module__
-        names.append("%s (started from %s)" % (t.name, origin))
-    return "warm mode refused: a module started a thread at import: %s; attempts run cold" % ", ".join(names)
+    for tid in tids:
+        t = python.get(tid)
+        if t is not None:
+            target = getattr(t, "_target", None)
+            origin = getattr(target, "__module__", None) or type(t).__module__
+            names.append("%s (started from %s)" % (t.name, origin))
+            continue
+        try:
+            with open("/proc/self/task/%d/comm" % tid) as f:
+                comm = f.read().strip()
+        except OSError:
+            comm = "?"
+        names.append("thread %d (%s, not from threading)" % (tid, comm))
+    return names
+
+
+def _descriptors(conn):
+    """Descriptions of the descriptors a fork would share with this process and every other
+    fork where a cold start has its own: sockets (a connection, a listening socket, asyncio's
+    self-pipe) and event queues (epoll, eventfd, signalfd, timerfd, inotify)."""
+    shared = []
+    for name in sorted(os.listdir("/proc/self/fd"), key=lambda n: int(n) if n.isdigit() else -1):
+        if not name.isdigit() or int(name) == conn.fileno():
+            continue
+        try:
+            target = os.readlink("/proc/self/fd/" + name)
+        except OSError:
+            continue
+        if target.startswith("socket:") or target in ("anon_inode:[eventpoll]", "anon_inode:[eventfd]",
+                                                      "anon_inode:[signalfd]", "anon_inode:[timerfd]",
+                                                      "anon_inode:inotify"):
+            shared.append("fd %s (%s)" % (name, target))
+    return shared
+
+
+def _unfit(conn):
+    """The refusal line when the warm-up left this process unfit to fork attempts from, else
+    None; also holds the signal dispositions this process needs and notes what the program's
+    start-up changed (`_start_up_changes`)."""
+    _start_up_changes()
+    refusal = _hold_signals()
+    if refusal:
+        return refusal
+    started = _processes_started()
+    if started:
+        # Not any attempt's: ended here, as flakehunt ends what an attempt leaves behind.
+        for pid, _ in started:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        return "warm mode refused: the target's start-up left a process running: %s; a fork would not own it, so attempts run cold" % ", ".join(
+            "%d (%s)" % p for p in started)
+    tids = _other_threads()
+    if tids:
+        # A thread pool that stops itself around fork (OpenBLAS's, with pthread_atfork) is no
+        # harm: what is left after a fork is what every fork would start with.
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        tids = _other_threads()
+    if tids:
+        return "warm mode refused: a module started a thread at import: %s; a fork keeps only the forking thread, with any lock another held; attempts run cold" % ", ".join(
+            _thread_names(tids))
+    shared = _descriptors(conn)
+    if shared:
+        return "warm mode refused: the target's start-up opened %s, which every fork would share; attempts run cold" % ", ".join(shared)
+    return None
 
 
 def _script_imports(path):
@@ -149,21 +362,34 @@ class _WarmSession:
         self.child = False
         self.refusal = None
 
+    def pytest_internalerror(self, excrepr, excinfo):
+        # Quoted in the refusal: pytest exits with code 3 and the traceback is the cause.
+        if not self.child and self.refusal is None:
+            text = str(excrepr).strip()
+            last = text.splitlines()[-1] if text else "?"
+            self.refusal = "warm mode refused: pytest failed with an internal error during warm-up (%s); attempts run cold\n%s" % (
+                last.strip(), "\n".join("  INTERNALERROR> " + line for line in text.splitlines()[-40:]))
+
     def pytest_runtestloop(self, session):
         if session.testsfailed:
             # pytest's own loop then stops the session and prints the errors, which flakehunt
             # quotes with the refusal.
             self.refusal = "warm mode refused: collection failed (%d errors); attempts run cold" % session.testsfailed
             return None
-        refusal = _thread_refusal()
+        refusal = _unfit(self.conn)
         if refusal:
             _refuse(self.conn, refusal)
-        from _pytest import junitxml
-
-        if "--junitxml" in self.args and junitxml.xml_key not in session.config.stash:
+        config = session.config
+        if "--junitxml" in self.args and _junitxml(config) is None:
             _refuse(self.conn, "warm mode refused: pytest's junitxml plugin is not loaded; attempts run cold")
-        capman = session.config.pluginmanager.getplugin("capturemanager")
-        saved = _saved_fds(session.config, capman)
+        capman = config.pluginmanager.getplugin("capturemanager")
+        saved = _saved_fds(config, capman)
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        # Found before any fork, so that a child's set-up cannot fail on this pytest's version.
+        clocks = [_clock(reporter, "_session_start", "_sessionstarttime")]
+        xml = _junitxml(config)
+        if xml is not None:
+            clocks.append(_clock(xml, "suite_start", "suite_start_time"))
         _ready(self.conn, saved)
         request = _serve(self.conn)
         # In the child, whose fds 0, 1 and 2 are the attempt's now.
@@ -173,20 +399,51 @@ class _WarmSession:
         _fresh_capture_files(capman)
         _child_common()
         if "junitxml" in request:
-            _point_junitxml(session.config, request["junitxml"])
+            _point_junitxml(config, request["junitxml"])
         session.items = _reorder(session.items, self.args, request["argv"])
         session.testscollected = len(session.items)
-        reporter = session.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is not None and hasattr(reporter, "_session_start"):
-            from _pytest import timing
-
-            reporter._session_start = timing.Instant()
+        # The session's time and timestamp are the attempt's, not the parent's warm-up.
+        for restart in clocks:
+            restart()
+        if reporter is not None and hasattr(reporter, "_numcollected"):
             reporter._numcollected = len(session.items)
         import pytest
 
         sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + request["argv"]
         # None: pytest's own loop runs the items, its reports and exit code as in a cold run.
         return None
+
+
+def _stash(config):
+    """pytest's per-run store: `config.stash` (pytest 7 and later), `config._store` (6)."""
+    return config.stash if hasattr(config, "stash") else getattr(config, "_store", None)
+
+
+def _junitxml(config):
+    """pytest's junitxml plugin object of this run, or None when it is off."""
+    from _pytest import junitxml
+
+    key = getattr(junitxml, "xml_key", None)
+    if key is None:
+        return getattr(config, "_xml", None)  # pytest 5
+    stash = _stash(config)
+    return stash.get(key, None) if stash is not None else None
+
+
+def _clock(owner, instant_attr, time_attr):
+    """A function that restarts the clock `owner` keeps of the session's start: an Instant
+    (pytest 8) or a time.time() float (older), whichever this pytest has; or does nothing."""
+    if owner is None:
+        return lambda: None
+    try:
+        from _pytest import timing
+    except ImportError:  # pytest 5
+        import time as timing
+    if hasattr(owner, instant_attr) and hasattr(timing, "Instant"):
+        return lambda: setattr(owner, instant_attr, timing.Instant())
+    if hasattr(owner, time_attr):
+        return lambda: setattr(owner, time_attr, timing.time())
+    return lambda: None
 
 
 def _saved_fds(config, capman):
@@ -200,11 +457,19 @@ def _saved_fds(config, capman):
         if isinstance(saved, int):
             pairs.append((saved, std))
     try:
-        from _pytest.faulthandler import fault_handler_stderr_fd_key
-
-        pairs.append((config.stash[fault_handler_stderr_fd_key], 2))
-    except (ImportError, KeyError):
-        pass
+        from _pytest import faulthandler
+    except ImportError:
+        return pairs
+    stash = _stash(config)
+    # An fd (pytest 7.4 and later) or a file (older) that faulthandler writes tracebacks to.
+    for key in ("fault_handler_stderr_fd_key", "fault_handler_stderr_key"):
+        value = None
+        if stash is not None and hasattr(faulthandler, key):
+            value = stash.get(getattr(faulthandler, key), None)
+        if hasattr(value, "fileno"):
+            value = value.fileno()
+        if isinstance(value, int):
+            pairs.append((value, 2))
     return pairs
 
 
@@ -226,19 +491,20 @@ def _fresh_capture_files(capman):
 def _point_junitxml(config, path):
     """Points pytest's junitxml plugin at the attempt's own file (a suite's parent was started
     with a placeholder path, so that the plugin is set up), or, with none, turns it off."""
-    from _pytest import junitxml, timing
+    from _pytest import junitxml
 
-    xml = config.stash.get(junitxml.xml_key, None)
+    xml = _junitxml(config)
     if xml is None:
         return
     if path is None:
-        del config.stash[junitxml.xml_key]
+        key = getattr(junitxml, "xml_key", None)
+        if key is not None:
+            del _stash(config)[key]
+        else:
+            del config._xml
         config.pluginmanager.unregister(xml)
         return
     xml.logfile = os.path.normpath(os.path.abspath(path))
-    # The suite's time and timestamp are the attempt's, not the parent's warm-up.
-    if hasattr(xml, "suite_start"):
-        xml.suite_start = timing.Instant()
 
 
 def _reorder(items, parent_argv, argv):
@@ -288,29 +554,55 @@ def _ready(conn, saved=()):
     # does not walk them, and does not copy their pages on write.
     import gc
 
-    gc.freeze()
-    _send(conn, {"ready": True, "native_threads": _native_threads()})
+    if hasattr(gc, "freeze"):  # Python 3.7 and later
+        gc.freeze()
+    # What the program's start-up changed that an attempt may set again: flakehunt runs an
+    # attempt that sets one of them cold (a cold start applies it before the program's change).
+    _send(conn, {"ready": True, "changed": _CHANGED["settings"]})
 
 
 def _child_common():
     """In the child: what a cold start would have done with the attempt's environment."""
+    if _RESTORE_SIGNALS:
+        import signal
+
+        for sig, disposition in _RESTORE_SIGNALS.items():
+            signal.signal(sig, disposition)
     interval = os.environ.get("FLAKEHUNT_SWITCH_INTERVAL")
     if interval:
         # What the tight-gil profile's sitecustomize does at a cold start, which this
-        # interpreter ran long ago (with the parent's environment).
-        sys.setswitchinterval(float(interval))
+        # interpreter ran long ago (with the parent's environment), before the program's own
+        # start-up: a program that set its own interval then (in the parent's warm-up) keeps it.
+        if not _CHANGED["switch_interval"]:
+            sys.setswitchinterval(float(interval))
         report = os.environ.get("FLAKEHUNT_SWITCH_REPORT")
         if report:
-            try:
-                with open("%s.%d" % (report, os.getpid()), "w") as f:
-                    f.write(repr(sys.getswitchinterval()))
-            except OSError:
-                pass
-    # `random` re-seeds itself after fork (os.register_at_fork in random.py); numpy's global
-    # generator does not, and would repeat the same numbers in every attempt.
+            _report_switch_interval("%s.%d" % (report, os.getpid()))
+    # `random` re-seeds itself after fork (os.register_at_fork in random.py, Python 3.7 and
+    # later); numpy's global generator does not, and would repeat the same numbers in every
+    # attempt.
+    if not hasattr(os, "register_at_fork") and "random" in sys.modules:
+        sys.modules["random"].seed()
     np_random = sys.modules.get("numpy.random")
     if np_random is not None:
         np_random.seed()
+
+
+def _report_switch_interval(path):
+    """Writes the switch interval to `path` now, and again at exit (once the program has run,
+    and may have set its own), as the tight-gil profile's sitecustomize does."""
+
+    def write():
+        try:
+            with open(path, "w") as f:
+                f.write(repr(sys.getswitchinterval()))
+        except OSError:
+            pass
+
+    write()
+    import atexit
+
+    atexit.register(write)
 
 
 def _finish(code):
@@ -362,8 +654,11 @@ def _apply(request, fds):
     for fd in {null, out, err}:
         if fd > 2:
             os.close(fd)
-    if request.get("cwd"):
-        os.chdir(request["cwd"])
+    cwd = request.get("cwd")
+    # A program that changed directory at start-up (in the warm-up) is where it went, as a cold
+    # start in the same directory would be; flakehunt runs an attempt elsewhere cold.
+    if cwd and not ("cwd" in _CHANGED["settings"] and os.path.realpath(cwd) == _BEFORE["cwd"]):
+        os.chdir(cwd)
     # The attempt's environment, set before any of the user's code runs in the child: flakehunt
     # sends what differs from the environment the parent was started with (a fork writes only
     # those variables, since each write copies a page it shares with the parent). What the
@@ -409,7 +704,24 @@ _BUFFER = [None]
 
 
 def _serve(conn):
-    """Serves requests; returns the request in a forked child, exits in this process.
+    """Serves requests; returns the request in a forked child, exits in this process. An error
+    of this process's own is said to flakehunt (`{"gone": "..."}`) before it exits, so that the
+    cold attempts that follow say why."""
+    me = os.getpid()
+    try:
+        return _serve_requests(conn)
+    except BaseException as e:  # noqa: BLE001 - said to flakehunt
+        if os.getpid() != me:
+            raise
+        try:
+            _send(conn, {"gone": "%s: %s" % (type(e).__name__, e)})
+        except BaseException:  # noqa: BLE001 - flakehunt may be gone too
+            pass
+        os._exit(70)
+
+
+def _serve_requests(conn):
+    """The loop of `_serve`.
 
     A child that has exited is reaped only once flakehunt has said `{"settled": PID}` (it has
     read the child's /proc entries, as it reads a cold attempt's before waiting for it), or once
@@ -505,7 +817,7 @@ def _serve(conn):
                 os.close(fds[2])
                 _send(conn, json.loads(report))
                 continue
-            pidfd = os.pidfd_open(pid)
+            pidfd = _pidfd_open(pid)
             children[pidfd] = (pid, fds[2])
             poller.register(pidfd, select.POLLIN)
             _send(conn, {"pid": pid}, [pidfd])
@@ -548,16 +860,40 @@ def _exit_code(e):
     return 1
 
 
+def _pidfd_open(pid):
+    """os.pidfd_open, or on Python 3.8 and older (which lack it) the system call itself."""
+    if hasattr(os, "pidfd_open"):
+        return os.pidfd_open(pid)
+    if _LIBC[0] is None:
+        import ctypes
+
+        _LIBC[0] = ctypes.CDLL(None, use_errno=True)
+    # pidfd_open is system call 434 on every architecture (numbers from 424 on are shared).
+    fd = _LIBC[0].syscall(434, pid, 0)
+    if fd < 0:
+        import ctypes
+
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+    return fd
+
+
+_LIBC = [None]
+
+
 def main():
     sock_path, kind = sys.argv[1], sys.argv[2]
     target = sys.argv[4:]
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     conn.connect(sock_path)
+    if sys.version_info < (3, 6):
+        _refuse(conn, "warm mode needs Python 3.6 or later, and the target runs Python %d.%d; attempts run cold" % sys.version_info[:2])
+    _watch_start_up()
     try:
         refusal = _warm_up(conn, kind, target)
     except BaseException as e:  # noqa: BLE001 - a refusal, said to flakehunt
         refusal = "warm mode refused: warm-up failed: %s; attempts run cold" % (repr(e),)
-    refusal = refusal or _thread_refusal()
+    refusal = refusal or _unfit(conn)
     if refusal:
         _refuse(conn, refusal)
     _ready(conn)

@@ -456,3 +456,215 @@ fn a_suite_parent_serves_any_of_its_ids_in_any_order_with_an_xml_file_of_its_own
     let args = suite.parent_args(Path::new("/w/placeholder.xml"));
     assert_eq!(args, strings(&["-q", "--junitxml", "/w/placeholder.xml", "a.py::x", "b.py::y"]));
 }
+
+/// The refusal of a parent started for `launch`, as one line.
+fn refusal(launch: &Launch, tree: &ProcessTree) -> String {
+    match WarmParent::start(launch, tree, &WarmOptions::default()) {
+        Err(e @ WarmError::Refused { .. }) => e.to_string(),
+        Err(e) => panic!("not a refusal: {e}"),
+        Ok(_) => panic!("the parent started warm"),
+    }
+}
+
+#[test]
+fn a_thread_started_with_the_thread_module_at_import_refuses_warm_mode_naming_it() {
+    // `threading.active_count()` does not see it; the kernel's task list does. The thread holds
+    // a lock the test takes: a fork would start with it held forever.
+    let dir = tempfile::tempdir().unwrap();
+    let module = "import _thread, threading\nlock = _thread.allocate_lock()\nstarted = _thread.allocate_lock()\n\
+                  started.acquire()\ndef hold():\n    lock.acquire()\n    started.release()\n    threading.Event().wait()\n\
+                  _thread.start_new_thread(hold, ())\nstarted.acquire()\n";
+    std::fs::write(dir.path().join("holder.py"), module).unwrap();
+    std::fs::write(dir.path().join("uses.py"), "import holder\nprint('ran')\n").unwrap();
+    let tree = ProcessTree::default();
+    let text = refusal(&script_launch(dir.path(), "uses.py", 0), &tree);
+    assert!(text.starts_with("warm mode refused: a module started a thread at import: thread "), "{text}");
+    assert!(
+        text.contains("not from threading") && text.ends_with("attempts run cold") && !text.contains('\n'),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_process_the_start_up_left_running_refuses_warm_mode_and_is_ended() {
+    // A multiprocessing child, and a daemon that left the parent's group and session.
+    let dir = tempfile::tempdir().unwrap();
+    let module = r#"
+import multiprocessing, os, threading
+def forever():
+    threading.Event().wait()
+child = multiprocessing.Process(target=forever)
+child.start()
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, b"%d\n" % os.getpid())
+        forever()
+    os._exit(0)
+os.wait()
+daemon = int(os.read(r, 64))
+with open("pids", "w") as f:
+    f.write("%d %d\n" % (child.pid, daemon))
+"#;
+    std::fs::write(dir.path().join("starts.py"), module).unwrap();
+    std::fs::write(dir.path().join("uses.py"), "import starts\n").unwrap();
+    let tree = ProcessTree::default();
+    let text = refusal(&script_launch(dir.path(), "uses.py", 0), &tree);
+    assert!(text.starts_with("warm mode refused: the target's start-up left a process running: "), "{text}");
+    let pids: Vec<u32> = std::fs::read_to_string(dir.path().join("pids"))
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    for pid in &pids {
+        assert!(text.contains(&pid.to_string()), "{pid} not named: {text}");
+        assert!(wait_gone(*pid), "{pid}, started at warm-up, is still alive");
+    }
+}
+
+#[test]
+fn a_socket_opened_at_import_refuses_warm_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("opens.py"), "import socket\npair = socket.socketpair()\n").unwrap();
+    std::fs::write(dir.path().join("uses.py"), "import opens\n").unwrap();
+    let text = refusal(&script_launch(dir.path(), "uses.py", 0), &ProcessTree::default());
+    assert!(text.starts_with("warm mode refused: the target's start-up opened fd "), "{text}");
+    assert!(text.contains("socket:["), "{text}");
+}
+
+#[test]
+fn a_module_that_ignores_sigchld_keeps_it_in_each_fork_and_the_parent_still_reports_their_ends() {
+    // With SIGCHLD ignored the kernel reaps children by itself: a parent that kept it would lose
+    // every attempt's status. A handler (a Python function) is given back too.
+    let dir = tempfile::tempdir().unwrap();
+    let module = "import signal\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\n\
+                  signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n";
+    std::fs::write(dir.path().join("server.py"), module).unwrap();
+    let script = "import server, signal, sys\nprint(int(signal.getsignal(signal.SIGCHLD)), int(signal.getsignal(signal.SIGPIPE)))\n\
+                  sys.exit(3)\n";
+    std::fs::write(dir.path().join("serve.py"), script).unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "serve.py", 0), &tree, &WarmOptions::default()).unwrap();
+    for iteration in 1..=3 {
+        let ex = run_warm(&parent, &script_launch(dir.path(), "serve.py", iteration), iteration);
+        assert_eq!(ex.status, Status::Exited(3), "{}{}", stdout(&ex), stderr(&ex));
+        assert!(ex.lost.is_none());
+        // SIG_IGN and SIG_DFL, as a cold start has them.
+        assert_eq!(stdout(&ex).trim(), "1 0", "{}", stderr(&ex));
+    }
+}
+
+#[test]
+fn settings_the_start_up_changed_are_kept_and_an_attempt_that_sets_them_again_runs_cold() {
+    // A module that lowers its open-file limit and changes directory at import: a fork starts
+    // where the program went, with its limit, as a cold start would; an attempt with an rlimit
+    // of its own would get it after the program's change instead of before, so it runs cold.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let module = "import os, resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (200, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n\
+                  os.chdir('data')\n";
+    std::fs::write(dir.path().join("settles.py"), module).unwrap();
+    let script = "import os, resource, settles\nprint(os.path.basename(os.getcwd()), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n";
+    std::fs::write(dir.path().join("where.py"), script).unwrap();
+    let tree = ProcessTree::default();
+    let parent = WarmParent::start(&script_launch(dir.path(), "where.py", 0), &tree, &WarmOptions::default()).unwrap();
+    assert_eq!(parent.changed(), ["cwd", "rlimit nofile"]);
+    let ex = run_warm(&parent, &script_launch(dir.path(), "where.py", 1), 1);
+    assert_eq!(stdout(&ex).trim(), "data 200", "{}", stderr(&ex));
+    let cold = run_cold(&tree, &script_launch(dir.path(), "where.py", 1), 1);
+    assert_eq!(stdout(&cold), stdout(&ex));
+    let mut limited = script_launch(dir.path(), "where.py", 2);
+    limited.setup.rlimits = vec![Limit::with_soft(Resource::Nofile, Some(64))];
+    match parent.start_attempt(&limited, marker(2)) {
+        Err(WarmError::NotServed(what)) => {
+            assert_eq!(what, "RLIMIT_NOFILE, which the target's own start-up changes");
+        }
+        other => panic!("expected not served, got {:?}", other.err()),
+    };
+}
+
+#[test]
+fn the_death_of_the_warm_parent_while_an_attempt_runs_is_flakehunts_loss_not_the_targets_crash() {
+    // The attempt blocks on a FIFO until the test has killed its parent, then ends well.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("go");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::fs::write(dir.path().join("waits.py"), "open('go').read()\nprint('done', flush=True)\n").unwrap();
+    let tree = ProcessTree::default();
+    let cell = WarmCell::new(&tree, WarmOptions::default());
+    let launch = script_launch(dir.path(), "waits.py", 1);
+    let Start::Warm(running) = cell.start(&launch, marker(1)).unwrap() else { panic!("cold") };
+    let parent = cell.state.lock().unwrap().parent.as_ref().unwrap().pid();
+    rustix::process::kill_process(raw_pid(parent), Signal::KILL).unwrap();
+    assert!(wait_gone(parent), "the parent {parent} outlived SIGKILL");
+    std::fs::write(&fifo, "go").unwrap();
+    let ex = running.wait(&limits(), &Cancel::new().unwrap());
+    assert_eq!(stdout(&ex).trim(), "done", "the attempt ran to its end");
+    assert_eq!(ex.lost.as_deref(), Some("the warm parent died (killed by SIGKILL)"));
+    // The cell runs cold from here on, saying why once.
+    let Start::Cold { say: Some(said) } = cell.start(&launch, marker(2)).unwrap() else { panic!("not cold") };
+    assert_eq!(said, "the warm parent died (killed by SIGKILL): attempts run cold");
+    assert!(matches!(cell.start(&launch, marker(3)).unwrap(), Start::Cold { say: None }));
+}
+
+/// Interpreters older than the one on PATH that pyenv has, if any: (version, path).
+fn old_pythons() -> Vec<(String, std::path::PathBuf)> {
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".pyenv")));
+    let Some(versions) = root.map(|r| r.join("versions")) else { return Vec::new() };
+    let mut found: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(&versions)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            let python = e.path().join("bin").join("python3");
+            (["3.6.", "3.7.", "3.8."].iter().any(|v| name.starts_with(v)) && python.exists()).then_some((name, python))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_script_runs_warm_on_python_3_6_to_3_8() {
+    // They lack socket.send_fds, os.pidfd_open (3.9), gc.freeze and os.register_at_fork (3.7).
+    let pythons = old_pythons();
+    if pythons.is_empty() {
+        eprintln!("skipped: a_script_runs_warm_on_python_3_6_to_3_8: no pyenv Python 3.6 to 3.8");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("probe.py"), PROBE).unwrap();
+    let tree = ProcessTree::default();
+    for (version, python) in pythons {
+        let launch = |i| Launch { program: python.clone().into(), ..script_launch(dir.path(), "probe.py", i) };
+        let parent = WarmParent::start(&launch(0), &tree, &WarmOptions::default())
+            .unwrap_or_else(|e| panic!("Python {version}: {e}"));
+        let (first, second) = (run_warm(&parent, &launch(1), 1), run_warm(&parent, &launch(2), 2));
+        assert_eq!(first.status, Status::Exited(0), "Python {version}: {}", stderr(&first));
+        assert_eq!(line(&stdout(&second), "iteration"), "iteration 2", "Python {version}");
+        let random = |ex: &Execution| line(&stdout(ex), "random").to_owned();
+        assert_ne!(random(&first), random(&second), "Python {version}: random is re-seeded in each fork");
+    }
+}
+
+#[test]
+fn python_2_is_refused_with_one_line_naming_the_minimum() {
+    let Some((_, python)) = old_pythons().first().and_then(|(_, p)| {
+        let two = p.parent()?.parent()?.parent()?.join("2.7.18").join("bin").join("python");
+        two.exists().then_some(((), two))
+    }) else {
+        eprintln!("skipped: python_2_is_refused_with_one_line_naming_the_minimum: no pyenv Python 2.7");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("probe.py"), "print('x')\n").unwrap();
+    let launch = Launch { program: python.into(), ..script_launch(dir.path(), "probe.py", 0) };
+    let text = refusal(&launch, &ProcessTree::default());
+    assert_eq!(text, "warm mode needs Python 3.6 or later, and the target runs Python 2.7; attempts run cold");
+}

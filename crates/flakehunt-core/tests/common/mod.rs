@@ -118,6 +118,8 @@ impl Fixture {
             cpu_seconds: None,
             suite: None,
             mode: Default::default(),
+            hidden: Vec::new(),
+            rerun: None,
             hang: None,
         });
         self.attempts.last_mut().unwrap()

@@ -174,6 +174,17 @@ pub struct HuntArgs {
     /// Start every attempt in a new process (default in `sweep` and `matrix`).
     #[arg(long, overrides_with = "warm", group = "plan")]
     pub no_warm: bool,
+    /// Go (--go-test): fail a test that leaves goroutines running, blocked, naming where (default in `hunt` and
+    /// `suite`; the test binary gets a TestMain through `go build -overlay`, see the README).
+    #[arg(long, overrides_with = "no_leak_check", group = "plan", help_heading = "Checks")]
+    pub leak_check: bool,
+    /// Go: do not check for leaked goroutines (default in `sweep` and `matrix`).
+    #[arg(long, overrides_with = "leak_check", group = "plan", help_heading = "Checks")]
+    pub no_leak_check: bool,
+    /// Go (--go-test): build the test binary with the race detector (`-race`; needs cgo and a C compiler); a race
+    /// report fails the attempt, named by its two places. It slows the test several times over.
+    #[arg(long, group = "plan", help_heading = "Checks")]
+    pub race: bool,
     /// Print the summary as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,

@@ -87,6 +87,10 @@ fn shared(h: &HuntArgs, kind: HuntKind, config: Config, config_path: Option<&Pat
             leak_timeout: h.leak_timeout,
             capture: h.capture,
             warm: if h.warm { Some(true) } else { h.no_warm.then_some(false) },
+            checks: flakehunt_core::checks::ChecksRequest {
+                goroutine_leaks: if h.leak_check { Some(true) } else { h.no_leak_check.then_some(false) },
+                race: h.race,
+            },
         },
         oracle: OracleRequest {
             fail_if: h.fail_if.clone(),

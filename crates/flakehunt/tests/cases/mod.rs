@@ -6,6 +6,8 @@ mod adversarial_record;
 mod adversarial_secrets;
 mod adversarial_state;
 mod adversarial_suite;
+mod adversarial_warm;
+mod checks;
 mod dispatch_files;
 mod drift;
 mod exit_codes;

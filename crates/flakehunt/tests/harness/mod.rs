@@ -168,6 +168,7 @@ pub struct Hunt {
     tmp: TempDir,
     record: bool,
     json: bool,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl Hunt {
@@ -184,7 +185,14 @@ impl Hunt {
             tmp: tempfile::tempdir().expect("a temporary directory"),
             record: true,
             json: true,
+            env: Vec::new(),
         }
+    }
+
+    /// Sets a variable in flakehunt's environment.
+    pub fn env(mut self, name: &str, value: impl Into<OsString>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
     }
 
     /// Adds options before `--`.
@@ -267,6 +275,7 @@ impl Hunt {
         let output = assert_cmd::Command::cargo_bin("flakehunt")
             .expect("the flakehunt binary is built")
             .args(self.argv())
+            .envs(self.env.iter().map(|(n, v)| (n, v)))
             .timeout(RUN_LIMIT)
             .output()
             .expect("flakehunt runs");
@@ -286,6 +295,7 @@ impl Hunt {
         let stderr = std::fs::File::create(self.scratch("stderr")).expect("a file for stderr");
         let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("flakehunt"))
             .args(self.argv())
+            .envs(self.env.iter().map(|(n, v)| (n, v)))
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)

@@ -65,6 +65,7 @@ pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFi
         grace_seconds: settings.grace.as_secs_f64(),
         capture_bytes: settings.capture,
         warm: None,
+        checks: crate::checks::Checks::default(),
     };
     Ok(NewFire { options, normalizer, cells, settings })
 }

@@ -302,6 +302,8 @@ mod tests {
             cpu_seconds: None,
             suite: None,
             mode: Default::default(),
+            hidden: Vec::new(),
+            rerun: None,
         }
     }
 

@@ -54,16 +54,22 @@ pub(crate) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
 
 /// The target shown for the hunt, its setup, and the adapter that built its binary; the Go
 /// binary is built into `dir`.
-pub(crate) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup, Option<Adapter>), HuntError> {
+pub(crate) fn prepare(
+    spec: &HuntSpec,
+    dir: &Path,
+) -> Result<(Target, SuiteSetup, Option<Adapter>, crate::driver::adapter::Built), HuntError> {
     let t = &spec.target;
     let started = std::time::Instant::now();
     let files = std::path::absolute(dir).map_err(|e| HuntError::io(format!("cannot name {}", dir.display()), e))?;
     let python_path = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
+    let mut checks = crate::driver::adapter::Built::default();
     let (target, runner, selection, adapter) = if let Some(paths) = &t.pytest {
         let (target, runner, selection) = pytest(t.python.as_deref(), paths, collection_limit(spec))?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
-        let (built, adapter) = crate::driver::adapter::go_test(std::slice::from_ref(pkg), dir, None)?;
+        let (built, adapter, applied) =
+            crate::driver::adapter::go_test(std::slice::from_ref(pkg), dir, spec.asked_checks(), None)?;
+        checks = applied;
         let (runner, selection) = go(&adapter, collection_limit(spec))?;
         // Shown as the user's command, not the binary in this record (shards merge on it).
         let mut target = Target::argv(vec!["go".into(), "test".into(), pkg.clone()]);
@@ -84,7 +90,7 @@ pub(crate) fn prepare(spec: &HuntSpec, dir: &Path) -> Result<(Target, SuiteSetup
         python_path,
         collect_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    Ok((target, setup, adapter))
+    Ok((target, setup, adapter, checks))
 }
 
 /// The shortest time a collection is given, whatever `--timeout` says: an attempt's limit fits
@@ -354,7 +360,7 @@ pub(crate) fn execute(
     }
     // A pytest suite's warm parents collect the whole selection once; each attempt runs its part.
     let warm = manifest.plan.warm.as_ref().zip(setup.warm_target()).map(|(plan, target)| {
-        let options = crate::warm::WarmOptions { target: Some(target), ..crate::warm::WarmOptions::of_plan(plan) };
+        let options = crate::warm::WarmOptions { target: Some(target), ..session.warm_options(plan) };
         crate::warm::WarmCells::new(&session.tree, options)
     });
     let plugins = tempfile::Builder::new()

@@ -162,6 +162,8 @@ fn attempt(spec: &AttemptSpec, plan: &AgainstPlan, fail: bool) -> Attempt {
         cpu_seconds: None,
         suite: None,
         mode: Default::default(),
+        hidden: Vec::new(),
+        rerun: None,
         hang: None,
     }
 }

@@ -1,0 +1,361 @@
+//! Failures the exit status hides: goroutines a Go test leaves blocked, exceptions raised in a
+//! Python thread or where Python cannot raise them, a panic in another thread of a passing Rust
+//! test, and the data races Go's race detector reports. Each check, when on, turns such an
+//! attempt into a failure whose signature names where it happened. Main types: [`Checks`] (which
+//! were on, recorded in the plan), [`Finding`] (what one found, recorded with the attempt) and
+//! [`CheckRun`] (a hunt's checks while its attempts run).
+//!
+//! The Go leak check and the Python hooks run inside the target and write what they find, one
+//! JSON object a line, to `$FLAKEHUNT_CHECK_DIR/$FLAKEHUNT_ATTEMPT.PID`: a file, so that neither
+//! a test runner's output capture nor the size of the output can hide it. The others are read
+//! from the attempt's output.
+
+pub mod go;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::signature;
+
+/// The checks a hunt runs, as its plan records them: a record written before they existed read
+/// as none, so `report` and `merge` judge it as its live run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Checks {
+    /// Go (`--go-test`): goroutines left running after a test fail it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub goroutine_leaks: bool,
+    /// Go (`--go-test --race`): the test binary is built with the race detector.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub race: bool,
+}
+
+impl Checks {
+    /// Whether no check is on.
+    pub fn is_none(&self) -> bool {
+        *self == Checks::default()
+    }
+
+    /// The line that says, before the attempts, which checks are on and how to turn each off.
+    pub fn line(&self) -> Option<String> {
+        let mut on = Vec::new();
+        if self.goroutine_leaks {
+            on.push("goroutine leaks (--no-leak-check turns it off)");
+        }
+        if self.race {
+            on.push("data races (the race detector, --race)");
+        }
+        (!on.is_empty()).then(|| format!("checks: {}", on.join(", ")))
+    }
+
+    /// The names of the checks that are on, as the output and the README name them.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.goroutine_leaks {
+            names.push("goroutine leaks");
+        }
+        if self.race {
+            names.push("data races");
+        }
+        names
+    }
+}
+
+/// What a hunt asks of the checks, before the target says which apply: each `None` takes the
+/// kind's default (on in `hunt` and `suite`, off in `sweep` and `matrix`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChecksRequest {
+    /// `--leak-check` (`Some(true)`) or `--no-leak-check` (`Some(false)`).
+    pub goroutine_leaks: Option<bool>,
+    /// `--race`.
+    pub race: bool,
+}
+
+/// The summary's account of the checks: which were on, and the attempts what they found failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChecksSummary {
+    /// The checks that were on, by name.
+    pub on: Vec<String>,
+    /// Attempts that failed by what a check found.
+    pub failed: u64,
+}
+
+impl ChecksSummary {
+    /// The summary of a plan's `checks`, of which `failed` attempts failed by what one found;
+    /// none when no check was on.
+    pub fn of(checks: Checks, failed: u64) -> Option<Self> {
+        (!checks.is_none()).then(|| Self { on: checks.names().into_iter().map(str::to_owned).collect(), failed })
+    }
+
+    /// The note every rendering shows.
+    pub fn note(&self, attempts: u64) -> String {
+        format!(
+            "checks of failures the exit status hides: {} ({} of {attempts} attempts failed by what they found)",
+            self.on.join(", "),
+            self.failed
+        )
+    }
+}
+
+/// What a check is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    /// Goroutines a Go test left running, blocked.
+    GoroutineLeak,
+    /// A data race Go's race detector reported.
+    Race,
+}
+
+impl Check {
+    /// The check's name in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::GoroutineLeak => "goroutine leak check",
+            Check::Race => "race detector",
+        }
+    }
+}
+
+/// One thing a check found in an attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The check.
+    pub check: Check,
+    /// The test after which it appeared, when the check could tell.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_empty")]
+    pub test: Option<String>,
+    /// One line: `leaked goroutines: 2, blocked at ledger.go:41 (chan send)`.
+    pub summary: String,
+    /// Where it happened, as `file:line` with what it was doing: the signature's words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub places: Vec<String>,
+    /// The stacks or traceback behind it, cut to [`REPORT_LIMIT`] bytes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub report: String,
+}
+
+/// The most of a finding's report kept in the record: the stacks of a few goroutines.
+pub const REPORT_LIMIT: usize = 16 << 10;
+/// The most findings kept per attempt (a test that leaks in a loop would write thousands).
+const FINDINGS_LIMIT: usize = 20;
+
+fn non_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s: Option<String> = Option::deserialize(d)?;
+    Ok(s.filter(|s| !s.is_empty()))
+}
+
+impl Finding {
+    /// Whether the check itself makes the target exit non-zero (the Go leak check fails the
+    /// test; the race detector too), so that a failing exit status is its doing.
+    pub fn fails_the_target(&self) -> bool {
+        matches!(self.check, Check::GoroutineLeak | Check::Race)
+    }
+
+    /// The line the live display shows under a new failure this finding caused:
+    /// `goroutine leak check, after TestX: leaked goroutines: 2, blocked at ledger.go:41 (chan send)`.
+    pub fn line(&self) -> String {
+        match &self.test {
+            Some(test) => format!("{}, after {test}: {}", self.check.name(), self.summary),
+            None => format!("{}: {}", self.check.name(), self.summary),
+        }
+    }
+}
+
+/// The signature's words for the places a check found: `leaked goroutines blocked at
+/// ledger.go:41 (chan send), ledger.go:57 (select)`.
+fn words(check: Check, places: &[&str]) -> String {
+    match check {
+        Check::GoroutineLeak => format!("leaked goroutines blocked at {}", places.join(", ")),
+        Check::Race => format!("data race between {}", places.join(" and ")),
+    }
+}
+
+/// The signature of an attempt failed by `findings`: the exit status, then what was found where
+/// (`exit 1: leaked goroutines blocked at ledger.go:41 (chan send)`). The places keep their line
+/// numbers, which a rebuilt binary keeps too: a leak at another line is another signature.
+pub fn signature(exit_code: Option<i32>, signal: Option<i32>, findings: &[Finding]) -> String {
+    let head = match (exit_code, signal) {
+        (_, Some(sig)) => format!("signal {}", signature::signal_name(sig)),
+        (Some(code), None) => format!("exit {code}"),
+        (None, None) => "fail".to_owned(),
+    };
+    // Each check's distinct places, in the order found; at most three places per check.
+    let mut by_check: Vec<(Check, Vec<&str>)> = Vec::new();
+    for f in findings {
+        let at = match by_check.iter().position(|(c, _)| *c == f.check) {
+            Some(i) => i,
+            None => {
+                by_check.push((f.check, Vec::new()));
+                by_check.len() - 1
+            }
+        };
+        for p in &f.places {
+            if !by_check[at].1.contains(&p.as_str()) {
+                by_check[at].1.push(p);
+            }
+        }
+    }
+    let parts: Vec<String> = by_check
+        .into_iter()
+        .map(|(check, places)| {
+            let more = places.len().saturating_sub(3);
+            let mut text = words(check, &places[..places.len().min(3)]);
+            if more > 0 {
+                text.push_str(&format!(" and {more} more"));
+            }
+            text
+        })
+        .collect();
+    format!("{head}: {}", parts.join("; "))
+}
+
+/// A hunt's checks while its attempts run: which are on, and the directory the target's own
+/// checks write to, removed with it.
+#[derive(Debug)]
+pub struct CheckRun {
+    /// The checks that are on.
+    pub checks: Checks,
+    dir: tempfile::TempDir,
+}
+
+impl CheckRun {
+    /// The checks of a plan, with their directory; none when no check is on.
+    pub fn new(checks: Checks) -> std::io::Result<Option<Self>> {
+        if checks.is_none() {
+            return Ok(None);
+        }
+        let dir = tempfile::Builder::new().prefix("flakehunt-checks-").tempdir()?;
+        Ok(Some(Self { checks, dir }))
+    }
+
+    /// The directory the target's checks write to (`FLAKEHUNT_CHECK_DIR`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The variables every attempt gets.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![("FLAKEHUNT_CHECK_DIR".to_owned(), self.dir().display().to_string())]
+    }
+
+    /// What the checks found in the attempt `tag` (its `FLAKEHUNT_ATTEMPT`), which printed
+    /// `stderr`; the files its processes wrote are removed.
+    pub fn findings(&self, tag: &str, _stdout: &str, stderr: &str) -> Vec<Finding> {
+        let mut found = take_reports(self.dir(), tag);
+        if self.checks.race && stderr.contains("WARNING: DATA RACE") {
+            found.extend(go::races(stderr));
+        }
+        for f in &mut found {
+            cut(&mut f.report, REPORT_LIMIT);
+        }
+        found.truncate(FINDINGS_LIMIT);
+        found
+    }
+}
+
+/// Reads and removes the files `tag.*` of `dir`: one finding per JSON line. A line that is not
+/// a finding (a process killed while writing one) is skipped.
+fn take_reports(dir: &Path, tag: &str) -> Vec<Finding> {
+    let prefix = format!("{tag}.");
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<std::path::PathBuf> =
+        entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect();
+    files.sort();
+    let mut found = Vec::new();
+    for path in files {
+        let text = read_capped(&path);
+        let _ = std::fs::remove_file(&path);
+        for line in text.lines() {
+            if let Ok(mut f) = serde_json::from_str::<Finding>(line) {
+                cut(&mut f.report, REPORT_LIMIT);
+                cut(&mut f.summary, 1000);
+                if found.len() < FINDINGS_LIMIT {
+                    found.push(f);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The first megabyte of a file, as text.
+fn read_capped(path: &Path) -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(1 << 20).read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// `text` cut to at most `limit` bytes, at a character boundary, saying so.
+fn cut(text: &mut String, limit: usize) {
+    if text.len() <= limit {
+        return;
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str("\n… (cut)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leak(places: &[&str]) -> Finding {
+        Finding {
+            check: Check::GoroutineLeak,
+            test: Some("TestLeak".into()),
+            summary: format!("leaked goroutines: {}, blocked at {}", places.len(), places.join(", ")),
+            places: places.iter().map(|p| (*p).to_owned()).collect(),
+            report: String::new(),
+        }
+    }
+
+    #[test]
+    fn signatures_name_the_places_with_their_lines() {
+        let one = signature(Some(1), None, &[leak(&["ledger.go:41 (chan send)"])]);
+        assert_eq!(one, "exit 1: leaked goroutines blocked at ledger.go:41 (chan send)");
+        let other = signature(Some(1), None, &[leak(&["ledger.go:57 (chan send)"])]);
+        assert_ne!(one, other, "another line is another signature");
+        let same =
+            signature(Some(1), None, &[leak(&["ledger.go:41 (chan send)"]), leak(&["ledger.go:41 (chan send)"])]);
+        assert_eq!(one, same, "the count is not part of it");
+        let two = signature(
+            Some(1),
+            None,
+            &[leak(&["a.go:1 (chan send)"]), leak(&["b.go:2 (select)", "a.go:1 (chan send)"])],
+        );
+        assert_eq!(two, "exit 1: leaked goroutines blocked at a.go:1 (chan send), b.go:2 (select)");
+    }
+
+    #[test]
+    fn reports_are_read_per_attempt_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = serde_json::to_string(&leak(&["a_test.go:7 (chan send)"])).unwrap();
+        std::fs::write(dir.path().join("run.3.100"), format!("{line}\nnot json\n{line}\n")).unwrap();
+        std::fs::write(dir.path().join("run.31.100"), format!("{line}\n")).unwrap();
+        let got = take_reports(dir.path(), "run.3");
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].test.as_deref(), Some("TestLeak"));
+        assert!(!dir.path().join("run.3.100").exists());
+        assert!(dir.path().join("run.31.100").exists(), "another attempt's file stays");
+        let empty_test = r#"{"check":"goroutine-leak","test":"","summary":"s","places":[]}"#;
+        std::fs::write(dir.path().join("run.4.1"), empty_test).unwrap();
+        assert_eq!(take_reports(dir.path(), "run.4")[0].test, None);
+    }
+
+    #[test]
+    fn checks_round_trip_and_old_plans_read_as_none() {
+        let on = Checks { goroutine_leaks: true, ..Checks::default() };
+        let json = serde_json::to_string(&on).unwrap();
+        assert_eq!(json, r#"{"goroutine_leaks":true}"#);
+        assert_eq!(serde_json::from_str::<Checks>(&json).unwrap(), on);
+        assert!(serde_json::from_str::<Checks>("{}").unwrap().is_none());
+        assert_eq!(on.names(), ["goroutine leaks"]);
+    }
+}

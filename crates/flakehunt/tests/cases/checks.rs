@@ -1,0 +1,279 @@
+//! End-to-end tests of the checks of failures the exit status hides, against the fixtures in
+//! `fixtures/checks/`: each fixture misbehaves on chosen iterations (`FLAKEHUNT_ITERATION % N`),
+//! so the counts are exact; clean fixtures are run long enough to show no false alarm.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use crate::harness::{attempts_in, bin, fixture, read_json};
+
+/// Copies `fixtures/checks/NAME` into a fresh directory, so builds and caches stay out of the tree.
+fn copy_fixture(name: &str, into: &Path) -> PathBuf {
+    let to = into.join(name.replace('/', "-"));
+    let status = std::process::Command::new("cp").arg("-r").arg(fixture(name)).arg(&to).status().unwrap();
+    assert!(status.success());
+    to
+}
+
+/// A Go environment inside `dir`: its own build cache and GOPATH, no network.
+fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    vec![
+        ("GOCACHE", dir.join("gocache")),
+        ("GOPATH", dir.join("gopath")),
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOPROXY", "off".into()),
+        ("GOFLAGS", "".into()),
+    ]
+}
+
+/// What one hunt left: its exit code, summary, manifest, attempts and stderr.
+struct Ran {
+    code: i32,
+    summary: Value,
+    manifest: Value,
+    attempts: Vec<Value>,
+    stderr: String,
+}
+
+/// `flakehunt SUBCOMMAND ARGS --json --record DIR/rec-N` run in `dir`.
+fn hunt(dir: &Path, subcommand: &str, args: &[&str], env: &[(&str, PathBuf)]) -> Ran {
+    let record = (0..).map(|i| dir.join(format!("rec-{i}"))).find(|r| !r.exists()).unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.arg(subcommand).args(["--json", "--seed", "3", "--record"]).arg(&record).args(args).current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let summary: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {stderr}"));
+    Ran {
+        code: out.status.code().unwrap(),
+        summary,
+        manifest: read_json(&record.join("manifest.json")),
+        attempts: attempts_in(&record),
+        stderr,
+    }
+}
+
+fn signatures(summary: &Value) -> Vec<(String, u64)> {
+    summary["signatures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["signature"].as_str().unwrap().to_owned(), s["count"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Attempts whose checks found something.
+fn flagged(attempts: &[Value]) -> Vec<&Value> {
+    attempts.iter().filter(|a| a["hidden"].as_array().is_some_and(|h| !h.is_empty())).collect()
+}
+
+#[test]
+fn a_goroutine_leaked_on_a_channel_fails_the_attempt_and_is_named_where_it_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/go", dir.path());
+    let env = go_env(dir.path());
+    let args =
+        ["--profiles", "default", "--runs", "6", "--leak-check", "--go-test", "./leaky", "-run", "TestChannelLeak"];
+    let on = hunt(&project, "sweep", &args, &env);
+    assert_eq!(on.code, 1, "{}", on.stderr);
+    // Iterations 3 and 6 leave the goroutine blocked on its send; the test itself passes.
+    assert_eq!(on.summary["failures"], 2, "{}", on.summary);
+    assert_eq!(
+        signatures(&on.summary),
+        [("exit 1: leaked goroutines blocked at leaky.go:25 (chan send)".to_owned(), 2)]
+    );
+    let failed: Vec<u64> =
+        on.attempts.iter().filter(|a| a["outcome"] == "fail").map(|a| a["iteration"].as_u64().unwrap()).collect();
+    assert_eq!(failed, [3, 6]);
+    let found = &flagged(&on.attempts)[0]["hidden"][0];
+    assert_eq!(found["check"], "goroutine-leak");
+    assert_eq!(found["test"], "TestChannelLeak");
+    assert_eq!(found["summary"], "leaked goroutines: 1, blocked at leaky.go:25 (chan send)");
+    let stack = found["report"].as_str().unwrap();
+    assert!(stack.contains("[chan send]") && stack.contains("leaky.Send.func1"), "{stack}");
+    assert_eq!(on.manifest["plan"]["checks"]["goroutine_leaks"], true);
+    assert_eq!(on.summary["checks"]["failed"], 2);
+    assert!(on.summary["notes"].to_string().contains("goroutine leaks (2 of 6 attempts"), "{}", on.summary["notes"]);
+
+    // Off (a sweep's default): the old behaviour, every attempt passes, nothing recorded.
+    let off_args = ["--profiles", "default", "--runs", "6", "--go-test", "./leaky", "-run", "TestChannelLeak"];
+    let off = hunt(&project, "sweep", &off_args, &env);
+    assert_eq!(off.code, 0, "{}", off.stderr);
+    assert_eq!(off.summary["failures"], 0);
+    assert!(off.manifest["plan"].get("checks").is_none(), "{}", off.manifest["plan"]);
+    assert!(off.summary.get("checks").is_none());
+    assert!(flagged(&off.attempts).is_empty());
+}
+
+#[test]
+fn a_goroutine_leaked_in_a_subtest_is_named_with_the_lock_it_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/go", dir.path());
+    let env = go_env(dir.path());
+    let args =
+        ["--profiles", "default", "--runs", "6", "--leak-check", "--go-test", "./leaky", "-run", "TestSubtestLeak"];
+    let ran = hunt(&project, "sweep", &args, &env);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert_eq!(ran.summary["failures"], 3, "iterations 2, 4 and 6: {}", ran.summary);
+    assert_eq!(
+        signatures(&ran.summary),
+        [("exit 1: leaked goroutines blocked at leaky.go:51 (semacquire in sync.(*Mutex).Lock)".to_owned(), 3)]
+    );
+    let found = &flagged(&ran.attempts)[0]["hidden"][0];
+    assert_eq!(found["test"], "TestSubtestLeak", "attributed to the top-level test after which it appeared");
+    assert!(found["report"].as_str().unwrap().contains("TestSubtestLeak.func1"), "{found}");
+}
+
+#[test]
+fn a_package_with_its_own_test_main_gets_one_line_and_runs_without_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/go", dir.path());
+    let env = go_env(dir.path());
+    let ran = hunt(
+        &project,
+        "sweep",
+        &["--profiles", "default", "--runs", "3", "--leak-check", "--go-test", "./ownmain"],
+        &env,
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let lines: Vec<&str> = ran.stderr.lines().filter(|l| l.contains("TestMain")).collect();
+    assert_eq!(lines.len(), 1, "{}", ran.stderr);
+    assert!(lines[0].contains("ownmain_test.go:9") && lines[0].contains("goleak.VerifyTestMain(m)"), "{}", lines[0]);
+    assert!(ran.manifest["plan"].get("checks").is_none(), "the record says the check was not on");
+    assert_eq!(ran.summary["failures"], 0);
+}
+
+#[test]
+fn a_suite_attributes_each_leak_to_the_test_after_which_it_appeared() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/go", dir.path());
+    let env = go_env(dir.path());
+    // On by default in a suite.
+    let ran = hunt(&project, "suite", &["--runs", "6", "--quiet", "--go-test", "./leaky"], &env);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let tests: Vec<(String, u64)> = ran.summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["id"].as_str().unwrap().to_owned(), t["failures"].as_u64().unwrap()))
+        .collect();
+    assert!(tests.contains(&("TestChannelLeak".to_owned(), 2)), "{tests:?}");
+    assert!(tests.contains(&("TestSubtestLeak".to_owned(), 3)), "{tests:?}");
+    assert!(!tests.iter().any(|(id, _)| id == "TestJoined"), "{tests:?}");
+    let shuffled: Vec<&Value> = ran.attempts.iter().filter(|a| a["suite"]["role"] == "shuffled").collect();
+    for a in shuffled {
+        let iteration = a["iteration"].as_u64().unwrap();
+        let mut found: Vec<&str> =
+            a["hidden"].as_array().map(|h| h.iter().map(|f| f["test"].as_str().unwrap()).collect()).unwrap_or_default();
+        found.sort_unstable();
+        let mut expected = Vec::new();
+        if iteration % 3 == 0 {
+            expected.push("TestChannelLeak");
+        }
+        if iteration % 2 == 0 {
+            expected.push("TestSubtestLeak");
+        }
+        assert_eq!(found, expected, "iteration {iteration}");
+    }
+}
+
+#[test]
+fn the_adaptive_hunt_checks_by_default_and_no_leak_check_turns_it_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/go", dir.path());
+    let env = go_env(dir.path());
+    let target = ["--go-test", "./leaky", "-run", "TestChannelLeak"];
+    let on = hunt(&project, "hunt", &[&["--budget", "60s", "--quiet"][..], &target].concat(), &env);
+    assert_eq!(on.code, 1, "{}", on.stderr);
+    assert_eq!(on.summary["checks"]["on"][0], "goroutine leaks");
+    assert!(signatures(&on.summary)[0].0.contains("leaky.go:25 (chan send)"), "{}", on.summary);
+    let off = hunt(&project, "hunt", &[&["--budget", "5s", "--quiet", "--no-leak-check"][..], &target].concat(), &env);
+    assert_eq!(off.code, 0, "{}", off.stderr);
+    assert_eq!(off.summary["failures"], 0);
+}
+
+#[test]
+fn no_go_fixture_leaks_under_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = go_env(dir.path());
+    // 200 attempts of the clean package: goroutines joined, ending, parked in os/signal, timers,
+    // parallel tests and parallel subtests. None is a leak.
+    let clean = copy_fixture("checks/go", dir.path());
+    let ran = hunt(
+        &clean,
+        "sweep",
+        &["--profiles", "default", "--runs", "200", "--leak-check", "--go-test", "./clean"],
+        &env,
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(ran.summary["attempts"], 200);
+    assert_eq!(ran.summary["failures"], 0, "{}", ran.summary);
+    // The other Go fixtures fail on their own iterations, never by the check.
+    let ledger = copy_fixture("adapters/go-flaky", dir.path());
+    let ran = hunt(
+        &ledger,
+        "sweep",
+        &["--profiles", "default", "--runs", "8", "--leak-check", "--go-test", "./ledger"],
+        &env,
+    );
+    assert_eq!(ran.summary["failures"], 2, "{}", ran.stderr);
+    assert_eq!(ran.manifest["plan"]["checks"]["goroutine_leaks"], true);
+    assert!(flagged(&ran.attempts).is_empty());
+    let suite = copy_fixture("suite/go", dir.path());
+    let ran = hunt(&suite, "suite", &["--runs", "6", "--quiet", "--go-test", "."], &env);
+    assert_eq!(ran.manifest["plan"]["checks"]["goroutine_leaks"], true);
+    assert!(flagged(&ran.attempts).is_empty(), "{:?}", flagged(&ran.attempts));
+    let leaky = clean.join("leaky");
+    let ran = hunt(
+        &leaky,
+        "sweep",
+        &["--profiles", "default", "--runs", "5", "--leak-check", "--go-test", ".", "-run", "TestJoined"],
+        &env,
+    );
+    assert_eq!(ran.summary["failures"], 0, "{}", ran.stderr);
+}
+
+#[test]
+fn race_builds_with_the_race_detector_and_names_both_places_of_a_race() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/go", dir.path());
+    let env = go_env(dir.path());
+    let ran = hunt(&project, "sweep", &["--profiles", "default", "--runs", "4", "--race", "--go-test", "./racy"], &env);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    // Iterations 2 and 4 bump the counter from two goroutines.
+    assert_eq!(ran.summary["failures"], 2, "{}", ran.summary);
+    assert_eq!(
+        signatures(&ran.summary),
+        [("exit 1: data race between racy_test.go:15 (read) and racy_test.go:15 (write)".to_owned(), 2)]
+    );
+    assert_eq!(ran.manifest["plan"]["checks"]["race"], true);
+    let found = &flagged(&ran.attempts)[0]["hidden"][0];
+    assert_eq!(found["check"], "race");
+    assert!(found["report"].as_str().unwrap().starts_with("WARNING: DATA RACE"), "{found}");
+    // Without --race the same test passes every time: the race is invisible to its exit status.
+    let plain = hunt(&project, "sweep", &["--profiles", "default", "--runs", "4", "--go-test", "./racy"], &env);
+    assert_eq!(plain.summary["failures"], 0, "{}", plain.stderr);
+}
+
+#[test]
+fn a_go_check_asked_for_another_target_is_refused_in_one_line() {
+    for (option, words) in [("--race", "give --go-test PKG"), ("--leak-check", "give --go-test PKG")] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(bin())
+            .args(["sweep", "--runs", "1", option, "--record"])
+            .arg(dir.path().join("rec"))
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{option}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(option) && stderr.contains(words), "{stderr}");
+        assert!(!dir.path().join("rec").exists(), "nothing is written");
+    }
+}
