@@ -85,7 +85,9 @@ pub fn table(s: &SuiteSummary) -> String {
     let mut out = tests_table(s);
     let incomplete = incomplete(s);
     if !incomplete.is_empty() {
-        out.push_str(&format!("ended before all their tests reported ({} attempts):\n", s.incomplete_attempts()));
+        let n = s.incomplete_attempts();
+        let noun = if n == 1 { "attempt" } else { "attempts" };
+        out.push_str(&format!("ended before all their tests reported ({n} {noun}):\n"));
         for line in incomplete {
             out.push_str(&format!("  {line}\n"));
         }

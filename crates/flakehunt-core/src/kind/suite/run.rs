@@ -62,7 +62,13 @@ impl SuiteExecution<'_> {
         } else {
             cell
         };
-        let mut finished = runner.run(spec, cell, worker, slot, &prepared.invocation.env)?;
+        let mut finished = match runner.run(spec, cell, worker, slot, &prepared.invocation.env) {
+            Ok(f) => f,
+            Err(e) => {
+                prepared.discard();
+                return Err(e);
+            }
+        };
         if cold && !self.said_cold.swap(true, std::sync::atomic::Ordering::Relaxed) {
             finished.runs_cold = Some(RUNS_COLD.to_owned());
         }

@@ -230,6 +230,12 @@ pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::A
     suite.classified = analysis.complete;
     summary.verdict = suite.verdict().to_owned();
     summary.verdict_text = suite.verdict_text(summary.attempts);
+    if !suite.incomplete.is_empty() {
+        // A clean cell's attempts include some whose tests did not all report: what zero
+        // failures would rule out is not known.
+        let unfounded = crate::analysis::summary::zero_failure_notes(&summary.cells);
+        summary.notes.retain(|n| !unfounded.contains(n));
+    }
     if !suite.shuffled {
         summary.notes.push(super::order::LIBTEST_ORDER_NOTE.to_owned());
     }
