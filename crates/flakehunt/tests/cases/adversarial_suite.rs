@@ -128,7 +128,10 @@ fn an_early_exit_with_status_zero_is_not_a_pass() {
         .collect();
     assert_eq!(unreported, [("test_a.py::test_a".to_owned(), 2), ("test_a.py::test_b".to_owned(), 2)]);
     let notes = strings(&summary["notes"]);
-    assert!(!notes.iter().any(|n| n.contains("would very likely")), "no rate is ruled out by runs that reported nothing: {notes:?}");
+    assert!(
+        !notes.iter().any(|n| n.contains("would very likely")),
+        "no rate is ruled out by runs that reported nothing: {notes:?}"
+    );
     let phases: Vec<&str> =
         summary["incomplete"].as_array().unwrap().iter().map(|g| g["phase"].as_str().unwrap()).collect();
     assert_eq!(phases, ["shuffled", "repeat-all"]);
