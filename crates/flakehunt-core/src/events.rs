@@ -43,6 +43,17 @@ pub enum Event<'a> {
         /// Re-runs of a cell that failed once.
         confirm: u64,
     },
+    /// `matrix --against`: what it will try and what it cannot.
+    AgainstPlanned {
+        /// The snapshot, as given.
+        snapshot: &'a str,
+        /// The differences it searches.
+        tried: &'a [crate::kind::matrix::against::Dimension],
+        /// Those it cannot try here.
+        untried: &'a [crate::kind::matrix::against::Untried],
+        /// Attempts per cell.
+        runs: u64,
+    },
     /// The clean room of a matrix cell is being made (1-based `index` of `of`).
     CleanRoomReady {
         /// Which room.

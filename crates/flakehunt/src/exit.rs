@@ -45,7 +45,7 @@ pub enum Done {
 pub enum Error {
     /// A hunt could not run or finish.
     #[error(transparent)]
-    Hunt(#[from] flakehunt_core::driver::HuntError),
+    Hunt(#[from] flakehunt_core::spec::HuntError),
     /// A snapshot cannot be read (`diff`).
     #[error(transparent)]
     Snapshot(#[from] flakehunt_core::drift::ReadError),
@@ -172,9 +172,9 @@ pub fn message_of(err: &Error) -> String {
 
 /// The record error `err` comes from, if any: advice about `--record` is for the record only.
 fn record_error(err: &Error) -> Option<&RecordError> {
-    use flakehunt_core::driver::HuntError;
     use flakehunt_core::kind::fire::FireError;
     use flakehunt_core::record::MergeError;
+    use flakehunt_core::spec::HuntError;
     match err {
         Error::Record(e)
         | Error::InRecord { error: e, .. }
@@ -211,7 +211,7 @@ fn written(result: std::io::Result<()>) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flakehunt_core::driver::HuntError;
+    use flakehunt_core::spec::HuntError;
 
     fn hunt(reproduced: bool, interrupted: bool, incomplete: bool) -> Result<Done, Error> {
         Ok(Done::Hunt(HuntEnd { reproduced, interrupted, incomplete }))
@@ -255,6 +255,35 @@ mod tests {
             cause: std::io::Error::from_raw_os_error(libc::ENOSPC),
         };
         assert_eq!(code(&Err(HuntError::CleanRoom(full).into())), IO);
+    }
+
+    /// A typed error turned into a usage message loses its class (a full disk would exit 2):
+    /// errors go up as they are, and only their message is made at the top.
+    #[test]
+    fn no_typed_error_is_flattened_into_a_usage_message() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut stack = vec![root.join("flakehunt/src"), root.join("flakehunt-core/src")];
+        let mut found = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (i, line) in text.lines().enumerate() {
+                    // Put together here, so that this file does not match itself.
+                    let flat = ["sage(e.to_string())", "sage(other.to_string())", "sage(super::error_chain("]
+                        .iter()
+                        .any(|tail| line.contains(&format!("U{tail}")) || line.contains(&format!("u{tail}")));
+                    if flat {
+                        found.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(found.is_empty(), "typed errors flattened into usage messages:\n{}", found.join("\n"));
     }
 
     #[test]

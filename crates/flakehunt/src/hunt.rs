@@ -6,10 +6,12 @@ use std::path::Path;
 
 use flakehunt_core::analysis::Summary;
 use flakehunt_core::config::Config;
-use flakehunt_core::driver::{self, cell_header, HuntSpec};
+use flakehunt_core::driver::{self, cell_header};
 use flakehunt_core::events::{Event, EventSink};
 use flakehunt_core::plan::Target;
+use flakehunt_core::probe;
 use flakehunt_core::profile::Profile;
+use flakehunt_core::spec::HuntSpec;
 
 use crate::display::Display;
 use crate::exit::{self, Done, Error};
@@ -64,16 +66,16 @@ pub fn probe(names: &[String], json: bool, config: &Config) -> Result<Done, Erro
         all.extend(config.user_profiles());
         all
     } else {
-        driver::select(names, config, &Target::argv(vec!["python3".into()]))?
+        probe::select(names, config, &Target::argv(vec!["python3".into()]))?
     };
-    let results = driver::probe(&profiles)?;
+    let results = probe::probe(&profiles)?;
     if json {
         exit::to_stdout(|out| {
             serde_json::to_writer_pretty(&mut *out, &results)?;
             writeln!(out)
         })?;
     } else {
-        let table = driver::probe_table(&results);
+        let table = probe::probe_table(&results);
         exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
     }
     Ok(if results.iter().all(|r| r.applied || r.profile == "default") { Done::Ok } else { Done::Refused })

@@ -69,7 +69,7 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
         cli::Command::Man => cli::shell::man(),
         cli::Command::Probe { profiles, json } => hunt::probe(profiles, *json, &config()?),
         cli::Command::Profiles => {
-            let table = flakehunt_core::driver::profiles_table(&config()?);
+            let table = flakehunt_core::probe::profiles_table(&config()?);
             exit::to_stdout(|out| out.write_all(table.as_bytes()))?;
             Ok(Done::Ok)
         }
@@ -79,7 +79,7 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
         }
         cli::Command::Diff(a) => snapshot::diff(a, flakehunt_core::driver::snapshot_tools(&config()?, None)),
         cli::Command::ProbeWorkload { millis } => {
-            let line = flakehunt_core::driver::workload(*millis);
+            let line = flakehunt_core::probe::workload(*millis);
             exit::to_stdout(|out| writeln!(out, "{line}"))?;
             Ok(Done::Ok)
         }

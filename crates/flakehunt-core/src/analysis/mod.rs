@@ -59,7 +59,18 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
         Kind::Matrix => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            crate::kind::matrix::summary::apply(&mut summary, record.manifest.extra.dimensions(), &cells, &tally);
+            match record.manifest.extra.against() {
+                Some(against) => {
+                    let (runs, confirm) = (record.manifest.plan.runs, record.manifest.extra.confirm());
+                    crate::kind::matrix::against::summary::apply(&mut summary, against, runs, confirm, &cells, &tally);
+                }
+                None => crate::kind::matrix::summary::apply(
+                    &mut summary,
+                    record.manifest.extra.dimensions(),
+                    &cells,
+                    &tally,
+                ),
+            }
             summary
         }
         Kind::Fire => crate::kind::fire::summarize(record, &cells, &tally)?,

@@ -126,6 +126,15 @@ pub fn workflow(hunt: &ShardedHunt, job: &GithubJob<'_>) -> Result<String, Githu
     y.push_str("          name: flakehunt-shard-${{ matrix.shard }}\n");
     y.push_str("          path: flakehunt-records/shard-${{ matrix.shard }}\n");
     y.push_str("          if-no-files-found: ignore\n");
+    // The shard's machine, taken before its hunt: a red run always has one to compare with
+    // (`flakehunt diff`, `flakehunt matrix --against`).
+    y.push_str("      - name: Upload the snapshot of the shard's machine\n");
+    y.push_str("        if: always()\n");
+    y.push_str("        uses: actions/upload-artifact@v6\n");
+    y.push_str("        with:\n");
+    y.push_str("          name: flakehunt-snapshot-${{ matrix.shard }}\n");
+    y.push_str("          path: flakehunt-records/shard-${{ matrix.shard }}.snapshot.json\n");
+    y.push_str("          if-no-files-found: ignore\n");
     y.push_str("  merge:\n");
     y.push_str("    needs: [install, shard]\n");
     // Also when shards failed (the merge says which are missing), not when flakehunt could not
@@ -239,11 +248,20 @@ mod tests {
         assert!(run.contains("--shard \"$i/4\" --seed \"42\" --record \"$shard\""), "{run}");
         assert!(run.starts_with("i=$((FLAKEHUNT_SHARD))\nroot=flakehunt-records\n"), "{run}");
         assert!(run.contains("want='flakehunt 0.1.0'"), "{run}");
-        let upload = steps.last().unwrap();
+        let upload = &steps[steps.len() - 2];
         assert_eq!(upload["uses"], "actions/upload-artifact@v6");
         assert_eq!(upload["if"], "always()");
         assert_eq!(upload["with"]["name"], "flakehunt-shard-${{ matrix.shard }}");
         assert_eq!(upload["with"]["path"], "flakehunt-records/shard-${{ matrix.shard }}");
+        // The shard's machine, taken before the hunt, is uploaded whatever became of the hunt.
+        assert!(
+            run.find("snapshot --output \"$shard.snapshot.json\"").unwrap() < run.find("--record \"$shard\"").unwrap()
+        );
+        let snapshot = steps.last().unwrap();
+        assert_eq!(snapshot["uses"], "actions/upload-artifact@v6");
+        assert_eq!(snapshot["if"], "always()");
+        assert_eq!(snapshot["with"]["name"], "flakehunt-snapshot-${{ matrix.shard }}");
+        assert_eq!(snapshot["with"]["path"], "flakehunt-records/shard-${{ matrix.shard }}.snapshot.json");
     }
 
     /// flakehunt is installed once, in its own job; every job restores it from a cache keyed on

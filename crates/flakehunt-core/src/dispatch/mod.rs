@@ -65,6 +65,7 @@ impl ShardedHunt {
         s.push_str("shard=\"$root/shard-$i\"\n");
         s.push_str("mkdir -p \"$root\"\n");
         s.push_str(&self.version_check(Some("echo 3 > \"$shard.exit.tmp\" && mv \"$shard.exit.tmp\" \"$shard.exit\"")));
+        s.push_str(&self.snapshot_line());
         s.push_str("code=0\n");
         s.push_str("# A shard whose record exists was started before: continue it, never start it over.\n");
         s.push_str("if [ -f \"$shard/manifest.json\" ]; then\n  ");
@@ -80,6 +81,23 @@ impl ShardedHunt {
         s.push_str("# 0: nothing reproduced, 1: reproduced; both are a shard that ran. Anything else failed.\n");
         s.push_str("if [ \"$code\" -gt 1 ]; then exit \"$code\"; fi\n");
         s
+    }
+
+    /// The shell line that writes the snapshot of the shard's machine beside its record
+    /// (`shard-<i>.snapshot.json`), before the hunt, so that a shard that fails, or is killed,
+    /// still leaves one to compare with; a snapshot that cannot be written does not stop the
+    /// shard. The hunt's `--python` reads the interpreter it runs.
+    fn snapshot_line(&self) -> String {
+        let mut w: Vec<Word<'_>> = vec![Word::Lit(&self.program)];
+        w.extend(self.globals.iter().map(|g| Word::Lit(g)));
+        w.extend([Word::Lit("snapshot"), Word::Lit("--output"), Word::Expand("$shard.snapshot.json".into())]);
+        if let Some(python) = self.options.iter().position(|o| o == "--python").and_then(|i| self.options.get(i + 1)) {
+            w.extend([Word::Lit("--python"), Word::Lit(python)]);
+        }
+        format!(
+            "# The machine this shard runs on, for `flakehunt diff` and `flakehunt matrix --against`.\n{} || echo \"flakehunt: no snapshot of this machine\" >&2\n",
+            render(&w)
+        )
     }
 
     /// Shell lines that stop the script (exit 3) unless `program --version` prints the version
@@ -443,6 +461,8 @@ mod tests {
         assert!(s.contains("flakehunt sweep --resume \"$shard\" --quiet || code=$?"));
         assert!(s.contains("> \"$shard.exit.tmp\" && mv"));
         assert!(s.contains("want='flakehunt 0.1.0'\nhave=$(flakehunt --version 2>&1)"), "{s}");
+        let snapshot = s.find("flakehunt snapshot --output \"$shard.snapshot.json\" || echo").expect(&s);
+        assert!(snapshot < s.find("code=0").unwrap(), "the snapshot is taken before the hunt: {s}");
     }
 
     #[test]

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::plan::against::Change;
 pub use here::Here;
 
+use crate::plan::Setting;
 use crate::snapshot::{LimitPair, Snapshot};
 
 /// The groups differences are shown in, in this order.
@@ -55,6 +55,53 @@ impl Group {
             Group::Kernel => "kernel",
             Group::FileSystems => "file systems",
             Group::Machine => "machine",
+        }
+    }
+}
+
+/// How flakehunt makes this machine look like the other in one difference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Change {
+    /// Set an environment variable (`None`: unset it).
+    Env {
+        /// The variable.
+        name: String,
+        /// Its value there.
+        value: Option<String>,
+    },
+    /// Set a soft resource limit (`None`: unlimited).
+    Rlimit {
+        /// The resource (`nofile`).
+        name: String,
+        /// The soft limit there.
+        value: Option<u64>,
+    },
+    /// Pin to this many CPUs (runtimes size their thread pools from it, as they do there).
+    Cpus {
+        /// CPUs there.
+        count: u32,
+    },
+}
+
+impl Change {
+    /// How the change is written in a cell's name (`TZ=UTC`, `nofile=1024`, `cpus=2`).
+    pub fn text(&self) -> String {
+        match self {
+            Change::Env { .. } | Change::Rlimit { .. } => {
+                let s = self.setting().expect("an env or rlimit change is a setting");
+                format!("{}={}", s.name(), s.value_text())
+            }
+            Change::Cpus { count } => format!("cpus={count}"),
+        }
+    }
+
+    /// The overlay setting it is, for the changes an overlay holds.
+    pub fn setting(&self) -> Option<Setting> {
+        match self {
+            Change::Env { name, value } => Some(Setting::Env { name: name.clone(), value: value.clone() }),
+            Change::Rlimit { name, value } => Some(Setting::Rlimit { name: name.clone(), value: *value }),
+            Change::Cpus { .. } => None,
         }
     }
 }
@@ -471,7 +518,10 @@ fn python(a: &Snapshot, b: &Snapshot, drift: &mut Drift) {
         }
         drift.differences.push(d);
     }
-    let (pa, pb) = (a.python.as_ref().filter(|p| p.error.is_none()), b.python.as_ref().filter(|p| p.error.is_none()));
+    // A snapshot that did not look (a hunt of a shell script reads no interpreter) says
+    // nothing about Python; one that looked and found none, or a broken one, does.
+    let (Some(pa), Some(pb)) = (&a.python, &b.python) else { return };
+    let (pa, pb) = (Some(pa).filter(|p| p.error.is_none()), Some(pb).filter(|p| p.error.is_none()));
     let (pa, pb) = match (pa, pb) {
         (Some(pa), Some(pb)) => (pa, pb),
         (None, None) => return,
@@ -485,7 +535,7 @@ fn python(a: &Snapshot, b: &Snapshot, drift: &mut Drift) {
                 a: text(pa),
                 b: text(pb),
                 change: None,
-                advice: Some("only one snapshot could read a Python interpreter".to_owned()),
+                advice: Some("only one machine has a Python interpreter that could be read".to_owned()),
             });
             return;
         }

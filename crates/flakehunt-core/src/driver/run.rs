@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{HuntEnd, HuntError, HuntKind, HuntSpec, RecordRequest};
+use super::HuntEnd;
 use crate::analysis::Summary;
 use crate::config::Config;
 use crate::events::{Event, EventSink, Fanout};
@@ -16,6 +16,7 @@ use crate::record::{
     Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,
 };
 use crate::runner::{rfc3339, AttemptRunner, RunError, Runner};
+use crate::spec::{HuntError, HuntKind, HuntSpec, RecordRequest};
 use crate::state::Normalizer;
 
 /// What a finished hunt leaves for the caller to print.
@@ -123,7 +124,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         (RecordRequest::New(record), HuntKind::Fire(req)) => {
             // Everything that can be checked without touching the disk comes first.
             let fire = crate::kind::fire::prepare::new(req, &spec.settings)?;
-            let mut target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
+            let mut target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
             // Runs start in their sandbox: a program path relative to here (where it was just
             // found) would name nothing there.
             if !target.shell && target.argv[0].contains('/') && Path::new(&target.argv[0]).is_relative() {
@@ -166,11 +167,11 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
             let limit = crate::kind::suite::prepare::collection_limit(spec);
-            let (target, adapter, built) = match super::adapter::target(&spec.target, &dir, spec.asked_checks(), limit)? {
+            let (target, adapter, built) = match crate::kind::adapter::target(&spec.target, &dir, spec.asked_checks(), limit)? {
                 Some((target, adapter, built)) => (target, Some(adapter), built),
                 None => {
-                    let target = super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
-                    (target, None, super::adapter::Built::default())
+                    let target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
+                    (target, None, crate::kind::adapter::Built::default())
                 }
             };
             if let Some(note) = &built.note {
@@ -206,7 +207,7 @@ pub(super) fn cells_of(
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
     match &spec.kind {
         HuntKind::Sweep { profiles, strict } => {
-            let profiles = super::probe::select(profiles, &spec.config, target)?;
+            let profiles = crate::probe::select(profiles, &spec.config, target)?;
             for p in &profiles {
                 if let Some(n) = p.knobs.copies {
                     crate::bounds::Machine::get()
@@ -214,9 +215,12 @@ pub(super) fn cells_of(
                 }
             }
             if *strict {
-                super::probe::refuse_inert(&profiles, crate::record::Kind::Sweep)?;
+                crate::probe::refuse_inert(&profiles, crate::record::Kind::Sweep)?;
             }
             Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
+        }
+        HuntKind::Matrix(req) if req.against.is_some() && spec.shard.is_some() => {
+            Err(HuntError::usage(crate::spec::args::AGAINST_IS_ONE_MACHINE))
         }
         HuntKind::Matrix(req) => {
             crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
@@ -259,7 +263,7 @@ fn execute(
     }
     match ladder {
         None if manifest.kind == Kind::Suite => {
-            let session = super::Session::start(manifest, sink)?;
+            let session = crate::session::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
             let result = crate::kind::suite::prepare::execute(manifest, dir, recorder, &session, leak_timeout, sink);
             let snapshot = snapshot.and_then(|s| s.join().ok());
@@ -273,7 +277,7 @@ fn execute(
                 plan.observe(&attempt?);
                 done += 1;
             }
-            let session = super::Session::start(manifest, sink)?;
+            let session = crate::session::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
             let warm = session.warm_cells(manifest);
             let runner = Runner {
@@ -316,7 +320,7 @@ fn execute(
         Some(ladder) => {
             // A refused start removes the directory it created (a new record is discarded whole).
             let made_sandboxes = !dir.join(SANDBOXES).exists();
-            let refuse = |session: super::Session, e: HuntError| {
+            let refuse = |session: crate::session::Session, e: HuntError| {
                 session.finish();
                 if made_sandboxes {
                     let _ = std::fs::remove_dir(dir.join(SANDBOXES));
@@ -327,7 +331,7 @@ fn execute(
             let sandboxes = std::path::absolute(dir.join(SANDBOXES))
                 .and_then(|s| std::fs::create_dir_all(&s).map(|()| s))
                 .map_err(|e| HuntError::io(format!("cannot create {}", dir.join(SANDBOXES).display()), e))?;
-            let session = super::Session::start(manifest, sink)?;
+            let session = crate::session::Session::start(manifest, sink)?;
             let fire = FireRunner {
                 attempts: session.attempts(manifest, leak_timeout),
                 options: ladder.options.clone(),
@@ -548,8 +552,8 @@ fn discard_if_empty(dir: &NewDir) {
     if !attempts.metadata().is_ok_and(|m| m.len() == 0) {
         return;
     }
-    super::discard_build(dir.path());
-    dir.discard(&[super::GO_BUILD_DIR, SANDBOXES]);
+    crate::kind::adapter::discard_build(dir.path());
+    dir.discard(&[crate::kind::adapter::GO_BUILD_DIR, SANDBOXES]);
 }
 
 /// Appends the Markdown summary of a finished hunt to `$GITHUB_STEP_SUMMARY` when it is set.
@@ -558,8 +562,8 @@ fn discard_if_empty(dir: &NewDir) {
 pub fn step_summary(summary: &Summary, dir: &Path, sink: &mut dyn EventSink) {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return };
     let result = (|| -> Result<(), String> {
-        let record = Record::open(dir).map_err(|e| super::error_chain(&e))?;
-        let ctx = crate::render::RenderContext::from_record(&record, 0).map_err(|e| super::error_chain(&e))?;
+        let record = Record::open(dir).map_err(|e| crate::spec::error_chain(&e))?;
+        let ctx = crate::render::RenderContext::from_record(&record, 0).map_err(|e| crate::spec::error_chain(&e))?;
         let text = crate::render::markdown::render(summary, &ctx);
         // Without blocking: a FIFO with no reader would hold the finished hunt forever (opening
         // it ignores SIGTERM); only a regular file is a job summary.

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{HuntEnd, HuntError, HuntKind, HuntReport, HuntSpec, Incomplete, RecordRequest, SlurmRequest};
+use super::{HuntEnd, HuntReport, Incomplete};
 use crate::dispatch::slurm::{script, SlurmJob};
 use crate::events::{Event, EventSink};
 use crate::record::Merge;
+use crate::spec::{HuntError, HuntKind, HuntSpec, RecordRequest, SlurmRequest};
 
 /// The batch script of a `--slurm` hunt, its record directory and working directory, after
 /// every check a shard would make, so nothing that would be refused reaches the queue.
@@ -29,7 +30,7 @@ fn prepare(
             crate::kind::suite::prepare::check(spec)?;
             crate::plan::Target::argv(vec!["python3".into()])
         }
-        _ => super::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?,
+        _ => crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?,
     };
     super::run::settings_of(spec)?;
     let (cells, _) = super::run::cells_of(spec, &target, sink)?;

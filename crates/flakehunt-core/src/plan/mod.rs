@@ -2,7 +2,6 @@
 //! at a time and sees every result, so adaptive plans (confirmation, minimisation, bandits)
 //! fit the same runner as static ones. Main trait: [`Plan`].
 
-pub mod against;
 mod cell;
 mod rng;
 mod schedule;
@@ -90,6 +89,13 @@ impl AttemptLimits {
 pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
     if manifest.kind == crate::record::Kind::Adaptive {
         return Box::new(crate::kind::adaptive::record::plan_of(manifest));
+    }
+    if let Some(against) = manifest.extra.against() {
+        return Box::new(crate::kind::matrix::against::AgainstPlan::new(
+            against.dimensions.clone(),
+            manifest.plan.runs,
+            manifest.extra.confirm(),
+        ));
     }
     if manifest.kind == crate::record::Kind::Matrix {
         let confirm = manifest.extra.confirm();

@@ -85,6 +85,9 @@ pub struct MatrixExtra {
     pub confirm: u64,
     /// `--clean-room`, when given.
     pub clean_room: Option<CleanRoomSpec>,
+    /// `--against SNAPSHOT`: the differences searched instead of a grid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<crate::kind::matrix::against::Against>,
 }
 
 /// How each cell's clean room is made.
@@ -131,6 +134,11 @@ impl Extra {
     /// The matrix's `--confirm`, 0 for other hunts.
     pub fn confirm(&self) -> u64 {
         self.matrix.as_ref().map_or(0, |m| m.confirm)
+    }
+
+    /// What a `matrix --against` searches, none for other hunts.
+    pub fn against(&self) -> Option<&crate::kind::matrix::against::Against> {
+        self.matrix.as_ref().and_then(|m| m.against.as_ref())
     }
 
     /// The matrix's dimensions, none for other hunts.

@@ -25,9 +25,23 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
                 sizes.join(" x ")
             ))
         }
+        Event::AgainstPlanned { snapshot, tried, untried, runs } => {
+            let names = |n: Vec<&str>| match n.len() {
+                0 => "none".to_owned(),
+                1..=10 => n.join(", "),
+                more => format!("{}, and {} more", n[..8].join(", "), more - 8),
+            };
+            said(format!(
+                "matrix --against {snapshot}: {} difference(s) to try ({}), {runs} runs per cell; {} not applicable here ({})",
+                tried.len(),
+                names(tried.iter().map(|d| d.name.as_str()).collect()),
+                untried.len(),
+                names(untried.iter().map(|d| d.name.as_str()).collect()),
+            ))
+        }
         Event::CleanRoomReady { index, of, cell } => said(format!("clean room {index}/{of}: {cell}")),
         Event::CleanRoomsKept(dirs) => said(format!("clean rooms kept: {}", dirs.join(" "))),
-        Event::StateCopied(stats) => said(crate::driver::copy_line(stats)),
+        Event::StateCopied(stats) => said(copy_line(stats)),
         Event::ReferenceStarted { cell, runs } => {
             said(format!("{cell}: {runs} runs one after another in a fresh sandbox"))
         }
@@ -92,6 +106,19 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
         Event::BudgetSpent => warned("budget spent: letting running attempts finish".into()),
         Event::Started { .. } | Event::AttemptFinished { .. } | Event::CellAdded(_) | Event::LevelRecorded(_) => None,
     }
+}
+
+/// What each sandbox copy of the state takes, in one line.
+pub fn copy_line(c: &crate::copy::CopyStats) -> String {
+    let plural = if c.files == 1 { "" } else { "s" };
+    let mut line =
+        format!("state: {} file{plural}, {} bytes, {} bytes written per sandbox", c.files, c.bytes, c.written);
+    for (n, what) in [(c.cloned, "reflinked"), (c.links, "links re-pointed"), (c.followed, "outside links followed")] {
+        if n > 0 {
+            line.push_str(&format!(", {n} {what}"));
+        }
+    }
+    line
 }
 
 #[cfg(test)]

@@ -377,6 +377,12 @@ pub struct MatrixArgs {
     /// A resource limit dimension: nofile, nproc, stack, as, core, fsize, cpu, memlock (`unlimited` allowed).
     #[arg(long, value_name = "NAME=V1,V2", conflicts_with = "resume")]
     pub rlimit: Vec<String>,
+    /// Hunt the differences from another machine instead of a grid: its snapshot (a file
+    /// `flakehunt snapshot --output` wrote, or a record directory). The dimensions are the
+    /// differences flakehunt can apply here, this machine's value the baseline and the other's
+    /// the second; they are searched in groups, then within a group (see the README).
+    #[arg(long, value_name = "SNAPSHOT", conflicts_with_all = ["define", "rlimit", "clean_room", "yes", "max_cells", "shard", "slurm", "resume"])]
+    pub against: Option<PathBuf>,
     /// Re-run a cell that failed exactly once up to N times to confirm it (twice) or clear it.
     #[arg(long, default_value_t = 10, value_name = "N", conflicts_with = "resume")]
     pub confirm: u64,

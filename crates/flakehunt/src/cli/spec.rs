@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use flakehunt_core::config::Config;
-use flakehunt_core::driver::{
+use flakehunt_core::spec::{
     CleanRoomRequest, FireRequest, HuntKind, HuntSpec, MatrixRequest, OracleRequest, RecordRequest, SettingsRequest,
     SlurmRequest, SuiteRequest, TargetRequest,
 };
@@ -41,6 +41,7 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
                 confirm: a.confirm,
                 yes: a.yes,
                 max_cells: a.max_cells,
+                against: a.against.clone(),
                 clean_room: a.clean_room.then(|| CleanRoomRequest {
                     setup: a.setup.clone(),
                     keep_env: a.keep_env.clone(),

@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::bin;
+use crate::harness::flakehunt;
 
 /// Copies a fixture project into a fresh directory, so builds and caches stay out of the tree.
 fn copy_project(name: &str, into: &Path) -> PathBuf {
@@ -24,7 +23,7 @@ fn copy_project(name: &str, into: &Path) -> PathBuf {
 
 fn run(project: &Path, args: &[&str], env: &[(&str, &Path)]) -> (i32, Value, Value, String) {
     let record = project.join("rec");
-    let mut cmd = Command::new(bin());
+    let mut cmd = flakehunt();
     cmd.args(["sweep", "--profiles", "default", "--seed", "3", "--json", "--quiet", "--record"])
         .arg(&record)
         .args(args)
@@ -32,7 +31,7 @@ fn run(project: &Path, args: &[&str], env: &[(&str, &Path)]) -> (i32, Value, Val
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
+    let out = cmd.output();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let summary: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {stderr}"));
@@ -70,12 +69,11 @@ fn cargo_test_refuses_an_unknown_test() {
     let dir = tempfile::tempdir().unwrap();
     let project = copy_project("cargo-flaky", dir.path());
     let target = dir.path().join("target");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--runs", "1", "--cargo-test", "no_such_test"])
         .env("CARGO_TARGET_DIR", &target)
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no test named 'no_such_test'"));
 }
@@ -187,15 +185,14 @@ fn go_test_refuses_an_unknown_test_or_package_in_one_line() {
     let env = go_env(dir.path());
     let refuse = |go_test: &[&str], expected: &str| {
         let record = dir.path().join("rec");
-        let out = Command::new(bin())
+        let out = flakehunt()
             .args(["sweep", "--profiles", "default", "--runs", "1", "--record"])
             .arg(&record)
             .arg("--go-test")
             .args(go_test)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(&project)
-            .output()
-            .unwrap();
+            .output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{go_test:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{go_test:?}: {stderr}");

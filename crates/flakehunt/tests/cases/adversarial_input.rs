@@ -4,6 +4,7 @@
 //! case is refused with one line and exit code 2 (4 for a failing file system), and leaves the
 //! user's files as they were.
 
+use crate::harness::{flakehunt, refused_with};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -38,24 +39,8 @@ impl Scratch {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(crate::harness::bin())
-            .args(args)
-            .current_dir(self.dir.path())
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .output()
-            .unwrap()
+        flakehunt().args(args).current_dir(self.dir.path()).env_remove("GITHUB_STEP_SUMMARY").output()
     }
-}
-
-/// Asserts that `out` exited with `code` and printed one error line containing `needle`.
-fn refused_with(out: &Output, code: i32, needle: &str) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("flakehunt: error:")).collect();
-    assert_eq!(errors.len(), 1, "one error line expected: {stderr}");
-    assert!(errors[0].contains(needle), "'{needle}' not in: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    errors[0].to_owned()
 }
 
 fn refused(out: &Output, needle: &str) -> String {
@@ -76,7 +61,7 @@ fn sweep_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     SWEEP.iter().copied().chain(extra.iter().copied()).collect()
 }
 
-// Item 4: a record never goes into a directory of the user's.
+// A record never goes into a directory of the user's.
 
 #[test]
 fn a_record_is_refused_in_a_non_empty_directory_that_holds_no_record() {
@@ -121,7 +106,7 @@ fn merge_into_a_directory_of_the_users_is_refused() {
     assert_eq!(std::fs::read(s.path("out/summary.json")).unwrap(), b"the user's own");
 }
 
-// Item 9: a refused fire leaves nothing behind.
+// A refused fire leaves nothing behind.
 
 #[test]
 fn a_fire_refused_for_its_state_leaves_no_partial_record() {
@@ -141,7 +126,7 @@ fn a_fire_refused_for_its_state_leaves_no_partial_record() {
     assert!(!s.path(".flakehunt").exists());
 }
 
-// Item 11: a target that cannot be executed is not "not reproduced".
+// A target that cannot be executed is not "not reproduced".
 
 #[test]
 fn a_script_without_a_shebang_stops_the_hunt_before_any_attempt() {
@@ -169,12 +154,11 @@ fn a_binary_the_kernel_cannot_execute_stops_sweep_and_fire_at_the_first_attempt(
     assert!(!s.path("rec").exists());
     // The same with a program found in PATH.
     let path = format!("{}:{}", s.path("").display(), std::env::var("PATH").unwrap_or_default());
-    let out = Command::new(crate::harness::bin())
+    let out = flakehunt()
         .args(sweep_args(&["--record", "rec2", "--", "bad"]))
         .current_dir(s.path(""))
         .env("PATH", path)
-        .output()
-        .unwrap();
+        .output();
     refused(&out, "cannot start 'bad'");
 }
 
@@ -186,7 +170,7 @@ fn a_fire_program_given_by_a_relative_path_runs_in_its_sandbox() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-// Item 12: counts beyond the machine.
+// Counts beyond the machine.
 
 #[test]
 fn counts_beyond_the_machine_are_refused_naming_the_limit() {
@@ -204,7 +188,7 @@ fn counts_beyond_the_machine_are_refused_naming_the_limit() {
     assert!(!s.path(".flakehunt").exists());
 }
 
-// Item 13: durations that overflow.
+// Durations that overflow.
 
 #[test]
 fn huge_durations_are_refused_not_panicked_on() {
@@ -246,7 +230,7 @@ fn a_resumed_manifest_with_a_damaged_timeout_is_refused() {
     }
 }
 
-// Item 15: empty list items.
+// Empty list items.
 
 #[test]
 fn empty_items_in_list_options_are_refused() {
@@ -274,7 +258,7 @@ fn empty_items_in_list_options_are_refused() {
     assert!(!s.path(".flakehunt").exists(), "nothing ran");
 }
 
-// Item 19: clap's errors.
+// Clap's errors.
 
 #[test]
 fn a_usage_error_says_error_once_with_the_subcommands_usage() {
@@ -301,7 +285,7 @@ fn a_usage_error_says_error_once_with_the_subcommands_usage() {
     }
 }
 
-// Item 18: an unwritable working directory says why, and what to do.
+// An unwritable working directory says why, and what to do.
 
 #[test]
 fn a_record_that_cannot_be_created_says_the_cause_and_exits_4() {
@@ -320,14 +304,14 @@ fn a_record_that_cannot_be_created_says_the_cause_and_exits_4() {
     let ro = s.path("ro");
     std::fs::create_dir(&ro).unwrap();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let out = Command::new(crate::harness::bin()).args(sweep_args(&["--", "true"])).current_dir(&ro).output().unwrap();
+    let out = flakehunt().args(sweep_args(&["--", "true"])).current_dir(&ro).output();
     let line = refused_with(&out, 4, "cannot create the record directory .flakehunt/runs/sweep-");
     assert!(line.contains("Permission denied"), "{line}");
     assert!(line.contains("check that directory's permissions, or give --record DIR on a writable path"), "{line}");
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-// Item 16: a shard cut short is not a complete shard.
+// A shard cut short is not a complete shard.
 
 #[test]
 fn merge_says_which_attempts_a_truncated_shard_lacks() {
@@ -358,7 +342,7 @@ fn merge_says_which_attempts_a_truncated_shard_lacks() {
     assert_eq!(merge["merged_from"][0]["missing_attempts"], 0);
 }
 
-// Item 7: a kill test is shown as the words that run exactly it.
+// A kill test is shown as the words that run exactly it.
 
 #[test]
 fn hypo_list_shows_each_kill_test_as_the_shell_words_that_run_it() {
@@ -374,7 +358,7 @@ fn hypo_list_shows_each_kill_test_as_the_shell_words_that_run_it() {
     assert!(!stdout.contains('\u{1b}'), "no raw escape reaches the terminal: {stdout}");
 }
 
-// Beyond the list: siblings found while fixing it.
+// Siblings of the cases above.
 
 #[test]
 fn a_grid_larger_than_memory_is_refused_before_it_is_built() {
@@ -424,7 +408,7 @@ fn a_pattern_that_matches_every_output_is_refused() {
     assert!(!s.path(".flakehunt").exists());
 }
 
-// Beyond the issue's list: an --expect-stdout that is not a regular file was read without end
+// An --expect-stdout that is not a regular file was read without end
 // (`/dev/zero` until memory ran out; a FIFO waited on for a writer forever).
 #[test]
 fn an_expected_stdout_that_is_not_a_regular_file_is_refused() {
@@ -439,7 +423,7 @@ fn an_expected_stdout_that_is_not_a_regular_file_is_refused() {
     }
 }
 
-// Beyond the issue's list: a hand-edited manifest with an empty argv, or a shard 0/0, made
+// A hand-edited manifest with an empty argv, or a shard 0/0, made
 // `--resume` index an empty list and `merge` divide by zero (exit 101).
 #[test]
 fn a_resumed_or_merged_manifest_without_a_command_or_with_a_shard_zero_is_refused() {
@@ -471,7 +455,7 @@ fn a_resumed_or_merged_manifest_without_a_command_or_with_a_shard_zero_is_refuse
     }
 }
 
-// Beyond the issue's list: a missing TMPDIR gave "cannot copy REPO into the clean room" (no
+// A missing TMPDIR gave "cannot copy REPO into the clean room" (no
 // cause, the wrong culprit), and made the jitter profile blame a missing C compiler.
 #[test]
 fn a_missing_tmpdir_is_named_as_the_cause() {
@@ -485,13 +469,12 @@ fn a_missing_tmpdir_is_named_as_the_cause() {
         assert!(Command::new("git").args(args).current_dir(&repo).status().unwrap().success());
     }
     let run = |args: &[&str]| {
-        Command::new(crate::harness::bin())
+        flakehunt()
             .args(args)
             .current_dir(&repo)
             .env("TMPDIR", s.path("no-such-tmp"))
             .env_remove("GITHUB_STEP_SUMMARY")
             .output()
-            .unwrap()
     };
     let out =
         run(&["matrix", "--clean-room", "-D", "X=1", "--runs", "1", "--record", "../rec", "-q", "--", "sh", "t.sh"]);
@@ -502,7 +485,7 @@ fn a_missing_tmpdir_is_named_as_the_cause() {
     assert!(printed.contains("no-such-tmp") && printed.contains("set TMPDIR"), "{printed}");
 }
 
-// Beyond the issue's list: a $GITHUB_STEP_SUMMARY that is a FIFO without a reader held the
+// A $GITHUB_STEP_SUMMARY that is a FIFO without a reader held the
 // finished hunt forever (blocked in open, deaf to SIGTERM). It is a warning now, like any
 // summary that cannot be written, and the hunt's result stands.
 #[test]
@@ -510,18 +493,17 @@ fn a_step_summary_that_is_a_fifo_is_warned_about_not_waited_on() {
     let s = Scratch::new();
     let fifo = s.path("summary.fifo");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    let out = Command::new(crate::harness::bin())
+    let out = flakehunt()
         .args(sweep_args(&["--record", "rec", "--", "true"]))
         .current_dir(s.dir.path())
         .env("GITHUB_STEP_SUMMARY", &fifo)
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("warning: cannot append to $GITHUB_STEP_SUMMARY"), "{stderr}");
 }
 
-// Beyond the issue's list: a ladder whose levels are each within bounds but whose whole hunt
+// A ladder whose levels are each within bounds but whose whole hunt
 // (levels and their reference runs) is not was refused as "the record's manifest.json ... was
 // edited or damaged", for a record that did not exist.
 #[test]

@@ -10,14 +10,9 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::harness::{bin, fixture};
-
-/// Runs flakehunt in `dir`.
-fn flakehunt(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin()).args(args).current_dir(dir).env_remove("GITHUB_STEP_SUMMARY").output().unwrap()
-}
+use crate::harness::{fixture, flakehunt, run_in};
 
 /// Every file and directory under `dir`, with the bytes and permission bits of each file:
 /// what a refused command must leave as it was.
@@ -100,7 +95,7 @@ fn records_of_every_kind(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     ];
     let mut out = Vec::new();
     for (kind, args) in hunts {
-        let run = flakehunt(dir, &args);
+        let run = run_in(dir, &args);
         assert!(matches!(run.status.code(), Some(0 | 1)), "{kind}: {}", String::from_utf8_lossy(&run.stderr));
         let record = dir.join(kind);
         assert!(record.join("summary.json").exists(), "{kind}");
@@ -116,12 +111,11 @@ fn records_of_every_kind(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     )
     .unwrap();
     let record = dir.join("suite");
-    let run = Command::new(bin())
+    let run = flakehunt()
         .args(["suite", "--runs", "2", "--quiet", "--record", record.to_str().unwrap(), "--pytest"])
         .current_dir(&project)
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(run.status.code(), Some(1), "suite: {}", String::from_utf8_lossy(&run.stderr));
     assert!(record.join("suite/flakehunt_repeat.py").exists());
     out.push(("suite", record));
@@ -139,11 +133,11 @@ fn a_resume_refused_for_a_damaged_attempts_file_changes_nothing() {
         text.extend_from_slice(b"{\"id\": 99");
         std::fs::write(&path, text).unwrap();
         let before = tree(&record);
-        let out = flakehunt(dir.path(), &[kind, "--resume", record.to_str().unwrap()]);
+        let out = run_in(dir.path(), &[kind, "--resume", record.to_str().unwrap()]);
         assert_refused(&out, "attempts.jsonl is damaged: line 2", kind);
         assert_unchanged(&before, &record, kind);
         // `report` refuses the same record the same way, so the live run's summary is what is left.
-        let report = flakehunt(dir.path(), &["report", record.to_str().unwrap()]);
+        let report = run_in(dir.path(), &["report", record.to_str().unwrap()]);
         assert_refused(&report, "attempts.jsonl is damaged: line 2", kind);
         assert_eq!(report.status.code(), out.status.code(), "{kind}: one exit code for one damage");
     }
@@ -159,7 +153,7 @@ fn a_resume_whose_target_cannot_start_changes_nothing() {
         ("matrix", vec!["matrix", "-D", "X=a,b", "--runs", "3", "--record", "matrix", "--", script, "2"]),
     ];
     for (kind, args) in &hunts {
-        let run = flakehunt(dir.path(), args);
+        let run = run_in(dir.path(), args);
         assert_eq!(run.status.code(), Some(1), "{kind}: {}", String::from_utf8_lossy(&run.stderr));
         // As a killed hunt leaves it: attempts left to run, the last line cut, the summary of
         // what ran.
@@ -174,7 +168,7 @@ fn a_resume_whose_target_cannot_start_changes_nothing() {
         for (kind, _) in &hunts {
             let record = dir.path().join(kind);
             let before = tree(&record);
-            let out = flakehunt(dir.path(), &[kind, "--resume", record.to_str().unwrap()]);
+            let out = run_in(dir.path(), &[kind, "--resume", record.to_str().unwrap()]);
             let what = format!("{kind}, script {says}");
             assert_eq!(out.status.code(), Some(2), "{what}: {}", String::from_utf8_lossy(&out.stderr));
             assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{what}");
@@ -192,7 +186,7 @@ fn fire_record_cut_in_its_second_level(dir: &Path, target: &[&str], state: Optio
     }
     args.push("--");
     args.extend(target);
-    let run = flakehunt(dir, &args);
+    let run = run_in(dir, &args);
     assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
     let record = dir.join("fire");
     let levels = record.join("levels.jsonl");
@@ -202,7 +196,7 @@ fn fire_record_cut_in_its_second_level(dir: &Path, target: &[&str], state: Optio
     std::fs::write(&levels, kept.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     std::fs::remove_file(record.join("summary.json")).unwrap();
     // The summary the killed hunt would not have written stands for the live run's analysis.
-    let report = flakehunt(dir, &["report", "fire", "--format", "json", "--output", "fire/summary.json"]);
+    let report = run_in(dir, &["report", "fire", "--format", "json", "--output", "fire/summary.json"]);
     assert_eq!(report.status.code(), Some(0), "{}", String::from_utf8_lossy(&report.stderr));
     record
 }
@@ -221,7 +215,7 @@ fn a_fire_resume_refused_before_its_first_run_changes_nothing() {
     // A state that cannot be copied any more: a link to outside it.
     std::os::unix::fs::symlink("/etc/hostname", state.join("outside")).unwrap();
     let before = tree(&record);
-    let out = flakehunt(dir.path(), &["fire", "--resume", "fire"]);
+    let out = run_in(dir.path(), &["fire", "--resume", "fire"]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("outside"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_unchanged(&before, &record, "fire, a state that cannot be copied");
@@ -229,7 +223,7 @@ fn a_fire_resume_refused_before_its_first_run_changes_nothing() {
 
     // A target that cannot start.
     std::fs::remove_file(&script).unwrap();
-    let out = flakehunt(dir.path(), &["fire", "--resume", "fire"]);
+    let out = run_in(dir.path(), &["fire", "--resume", "fire"]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such file"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_unchanged(&before, &record, "fire, a target that cannot start");
@@ -237,7 +231,7 @@ fn a_fire_resume_refused_before_its_first_run_changes_nothing() {
     // A damaged attempts file.
     damage_a_middle_line(&record);
     let before = tree(&record);
-    let out = flakehunt(dir.path(), &["fire", "--resume", "fire"]);
+    let out = run_in(dir.path(), &["fire", "--resume", "fire"]);
     assert_refused(&out, "attempts.jsonl is damaged: line 2", "fire, a damaged attempts file");
     assert_unchanged(&before, &record, "fire, a damaged attempts file");
 }
@@ -246,7 +240,7 @@ fn a_fire_resume_refused_before_its_first_run_changes_nothing() {
 fn a_fire_resume_accepted_still_runs_the_cut_level_again() {
     let dir = tempfile::tempdir().unwrap();
     let record = fire_record_cut_in_its_second_level(dir.path(), &["true"], None);
-    let out = flakehunt(dir.path(), &["fire", "--quiet", "--json", "--resume", "fire"]);
+    let out = run_in(dir.path(), &["fire", "--quiet", "--json", "--resume", "fire"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let attempts = crate::harness::attempts_in(&record);
     let per_cell = |cell: &str| attempts.iter().filter(|a| a["cell"] == cell).count();
@@ -258,7 +252,7 @@ fn a_fire_resume_accepted_still_runs_the_cut_level_again() {
 fn a_resume_of_another_kind_or_a_damaged_manifest_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let flaky = fixture("flaky-every.sh");
-    let run = flakehunt(
+    let run = run_in(
         dir.path(),
         &["sweep", "--profiles", "default", "--runs", "4", "--record", "rec", "--", flaky.to_str().unwrap(), "2"],
     );
@@ -266,14 +260,14 @@ fn a_resume_of_another_kind_or_a_damaged_manifest_changes_nothing() {
     let record = dir.path().join("rec");
     cut_after(&record, 2);
     let before = tree(&record);
-    let out = flakehunt(dir.path(), &["matrix", "--resume", "rec"]);
+    let out = run_in(dir.path(), &["matrix", "--resume", "rec"]);
     assert_refused(&out, "holds a sweep record", "matrix --resume of a sweep");
     assert_unchanged(&before, &record, "matrix --resume of a sweep");
     let manifest = record.join("manifest.json");
     let text = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, text.replace("\"timeout_seconds\": 600.0", "\"timeout_seconds\": -1.0")).unwrap();
     let before = tree(&record);
-    let out = flakehunt(dir.path(), &["sweep", "--resume", "rec"]);
+    let out = run_in(dir.path(), &["sweep", "--resume", "rec"]);
     assert_refused(&out, "timeout", "a damaged plan");
     assert_unchanged(&before, &record, "a damaged plan");
 }
@@ -286,7 +280,7 @@ fn sweep_record(dir: &Path, name: &str, shard: Option<&str>) -> PathBuf {
         args.extend(["--shard", shard]);
     }
     args.extend(["--", flaky.to_str().unwrap(), "3"]);
-    let run = flakehunt(dir, &args);
+    let run = run_in(dir, &args);
     assert!(matches!(run.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&run.stderr));
     dir.join(name)
 }
@@ -303,10 +297,10 @@ fn an_attempt_recorded_twice_is_damage_for_report_merge_and_resume() {
     std::fs::write(&path, format!("{text}{second}\n")).unwrap();
     let before = tree(&a);
     let says = "attempts.jsonl is damaged: line 4: attempt 2 is recorded a second time";
-    assert_refused(&flakehunt(dir.path(), &["report", "a"]), says, "report");
-    assert_refused(&flakehunt(dir.path(), &["merge", "a", "b", "--into", "m"]), says, "merge");
+    assert_refused(&run_in(dir.path(), &["report", "a"]), says, "report");
+    assert_refused(&run_in(dir.path(), &["merge", "a", "b", "--into", "m"]), says, "merge");
     assert!(!dir.path().join("m").exists(), "a refused merge writes nothing");
-    assert_refused(&flakehunt(dir.path(), &["sweep", "--resume", "a"]), says, "--resume");
+    assert_refused(&run_in(dir.path(), &["sweep", "--resume", "a"]), says, "--resume");
     assert_unchanged(&before, &a, "a record that repeats an attempt");
 
     // The same attempt in two shards: a copy of one shard's line in the other's file.
@@ -314,7 +308,7 @@ fn an_attempt_recorded_twice_is_damage_for_report_merge_and_resume() {
     let b_path = b.join("attempts.jsonl");
     let b_text = std::fs::read_to_string(&b_path).unwrap();
     std::fs::write(&b_path, format!("{b_text}{second}\n")).unwrap();
-    let out = flakehunt(dir.path(), &["merge", "a", "b", "--into", "m"]);
+    let out = run_in(dir.path(), &["merge", "a", "b", "--into", "m"]);
     assert_refused(&out, "both hold attempt 2", "merge of overlapping shards");
     assert!(!dir.path().join("m").exists(), "a refused merge writes nothing");
 }
@@ -327,10 +321,10 @@ fn a_record_without_its_attempts_file_is_damage_for_report_merge_and_resume() {
     std::fs::remove_file(a.join("attempts.jsonl")).unwrap();
     let before = tree(&a);
     let says = "attempts.jsonl is damaged: the file is missing";
-    assert_refused(&flakehunt(dir.path(), &["report", "a"]), says, "report");
-    assert_refused(&flakehunt(dir.path(), &["merge", "a", "b", "--into", "m"]), says, "merge");
+    assert_refused(&run_in(dir.path(), &["report", "a"]), says, "report");
+    assert_refused(&run_in(dir.path(), &["merge", "a", "b", "--into", "m"]), says, "merge");
     assert!(!dir.path().join("m").exists(), "a refused merge writes nothing");
-    let resume = flakehunt(dir.path(), &["sweep", "--resume", "a"]);
+    let resume = run_in(dir.path(), &["sweep", "--resume", "a"]);
     assert_refused(&resume, says, "--resume");
     assert_unchanged(&before, &a, "a record without its attempts file");
 }

@@ -4,9 +4,7 @@
 //! keeps them all.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-use crate::harness::bin;
+use std::process::Output;
 
 /// Variables whose NAME makes them secret, with plain values nothing else could recognise.
 const BY_NAME: &[(&str, &str)] = &[
@@ -78,8 +76,8 @@ fn fixture() -> PathBuf {
 }
 
 /// Runs flakehunt in `dir` with every secret variable set.
-fn flakehunt(dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(bin());
+fn run_with_secrets(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = crate::harness::flakehunt();
     cmd.args(args).current_dir(dir);
     for (name, value) in BY_NAME {
         cmd.env(name, value);
@@ -87,7 +85,7 @@ fn flakehunt(dir: &Path, args: &[&str]) -> Output {
     for (name, value, _) in BY_VALUE {
         cmd.env(name, value);
     }
-    cmd.output().unwrap()
+    cmd.output()
 }
 
 /// Every file under `dir`, with its content.
@@ -120,7 +118,7 @@ fn everything_written(dir: &Path, record: &Path, hunt: &Output) -> Vec<(String, 
     all.push(("hunt stdout".into(), hunt.stdout.clone()));
     all.push(("hunt stderr".into(), hunt.stderr.clone()));
     for format in ["html", "md", "json", "junit", "term"] {
-        let out = flakehunt(dir, &["report", record.to_str().unwrap(), "--format", format]);
+        let out = run_with_secrets(dir, &["report", record.to_str().unwrap(), "--format", format]);
         assert!(out.status.success(), "report --format {format}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(!out.stdout.is_empty(), "report --format {format} is empty");
         all.push((format!("report --format {format}"), out.stdout));
@@ -148,7 +146,7 @@ fn sweep_args<'a>(extra: &[&'a str], fixture: &'a str) -> Vec<&'a str> {
 fn a_sweep_writes_no_secret_anywhere() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = fixture();
-    let hunt = flakehunt(dir.path(), &sweep_args(&[], fixture.to_str().unwrap()));
+    let hunt = run_with_secrets(dir.path(), &sweep_args(&[], fixture.to_str().unwrap()));
     assert_eq!(hunt.status.code(), Some(1), "{}", String::from_utf8_lossy(&hunt.stderr));
     let record = dir.path().join("rec");
     let written = everything_written(dir.path(), &record, &hunt);
@@ -165,7 +163,7 @@ fn a_sweep_writes_no_secret_anywhere() {
     let attempts = std::fs::read_to_string(record.join("attempts.jsonl")).unwrap();
     assert!(attempts.contains("password=<redacted>&user=bob"), "{attempts}");
     // A resumed hunt would run `<redacted>` as the password: refused in one line.
-    let resume = flakehunt(dir.path(), &["sweep", "--resume", "rec"]);
+    let resume = run_with_secrets(dir.path(), &["sweep", "--resume", "rec"]);
     assert_eq!(resume.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&resume.stderr);
     assert!(stderr.contains("cannot be resumed") && stderr.lines().count() == 1, "{stderr}");
@@ -175,7 +173,7 @@ fn a_sweep_writes_no_secret_anywhere() {
 fn a_shell_target_is_redacted_in_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let script = format!("MYSQL_PWD=shellpw-e1e1 {} --password shellarg-e2e2", fixture().display());
-    let hunt = flakehunt(
+    let hunt = run_with_secrets(
         dir.path(),
         &["sweep", "--profiles", "default", "--runs", "1", "--record", "rec", "--shell", &script],
     );
@@ -209,7 +207,7 @@ fn a_matrix_of_secret_values_writes_none_of_them() {
         fixture.to_str().unwrap(),
     ];
     args.extend(IN_ARGS);
-    let hunt = flakehunt(dir.path(), &args);
+    let hunt = run_with_secrets(dir.path(), &args);
     // Every cell fails, the baseline too: not a condition, whatever the verdict says.
     assert!(matches!(hunt.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&hunt.stderr));
     let written = everything_written(dir.path(), &dir.path().join("rec"), &hunt);
@@ -236,7 +234,7 @@ fn a_matrix_of_secret_values_writes_none_of_them() {
 fn no_redact_keeps_every_secret() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = fixture();
-    let hunt = flakehunt(dir.path(), &sweep_args(&["--no-redact"], fixture.to_str().unwrap()));
+    let hunt = run_with_secrets(dir.path(), &sweep_args(&["--no-redact"], fixture.to_str().unwrap()));
     assert_eq!(hunt.status.code(), Some(1), "{}", String::from_utf8_lossy(&hunt.stderr));
     let record = dir.path().join("rec");
     let all: Vec<u8> = files(&record).into_iter().flat_map(|(_, c)| c).collect();
@@ -249,9 +247,9 @@ fn no_redact_keeps_every_secret() {
     let snapshot = std::fs::read_to_string(record.join("snapshot.json")).unwrap();
     assert!(snapshot.contains("mysqlpwd-7f3k"), "{snapshot}");
     // Its reports are redacted unless asked otherwise.
-    let html = flakehunt(dir.path(), &["report", "rec", "--format", "html"]);
+    let html = run_with_secrets(dir.path(), &["report", "rec", "--format", "html"]);
     assert!(!contains(&html.stdout, "mysqlpwd-7f3k") && !contains(&html.stdout, "SECRETGHPTOKEN01"));
-    let raw = flakehunt(dir.path(), &["--no-redact", "report", "rec", "--format", "html"]);
+    let raw = run_with_secrets(dir.path(), &["--no-redact", "report", "rec", "--format", "html"]);
     assert!(contains(&raw.stdout, "mysqlpwd-7f3k"));
 }
 
@@ -294,7 +292,7 @@ fn generated_job_files_refuse_a_secret_argument() {
         &["dispatch", "github", "--shards", "2", "--install-from-git", "https://u:hunter2@h/r", "sweep", "--", "true"],
     ];
     for args in hunts {
-        let out = flakehunt(dir.path(), args);
+        let out = run_with_secrets(dir.path(), args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(!contains(&out.stdout, "hunter2") && !stderr.contains("hunter2"), "{args:?}: {stderr}");
@@ -303,27 +301,28 @@ fn generated_job_files_refuse_a_secret_argument() {
         // With --no-redact the user gets what was asked, the secret included.
         let mut raw = vec!["--no-redact"];
         raw.extend(args);
-        let out = flakehunt(dir.path(), &raw);
+        let out = run_with_secrets(dir.path(), &raw);
         assert!(out.status.success(), "{raw:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(contains(&out.stdout, "hunter2"), "{raw:?}");
     }
 }
 
-// Beyond the issue's list: `hypo list` printed a kill test's secrets on the terminal (the
+// `hypo list` printed a kill test's secrets on the terminal (the
 // hypotheses file keeps the command, which `hypo run` runs), and the text's escape sequences.
 #[test]
 fn hypo_list_shows_no_secret_of_a_kill_test_unless_told() {
     let dir = tempfile::tempdir().unwrap();
     let script = "curl -H 'Authorization: Bearer hypobearer-1q2w' -u bob:hypouser-3e4r x; exit 1";
-    let added = flakehunt(dir.path(), &["hypo", "add", "a token race \x1b]0;title\x07", "--", "sh", "-c", script]);
+    let added =
+        run_with_secrets(dir.path(), &["hypo", "add", "a token race \x1b]0;title\x07", "--", "sh", "-c", script]);
     assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
-    let list = flakehunt(dir.path(), &["hypo", "list"]);
+    let list = run_with_secrets(dir.path(), &["hypo", "list"]);
     let shown = String::from_utf8_lossy(&list.stdout);
     for secret in ["hypobearer-1q2w", "hypouser-3e4r"] {
         assert!(!shown.contains(secret), "{secret} shown: {shown}");
     }
     assert!(shown.contains("Authorization: Bearer <redacted>") && shown.contains("bob:<redacted>"), "{shown}");
     assert!(!shown.contains('\x1b') && shown.contains("\\u{1b}]0;title"), "{shown}");
-    let raw = flakehunt(dir.path(), &["--no-redact", "hypo", "list"]);
+    let raw = run_with_secrets(dir.path(), &["--no-redact", "hypo", "list"]);
     assert!(String::from_utf8_lossy(&raw.stdout).contains("hypobearer-1q2w"));
 }

@@ -1,7 +1,6 @@
 //! Adversarial tests of what the user owns: `fire --state` and `matrix --clean-room` copy a tree
 //! by one rule, and no shape of symlink, special file, sparse file or relative path lets a run
-//! reach the original, nor a killed flakehunt leave a copy behind (issue 12, items 1-3, 5, 6, 8,
-//! and the siblings found around them).
+//! reach the original, nor a killed flakehunt leave a copy behind.
 //!
 //! Every test builds real files and links in a temporary directory, runs the real binary and
 //! asserts on the original afterwards. Nothing waits on time: a killed hunt is polled with a
@@ -13,27 +12,22 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::harness::bin;
+use crate::harness::{flakehunt, is_gone, stderr_of};
 
 /// Runs `flakehunt fire --json ARGS` in `cwd` with the record in `record`.
 fn fire(cwd: &Path, record: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
+    flakehunt()
         .current_dir(cwd)
         .args(["fire", "--json", "--quiet", "--record"])
         .arg(record)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The JSON summary, failing with stderr when there is none.
 fn summary(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", stderr(out)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", stderr_of(out)))
 }
 
 /// The verdict of the first level of an accepted or rejected fire hunt.
@@ -44,7 +38,7 @@ fn first_verdict(out: &Output) -> String {
 
 /// Asserts a refusal: exit 2 and one line naming `what`.
 fn assert_refused(out: &Output, what: &str) {
-    let err = stderr(out);
+    let err = stderr_of(out);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert!(err.contains(what), "names {what}: {err}");
@@ -67,8 +61,8 @@ fn poll_until(what: &str, cond: impl FnMut() -> bool) {
 }
 
 #[test]
-fn item_1_a_link_spelled_through_a_symlinked_parent_is_re_pointed_into_the_sandbox() {
-    // Exactly the issue's reproduction: the link's target uses the logical $PWD (through `home`).
+fn a_link_spelled_through_a_symlinked_parent_is_re_pointed_into_the_sandbox() {
+    // The link's target uses the logical $PWD (through `home`).
     let (_guard, t) = tmp();
     std::fs::create_dir_all(t.join("real/proj/state")).unwrap();
     symlink(t.join("real"), t.join("home")).unwrap();
@@ -76,8 +70,8 @@ fn item_1_a_link_spelled_through_a_symlinked_parent_is_re_pointed_into_the_sandb
     std::fs::write(proj.join("state/d.txt"), "v1\n").unwrap();
     symlink(proj.join("state/d.txt"), proj.join("state/cur.txt")).unwrap();
     let out = fire(&proj, &t.join("x"), &["--state", "state", "--ladder", "1x1", "--shell", "echo X >> cur.txt"]);
-    assert_eq!(read(&proj.join("state/d.txt")), "v1\n", "the real state was written: {}", stderr(&out));
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(read(&proj.join("state/d.txt")), "v1\n", "the real state was written: {}", stderr_of(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     assert_eq!(out.status.code(), Some(0));
 }
 
@@ -98,9 +92,9 @@ fn links_that_re_enter_the_state_by_any_spelling_stay_inside_the_copy() {
     let script = "echo A >> sub/deeper/surplus; echo B >> chain; echo C >> self/d.txt; echo D >> via-parent-link; \
                   grep -c . d.txt";
     let out = fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--shell", script]);
-    assert_eq!(read(&state.join("d.txt")), "v1\n", "{}", stderr(&out));
+    assert_eq!(read(&state.join("d.txt")), "v1\n", "{}", stderr_of(&out));
     assert_eq!(std::fs::read_dir(&state).unwrap().count(), before);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
 }
 
 #[test]
@@ -112,11 +106,11 @@ fn a_run_that_links_to_its_sandbox_by_absolute_path_is_not_a_false_corruption() 
     // Each sandbox lives at its own path: the same link made in each must compare equal.
     let script = r#"ln -sfn "$FLAKEHUNT_STATE/d.txt" abs; ln -sfn "$(pwd -P)/d.txt" physical"#;
     let out = fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--shell", script]);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
 }
 
 #[test]
-fn item_2_a_link_leaving_the_state_is_refused_by_name_or_its_content_copied() {
+fn a_link_leaving_the_state_is_refused_by_name_or_its_content_copied() {
     let (_guard, t) = tmp();
     let state = t.join("state");
     std::fs::create_dir(&state).unwrap();
@@ -125,13 +119,13 @@ fn item_2_a_link_leaving_the_state_is_refused_by_name_or_its_content_copied() {
     let args = ["--state", "state", "--ladder", "1x1", "--shell", "echo X >> link"];
     let out = fire(&t, &t.join("rec"), &args);
     assert_refused(&out, "link");
-    assert!(stderr(&out).contains("--follow-outside-links"), "{}", stderr(&out));
+    assert!(stderr_of(&out).contains("--follow-outside-links"), "{}", stderr_of(&out));
     assert!(!t.join("rec").exists(), "a refused state leaves no record");
 
     let mut follow = args.to_vec();
     follow.push("--follow-outside-links");
     let out = fire(&t, &t.join("rec"), &follow);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     assert_eq!(read(&t.join("outside.txt")), "t\n");
     assert!(std::fs::symlink_metadata(state.join("link")).unwrap().file_type().is_symlink());
 }
@@ -160,7 +154,7 @@ fn dangling_links_are_kept_inside_and_refused_outside() {
     // Writing through it creates `new.txt`: in the sandbox, never in the state.
     symlink("new.txt", state.join("inside")).unwrap();
     let out = fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--shell", "echo X >> inside"]);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     assert!(!state.join("new.txt").exists());
 
     std::fs::remove_file(state.join("inside")).unwrap();
@@ -172,7 +166,7 @@ fn dangling_links_are_kept_inside_and_refused_outside() {
     let mut follow = args.to_vec();
     follow.push("--follow-outside-links");
     let out = fire(&t, &t.join("rec3"), &follow);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     assert!(!t.join("created-outside.txt").exists(), "a run created a file outside the state");
 }
 
@@ -186,8 +180,8 @@ fn the_state_itself_reached_through_a_symlink_is_copied_by_its_real_path() {
     // The link names the state by its symlink's path.
     symlink(t.join("state/d.txt"), real.join("cur")).unwrap();
     let out = fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--shell", "echo X >> cur"]);
-    assert_eq!(read(&real.join("d.txt")), "v1\n", "{}", stderr(&out));
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(read(&real.join("d.txt")), "v1\n", "{}", stderr_of(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
 }
 
 #[test]
@@ -199,7 +193,7 @@ fn a_fifo_is_recreated_without_blocking_and_a_device_is_refused() {
     let _socket = std::os::unix::net::UnixListener::bind(state.join("sock")).unwrap();
     let out =
         fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--shell", "test -p pipe && test ! -e sock"]);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
 
     // A device reached by a followed link would still be the device.
     std::fs::remove_file(state.join("pipe")).unwrap();
@@ -223,7 +217,7 @@ fn hard_links_in_the_copy_never_share_an_inode_with_the_original() {
     // The two names share an inode in the copy too: a write through one shows in the other.
     let script = r#"echo X >> h1; [ "$(stat -c %i h1)" = "$(stat -c %i h2)" ] && [ "$(stat -c %h h1)" = 2 ]"#;
     let out = fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--keep", "--shell", script]);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     assert_eq!(read(&t.join("outside.txt")), "o\n");
     let kept = t.join("rec/sandboxes/level-1-1x1/h1");
     assert_ne!(std::fs::metadata(kept).unwrap().ino(), std::fs::metadata(t.join("outside.txt")).unwrap().ino());
@@ -241,12 +235,12 @@ fn followed_directories_keep_their_own_links_and_are_copies() {
     let script = "echo X >> ext/sub/up; test -L ext/sub/up; test ! -L ext";
     let args = ["--state", "state", "--ladder", "1x1", "--follow-outside-links", "--shell", script];
     let out = fire(&t, &t.join("rec"), &args);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     assert_eq!(read(&t.join("ext/f.txt")), "e\n");
 }
 
 #[test]
-fn item_5_a_relative_record_gives_runs_absolute_paths() {
+fn a_relative_record_gives_runs_absolute_paths() {
     let (_guard, t) = tmp();
     let state = t.join("state");
     std::fs::create_dir(&state).unwrap();
@@ -254,18 +248,17 @@ fn item_5_a_relative_record_gives_runs_absolute_paths() {
     let script = r#"case "$FLAKEHUNT_STATE" in /*) ;; *) exit 3;; esac; test -f "$FLAKEHUNT_STATE/d.txt" && test -f {state}/d.txt && [ "$PWD" = "$FLAKEHUNT_STATE" ]"#;
     let check = r#"case "$FLAKEHUNT_STATE" in /*) test -f "$FLAKEHUNT_STATE/d.txt";; *) exit 3;; esac"#;
     let out = fire(&t, Path::new("rec"), &["--state", "state", "--ladder", "1x2", "--check", check, "--shell", script]);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     // The default record (.flakehunt/runs/...) is relative too.
-    let out = Command::new(bin())
+    let out = flakehunt()
         .current_dir(&t)
         .args(["fire", "--json", "--quiet", "--state", "state", "--ladder", "1x1", "--shell", script])
-        .output()
-        .unwrap();
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+        .output();
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
 }
 
 #[test]
-fn item_6_a_sparse_gigabyte_stays_sparse_and_the_bytes_written_are_reported() {
+fn a_sparse_gigabyte_stays_sparse_and_the_bytes_written_are_reported() {
     let (_guard, t) = tmp();
     let state = t.join("state");
     std::fs::create_dir(&state).unwrap();
@@ -274,7 +267,7 @@ fn item_6_a_sparse_gigabyte_stays_sparse_and_the_bytes_written_are_reported() {
     std::os::unix::fs::FileExt::write_all_at(&file, b"data in the middle", 512 << 20).unwrap();
     drop(file);
     let out = fire(&t, &t.join("rec"), &["--state", "state", "--ladder", "1x1", "--keep", "--shell", "true"]);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     for sandbox in ["reference-1", "level-1-1x1"] {
         let copy = std::fs::metadata(t.join("rec/sandboxes").join(sandbox).join("big.img")).unwrap();
         assert_eq!(copy.len(), 1 << 30);
@@ -306,7 +299,7 @@ fn git_status(dir: &Path) -> String {
 
 /// Runs `flakehunt matrix --clean-room` in `repo` with rooms under `tmpdir`.
 fn matrix(repo: &Path, tmpdir: &Path, extra: &[&str], command: &str) -> Output {
-    Command::new(bin())
+    flakehunt()
         .current_dir(repo)
         .env("TMPDIR", tmpdir)
         .args(["matrix", "--clean-room", "--json", "-q", "-D", "A=1,2", "--runs", "1", "--record"])
@@ -315,7 +308,6 @@ fn matrix(repo: &Path, tmpdir: &Path, extra: &[&str], command: &str) -> Output {
         .args(["--shell", command])
         .stdin(Stdio::null())
         .output()
-        .unwrap()
 }
 
 fn rooms_in(dir: &Path) -> Vec<PathBuf> {
@@ -328,7 +320,7 @@ fn rooms_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn item_3_a_tracked_link_into_the_repository_cannot_modify_the_working_tree() {
+fn a_tracked_link_into_the_repository_cannot_modify_the_working_tree() {
     let (_guard, t) = tmp();
     let (work, rooms) = (t.join("repo"), t.join("rooms"));
     std::fs::create_dir_all(&work).unwrap();
@@ -338,7 +330,7 @@ fn item_3_a_tracked_link_into_the_repository_cannot_modify_the_working_tree() {
     std::fs::create_dir(work.join("sub")).unwrap();
     repo(&work, &[("data.txt", "v1\n"), ("sub/keep", "")]);
     let out = matrix(&work, &rooms, &[], "echo X >> abs-link; echo Y >> rel-link; test -L abs-link");
-    assert_eq!(summary(&out)["failures"], 0, "{}", stderr(&out));
+    assert_eq!(summary(&out)["failures"], 0, "{}", stderr_of(&out));
     assert_eq!(git_status(&work), "", "the working tree changed");
     assert_eq!(read(&work.join("data.txt")), "v1\n");
     assert!(rooms_in(&rooms).is_empty(), "rooms left: {:?}", rooms_in(&rooms));
@@ -357,23 +349,23 @@ fn a_tracked_link_leaving_the_repository_is_refused_before_any_copy_or_followed(
     assert_refused(&out, "out-link");
     assert!(rooms_in(&rooms).is_empty());
     let out = matrix(&work, &rooms, &["--follow-outside-links"], "echo X >> out-link; test ! -L out-link");
-    assert_eq!(summary(&out)["failures"], 0, "{}", stderr(&out));
+    assert_eq!(summary(&out)["failures"], 0, "{}", stderr_of(&out));
     assert_eq!(read(&t.join("outside.txt")), "o\n");
 }
 
 #[test]
-fn item_5_a_relative_tmpdir_still_gives_clean_rooms_absolute_paths() {
+fn a_relative_tmpdir_still_gives_clean_rooms_absolute_paths() {
     let (_guard, t) = tmp();
     let work = t.join("repo");
     std::fs::create_dir_all(work.join("reltmp")).unwrap();
     repo(&work, &[("data.txt", "v1\n")]);
     let check = r#"for p in "$PWD" "$HOME" "$TMPDIR"; do case "$p" in /*) ;; *) exit 3;; esac; done; test -f data.txt"#;
     let out = matrix(&work, Path::new("reltmp"), &[], check);
-    assert_eq!(summary(&out)["failures"], 0, "{}", stderr(&out));
+    assert_eq!(summary(&out)["failures"], 0, "{}", stderr_of(&out));
 }
 
 #[test]
-fn item_8_a_sigkilled_clean_room_matrix_leaves_no_room_and_no_process() {
+fn a_sigkilled_clean_room_matrix_leaves_no_room_and_no_process() {
     let (_guard, t) = tmp();
     let (work, rooms) = (t.join("repo"), t.join("rooms"));
     std::fs::create_dir_all(&work).unwrap();
@@ -381,7 +373,7 @@ fn item_8_a_sigkilled_clean_room_matrix_leaves_no_room_and_no_process() {
     repo(&work, &[("data.txt", "v1\n")]);
     let pids = t.join("pids");
     let script = format!("echo $$ >> {}; exec sleep 300", pids.display());
-    let mut child = Command::new(bin())
+    let mut child = flakehunt()
         .current_dir(&work)
         .env("TMPDIR", &rooms)
         .args(["matrix", "--clean-room", "-q", "-D", "A=1,2", "--runs", "1", "--record"])
@@ -390,8 +382,7 @@ fn item_8_a_sigkilled_clean_room_matrix_leaves_no_room_and_no_process() {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     poll_until("an attempt to start in its room", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
     assert_eq!(rooms_in(&rooms).len(), 2, "one room per cell");
     child.kill().unwrap();
@@ -401,7 +392,7 @@ fn item_8_a_sigkilled_clean_room_matrix_leaves_no_room_and_no_process() {
 }
 
 #[test]
-fn item_8_a_sigkilled_setup_in_a_clean_room_is_ended_and_its_room_removed() {
+fn a_sigkilled_setup_in_a_clean_room_is_ended_and_its_room_removed() {
     let (_guard, t) = tmp();
     let (work, rooms) = (t.join("repo"), t.join("rooms"));
     std::fs::create_dir_all(&work).unwrap();
@@ -409,7 +400,7 @@ fn item_8_a_sigkilled_setup_in_a_clean_room_is_ended_and_its_room_removed() {
     repo(&work, &[("data.txt", "v1\n")]);
     let pids = t.join("pids");
     let setup = format!("echo $$ >> {}; exec sleep 300", pids.display());
-    let mut child = Command::new(bin())
+    let mut child = flakehunt()
         .current_dir(&work)
         .env("TMPDIR", &rooms)
         .args(["matrix", "--clean-room", "-q", "-D", "A=1,2", "--runs", "1", "--setup", &setup, "--record"])
@@ -418,8 +409,7 @@ fn item_8_a_sigkilled_setup_in_a_clean_room_is_ended_and_its_room_removed() {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     poll_until("the setup to start", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -428,21 +418,20 @@ fn item_8_a_sigkilled_setup_in_a_clean_room_is_ended_and_its_room_removed() {
 }
 
 #[test]
-fn item_8_a_sigkilled_fire_leaves_no_sandbox_copy_unless_kept() {
+fn a_sigkilled_fire_leaves_no_sandbox_copy_unless_kept() {
     let (_guard, t) = tmp();
     let state = t.join("state");
     std::fs::create_dir(&state).unwrap();
     std::fs::write(state.join("d.txt"), "v1\n").unwrap();
     let seen = t.join("seen");
     let script = format!("echo \"$$ $FLAKEHUNT_STATE\" >> {}; exec sleep 300", seen.display());
-    let mut child = Command::new(bin())
+    let mut child = flakehunt()
         .current_dir(&t)
         .args(["fire", "--quiet", "--state", "state", "--ladder", "1x1", "--record", "rec", "--shell", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     poll_until("a run to start in its sandbox", || std::fs::read_to_string(&seen).is_ok_and(|p| !p.is_empty()));
     let line = read(&seen);
     let (pid, sandbox) = line.trim().split_once(' ').unwrap();
@@ -455,28 +444,20 @@ fn item_8_a_sigkilled_fire_leaves_no_sandbox_copy_unless_kept() {
     assert_eq!(read(&state.join("d.txt")), "v1\n");
 }
 
-/// Whether process `pid` is gone (or a zombie, which runs nothing).
-fn is_gone(pid: &str) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("X");
-    stat.is_empty() || state == "Z" || state == "X"
-}
-
 #[test]
-fn item_8_a_sigkilled_sweep_leaves_no_jitter_library_directory() {
+fn a_sigkilled_sweep_leaves_no_jitter_library_directory() {
     let (_guard, t) = tmp();
     let (temp, pids) = (t.join("temp"), t.join("pids"));
     std::fs::create_dir(&temp).unwrap();
     let script = format!("echo $$ >> {}; exec sleep 300", pids.display());
-    let mut child = Command::new(bin())
+    let mut child = flakehunt()
         .current_dir(&t)
         .env("TMPDIR", &temp)
         .args(["sweep", "-q", "--profiles", "jitter", "--runs", "1", "--record", "rec", "--", "sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     poll_until("the attempt to start", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
     let helpers = || std::fs::read_dir(&temp).unwrap().count();
     assert_eq!(helpers(), 1, "the jitter library's directory exists while the hunt runs");
@@ -495,14 +476,13 @@ fn a_resumed_fire_applies_the_rule_to_the_state_as_it_is_now_and_may_follow_outs
     let (pids, hang) = (t.join("pids"), t.join("hang"));
     std::fs::write(&hang, "").unwrap();
     let script = format!("if [ -e {} ]; then echo $$ >> {}; exec sleep 300; fi", hang.display(), pids.display());
-    let mut child = Command::new(bin())
+    let mut child = flakehunt()
         .current_dir(&t)
         .args(["fire", "--quiet", "--state", "state", "--ladder", "1x1", "--record", "rec", "--shell", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     poll_until("a run to start", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -510,16 +490,11 @@ fn a_resumed_fire_applies_the_rule_to_the_state_as_it_is_now_and_may_follow_outs
     std::fs::remove_file(&hang).unwrap();
     symlink(t.join("outside.txt"), state.join("link")).unwrap();
     let resume = |extra: &[&str]| {
-        Command::new(bin())
-            .current_dir(&t)
-            .args(["fire", "--quiet", "--json", "--resume", "rec"])
-            .args(extra)
-            .output()
-            .unwrap()
+        flakehunt().current_dir(&t).args(["fire", "--quiet", "--json", "--resume", "rec"]).args(extra).output()
     };
     assert_refused(&resume(&[]), "--follow-outside-links");
     let out = resume(&["--follow-outside-links"]);
-    assert_eq!(first_verdict(&out), "accept", "{}", stderr(&out));
+    assert_eq!(first_verdict(&out), "accept", "{}", stderr_of(&out));
     assert_eq!(read(&t.join("outside.txt")), "o\n");
 }
 
@@ -533,10 +508,10 @@ fn a_tracked_file_whose_name_is_not_utf8_is_in_the_clean_room() {
     std::fs::write(work.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "x").unwrap();
     repo(&work, &[("data.txt", "v1\n")]);
     let out = matrix(&work, &rooms, &[], r#"test -f "$(printf 'caf\351.txt')""#);
-    assert_eq!(summary(&out)["failures"], 0, "{}", stderr(&out));
+    assert_eq!(summary(&out)["failures"], 0, "{}", stderr_of(&out));
 }
 
-// Beyond the issue's list: a `[snapshot] tools` command that was running when flakehunt was
+// A `[snapshot] tools` command that was running when flakehunt was
 // SIGKILLed outlived it (tools lead their own process groups and carried no FLAKEHUNT_RUN_ID,
 // so the watchdog did not know them).
 #[test]
@@ -546,14 +521,13 @@ fn a_snapshot_tool_running_when_flakehunt_is_sigkilled_is_ended_by_the_watchdog(
     let tool = t.join("tool.sh");
     std::fs::write(&tool, format!("echo $$ >> {}\nexec sleep 300\n", pids.display())).unwrap();
     std::fs::write(t.join("flakehunt.toml"), format!("[snapshot]\ntools = [\"sh {}\"]\n", tool.display())).unwrap();
-    let mut child = Command::new(bin())
+    let mut child = flakehunt()
         .current_dir(&t)
         .args(["sweep", "-q", "--profiles", "default", "--runs", "1", "--record", "rec", "--", "sleep", "300"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     poll_until("the snapshot tool to start", || std::fs::read_to_string(&pids).is_ok_and(|p| !p.is_empty()));
     child.kill().unwrap();
     child.wait().unwrap();

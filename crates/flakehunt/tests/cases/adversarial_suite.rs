@@ -136,10 +136,10 @@ fn an_early_exit_with_status_zero_is_not_a_pass() {
         summary["incomplete"].as_array().unwrap().iter().map(|g| g["phase"].as_str().unwrap()).collect();
     assert_eq!(phases, ["shuffled", "repeat-all"]);
     // `report` reads the same back from the record.
-    let out = flakehunt(["report", "--format", "json"]).arg(dir.path().join("rec")).output();
+    let out = flakehunt().args(["report", "--format", "json"]).arg(dir.path().join("rec")).output();
     let again: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&again["verdict"], &again["incomplete"]), (&summary["verdict"], &summary["incomplete"]));
-    let term = flakehunt(["report"]).arg(dir.path().join("rec")).output();
+    let term = flakehunt().args(["report"]).arg(dir.path().join("rec")).output();
     let term = String::from_utf8_lossy(&term.stdout);
     assert!(term.contains("ended before all their tests reported (3 attempts)"), "{term}");
 }
@@ -217,7 +217,8 @@ def helper():\n    \"\"\"\n    >>> 1 + 1\n    2\n    \"\"\"\n";
 fn collections_that_fail_or_never_end_are_refused_saying_why() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |project: &Path, args: &[&str], expected: &str| {
-        let out = flakehunt(["suite", "--record"])
+        let out = flakehunt()
+            .args(["suite", "--record"])
             .arg(dir.path().join("never"))
             .args(args)
             .arg("--pytest")
@@ -261,7 +262,8 @@ fn test_names_that_match_nothing_are_refused_before_any_attempt() {
     for (kind, node) in [("hunt", "test_a.py::test_nope"), ("sweep", "test_a.py::test_nope"), ("sweep", "test_none.py")]
     {
         let record = dir.path().join(format!("rec-{kind}"));
-        let out = flakehunt([kind, "--record"]).arg(&record).args(["--pytest", node]).current_dir(&project).output();
+        let out =
+            flakehunt().args([kind, "--record"]).arg(&record).args(["--pytest", node]).current_dir(&project).output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{kind} {node}: {stderr}");
         assert!(stderr.contains("--pytest") && stderr.lines().count() == 1, "{stderr}");
@@ -269,12 +271,10 @@ fn test_names_that_match_nothing_are_refused_before_any_attempt() {
     }
     let go = project_go(dir.path());
     let record = dir.path().join("rec-go");
-    let mut sweep = flakehunt(["sweep", "--record"])
-        .arg(&record)
-        .args(["--go-test", ".", "-run", "TestSubs/nosuch"])
-        .current_dir(&go);
+    let mut sweep = flakehunt();
+    sweep.args(["sweep", "--record"]).arg(&record).args(["--go-test", ".", "-run", "TestSubs/nosuch"]).current_dir(&go);
     for (k, v) in go_env(dir.path()) {
-        sweep = sweep.env(k, v);
+        sweep.env(k, v);
     }
     let out = sweep.output();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -21,7 +21,7 @@ use serde::Deserialize as _;
 use serde_json::Value as Json;
 use serde_yaml::Value;
 
-use crate::harness::bin;
+use crate::harness::{bin, flakehunt};
 
 fn fixture() -> PathBuf {
     PathBuf::from(crate::harness::fixture_arg("argv-nul.sh"))
@@ -149,8 +149,9 @@ fn path_with(dir: &Path) -> OsString {
     std::env::join_paths(dirs).unwrap()
 }
 
-fn flakehunt(args: &[&str], extra: &[String]) -> Output {
-    let out = Command::new(bin()).args(args).args(extra).env_remove("GITHUB_STEP_SUMMARY").output().unwrap();
+/// `flakehunt ARGS EXTRA...`, which must succeed.
+fn flakehunt_ok(args: &[&str], extra: &[String]) -> Output {
+    let out = flakehunt().args(args).args(extra).output();
     assert_ok(&out, &format!("flakehunt {args:?}"));
     out
 }
@@ -240,7 +241,7 @@ fn a_hostile_github_workflow_validates_and_runs_as_dispatched() {
     tail.push(fixture().display().to_string());
     tail.extend(argv.iter().cloned());
     let name = "flakehunt: \"$(touch x)\" #1 *a &b {c} ü";
-    let out = flakehunt(
+    let out = flakehunt_ok(
         &[
             "dispatch",
             "github",
@@ -301,6 +302,12 @@ fn a_hostile_github_workflow_validates_and_runs_as_dispatched() {
             "0\n"
         );
         assert_eq!(manifest(&record)["oracle"]["fail_if"], serde_json::json!([HOSTILE_REGEX]));
+        let snapshot =
+            crate::harness::read_json(&checkout.join(format!("flakehunt-records/shard-{shard}.snapshot.json")));
+        assert!(
+            snapshot["rlimits"]["nofile"].is_object(),
+            "shard {shard}: the machine's snapshot, for the upload step"
+        );
         // What upload-artifact and download-artifact make of it.
         copy_dir(&record, &checkout.join(format!("shards/flakehunt-shard-{shard}")));
     }
@@ -352,7 +359,7 @@ fn a_hostile_shell_hunt_from_git_validates_and_records_the_script_exactly() {
     let work = tempfile::tempdir().unwrap();
     let mark = work.path().join("PWNED");
     let shell = hostile_shell(&mark);
-    let out = flakehunt(
+    let out = flakehunt_ok(
         &[
             "dispatch",
             "github",
@@ -398,17 +405,16 @@ fn a_hostile_shell_hunt_from_git_validates_and_records_the_script_exactly() {
 
 #[test]
 fn dispatch_github_without_an_install_option_says_what_to_give() {
-    let out = Command::new(bin()).args(["dispatch", "github", "--shards", "2", "--", "true"]).output().unwrap();
+    let out = flakehunt().args(["dispatch", "github", "--shards", "2", "--", "true"]).output();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--install 'COMMAND' or --install-from-git URL [--rev REV]"), "{stderr}");
     assert!(out.stdout.is_empty());
     // A workflow's name may hold no expression: refused, not changed.
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["dispatch", "github", "--shards", "2", "--install", "x", "--name", "a ${{ b }}", "--", "true"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--name \"a ${{ b }}\" holds '${{'"));
 }
@@ -450,7 +456,7 @@ fn hostile_kubernetes_jobs_validate_and_run_as_dispatched() {
         let mut tail = vec!["--fail-if".to_owned(), HOSTILE_REGEX.to_owned(), "--".to_owned()];
         tail.push(fixture().display().to_string());
         tail.extend(argv.iter().cloned());
-        let out = flakehunt(
+        let out = flakehunt_ok(
             &[
                 "dispatch",
                 "k8s",
@@ -495,6 +501,8 @@ fn hostile_kubernetes_jobs_validate_and_run_as_dispatched() {
         std::fs::remove_file(&argv_out).unwrap();
         let shard = root.join(format!("shard-{}", index.parse::<u32>().unwrap() + 1));
         assert_eq!(manifest(&shard)["oracle"]["fail_if"], serde_json::json!([HOSTILE_REGEX]));
+        let snapshot = crate::harness::read_json(&shard.with_extension("snapshot.json"));
+        assert!(snapshot["rlimits"]["nofile"].is_object(), "pod {index}: the machine's snapshot kept on the volume");
     }
     let merge = &docs[1]["spec"]["template"]["spec"]["containers"][0];
     assert_ok(&run_container(merge, work.path(), &[]), "the merge pod");
@@ -532,7 +540,7 @@ fn a_hostile_slurm_script_is_valid_and_runs_as_dispatched() {
     hunts.push(vec!["--shell".to_owned(), hostile_shell(&mark)]);
     for (n, hunt) in hunts.iter().enumerate() {
         let record = record.with_extension(n.to_string());
-        let out = flakehunt(
+        let out = flakehunt_ok(
             &[
                 "slurm-script",
                 "sweep",
@@ -560,6 +568,8 @@ fn a_hostile_slurm_script_is_valid_and_runs_as_dispatched() {
             let env = [("SLURM_ARRAY_TASK_ID", task.into()), ("FLAKEHUNT_ARGV_OUT", argv_out.clone().into_os_string())];
             assert_ok(&run_script(&["sh"], &script, work.path(), &env), &format!("task {task}:\n{script}"));
             let shard = record.join(format!("shard-{}", task.parse::<u32>().unwrap() + 1));
+            let snapshot = crate::harness::read_json(&shard.with_extension("snapshot.json"));
+            assert!(snapshot["rlimits"]["nofile"].is_object(), "task {task}: the machine's snapshot beside its shard");
             let m = manifest(&shard);
             assert_eq!(m["oracle"]["fail_if"], serde_json::json!([HOSTILE_REGEX]));
             if n == 0 {
@@ -585,7 +595,7 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
     let argv = hostile_argv(&mark);
     let record = hostile_dir(work.path(), "rec").join("run");
     let cwd = hostile_dir(work.path(), "cwd");
-    let out = assert_cmd::Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--slurm", "2", "--runs", "2", "--profiles", "default", "--fail-if", HOSTILE_REGEX])
         .args(["--slurm-opt", "--comment=it's\"#1\"\\"])
         .arg("--record")
@@ -600,8 +610,7 @@ fn a_hostile_hunt_runs_through_a_real_slurm() {
         .env("FLAKEHUNT_ARGV_OUT", "argv")
         .env_remove("GITHUB_STEP_SUMMARY")
         .timeout(Duration::from_secs(300))
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{}", cluster.logs());
     assert_eq!(argv_written(&cwd.join("argv")), argv);

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::harness::{bin, read_json, skip};
+use crate::harness::{bin, flakehunt, read_json, skip};
 
 /// A virtualenv (no pip: made in a moment) whose site-packages holds `packages` laid out as
 /// pip lays them out: a `NAME-VERSION.dist-info` with its `METADATA`.
@@ -55,15 +55,14 @@ fn a_snapshot_holds_the_interpreters_distributions_gos_modules_and_the_lock_file
         "version = 3\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n",
     )
     .unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["snapshot", "--output", "ci-env.json", "--python"])
         .arg(&python)
         .current_dir(&project)
         .env("SECRET_TOKEN", "hunter2")
         .env("GOPROXY", "https://ci:hunter2@proxy.example/go")
         .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty(), "--output writes the file, not stdout");
     let text = std::fs::read_to_string(project.join("ci-env.json")).unwrap();
@@ -108,14 +107,14 @@ fn a_module_list_that_needs_the_network_is_said_to_be_missing_offline() {
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(tmp.path().join("go.mod"), "module example.com/app\n\ngo 1.19\n\nrequire example.com/gone v1.0.0\n")
         .unwrap();
-    let out = Command::new(bin()).args(["snapshot", "--go-test"]).arg(&pkg).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["snapshot", "--go-test"]).arg(&pkg).current_dir(tmp.path()).output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let s: Value = serde_json::from_slice(&out.stdout).unwrap();
     let error = s["go"]["modules_error"].as_str().unwrap_or_default();
     assert!(error.contains("did not work offline"), "{}", s["go"]);
     assert!(s["go"]["dir"].as_str().is_some_and(|d| d.ends_with("pkg")), "{}", s["go"]);
 
-    let missing = Command::new(bin()).args(["snapshot", "--go-test", "no/such/dir"]).output().unwrap();
+    let missing = flakehunt().args(["snapshot", "--go-test", "no/such/dir"]).output();
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("--go-test no/such/dir: no such directory"));
 }
@@ -127,14 +126,13 @@ fn a_hunts_snapshot_reads_the_interpreter_it_runs() {
         return skip("hunt snapshot python", "python3 -m venv does not work here");
     };
     let record = tmp.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--runs", "1", "--profiles", "default", "-q", "--record"])
         .arg(&record)
         .arg("--")
         .arg(&python)
         .args(["-c", "pass"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let s = read_json(&record.join("snapshot.json"));
     assert_eq!(s["python"]["chosen_by"], "the target");
@@ -144,8 +142,9 @@ fn a_hunts_snapshot_reads_the_interpreter_it_runs() {
 
 /// Runs `flakehunt snapshot --output FILE` in `dir` through `sh -c 'ulimit -n NOFILE; ...'`
 /// with `env` added and `python` as the interpreter, pinned to `cpus` when given.
-fn snapshot_with(dir: &Path, file: &str, nofile: u32, env: &[(&str, &str)], python: &Path, cpus: Option<&str>) {
-    let script = format!("ulimit -n {nofile} && exec \"$0\" snapshot --output {file} --python \"$1\"");
+fn snapshot_with(dir: &Path, file: &str, nofile: u32, env: &[(&str, &str)], python: Option<&Path>, cpus: Option<&str>) {
+    let python_option = if python.is_some() { " --python \"$1\"" } else { "" };
+    let script = format!("ulimit -n {nofile} && exec \"$0\" snapshot --output {file}{python_option}");
     let mut command = match cpus {
         Some(list) => {
             let mut c = Command::new("taskset");
@@ -158,7 +157,7 @@ fn snapshot_with(dir: &Path, file: &str, nofile: u32, env: &[(&str, &str)], pyth
             c
         }
     };
-    command.arg(bin()).arg(python).current_dir(dir).env_remove("TZ").env_remove("LC_ALL").env_remove("LC_TIME");
+    command.arg(bin()).args(python).current_dir(dir).env_remove("TZ").env_remove("LC_ALL").env_remove("LC_TIME");
     for (k, v) in env {
         command.env(k, v);
     }
@@ -197,7 +196,7 @@ fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_s
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = (cpus > 1).then_some("0");
-    snapshot_with(tmp.path(), "here.json", 4096, &[], &here_py, None);
+    snapshot_with(tmp.path(), "here.json", 4096, &[], Some(&here_py), None);
     snapshot_with(
         tmp.path(),
         "ci.json",
@@ -210,11 +209,10 @@ fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_s
             ("SECRET_TOKEN", "hunter2"),
             ("DATABASE_URL", "postgres://app:hunter2@db/app"),
         ],
-        &ci_py,
+        Some(&ci_py),
         pin,
     );
-    let out =
-        Command::new(bin()).args(["diff", "--json", "here.json", "ci.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "--json", "here.json", "ci.json"]).current_dir(tmp.path()).output();
     assert_eq!(out.status.code(), Some(1), "they differ: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(!text.contains("hunter2"), "a secret reached the output");
@@ -243,13 +241,13 @@ fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_s
         skip("diff CPUs", "this machine has one CPU");
     }
 
-    let out = Command::new(bin()).args(["diff", "here.json", "ci.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "here.json", "ci.json"]).current_dir(tmp.path()).output();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("hunter2"));
     assert!(text.contains("  + nofile") && text.contains("  - requests"), "{text}");
     assert!(text.contains("not applicable here"), "{text}");
 
-    let same = Command::new(bin()).args(["diff", "here.json", "here.json"]).current_dir(tmp.path()).output().unwrap();
+    let same = flakehunt().args(["diff", "here.json", "here.json"]).current_dir(tmp.path()).output();
     assert_eq!(same.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&same.stdout).contains("no differences"));
 }
@@ -258,16 +256,284 @@ fn diff_lists_each_known_difference_in_its_group_with_its_applicability_and_no_s
 fn diff_refuses_what_is_not_a_snapshot_in_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("x.json"), "{\"cells\": []}").unwrap();
-    let out = Command::new(bin()).args(["diff", "x.json", "x.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "x.json", "x.json"]).current_dir(tmp.path()).output();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("x.json is not a flakehunt snapshot"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    let out = Command::new(bin()).args(["diff", "missing.json"]).current_dir(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["diff", "missing.json"]).current_dir(tmp.path()).output();
     assert_eq!(
         out.status.code(),
         Some(2),
         "a path named that does not exist: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A target that fails only with the other machine's `TZ` and a `nofile` of 1024 or less.
+const TZ_AND_NOFILE: &str = "[ \"$TZ\" = America/New_York ] && [ \"$(ulimit -n)\" -le 1024 ]";
+
+/// Writes the CI's snapshot into `dir/ci.json`: `TZ`, `nofile` 1024, `LC_ALL=C`, CI variables,
+/// an unrelated variable, a secret, one CPU when there are more, and a distribution's version
+/// (through a virtualenv) where `python3 -m venv` works.
+fn ci_snapshot(dir: &Path) {
+    let ci = dir.join("ci-venv");
+    std::fs::create_dir_all(&ci).unwrap();
+    let python = virtualenv(&ci, &[("requests", "2.28.2")]);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    snapshot_with(
+        dir,
+        "ci.json",
+        1024,
+        &[
+            ("TZ", "America/New_York"),
+            ("LC_ALL", "C"),
+            ("CI", "true"),
+            ("GITHUB_ACTIONS", "true"),
+            ("FIXTURE_UNRELATED", "1"),
+            ("SECRET_TOKEN", "hunter2"),
+            ("DATABASE_URL", "postgres://app:hunter2@db/app"),
+        ],
+        python.as_deref(),
+        (cpus > 1).then_some("0"),
+    );
+}
+
+/// `flakehunt matrix --against SNAPSHOT --json ARGS -- fail-when.sh COND`, in `dir`, with
+/// `nofile` raised above 1024 first (the hunt's own machine).
+fn against(dir: &Path, snapshot: &str, args: &[&str], cond: &str) -> (i32, Value, String) {
+    let script = "ulimit -n 4096 && exec \"$@\"";
+    let out = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(bin())
+        .args(["matrix", "--against", snapshot, "--json", "-q"])
+        .args(args)
+        .arg("--")
+        .arg(crate::harness::fixture("fail-when.sh"))
+        .arg(cond)
+        .current_dir(dir)
+        .env_remove("TZ")
+        .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env("OTHER_PASSWORD", "hunter2-here")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), summary, stderr)
+}
+
+/// Every file of a record, as text, to look for secrets in.
+fn record_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            text.push_str(&record_text(&path));
+        } else {
+            text.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+        }
+    }
+    text
+}
+
+#[test]
+fn matrix_against_the_ci_finds_exactly_tz_and_nofile_as_the_smallest_overlay() {
+    let tmp = tempfile::tempdir().unwrap();
+    ci_snapshot(tmp.path());
+    let (code, s, stderr) =
+        against(tmp.path(), "ci.json", &["--runs", "3", "-j", "2", "--record", "rec"], TZ_AND_NOFILE);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(s["verdict"], "reproduced", "{s:#}");
+    let d = &s["details"]["against"];
+    assert_eq!(d["outcome"], "minimal", "{d:#}");
+    assert_eq!(d["minimal_overlay"], serde_json::json!({"TZ": "America/New_York", "nofile": "1024"}));
+    let text = s["verdict_text"].as_str().unwrap();
+    assert!(text.contains("fails with nofile=1024 and TZ=America/New_York together"), "{text}");
+    // The smallest overlay's cell failed twice: the twice rule, not one lucky failure.
+    let minimal = s["cells"].as_array().unwrap().iter().find(|c| c["minimal_overlay"].is_object()).unwrap();
+    assert!(minimal["failures"].as_u64().unwrap() >= 2, "{minimal:#}");
+    assert_eq!(minimal["reproduced"], true);
+    assert_eq!(s["cells"][0]["name"], "baseline");
+    assert_eq!(s["cells"][0]["failures"], 0, "this machine as it is passes");
+    // What was tried and what could not be.
+    let tried: Vec<&str> = d["tried"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["TZ", "nofile", "LC_ALL", "CI", "FIXTURE_UNRELATED"] {
+        assert!(tried.contains(&name), "{name} was tried: {tried:?}");
+    }
+    let untried: Vec<&str> = d["untried"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(untried.contains(&"SECRET_TOKEN"), "a redacted value cannot be tried: {untried:?}");
+    assert!(!tried.contains(&"SECRET_TOKEN"));
+    if d["untried"].as_array().unwrap().iter().any(|t| t["name"] == "requests") {
+        assert!(s["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("pip install 'requests==2.28.2'")));
+    }
+    let notes: Vec<&str> = s["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("tried: ") && n.contains("TZ (")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.starts_with("not tried: SECRET_TOKEN")), "{notes:?}");
+    // No secret of either machine in the output or the record.
+    let record = record_text(&tmp.path().join("rec"));
+    for text in [&stderr, &s.to_string(), &record] {
+        assert!(!text.contains("hunter2"), "a secret was written");
+    }
+    // The search is a pure function of the record: `report` says the same.
+    let report =
+        Command::new(bin()).args(["report", "rec", "--format", "json"]).current_dir(tmp.path()).output().unwrap();
+    let again: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(again["details"]["against"]["minimal_overlay"], d["minimal_overlay"]);
+    assert_eq!(again["verdict_text"], s["verdict_text"]);
+}
+
+#[test]
+fn matrix_against_a_machine_like_this_one_or_differences_that_do_not_matter_reports_no_reproduction() {
+    let tmp = tempfile::tempdir().unwrap();
+    // This same machine: the snapshot taken as the hunt runs.
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -n 4096 && exec \"$0\" snapshot --output same.json"])
+        .arg(bin())
+        .current_dir(tmp.path())
+        .env_remove("TZ")
+        .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env("OTHER_PASSWORD", "hunter2-here")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, s, stderr) = against(tmp.path(), "same.json", &["--runs", "3", "--record", "same"], TZ_AND_NOFILE);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(s["verdict"], "not-reproduced", "{s:#}");
+    assert_eq!(s["details"]["against"]["outcome"], "nothing-to-try", "{:#}", s["details"]["against"]);
+    assert_eq!(s["attempts"], 0, "nothing to try runs nothing");
+
+    // Differences that do not matter to the target: tried, and cleared.
+    snapshot_with(
+        tmp.path(),
+        "other.json",
+        4096,
+        &[("CI", "true"), ("LC_ALL", "C"), ("FIXTURE_UNRELATED", "1"), ("OTHER_PASSWORD", "hunter2-here")],
+        None,
+        None,
+    );
+    let (code, s, stderr) = against(tmp.path(), "other.json", &["--runs", "3", "--record", "other"], TZ_AND_NOFILE);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(s["verdict"], "not-reproduced", "{s:#}");
+    assert_eq!(s["details"]["against"]["outcome"], "not-reproduced");
+    assert!(s["cells"].as_array().unwrap().iter().all(|c| c["failures"] == 0), "{:#}", s["cells"]);
+    assert_eq!(s["cells"].as_array().unwrap().len(), 2, "this machine and every difference, no search");
+}
+
+#[test]
+fn a_killed_matrix_against_resumes_to_the_same_smallest_overlay() {
+    let tmp = tempfile::tempdir().unwrap();
+    ci_snapshot(tmp.path());
+    // Stops (and waits to be killed) on its first attempt past the first two cells'.
+    let gate = tmp.path().join("gate");
+    let cond = format!(
+        "if [ \"$FLAKEHUNT_CELL\" != baseline ] && [ \"${{FLAKEHUNT_CELL#all }}\" = \"$FLAKEHUNT_CELL\" ] && [ ! -e {g} ]; then echo $$ > {g}.tmp && mv {g}.tmp {g} && exec sleep 600; fi; {TZ_AND_NOFILE}",
+        g = gate.display()
+    );
+    let script = "ulimit -n 4096 && exec \"$@\"";
+    let mut child = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(bin())
+        .args(["matrix", "--against", "ci.json", "-q", "--runs", "3", "--record", "rec", "--"])
+        .arg(crate::harness::fixture("fail-when.sh"))
+        .arg(&cond)
+        .current_dir(tmp.path())
+        .env_remove("TZ")
+        .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::harness::poll_until("the gate to be written", crate::harness::POLL_LIMIT, || gate.exists());
+    let sleeper: i32 = std::fs::read_to_string(&gate).unwrap().trim().parse().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    crate::harness::poll_until("the sleeping attempt to be ended", crate::harness::POLL_LIMIT, || {
+        !Path::new(&format!("/proc/{sleeper}")).exists()
+            || std::fs::read_to_string(format!("/proc/{sleeper}/stat")).is_ok_and(|s| s.contains(") Z "))
+    });
+    let before = crate::harness::attempts_in(&tmp.path().join("rec")).len();
+    let out = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(bin())
+        .args(["matrix", "--resume", "rec", "--json", "-q"])
+        .current_dir(tmp.path())
+        .env_remove("TZ")
+        .env_remove("LC_ALL")
+        // The snapshots' CI variables differ from this machine's wherever the tests run.
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["details"]["against"]["minimal_overlay"]["TZ"], "America/New_York", "{s:#}");
+    assert_eq!(s["details"]["against"]["minimal_overlay"].as_object().unwrap().len(), 2, "{s:#}");
+    let attempts = crate::harness::attempts_in(&tmp.path().join("rec"));
+    assert!(attempts.len() > before, "the resumed hunt ran the rest");
+    let ids: std::collections::BTreeSet<u64> = attempts.iter().map(|a| a["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids.len(), attempts.len(), "no attempt id twice");
+    let names: Vec<&str> = s["cells"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let distinct: std::collections::BTreeSet<&&str> = names.iter().collect();
+    assert_eq!(distinct.len(), names.len(), "no cell twice: {names:?}");
+}
+
+#[test]
+fn matrix_against_refuses_what_it_cannot_do_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    ci_snapshot(tmp.path());
+    for args in [&["--shard", "1/2"][..], &["-D", "A=1,2"], &["--clean-room"]] {
+        let says = "cannot be used with";
+        let out = Command::new(bin())
+            .args(["matrix", "--against", "ci.json"])
+            .args(args)
+            .args(["--", "true"])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(bin())
+        .args(["matrix", "--against", "nowhere.json", "--", "true"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--against") && err.contains("nowhere.json"), "{err}");
+    let out = Command::new(bin())
+        .args([
+            "dispatch",
+            "github",
+            "--shards",
+            "2",
+            "--install",
+            "true",
+            "matrix",
+            "--against",
+            "ci.json",
+            "--",
+            "true",
+        ])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }

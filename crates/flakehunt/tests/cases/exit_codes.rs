@@ -22,7 +22,8 @@ fn shard_two(dir: &Path, name: &str) -> PathBuf {
 
 fn shard(dir: &Path, name: &str, shard: &str) -> PathBuf {
     let record = dir.join(name);
-    let out = flakehunt(["sweep", "--runs", "6", "--profiles", "default", "-q", "--seed", "1", "--shard", shard])
+    let out = flakehunt()
+        .args(["sweep", "--runs", "6", "--profiles", "default", "-q", "--seed", "1", "--shard", shard])
         .arg("--record")
         .arg(&record)
         .args(["--", &fixture_arg("flaky-every.sh"), "3"])
@@ -95,14 +96,14 @@ fn a_damaged_record_is_exit_2_in_every_command_that_reads_it_and_left_as_it_was(
         assert!(Command::new("cp").arg("-a").arg(&pristine).arg(&record).status().unwrap().success());
         damage(&record);
         let before = tree(&record);
-        let out = flakehunt(["report"]).arg(&record).output();
+        let out = flakehunt().args(["report"]).arg(&record).output();
         refused_with(&out, 2, "is damaged: ");
         let into = t.path().join(format!("merged-{i}"));
-        let out = flakehunt(["merge"]).arg(&record).arg(&other).arg("--into").arg(&into).output();
+        let out = flakehunt().args(["merge"]).arg(&record).arg(&other).arg("--into").arg(&into).output();
         let line = refused_with(&out, 2, "is damaged: ");
         assert!(!into.join("summary.json").exists(), "{what}: merge wrote a summary");
         assert_eq!(tree(&record), before, "{what}: report or merge changed the record: {line}");
-        let out = flakehunt(["sweep", "-q", "--resume"]).arg(&record).output();
+        let out = flakehunt().args(["sweep", "-q", "--resume"]).arg(&record).output();
         let line = refused_with(&out, 2, "is damaged: ");
         assert!(!line.contains("cannot access"), "{what}: {line}");
     }
@@ -115,11 +116,11 @@ fn a_damaged_log_or_logs_directory_is_exit_2_in_merge_and_resume() {
     let other = shard_two(t.path(), "other");
     let log = std::fs::read_dir(record.join("logs")).unwrap().next().unwrap().unwrap().path();
     make_dir(&log);
-    let out = flakehunt(["merge"]).arg(&record).arg(&other).arg("--into").arg(t.path().join("m")).output();
+    let out = flakehunt().args(["merge"]).arg(&record).arg(&other).arg("--into").arg(t.path().join("m")).output();
     refused_with(&out, 2, &format!("{} is damaged: it is a directory", log.display()));
     std::fs::remove_dir_all(record.join("logs")).unwrap();
     std::fs::write(record.join("logs"), "a file").unwrap();
-    let out = flakehunt(["sweep", "-q", "--resume"]).arg(&record).output();
+    let out = flakehunt().args(["sweep", "-q", "--resume"]).arg(&record).output();
     refused_with(&out, 2, "logs is damaged: it is a file");
 }
 
@@ -127,14 +128,15 @@ fn a_damaged_log_or_logs_directory_is_exit_2_in_merge_and_resume() {
 fn a_damaged_fire_record_is_exit_2_on_resume() {
     let t = tempfile::tempdir().unwrap();
     let record = t.path().join("fire");
-    let out = flakehunt(["fire", "--ladder", "1x1", "-q", "--record"]).arg(&record).args(["--", "true"]).output();
+    let out =
+        flakehunt().args(["fire", "--ladder", "1x1", "-q", "--record"]).arg(&record).args(["--", "true"]).output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     make_dir(&record.join("levels.jsonl"));
-    let out = flakehunt(["fire", "--resume"]).arg(&record).output();
+    let out = flakehunt().args(["fire", "--resume"]).arg(&record).output();
     refused_with(&out, 2, "levels.jsonl is damaged: it is a directory");
     std::fs::remove_dir(record.join("levels.jsonl")).unwrap();
     std::fs::write(record.join("manifest.json"), b"\xff").unwrap();
-    let out = flakehunt(["fire", "--resume"]).arg(&record).output();
+    let out = flakehunt().args(["fire", "--resume"]).arg(&record).output();
     refused_with(&out, 2, "manifest.json is damaged: it is not UTF-8 text");
 }
 
@@ -155,10 +157,11 @@ fn a_record_the_system_cannot_read_is_exit_4_with_its_reason_in_every_command() 
         assert!(Command::new("cp").arg("-a").arg(&pristine).arg(&record).status().unwrap().success());
         make_unreadable(&record.join(file));
         let reason = format!("cannot access {}: Input/output error", record.join(file).display());
-        refused_with(&flakehunt(["report"]).arg(&record).output(), 4, &reason);
-        let merge = flakehunt(["merge"]).arg(&record).arg(&other).arg("--into").arg(t.path().join(format!("m{i}")));
-        refused_with(&merge.output(), 4, &reason);
-        refused_with(&flakehunt(["sweep", "-q", "--resume"]).arg(&record).output(), 4, &reason);
+        refused_with(&flakehunt().args(["report"]).arg(&record).output(), 4, &reason);
+        let into = t.path().join(format!("m{i}"));
+        let merge = flakehunt().args(["merge"]).arg(&record).arg(&other).arg("--into").arg(into).output();
+        refused_with(&merge, 4, &reason);
+        refused_with(&flakehunt().args(["sweep", "-q", "--resume"]).arg(&record).output(), 4, &reason);
     }
     // Permissions, where they apply (not to root).
     if rustix::process::geteuid().is_root() {
@@ -172,7 +175,7 @@ fn a_record_the_system_cannot_read_is_exit_4_with_its_reason_in_every_command() 
     let record = t.path().join("denied");
     assert!(Command::new("cp").arg("-a").arg(&pristine).arg(&record).status().unwrap().success());
     std::fs::set_permissions(record.join("attempts.jsonl"), std::fs::Permissions::from_mode(0o000)).unwrap();
-    refused_with(&flakehunt(["report"]).arg(&record).output(), 4, "attempts.jsonl: Permission denied");
+    refused_with(&flakehunt().args(["report"]).arg(&record).output(), 4, "attempts.jsonl: Permission denied");
 }
 
 #[test]
@@ -180,7 +183,8 @@ fn a_record_that_fills_the_file_system_is_exit_4_with_its_reason() {
     let t = tempfile::tempdir().unwrap();
     let record = t.path().join("rec");
     // The failing attempt's log is larger than any file may grow.
-    let out = flakehunt(["sweep", "--runs", "1", "--profiles", "default", "-q", "--record"])
+    let out = flakehunt()
+        .args(["sweep", "--runs", "1", "--profiles", "default", "-q", "--record"])
         .arg(&record)
         .args(["--shell", "head -c 300000 /dev/zero | tr '\\0' x; exit 1"])
         .file_size_limit(64 << 10)
@@ -193,25 +197,21 @@ fn a_record_that_fills_the_file_system_is_exit_4_with_its_reason() {
 fn a_full_output_file_or_stdout_is_exit_4() {
     let t = tempfile::tempdir().unwrap();
     let record = shard_one(t.path(), "rec");
-    let out = flakehunt(["report", "-f", "html", "-o", "/dev/full"]).arg(&record).output();
+    let out = flakehunt().args(["report", "-f", "html", "-o", "/dev/full"]).arg(&record).output();
     refused_with(&out, 4, "cannot write /dev/full: No space left on device");
     let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
     for args in [&["report", "-f", "json"][..], &["report"]] {
-        let out = flakehunt(args).arg(&record).stdout(full()).output();
+        let out = flakehunt().args(args).arg(&record).stdout(full()).output();
         refused_with(&out, 4, "cannot write to stdout: No space left on device");
     }
     // Commands that only print, which used to panic.
     for args in [&["profiles"][..], &["man"], &["completions", "bash"]] {
-        let out = flakehunt(args).stdout(full()).output();
+        let out = flakehunt().args(args).stdout(full()).output();
         refused_with(&out, 4, "cannot write to stdout: No space left on device");
     }
     // A reader that goes away is not an error.
-    let mut child = std::process::Command::new(crate::harness::bin())
-        .arg("man")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        flakehunt().arg("man").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -235,9 +235,12 @@ fn repo_with_a_large_file(dir: &Path) -> PathBuf {
 }
 
 fn clean_room_matrix(repo: &Path, tmpdir: &Path) -> crate::harness::Invocation {
-    flakehunt(["matrix", "--clean-room", "-D", "X=1", "--runs", "1", "-q", "--record", "../rec", "--", "sh", "run.sh"])
+    let mut matrix = flakehunt();
+    matrix
+        .args(["matrix", "--clean-room", "-D", "X=1", "--runs", "1", "-q", "--record", "../rec", "--", "sh", "run.sh"])
         .current_dir(repo)
-        .env("TMPDIR", tmpdir)
+        .env("TMPDIR", tmpdir);
+    matrix
 }
 
 #[test]
@@ -264,7 +267,8 @@ fn a_sandbox_copy_that_fills_the_file_system_is_exit_4_with_its_reason() {
     std::fs::create_dir(&state).unwrap();
     std::fs::write(state.join("large.bin"), vec![b'x'; 300_000]).unwrap();
     let record = t.path().join("rec");
-    let out = flakehunt(["fire", "--ladder", "1x1", "-q", "--state"])
+    let out = flakehunt()
+        .args(["fire", "--ladder", "1x1", "-q", "--state"])
         .arg(&state)
         .arg("--record")
         .arg(&record)
@@ -280,20 +284,24 @@ fn a_sandbox_copy_that_fills_the_file_system_is_exit_4_with_its_reason() {
 fn a_configuration_or_hypotheses_file_follows_the_same_rule() {
     let t = tempfile::tempdir().unwrap();
     // A --config that does not exist is the user's to fix; one the system cannot read is not.
-    let out = flakehunt(["--config", "no-such.toml", "profiles"]).current_dir(t.path()).output();
+    let out = flakehunt().args(["--config", "no-such.toml", "profiles"]).current_dir(t.path()).output();
     refused_with(&out, 2, "no-such.toml:0: cannot read: No such file or directory");
-    let out = flakehunt(["--config", "/proc/self/mem", "profiles"]).current_dir(t.path()).output();
+    let out = flakehunt().args(["--config", "/proc/self/mem", "profiles"]).current_dir(t.path()).output();
     refused_with(&out, 4, "/proc/self/mem:0: cannot read: Input/output error");
     // The hypotheses file: damaged is 2, unreadable is 4.
     let file = t.path().join(".flakehunt/hypotheses.jsonl");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, b"\xff\n").unwrap();
-    refused_with(&flakehunt(["hypo", "list"]).current_dir(t.path()).output(), 2, "hypotheses.jsonl:1: not UTF-8 text");
+    refused_with(
+        &flakehunt().args(["hypo", "list"]).current_dir(t.path()).output(),
+        2,
+        "hypotheses.jsonl:1: not UTF-8 text",
+    );
     std::fs::remove_file(&file).unwrap();
     std::fs::create_dir(&file).unwrap();
-    refused_with(&flakehunt(["hypo", "list"]).current_dir(t.path()).output(), 2, "it is not a regular file");
+    refused_with(&flakehunt().args(["hypo", "list"]).current_dir(t.path()).output(), 2, "it is not a regular file");
     std::fs::remove_dir(&file).unwrap();
     std::os::unix::fs::symlink("/proc/self/mem", &file).unwrap();
-    let out = flakehunt(["hypo", "list"]).current_dir(t.path()).output();
+    let out = flakehunt().args(["hypo", "list"]).current_dir(t.path()).output();
     refused_with(&out, 4, "cannot access .flakehunt/hypotheses.jsonl: Input/output error");
 }

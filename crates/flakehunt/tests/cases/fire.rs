@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use crate::harness::{flakehunt, is_gone};
 use serde_json::Value;
 
 /// Longest a fire test waits for a run to start or end.
@@ -29,15 +29,13 @@ struct Fired {
 /// files in `<tmp>`.
 fn fire(tmp: &Path, args: &[&str]) -> Fired {
     let record = tmp.join("record");
-    let out = Command::cargo_bin("flakehunt")
-        .unwrap()
+    let out = flakehunt()
         .current_dir(tmp)
         .env("FIXTURE_MEET", tmp.join("meet"))
         .args(["fire", "--json", "--quiet", "--record"])
         .arg(&record)
         .args(args)
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let summary =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr:\n{stderr}"));
@@ -336,13 +334,7 @@ fn bad_input_is_one_line_and_exit_2_and_touches_nothing() {
         (&["--state", "fake", "--", "true"], "is named like an SQLite database but is not one"),
     ];
     for (args, expected) in cases {
-        let out = Command::cargo_bin("flakehunt")
-            .unwrap()
-            .current_dir(tmp.path())
-            .args(["fire", "--record", "record"])
-            .args(args)
-            .output()
-            .unwrap();
+        let out = flakehunt().current_dir(tmp.path()).args(["fire", "--record", "record"]).args(args).output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
@@ -351,12 +343,7 @@ fn bad_input_is_one_line_and_exit_2_and_touches_nothing() {
     }
     assert_eq!(tree(&fake), before);
     // A record inside the state would modify it.
-    let out = Command::cargo_bin("flakehunt")
-        .unwrap()
-        .current_dir(&fake)
-        .args(["fire", "--state", ".", "--", "true"])
-        .output()
-        .unwrap();
+    let out = flakehunt().current_dir(&fake).args(["fire", "--state", ".", "--", "true"]).output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("inside --state"));
     assert_eq!(tree(&fake), before);
@@ -367,13 +354,12 @@ fn ctrl_c_stops_the_ladder_and_leaves_no_process() {
     let tmp = tempfile::tempdir().unwrap();
     let pids = tmp.path().join("pids");
     let script = format!("echo $$ >> {}; exec sleep 300", pids.display());
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("flakehunt"))
+    let child = flakehunt()
         .current_dir(tmp.path())
         .args(["fire", "--quiet", "--json", "--record", "record", "--ladder", "2x4", "--shell", &script])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Wait for the first run to be under way (a condition, not a guess at a duration).
     crate::harness::poll_until("the first run to start", FIRE_POLL, || {
         std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0)
@@ -393,13 +379,6 @@ fn ctrl_c_stops_the_ladder_and_leaves_no_process() {
     assert!(!tmp.path().join("record/sandboxes").exists(), "sandboxes are removed on interruption");
 }
 
-/// Whether process `pid` is gone (or a zombie, which runs nothing).
-fn is_gone(pid: &str) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("X");
-    stat.is_empty() || state == "Z" || state == "X"
-}
-
 #[test]
 fn a_killed_fire_hunt_resumes_from_the_level_that_was_cut_short() {
     let tmp = tempfile::tempdir().unwrap();
@@ -411,13 +390,12 @@ fn a_killed_fire_hunt_resumes_from_the_level_that_was_cut_short() {
         flag = flag.display(),
         pids = pids.display()
     );
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("flakehunt"))
+    let mut child = flakehunt()
         .current_dir(tmp.path())
         .args(["fire", "--quiet", "--record", "record", "--ladder", "2x4,2x6", "--shell", &script])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     crate::harness::poll_until("the second level to start", FIRE_POLL, || {
         std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() > 0)
     });
@@ -432,12 +410,7 @@ fn a_killed_fire_hunt_resumes_from_the_level_that_was_cut_short() {
     assert_eq!(levels_before.lines().count(), 3, "reference-4, 2x4 and reference-6 finished: {levels_before}");
 
     std::fs::remove_file(&flag).unwrap();
-    let out = Command::cargo_bin("flakehunt")
-        .unwrap()
-        .current_dir(tmp.path())
-        .args(["fire", "--quiet", "--json", "--resume", "record"])
-        .output()
-        .unwrap();
+    let out = flakehunt().current_dir(tmp.path()).args(["fire", "--quiet", "--json", "--resume", "record"]).output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -471,14 +444,10 @@ fn a_killed_fire_hunt_resumes_from_the_level_that_was_cut_short() {
 
 #[test]
 fn resume_takes_the_options_from_the_record() {
-    let out = Command::cargo_bin("flakehunt")
-        .unwrap()
-        .args(["fire", "--resume", "somewhere", "--ladder", "2x4"])
-        .output()
-        .unwrap();
+    let out = flakehunt().args(["fire", "--resume", "somewhere", "--ladder", "2x4"]).output();
     assert_eq!(out.status.code(), Some(2));
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("flakehunt").unwrap().args(["fire", "--resume"]).arg(tmp.path()).output().unwrap();
+    let out = flakehunt().args(["fire", "--resume"]).arg(tmp.path()).output();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

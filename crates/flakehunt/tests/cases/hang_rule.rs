@@ -6,9 +6,9 @@
 //! no CPU, a busy loop is always runnable.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::harness::{attempts_in, bin, summary_of};
+use crate::harness::{attempts_in, flakehunt, summary_of};
 use serde_json::Value;
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -20,14 +20,13 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 fn hunt(dir: &Path, args: &[&str], target: &[&str]) -> (Output, Value, Vec<Value>) {
-    let out = Command::new(bin())
+    let out = flakehunt()
         .current_dir(dir)
         .args(["hunt", "--json", "-q", "--record", "rec"])
         .args(args)
         .arg("--")
         .args(target)
-        .output()
-        .unwrap();
+        .output();
     let mut attempts = attempts_in(&dir.join("rec"));
     attempts.sort_by_key(|a| a["id"].as_u64());
     let summary = summary_of(&out);

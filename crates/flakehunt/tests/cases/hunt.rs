@@ -3,9 +3,8 @@
 //! `summary.reproduction`, the exit codes, the hang rule, `--resume`, and `report`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use crate::harness::{attempts_in, bin, cell, summary_of};
+use crate::harness::{attempts_in, cell, run_in, summary_of};
 use serde_json::Value;
 
 /// Fails on even iterations of a `copies=N` arm (the condition plain re-running in parallel
@@ -25,11 +24,6 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     std::fs::write(&path, body).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
-}
-
-/// `flakehunt ARGS` in `dir`.
-fn flakehunt(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin()).current_dir(dir).args(args).output().unwrap()
 }
 
 /// (id, cell, iteration, phase, outcome) of every attempt, by id.
@@ -55,7 +49,7 @@ fn a_race_that_needs_concurrent_copies_is_reproduced_under_a_copies_arm_and_conf
     let dir = tempfile::tempdir().unwrap();
     let fx = script(dir.path(), "race.sh", COPIES_RACE);
     let out =
-        flakehunt(dir.path(), &["hunt", "--json", "-q", "--seed", "7", "--record", "rec", "--", fx.to_str().unwrap()]);
+        run_in(dir.path(), &["hunt", "--json", "-q", "--seed", "7", "--record", "rec", "--", fx.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let summary = summary_of(&out);
     assert_eq!(summary["kind"], "hunt");
@@ -104,8 +98,7 @@ fn a_race_that_needs_concurrent_copies_is_reproduced_under_a_copies_arm_and_conf
 #[test]
 fn nothing_reproduced_within_the_budget_exits_0_with_a_null_reproduction() {
     let dir = tempfile::tempdir().unwrap();
-    let out =
-        flakehunt(dir.path(), &["hunt", "--json", "-q", "--budget", "2s", "--record", "rec", "--shell", "exit 0"]);
+    let out = run_in(dir.path(), &["hunt", "--json", "-q", "--budget", "2s", "--record", "rec", "--shell", "exit 0"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let summary = summary_of(&out);
     assert_eq!(summary["kind"], "hunt");
@@ -129,7 +122,7 @@ fn a_hang_far_past_the_passed_attempts_is_ended_as_a_timeout_with_its_output() {
     );
     let fx = script(dir.path(), "hang.sh", &body);
     let out =
-        flakehunt(dir.path(), &["hunt", "--json", "-q", "--seed", "3", "--record", "rec", "--", fx.to_str().unwrap()]);
+        run_in(dir.path(), &["hunt", "--json", "-q", "--seed", "3", "--record", "rec", "--", fx.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let attempts = attempts_in(&dir.path().join("rec"));
     let hung = attempts.iter().find(|a| a["id"] == 5).unwrap();
@@ -146,7 +139,7 @@ fn a_hang_far_past_the_passed_attempts_is_ended_as_a_timeout_with_its_output() {
 fn an_explicit_timeout_replaces_the_hang_rule() {
     let dir = tempfile::tempdir().unwrap();
     let fx = script(dir.path(), "race.sh", COPIES_RACE);
-    let out = flakehunt(
+    let out = run_in(
         dir.path(),
         &["hunt", "--json", "-q", "--seed", "7", "--timeout", "77s", "--record", "rec", "--", fx.to_str().unwrap()],
     );
@@ -156,7 +149,7 @@ fn an_explicit_timeout_replaces_the_hang_rule() {
     assert_eq!(manifest["extra"]["bandit"]["timeout"]["secs"], 77, "{manifest:#}");
     // Without it, the plan records none: the hang rule applies.
     let out =
-        flakehunt(dir.path(), &["hunt", "--json", "-q", "--seed", "7", "--record", "rec2", "--", fx.to_str().unwrap()]);
+        run_in(dir.path(), &["hunt", "--json", "-q", "--seed", "7", "--record", "rec2", "--", fx.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("rec2/manifest.json")).unwrap()).unwrap();
@@ -184,7 +177,7 @@ fn a_hunt_killed_mid_way_resumes_where_its_decisions_left_off() {
         .replacen("{ echo \"lost update\"", &format!("{{ touch {}; echo \"lost update\"", failed.display()), 1);
     assert!(body.contains("touch") && body.contains("copies-failed; echo"), "{body}");
     let killer = script(dir.path(), "killer.sh", &body);
-    let first = flakehunt(
+    let first = run_in(
         dir.path(),
         &["hunt", "--json", "-q", "--seed", "11", "--record", "part", "--", killer.to_str().unwrap()],
     );
@@ -192,7 +185,7 @@ fn a_hunt_killed_mid_way_resumes_where_its_decisions_left_off() {
     let part = dir.path().join("part");
     let before = decisions(&part);
     assert!(before.iter().any(|d| d.1.starts_with("copies=") && d.4 == "fail"), "{before:?}");
-    let resumed = flakehunt(dir.path(), &["hunt", "--json", "-q", "--resume", "part"]);
+    let resumed = run_in(dir.path(), &["hunt", "--json", "-q", "--resume", "part"]);
     assert_eq!(resumed.status.code(), Some(1), "{}", String::from_utf8_lossy(&resumed.stderr));
     let after = decisions(&part);
     assert_eq!(after[..before.len()], before[..], "the recorded attempts are kept as they were");
@@ -218,14 +211,14 @@ fn a_hunt_killed_mid_way_resumes_where_its_decisions_left_off() {
 fn report_renders_a_hunt_record() {
     let dir = tempfile::tempdir().unwrap();
     let fx = script(dir.path(), "race.sh", COPIES_RACE);
-    let out = flakehunt(dir.path(), &["hunt", "-q", "--seed", "5", "--record", "rec", "--", fx.to_str().unwrap()]);
+    let out = run_in(dir.path(), &["hunt", "-q", "--seed", "5", "--record", "rec", "--", fx.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("conclusion: reproduced twice in "), "{stdout}");
-    let report = flakehunt(dir.path(), &["report", "rec"]);
+    let report = run_in(dir.path(), &["report", "rec"]);
     assert_eq!(report.status.code(), Some(0), "{}", String::from_utf8_lossy(&report.stderr));
     assert!(String::from_utf8_lossy(&report.stdout).contains("conclusion: reproduced twice in "));
-    let json = flakehunt(dir.path(), &["report", "rec", "--format", "json"]);
+    let json = run_in(dir.path(), &["report", "rec", "--format", "json"]);
     let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="));
 }
@@ -235,7 +228,7 @@ fn shards_of_a_hunt_merge_without_sharing_attempt_ids() {
     let dir = tempfile::tempdir().unwrap();
     let fx = script(dir.path(), "race.sh", COPIES_RACE);
     for (shard, rec) in [("1/2", "s1"), ("2/2", "s2")] {
-        let out = flakehunt(
+        let out = run_in(
             dir.path(),
             &["hunt", "-q", "--seed", "4", "--shard", shard, "--record", rec, "--", fx.to_str().unwrap()],
         );
@@ -243,11 +236,11 @@ fn shards_of_a_hunt_merge_without_sharing_attempt_ids() {
     }
     // Each shard's ids are its own residue: I-1, I-1+N, ...
     assert!(decisions(&dir.path().join("s2")).iter().all(|d| d.0 % 2 == 1));
-    let merged = flakehunt(dir.path(), &["merge", "s1", "s2", "--into", "m"]);
+    let merged = run_in(dir.path(), &["merge", "s1", "s2", "--into", "m"]);
     let stderr = String::from_utf8_lossy(&merged.stderr);
     assert_eq!(merged.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("more than one shard"), "{stderr}");
-    let json = flakehunt(dir.path(), &["report", "m", "--format", "json"]);
+    let json = run_in(dir.path(), &["report", "m", "--format", "json"]);
     let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(summary["kind"], "hunt");
     assert!(summary["reproduction"]["cell"].as_str().unwrap().starts_with("copies="), "{summary:#}");

@@ -6,10 +6,9 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{attempts_in, bin, cell, summary_of};
+use crate::harness::{attempts_in, cell, flakehunt, summary_of};
 
 fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<String> {
     compile_fixture(dir, "locker", name, extra)
@@ -31,13 +30,12 @@ fn compile_fixture(dir: &Path, fixture: &str, name: &str, extra: &[&str]) -> Opt
 
 fn sweep(dir: &Path, exe: &str) -> (Value, Vec<Value>) {
     let record = dir.join(format!("rec-{}", Path::new(exe).file_name().unwrap().to_string_lossy()));
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default,jitter", "--runs", "3", "--json", "--quiet", "--record"])
         .arg(&record)
         .arg("--")
         .arg(exe)
-        .output()
-        .unwrap();
+        .output();
     let summary = summary_of(&out);
     let attempts = attempts_in(&record);
     (summary, attempts)
@@ -106,7 +104,7 @@ fn jitter_sleeps_widen_a_check_then_act_window_by_at_least_their_length() {
     )
     .unwrap();
     let record = dir.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default,wide-jitter", "--runs", "3", "--json", "--quiet", "--config"])
         .arg(&config)
         .arg("--record")
@@ -114,8 +112,7 @@ fn jitter_sleeps_widen_a_check_then_act_window_by_at_least_their_length() {
         .arg("--")
         .arg(&exe)
         .args([ROUNDS.to_string(), threshold_ns.to_string()])
-        .output()
-        .unwrap();
+        .output();
     let summary = summary_of(&out);
     assert_eq!(summary["failures"], 0, "{summary}");
     let jitter = cell(&summary, "wide-jitter");

@@ -1,21 +1,18 @@
 //! End-to-end tests of the levelled profile names (`pause=LEN/GAP`, `noisy=xK`, `copies=N`) in
 //! `sweep --profiles`.
 
-use assert_cmd::Command;
-
-use crate::harness::{attempts_in, bin, cell, summary_of};
+use crate::harness::{attempts_in, cell, flakehunt, summary_of};
 
 #[test]
 fn levelled_names_run_as_cells() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default,pause=500us/2ms,noisy=x1,copies=2", "--runs", "2", "--seed", "3"])
         .args(["--json", "--quiet", "--record"])
         .arg(&record)
         .args(["--", "sleep", "0.3"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let summary = summary_of(&out);
     // Gaps of at most 2 ms over 0.3 s of sleep: the pauses land (sub-millisecond ones).
@@ -38,8 +35,7 @@ fn levelled_names_run_as_cells() {
 
 #[test]
 fn a_level_out_of_range_is_an_unknown_profile() {
-    let out =
-        Command::new(bin()).args(["sweep", "--profiles", "default,pause=10us/1ms", "--", "true"]).output().unwrap();
+    let out = flakehunt().args(["sweep", "--profiles", "default,pause=10us/1ms", "--", "true"]).output();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown profile 'pause=10us/1ms'"), "{stderr}");

@@ -2,10 +2,9 @@
 //! combination of two; the twice rule and confirmation; placeholders; clean rooms; bad input;
 //! the environment snapshot; hypotheses.
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{bin, cell};
+use crate::harness::{bin, cell, flakehunt};
 
 fn fail_when() -> String {
     crate::harness::fixture("fail-when.sh").display().to_string()
@@ -21,15 +20,14 @@ struct Run {
 /// Runs `flakehunt matrix ARGS --json --record rec -- TARGET` in a fresh directory.
 fn matrix(args: &[&str], target: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .arg("matrix")
         .args(args)
         .args(["--json", "-q", "--record", "rec", "--"])
         .args(target)
         .current_dir(dir.path())
         .env("SECRET_TOKEN", "hunter2")
-        .output()
-        .unwrap();
+        .output();
     let summary = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     Run { code: out.status.code().unwrap(), summary, stderr: String::from_utf8_lossy(&out.stderr).into_owned(), dir }
 }
@@ -217,7 +215,7 @@ fn clean_rooms_copy_tracked_files_and_scrub_the_environment() {
     std::fs::write(repo.path().join("tracked.txt"), "x").unwrap();
     git(&["add", "check.sh", "tracked.txt"]);
     std::fs::write(repo.path().join("untracked.txt"), "y").unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["matrix", "--clean-room", "--setup", "touch setup-ran", "--keep-env", "KEPT", "-D", "TZ=UTC,Asia/Tokyo"])
         .args(["--runs", "2", "--json", "-q", "--record"])
         .arg(repo.path().join(".rec"))
@@ -225,8 +223,7 @@ fn clean_rooms_copy_tracked_files_and_scrub_the_environment() {
         .current_dir(repo.path())
         .env("LEAKY", "1")
         .env("KEPT", "yes")
-        .output()
-        .unwrap();
+        .output();
     let summary: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(summary["failures"], 0, "{}", summary["signatures"]);
@@ -237,12 +234,11 @@ fn clean_rooms_copy_tracked_files_and_scrub_the_environment() {
 #[test]
 fn clean_room_outside_a_repository_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["matrix", "--clean-room", "-D", "A=1,2", "--runs", "1", "--", "true"])
         .current_dir(dir.path())
         .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("git repository"));
 }
@@ -251,7 +247,7 @@ fn clean_room_outside_a_repository_is_a_usage_error() {
 fn hypotheses_are_recorded_run_and_listed() {
     let dir = tempfile::tempdir().unwrap();
     let f = fail_when();
-    let hypo = |args: &[&str]| Command::new(bin()).arg("hypo").args(args).current_dir(dir.path()).output().unwrap();
+    let hypo = |args: &[&str]| flakehunt().arg("hypo").args(args).current_dir(dir.path()).output();
     let add = hypo(&[
         "add",
         "fails only with LC_ALL=C",

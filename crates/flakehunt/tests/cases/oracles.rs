@@ -5,10 +5,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{attempts_in, bin, fixture_arg, summary_of};
+use crate::harness::{attempts_in, fixture_arg, flakehunt, summary_of};
 
 struct Run {
     code: i32,
@@ -22,15 +21,14 @@ struct Run {
 fn sweep(args: &[&str], target: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default", "--seed", "7", "--json", "--quiet", "--record"])
         .arg(&record)
         .args(args)
         .arg("--")
         .args(target)
         .current_dir(dir.path())
-        .output()
-        .unwrap();
+        .output();
     let summary = summary_of(&out);
     let attempts = attempts_in(&record);
     Run { code: out.status.code().unwrap(), summary, attempts, record, _dir: dir }
@@ -159,11 +157,11 @@ fn majority_oracle_flags_exactly_the_wrong_sums() {
         assert!(std::fs::read_to_string(&log).unwrap().contains("sum="), "{}", log.display());
     }
     // `report` judges the record the same way.
-    let report = Command::new(bin()).args(["report", "--format", "json"]).arg(&run.record).output().unwrap();
+    let report = flakehunt().args(["report", "--format", "json"]).arg(&run.record).output();
     let again: Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(again["outputs"], run.summary["outputs"]);
     assert_eq!(again["cells"][0]["outcomes"], cell["outcomes"]);
-    let text = Command::new(bin()).args(["report"]).arg(&run.record).output().unwrap();
+    let text = flakehunt().args(["report"]).arg(&run.record).output();
     assert!(String::from_utf8_lossy(&text.stdout).contains("distinct outputs"));
 }
 
@@ -182,9 +180,9 @@ fn until_fails_stops_on_wrong_outputs_once_a_majority_formed() {
 
 #[test]
 fn oracle_options_are_checked_before_any_attempt() {
-    let out = Command::new(bin()).args(["sweep", "--fail-if", "(", "--", "true"]).output().unwrap();
+    let out = flakehunt().args(["sweep", "--fail-if", "(", "--", "true"]).output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid regex '(' for --fail-if"));
-    let out = Command::new(bin()).args(["sweep", "--ignore", "x", "--", "true"]).output().unwrap();
+    let out = flakehunt().args(["sweep", "--ignore", "x", "--", "true"]).output();
     assert_eq!(out.status.code(), Some(2));
 }

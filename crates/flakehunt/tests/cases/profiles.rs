@@ -2,10 +2,9 @@
 //! bounds), fixtures whose failure depends on a mechanism, inert detection, `--strict`,
 //! `flakehunt.toml` errors, `probe`, and cleanup of cgroups and stopped processes.
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{attempts_in, bin, cell, has_cpus, summary_of};
+use crate::harness::{attempts_in, bin, cell, flakehunt, has_cpus, summary_of};
 
 /// Runs a sweep with `--json` into a fresh record; returns (exit code, summary, attempts).
 fn sweep(args: &[&str], target: &[&str]) -> (i32, Value, Vec<Value>) {
@@ -15,7 +14,7 @@ fn sweep(args: &[&str], target: &[&str]) -> (i32, Value, Vec<Value>) {
 fn sweep_env(args: &[&str], target: &[&str], env: &[(&str, &str)]) -> (i32, Value, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .envs(env.iter().copied())
         .arg("sweep")
         .args(args)
@@ -24,8 +23,7 @@ fn sweep_env(args: &[&str], target: &[&str], env: &[(&str, &str)]) -> (i32, Valu
         .arg("--")
         .args(target)
         .current_dir(dir.path())
-        .output()
-        .unwrap();
+        .output();
     let summary = summary_of(&out);
     let attempts = attempts_in(&record);
     (out.status.code().unwrap(), summary, attempts)
@@ -159,12 +157,11 @@ fn a_profile_without_effect_is_inert_with_its_reason() {
         "[profiles.late]\npause = { min-ms = 1, max-ms = 2, every-max-ms = 1000000000000 }\n",
     )
     .unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default,late", "--runs", "3", "--seed", "1", "--json", "-q", "--record", "rec"])
         .args(["--", "true"])
         .current_dir(dir.path())
-        .output()
-        .unwrap();
+        .output();
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     let late = cell(&summary, "late");
     assert_eq!(late["inert"], true);
@@ -175,11 +172,10 @@ fn a_profile_without_effect_is_inert_with_its_reason() {
 fn strict_refuses_an_unapplicable_profile_before_any_attempt() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("flakehunt.toml"), "[profiles.wide]\ncpus = 4096\n").unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--strict", "--profiles", "default,wide", "--runs", "2", "--record", "rec", "--", "true"])
         .current_dir(dir.path())
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -191,19 +187,17 @@ fn strict_refuses_an_unapplicable_profile_before_any_attempt() {
 fn user_profiles_compose_primitives_and_bad_ones_name_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("flakehunt.toml"), "[profiles.go1]\ncpus = 1\nenv = { MARK = \"set\" }\n").unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default,go1", "--runs", "2", "--json", "-q", "--record", "rec", "--"])
         .args([crate::harness::fixture("fail-when.sh").to_str().unwrap(), "[ \"$MARK\" = set ]"])
         .current_dir(dir.path())
-        .output()
-        .unwrap();
+        .output();
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(cell(&summary, "go1")["failures"], 2);
     assert_eq!(cell(&summary, "default")["failures"], 0);
 
     std::fs::write(dir.path().join("flakehunt.toml"), "[profiles.x]\ncpus = 1\nnoise = 2\n").unwrap();
-    let out =
-        Command::new(bin()).args(["sweep", "--runs", "1", "--", "true"]).current_dir(dir.path()).output().unwrap();
+    let out = flakehunt().args(["sweep", "--runs", "1", "--", "true"]).current_dir(dir.path()).output();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -212,7 +206,7 @@ fn user_profiles_compose_primitives_and_bad_ones_name_file_and_line() {
 
 #[test]
 fn probe_reports_every_profile() {
-    let out = Command::new(bin()).args(["probe", "--profiles", "default,one-core,pause", "--json"]).output().unwrap();
+    let out = flakehunt().args(["probe", "--profiles", "default,one-core,pause", "--json"]).output();
     let results: Value = serde_json::from_slice(&out.stdout).unwrap();
     let results = results.as_array().unwrap();
     assert_eq!(results.len(), 3);
@@ -224,7 +218,7 @@ fn probe_reports_every_profile() {
 
 #[test]
 fn unknown_profile_is_a_usage_error() {
-    let out = Command::new(bin()).args(["sweep", "--profiles", "default,bogus", "--", "true"]).output().unwrap();
+    let out = flakehunt().args(["sweep", "--profiles", "default,bogus", "--", "true"]).output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile 'bogus'"));
 }

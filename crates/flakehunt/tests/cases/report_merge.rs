@@ -4,14 +4,8 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
+use crate::harness::flakehunt;
 use serde_json::Value;
-
-fn flakehunt() -> Command {
-    let mut cmd = Command::cargo_bin("flakehunt").unwrap();
-    cmd.env_remove("GITHUB_STEP_SUMMARY");
-    cmd
-}
 
 /// Runs a small sweep into `record`, with extra arguments (`--shard`, `--seed`...).
 fn sweep(record: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
@@ -27,7 +21,7 @@ fn sweep(record: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
 }
 
 fn report_json(dir: &Path) -> Value {
-    let out = flakehunt().arg("report").arg(dir).args(["--format", "json"]).output().unwrap();
+    let out = flakehunt().arg("report").arg(dir).args(["--format", "json"]).output();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -155,7 +149,7 @@ fn report_term_matches_the_live_table() {
     let dir = t.path().join("r");
     let live = sweep(&dir, &["--seed", "3"]).code(1);
     let live = String::from_utf8_lossy(&live.get_output().stdout).into_owned();
-    let report = flakehunt().arg("report").arg(&dir).output().unwrap();
+    let report = flakehunt().arg("report").arg(&dir).output();
     assert_eq!(live, String::from_utf8_lossy(&report.stdout));
 }
 
@@ -181,11 +175,11 @@ fn hunts_append_to_the_github_step_summary() {
 #[test]
 fn completions_and_man_page() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let out = flakehunt().args(["completions", shell]).output().unwrap();
+        let out = flakehunt().args(["completions", shell]).output();
         assert!(out.status.success(), "{shell}");
         assert!(String::from_utf8_lossy(&out.stdout).contains("report"), "{shell} completes subcommands");
     }
-    let out = flakehunt().arg("man").output().unwrap();
+    let out = flakehunt().arg("man").output();
     assert!(out.status.success());
     let man = String::from_utf8_lossy(&out.stdout);
     assert!(man.contains(".TH flakehunt 1") && man.contains("merge"));

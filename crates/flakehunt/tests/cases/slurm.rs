@@ -5,7 +5,7 @@
 //! their pids, also when the test fails. Needs `slurmctld`, `slurmd` and the client commands
 //! (Debian: `slurm-wlm`); without them the test fails, it does not skip.
 
-use crate::harness::slurm_cluster;
+use crate::harness::{slurm_cluster, Invocation};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,12 +15,13 @@ use serde_json::Value;
 use slurm_cluster::{slurm_program, Cluster};
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flaky-every.sh")
+    crate::harness::fixture("flaky-every.sh")
 }
 
-fn flakehunt() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("flakehunt").unwrap();
-    cmd.env_remove("GITHUB_STEP_SUMMARY").timeout(Duration::from_secs(300));
+/// flakehunt, given the time a job array takes to run through the queue.
+fn flakehunt() -> Invocation {
+    let mut cmd = crate::harness::flakehunt();
+    cmd.timeout(Duration::from_secs(300));
     cmd
 }
 
@@ -41,7 +42,7 @@ fn counts(summary: &Value) -> Value {
 }
 
 fn report_json(dir: &Path) -> Value {
-    let out = flakehunt().arg("report").arg(dir).args(["--format", "json"]).output().unwrap();
+    let out = flakehunt().arg("report").arg(dir).args(["--format", "json"]).output();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -65,8 +66,7 @@ fn a_sweep_run_as_a_slurm_job_array_merges_into_the_unsharded_plan() {
         .current_dir(work.path())
         .env("SLURM_CONF", &cluster.conf)
         .env("FLAKEHUNT_SLURM_POLL", "200ms")
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "same exit code as the local run\n{stdout}\n{stderr}\n{}", cluster.logs());
@@ -82,6 +82,7 @@ fn a_sweep_run_as_a_slurm_job_array_merges_into_the_unsharded_plan() {
     for i in 1..=3 {
         let shard = report_json(&run.join(format!("shard-{i}")));
         assert_eq!(shard["attempts"], 6, "shard {i} holds its share of every round");
+        assert!(run.join(format!("shard-{i}.snapshot.json")).is_file(), "shard {i}: the snapshot of its node");
     }
 
     a_cancelled_task_is_reported_and_its_shard_resubmitted(&cluster, work.path());
@@ -106,18 +107,16 @@ fn a_cancelled_task_is_reported_and_its_shard_resubmitted(cluster: &Cluster, wor
     );
     let run = work.join("cancelled");
     let stderr_path = work.join("cancelled.stderr");
-    let mut hunt = Command::new(assert_cmd::cargo::cargo_bin("flakehunt"))
+    let mut hunt = flakehunt()
         .args(["sweep", "--runs", "4", "--profiles", "default", "--seed", "5", "--slurm", "2", "--record"])
         .arg(&run)
         .args(["--shell", &script])
         .current_dir(work)
         .env("SLURM_CONF", &cluster.conf)
         .env("FLAKEHUNT_SLURM_POLL", "200ms")
-        .env_remove("GITHUB_STEP_SUMMARY")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
+        .spawn();
     poll_until(cluster, "shard 2's attempt to hang", || pid_file.exists());
     let hanging: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     let job = Command::new("squeue").args(["-h", "-o", "%F"]).env("SLURM_CONF", &cluster.conf).output().unwrap();

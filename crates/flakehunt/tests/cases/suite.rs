@@ -6,10 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{attempts_in, bin, fixture, read_json};
+use crate::harness::{attempts_in, fixture, flakehunt, read_json};
 
 const POLLUTER: &str = "tests/test_alpha.py::test_polluter";
 const SETTER: &str = "tests/test_alpha.py::test_state_setter";
@@ -28,14 +27,13 @@ fn copy_suite(name: &str, into: &Path) -> PathBuf {
 
 /// Runs `flakehunt suite ARGS` in `project` with `env`; its exit code, JSON summary and stderr.
 pub(super) fn suite(project: &Path, args: &[&str], env: &[(&str, PathBuf)]) -> (i32, Value, String) {
-    let out = Command::new(bin())
+    let out = flakehunt()
         .arg("suite")
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .current_dir(project)
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let summary = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
     (out.status.code().unwrap(), summary, stderr)
@@ -127,7 +125,7 @@ fn pytest_suite_names_each_category_its_culprit_and_a_reproducer_that_fails() {
 
     // Every report reads the same conclusions back from the record.
     let report = |format: &str| {
-        let out = Command::new(bin()).args(["report", "-f", format]).arg(&record).output().unwrap();
+        let out = flakehunt().args(["report", "-f", format]).arg(&record).output();
         assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
@@ -247,7 +245,7 @@ fn shards_of_a_suite_merge_into_one_classification() {
         shards.push(record);
     }
     let merged = dir.path().join("merged");
-    let out = Command::new(bin()).arg("merge").args(&shards).arg("--into").arg(&merged).output().unwrap();
+    let out = flakehunt().arg("merge").args(&shards).arg("--into").arg(&merged).output();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let summary = read_json(&merged.join("summary.json"));
     let tests = by_id(&summary);
@@ -260,7 +258,7 @@ fn shards_of_a_suite_merge_into_one_classification() {
 fn suite_refuses_what_it_does_not_take_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let refuse = |args: &[&str], expected: &str| {
-        let out = Command::new(bin()).arg("suite").args(args).current_dir(dir.path()).output().unwrap();
+        let out = flakehunt().arg("suite").args(args).current_dir(dir.path()).output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
@@ -285,15 +283,14 @@ fn sweep_runs_pytest_with_the_interpreter_the_user_means() {
     let python3 = which("python3");
     std::os::unix::fs::symlink(&python3, venv.join("bin/python")).unwrap();
     let record = dir.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default", "--runs", "1", "--quiet", "--record"])
         .arg(&record)
         .args(["--pytest", "tests/test_alpha.py::test_clean_alpha_one"])
         .env("VIRTUAL_ENV", &venv)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let manifest = read_json(&record.join("manifest.json"));
     assert_eq!(manifest["target"]["argv"][0], venv.join("bin/python").display().to_string());

@@ -1,17 +1,16 @@
 //! End-to-end tests of `sweep --profiles copies=N`: the cell's attempts run N at once and alone,
 //! against a fixture whose concurrent copies always collide (`fixtures/copies-collide.sh`).
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{attempts_in, bin, cell, fixture_arg, read_json, summary_of, RUN_LIMIT};
+use crate::harness::{attempts_in, cell, fixture_arg, flakehunt, read_json, summary_of, RUN_LIMIT};
 
 /// Runs `sweep ARGS --json --record DIR -- copies-collide.sh SCRATCH`: (exit code, summary,
 /// attempts, manifest).
 fn sweep(args: &[&str]) -> (Option<i32>, Value, Vec<Value>, Value) {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("rec");
-    let out = Command::new(bin())
+    let out = flakehunt()
         .arg("sweep")
         .args(args)
         // A copy left alone waits for the others until this ends it (only when broken).
@@ -21,8 +20,7 @@ fn sweep(args: &[&str]) -> (Option<i32>, Value, Vec<Value>, Value) {
         .arg(fixture_arg("copies-collide.sh"))
         .arg(dir.path().join("locks"))
         .timeout(RUN_LIMIT)
-        .output()
-        .unwrap();
+        .output();
     let summary = summary_of(&out);
     (out.status.code(), summary, attempts_in(&record), read_json(&record.join("manifest.json")))
 }
@@ -116,13 +114,7 @@ fn a_resumed_sweep_runs_the_batches_left_together_with_the_width_it_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let (record, locks) = (dir.path().join("rec"), dir.path().join("locks"));
     let flakehunt = |args: &[&str]| {
-        Command::new(bin())
-            .args(args)
-            .args(["--json", "--quiet"])
-            .current_dir(dir.path())
-            .timeout(RUN_LIMIT)
-            .output()
-            .unwrap()
+        flakehunt().args(args).args(["--json", "--quiet"]).current_dir(dir.path()).timeout(RUN_LIMIT).output()
     };
     let target = fixture_arg("copies-collide.sh");
     let first = flakehunt(&[
@@ -176,14 +168,13 @@ fn the_majority_oracle_judges_copies_run_together() {
     let script =
         r#"if [ "$FLAKEHUNT_CELL" = copies=2 ] && [ "$FLAKEHUNT_ITERATION" = 4 ]; then echo other; else echo same; fi"#;
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
+    let out = flakehunt()
         .args(["sweep", "--profiles", "default,copies=2", "--runs", "4", "--oracle", "majority", "--until-fails", "1"])
         .args(["--seed", "2", "--json", "--quiet", "--record"])
         .arg(dir.path().join("rec"))
         .args(["--shell", script])
         .timeout(RUN_LIMIT)
-        .output()
-        .unwrap();
+        .output();
     let summary = summary_of(&out);
     let copies = cell(&summary, "copies=2");
     assert_eq!((copies["attempts"].as_u64(), copies["failures"].as_u64()), (Some(4), Some(1)), "{copies}");

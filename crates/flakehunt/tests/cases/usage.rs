@@ -109,15 +109,19 @@ fn options_a_command_would_ignore_are_refused_in_one_line_naming_what_to_give() 
         ),
         (&["slurm-script", "sweep", "--slurm", "2", "--json", "--record", "/r", "--", "t"], "--json does not apply"),
     ] {
-        let out = crate::harness::flakehunt(args).current_dir(t.path()).output();
+        let out = crate::harness::flakehunt().args(args).current_dir(t.path()).output();
         let line = crate::harness::refused_with(&out, 2, needle);
         assert!(line.contains(": ") && !line.contains("Usage:"), "{args:?}: {line}");
     }
     assert!(!t.path().join(".flakehunt").exists(), "a refused hunt recorded nothing");
     // Given with --resume, what would change the recorded hunt is refused, not ignored.
-    let out = crate::harness::flakehunt(["hunt", "--budget", "2s", "-q", "--record"]).arg(&record).args(["--", "true"]);
-    assert_eq!(out.output().status.code(), Some(0));
-    let out = crate::harness::flakehunt(["hunt", "-q", "--fail-if", "x", "--resume"]).arg(&record).output();
+    let out = crate::harness::flakehunt()
+        .args(["hunt", "--budget", "2s", "-q", "--record"])
+        .arg(&record)
+        .args(["--", "true"])
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    let out = crate::harness::flakehunt().args(["hunt", "-q", "--fail-if", "x", "--resume"]).arg(&record).output();
     crate::harness::refused_with(&out, 2, "drop the oracle and test-runner options");
     for (kind, option) in [
         ("matrix", &["-D", "X=1,2"][..]),
@@ -127,7 +131,7 @@ fn options_a_command_would_ignore_are_refused_in_one_line_naming_what_to_give() 
         ("matrix", &["--yes"]),
         ("sweep", &["--strict"]),
     ] {
-        let out = crate::harness::flakehunt([kind, "--resume"]).arg(&record).args(option).output();
+        let out = crate::harness::flakehunt().args([kind, "--resume"]).arg(&record).args(option).output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{option:?}: {stderr}");
         assert!(stderr.contains("cannot be used with"), "{option:?}: {stderr}");
@@ -137,7 +141,7 @@ fn options_a_command_would_ignore_are_refused_in_one_line_naming_what_to_give() 
 #[test]
 fn the_help_lists_only_the_options_a_command_takes() {
     let help = |args: &[&str]| {
-        let out = crate::harness::flakehunt(args).arg("--help").output();
+        let out = crate::harness::flakehunt().args(args).arg("--help").output();
         assert_eq!(out.status.code(), Some(0));
         String::from_utf8(out.stdout).unwrap()
     };

@@ -5,9 +5,9 @@
 
 pub mod slurm_cluster;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -37,7 +37,7 @@ pub fn bin() -> PathBuf {
 }
 
 /// The summary a `--json` hunt printed on stdout; without one, the test fails showing stderr.
-pub fn summary_of(out: &std::process::Output) -> Value {
+pub fn summary_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("no JSON summary ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)))
 }
@@ -66,64 +66,106 @@ pub fn skip(test: &str, why: &str) {
 }
 
 /// One invocation of flakehunt with any arguments (`report`, `merge`, a hunt with options the
-/// [`Hunt`] builder does not set), with `$GITHUB_STEP_SUMMARY` removed unless set again.
+/// [`Hunt`] builder does not set), built as a [`std::process::Command`] is, with
+/// `$GITHUB_STEP_SUMMARY` removed unless set again. What it returns (an [`Output`], a [`Child`],
+/// an [`assert_cmd::assert::Assert`]) is what the test reads.
 pub struct Invocation {
     cmd: std::process::Command,
     /// Whether stdout goes elsewhere than to the test (assert_cmd would capture it anyway).
     stdout_set: bool,
+    /// Longest the invocation may run when its output is captured (none unless given: a
+    /// suite on a loaded machine takes minutes, and a bound it passes would make it flaky).
+    limit: Option<Duration>,
 }
 
-/// `flakehunt ARGS...`, to be run with [`Invocation::output`].
-pub fn flakehunt<I, S>(args: I) -> Invocation
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<std::ffi::OsStr>,
-{
+/// `flakehunt` with no arguments yet.
+pub fn flakehunt() -> Invocation {
     let mut cmd = std::process::Command::new(bin());
-    cmd.args(args).env_remove("GITHUB_STEP_SUMMARY");
-    Invocation { cmd, stdout_set: false }
+    cmd.env_remove("GITHUB_STEP_SUMMARY");
+    Invocation { cmd, stdout_set: false, limit: None }
+}
+
+/// `flakehunt ARGS...` run in `dir` to its end.
+pub fn run_in(dir: impl AsRef<Path>, args: &[&str]) -> Output {
+    flakehunt().args(args).current_dir(dir).output()
 }
 
 impl Invocation {
     /// Adds an argument.
-    pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> Self {
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
         self.cmd.arg(arg);
         self
     }
 
     /// Adds arguments.
-    pub fn args<I, S>(mut self, args: I) -> Self
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
     where
         I: IntoIterator<Item = S>,
-        S: AsRef<std::ffi::OsStr>,
+        S: AsRef<OsStr>,
     {
         self.cmd.args(args);
         self
     }
 
     /// Runs flakehunt in `dir`.
-    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
         self.cmd.current_dir(dir);
         self
     }
 
     /// Sets an environment variable.
-    pub fn env(mut self, name: impl AsRef<std::ffi::OsStr>, value: impl AsRef<std::ffi::OsStr>) -> Self {
+    pub fn env(&mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
         self.cmd.env(name, value);
         self
     }
 
+    /// Sets environment variables.
+    pub fn envs<I, K, V>(&mut self, vars: I) -> &mut Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        self.cmd.envs(vars);
+        self
+    }
+
+    /// Removes an environment variable.
+    pub fn env_remove(&mut self, name: impl AsRef<OsStr>) -> &mut Self {
+        self.cmd.env_remove(name);
+        self
+    }
+
+    /// Where flakehunt's stdin comes from (default: inherited; captured runs read nothing).
+    pub fn stdin(&mut self, stdin: impl Into<Stdio>) -> &mut Self {
+        self.cmd.stdin(stdin);
+        self
+    }
+
     /// Where flakehunt's stdout goes (default: captured).
-    pub fn stdout(mut self, stdout: impl Into<Stdio>) -> Self {
+    pub fn stdout(&mut self, stdout: impl Into<Stdio>) -> &mut Self {
         self.cmd.stdout(stdout);
         self.stdout_set = true;
+        self
+    }
+
+    /// Where flakehunt's stderr goes, for [`Self::spawn`].
+    pub fn stderr(&mut self, stderr: impl Into<Stdio>) -> &mut Self {
+        self.cmd.stderr(stderr);
+        self
+    }
+
+    /// A bound on a captured run, past which flakehunt is killed (a Slurm job array that
+    /// would otherwise wait for a queue forever).
+    pub fn timeout(&mut self, limit: Duration) -> &mut Self {
+        self.limit = Some(limit);
         self
     }
 
     /// Limits every file flakehunt (and what it starts) writes to `bytes` (`RLIMIT_FSIZE`), with
     /// `SIGXFSZ` ignored, so a write past it fails with EFBIG ("File too large"): a file system
     /// that fills, simulated without root and without touching the machine's disks.
-    pub fn file_size_limit(mut self, bytes: u64) -> Self {
+    pub fn file_size_limit(&mut self, bytes: u64) -> &mut Self {
         use std::os::unix::process::CommandExt;
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
@@ -139,18 +181,52 @@ impl Invocation {
         self
     }
 
-    /// Runs flakehunt to its end (at most [`RUN_LIMIT`], when stdout is captured).
-    pub fn output(mut self) -> std::process::Output {
-        if self.stdout_set {
-            return self.cmd.output().expect("flakehunt runs");
-        }
-        assert_cmd::Command::from_std(self.cmd).timeout(RUN_LIMIT).output().expect("flakehunt runs")
+    fn take(&mut self) -> std::process::Command {
+        std::mem::replace(&mut self.cmd, std::process::Command::new(bin()))
     }
+
+    /// Runs flakehunt to its end (within the bound, if one was given and stdout is captured).
+    pub fn output(&mut self) -> Output {
+        match self.limit {
+            Some(limit) if !self.stdout_set => {
+                assert_cmd::Command::from_std(self.take()).timeout(limit).output().expect("flakehunt runs")
+            }
+            _ => self.cmd.output().expect("flakehunt runs"),
+        }
+    }
+
+    /// Runs flakehunt to its end (within the bound, if one was given), for assert_cmd's
+    /// assertions.
+    pub fn assert(&mut self) -> assert_cmd::assert::Assert {
+        let mut cmd = assert_cmd::Command::from_std(self.take());
+        if let Some(limit) = self.limit {
+            cmd.timeout(limit);
+        }
+        cmd.assert()
+    }
+
+    /// Starts flakehunt in the background; the test waits for it (bounded) and kills what it
+    /// started if it fails first.
+    pub fn spawn(&mut self) -> Child {
+        self.cmd.spawn().expect("flakehunt starts")
+    }
+}
+
+/// Everything `out` wrote on stderr, as text.
+pub fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Whether process `pid` is gone: no longer in `/proc`, or a zombie.
+pub fn is_gone(pid: impl std::fmt::Display) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("X");
+    stat.is_empty() || state == "Z" || state == "X"
 }
 
 /// Asserts that `out` exited with `code` having printed exactly one error line, which contains
 /// `needle` and no panic; returns that line.
-pub fn refused_with(out: &std::process::Output, code: i32, needle: &str) -> String {
+pub fn refused_with(out: &Output, code: i32, needle: &str) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("flakehunt: error:")).collect();

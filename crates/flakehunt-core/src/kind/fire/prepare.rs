@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::driver::{FireRequest, HuntError, SettingsRequest};
 use crate::kind::fire::{prepare_resume, reference_cell, FireError, FireOptions, Ladder, Resumed};
 use crate::plan::{CellSpec, Settings};
 use crate::record::Resumption;
+use crate::spec::{FireRequest, HuntError, SettingsRequest};
 use crate::state::{validate_source, FingerprintError, Normalizer, SandboxError};
 
 /// A new fire hunt's options, compiled masks, cells and plan numbers, checked without touching
@@ -105,19 +105,6 @@ pub(crate) fn resume(
     Ok((options, normalizer, resumed, resumption))
 }
 
-/// What each sandbox copy of the state takes, in one line.
-pub fn copy_line(c: &crate::copy::CopyStats) -> String {
-    let plural = if c.files == 1 { "" } else { "s" };
-    let mut line =
-        format!("state: {} file{plural}, {} bytes, {} bytes written per sandbox", c.files, c.bytes, c.written);
-    for (n, what) in [(c.cloned, "reflinked"), (c.links, "links re-pointed"), (c.followed, "outside links followed")] {
-        if n > 0 {
-            line.push_str(&format!(", {n} {what}"));
-        }
-    }
-    line
-}
-
 /// Whether `path` (which may not exist yet) would lie inside `dir`.
 fn is_inside(path: &Path, dir: &Path) -> bool {
     let Ok(path) = std::path::absolute(path) else { return false };
@@ -158,6 +145,6 @@ pub(crate) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBu
             format!("--state: cannot open SQLite database {}: {source}", original(path))
         }
         FireError::Sandbox(e @ SandboxError::TooLarge { .. }) => format!("--state: {e}: nothing was copied"),
-        other => format!("--state: {}", crate::driver::error_chain(other)),
+        other => format!("--state: {}", crate::spec::error_chain(other)),
     }
 }

@@ -1,19 +1,17 @@
 //! A matrix's grid from `-D`, `--rlimit` and the configuration, validated (names, values, hard
-//! limits, placeholders the command uses), and its clean rooms, one per cell, made before the
-//! hunt. Main functions: [`cells`], [`clean_rooms`].
+//! limits, placeholders the command uses). Main function: [`cells`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use crate::cleanroom::{CleanRoom, RoomOptions};
+use crate::cleanroom::CleanRoom;
 use crate::config::Config;
 use crate::copy::CopyOptions;
-use crate::driver::{HuntError, MatrixRequest};
 use crate::events::{Event, EventSink};
-use crate::exec::{Resource, Watchdog};
+use crate::exec::Resource;
 use crate::kind::matrix::plan::{grid, parse_limit, Dimension, DimensionKind};
 use crate::plan::{CellSpec, Target};
-use crate::record::{CleanRoomSpec, Extra, Manifest, MatrixExtra};
-use crate::runner::Room;
+use crate::record::{CleanRoomSpec, Extra, MatrixExtra};
+use crate::spec::{HuntError, MatrixRequest};
 
 /// The cells of a new matrix and what its manifest records, after the checks that need no
 /// attempt (a clean room needs a repository: that is tried once here, not after a cell).
@@ -24,6 +22,10 @@ pub(crate) fn cells(
     target: &Target,
     sink: &mut dyn EventSink,
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
+    if let Some(snapshot) = &req.against {
+        let tools = crate::driver::snapshot_tools(config, None);
+        return super::against::prepare::cells(snapshot, runs, req.confirm, target, tools, sink);
+    }
     let dimensions = dimensions(req, config, target)?;
     // Counted before it is built: a grid of many dimensions can be larger than memory.
     let size = crate::kind::matrix::plan::grid_size(&dimensions).unwrap_or(u64::MAX);
@@ -55,8 +57,10 @@ pub(crate) fn cells(
         let copy = CopyOptions { follow_outside_links: room.follow_outside_links };
         CleanRoom::check(&project, copy)?;
     }
-    let extra =
-        Extra { matrix: Some(MatrixExtra { dimensions, confirm: req.confirm, clean_room }), ..Extra::default() };
+    let extra = Extra {
+        matrix: Some(MatrixExtra { dimensions, confirm: req.confirm, clean_room, against: None }),
+        ..Extra::default()
+    };
     Ok((cells, extra))
 }
 
@@ -157,7 +161,7 @@ fn dimensions(args: &MatrixRequest, config: &Config, target: &Target) -> Result<
     }
     if dims.is_empty() {
         return Err(HuntError::usage(
-            "no dimensions: add -D NAME=v1,v2 or --rlimit nofile=1024,65535 (or [matrix] in flakehunt.toml)",
+            "no dimensions: add -D NAME=v1,v2 or --rlimit nofile=1024,65535 (or [matrix] in flakehunt.toml), or --against SNAPSHOT",
         ));
     }
     Ok(dims)
@@ -183,40 +187,6 @@ fn placeholders(text: &str) -> BTreeSet<String> {
         }
     }
     out
-}
-
-/// The clean rooms a matrix manifest asks for, one per cell, prepared before the hunt (and the
-/// rooms themselves, which must live as long as the hunt). The `watchdog` removes them if
-/// flakehunt dies.
-pub(crate) fn clean_rooms(
-    manifest: &Manifest,
-    sink: &mut dyn EventSink,
-    watchdog: Option<&Watchdog>,
-) -> Result<(BTreeMap<String, Room>, Vec<CleanRoom>), HuntError> {
-    let Some(spec) = manifest.extra.matrix.as_ref().and_then(|m| m.clean_room.as_ref()) else {
-        return Ok((BTreeMap::new(), Vec::new()));
-    };
-    let options = RoomOptions {
-        setup: spec.setup.as_deref(),
-        keep_env: &spec.keep_env,
-        copy: CopyOptions { follow_outside_links: spec.follow_outside_links },
-        watchdog,
-        run_id: Some(&manifest.run_id),
-    };
-    let mut rooms = BTreeMap::new();
-    let mut owned = Vec::new();
-    for (i, cell) in manifest.cells.iter().enumerate() {
-        sink.event(&Event::CleanRoomReady { index: i + 1, of: manifest.cells.len(), cell: &cell.name })?;
-        let room = CleanRoom::create(&spec.project, &options)?;
-        rooms.insert(cell.name.clone(), Room { cwd: room.dir(), env: room.env().to_vec() });
-        owned.push(room);
-    }
-    if spec.keep {
-        let kept: Vec<String> = owned.into_iter().map(|r| r.keep().display().to_string()).collect();
-        sink.event(&Event::CleanRoomsKept(&kept))?;
-        return Ok((rooms, Vec::new()));
-    }
-    Ok((rooms, owned))
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::driver::{HuntError, HuntKind, HuntSpec};
 use crate::events::{Event, EventSink, Fanout};
 use crate::kind::suite::analyse::{self, Replay};
 use crate::kind::suite::order::{GoTest, Pytest};
@@ -19,6 +18,7 @@ use crate::plan::{self, CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
 use crate::snapshot::commands::{self, Probe, Ran};
+use crate::spec::{HuntError, HuntKind, HuntSpec};
 
 /// Refuses what a suite does not take, before anything is touched.
 pub(crate) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
@@ -57,18 +57,18 @@ pub(crate) fn check(spec: &HuntSpec) -> Result<(), HuntError> {
 pub(crate) fn prepare(
     spec: &HuntSpec,
     dir: &Path,
-) -> Result<(Target, SuiteSetup, Option<Adapter>, crate::driver::adapter::Built), HuntError> {
+) -> Result<(Target, SuiteSetup, Option<Adapter>, crate::kind::adapter::Built), HuntError> {
     let t = &spec.target;
     let started = std::time::Instant::now();
     let files = std::path::absolute(dir).map_err(|e| HuntError::io(format!("cannot name {}", dir.display()), e))?;
     let python_path = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
-    let mut checks = crate::driver::adapter::Built::default();
+    let mut checks = crate::kind::adapter::Built::default();
     let (target, runner, selection, adapter) = if let Some(paths) = &t.pytest {
         let (target, runner, selection) = pytest(t.python.as_deref(), paths, collection_limit(spec))?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
         let (built, adapter, applied) =
-            crate::driver::adapter::go_test(std::slice::from_ref(pkg), dir, spec.asked_checks(), None)?;
+            crate::kind::adapter::go_test(std::slice::from_ref(pkg), dir, spec.asked_checks(), None)?;
         checks = applied;
         let (runner, selection) = go(&adapter, collection_limit(spec))?;
         // Shown as the user's command, not the binary in this record (shards merge on it).
@@ -113,9 +113,9 @@ pub(crate) fn cells(
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
     let HuntKind::Suite(req) = &spec.kind else { unreachable!("a suite's cells") };
     let profiles = if req.profiles.is_empty() { vec!["default".to_owned()] } else { req.profiles.clone() };
-    let profiles = crate::driver::probe::select(&profiles, &spec.config, target)?;
+    let profiles = crate::probe::select(&profiles, &spec.config, target)?;
     if req.strict {
-        crate::driver::probe::refuse_inert(&profiles, crate::record::Kind::Suite)?;
+        crate::probe::refuse_inert(&profiles, crate::record::Kind::Suite)?;
     }
     let cells = profiles.into_iter().map(CellSpec::for_profile).collect();
     Ok((cells, Extra { adapter, suite: Some(setup), ..Extra::default() }))
@@ -154,7 +154,7 @@ fn pytest(
     let mut target = Target::argv(argv);
     if let Some(root) = collected.rootdir.filter(|r| std::fs::canonicalize(r).ok() != std::fs::canonicalize(&cwd).ok())
     {
-        target = target.in_dir(crate::driver::adapter::relative_to_cwd(&root)?);
+        target = target.in_dir(crate::kind::adapter::relative_to_cwd(&root)?);
         pytest.root = Some(root.display().to_string());
     }
     Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
@@ -190,8 +190,12 @@ pub(crate) fn collect_pytest(
         )));
     }
     let (status, stdout, stderr) = match ran {
-        Ran::NotStarted(e) => {
-            return Err(HuntError::usage(format!("cannot run {program}: {e} (give the interpreter with --python PATH)")))
+        Ran::NotStarted(cause) => {
+            return Err(HuntError::Tool {
+                what: format!("cannot run {program}"),
+                cause,
+                advice: "give the interpreter with --python PATH",
+            })
         }
         Ran::TimedOut(after) => {
             return Err(collection(format!(
@@ -293,7 +297,7 @@ fn go_minor(version: &str) -> Option<u32> {
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
 /// given, picks among several by file name).
 fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
-    let binaries = crate::driver::adapter::cargo_build(package)?;
+    let binaries = crate::kind::adapter::cargo_build(package)?;
     let mut with_tests = Vec::new();
     for bin in binaries {
         let out = Command::new(&bin.executable)
@@ -333,7 +337,7 @@ pub(crate) fn execute(
     manifest: &Manifest,
     dir: &Path,
     recorder: &mut Recorder,
-    session: &crate::driver::Session,
+    session: &crate::session::Session,
     leak_timeout: std::time::Duration,
     sink: &mut dyn EventSink,
 ) -> Result<bool, HuntError> {

@@ -26,10 +26,15 @@ impl Default for SettingsRequest {
     }
 }
 
+/// Why `matrix --against` runs on one machine.
+pub(crate) const AGAINST_IS_ONE_MACHINE: &str =
+    "matrix --against searches one cell after another, each chosen by the last, so it cannot be sharded: run it on one machine, without --shard, --slurm or dispatch";
+
 impl HuntSpec {
     /// This hunt split into `shards` shards of one plan seeded by `seed`, each run by `program`.
     pub fn sharded(&self, program: String, shards: u32, seed: u64) -> Result<ShardedHunt, HuntError> {
         let kind = match &self.kind {
+            HuntKind::Matrix(m) if m.against.is_some() => return Err(HuntError::usage(AGAINST_IS_ONE_MACHINE)),
             HuntKind::Sweep { .. } => "sweep",
             HuntKind::Matrix(_) => "matrix",
             HuntKind::Adaptive => "hunt",
@@ -178,7 +183,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
+    use crate::spec::{OracleRequest, RecordRequest, SuiteRequest, TargetRequest};
 
     fn suite(target: TargetRequest) -> HuntSpec {
         HuntSpec {

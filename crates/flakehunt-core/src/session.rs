@@ -1,21 +1,22 @@
 //! What every hunt sets up around its attempts: the process tree (flakehunt as subreaper), the
 //! watchdog that ends attempts if flakehunt dies, the cancellation the termination signals
-//! trigger, the profiles' shared state, a matrix's clean rooms and the oracles. Main type:
-//! [`Session`].
+//! trigger, the profiles' shared state, a matrix's clean rooms (one per cell, made before the
+//! first attempt) and the oracles. Main type: [`Session`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::HuntError;
-use crate::cleanroom::CleanRoom;
-use crate::events::EventSink;
+use crate::cleanroom::{CleanRoom, RoomOptions};
+use crate::copy::CopyOptions;
+use crate::events::{Event, EventSink};
 use crate::exec::{Cancel, Limits, ProcessTree, Watchdog};
 use crate::oracle::Oracle;
 use crate::profile::ProfileEnv;
 use crate::record::Manifest;
 use crate::runner::{AttemptRunner, Room};
 use crate::snapshot::{Snapshot, SnapshotRequest};
+use crate::spec::HuntError;
 
 /// The set-up of one hunt, ended by [`Session::finish`].
 pub struct Session {
@@ -47,7 +48,7 @@ impl Session {
     /// Sets up the session of the hunt `manifest` describes; clean rooms are announced to `sink`.
     pub fn start(manifest: &Manifest, sink: &mut dyn EventSink) -> Result<Self, HuntError> {
         // Checked again here, before anything starts, for a record edited since it was opened.
-        let durations = super::run::check_plan(manifest)?;
+        let durations = manifest.plan.check().map_err(HuntError::DamagedPlan)?;
         let tree = Arc::new(ProcessTree::default());
         ProcessTree::become_subreaper();
         let exe = std::env::current_exe()
@@ -71,7 +72,7 @@ impl Session {
             .with_tracker(watchdog.as_ref().map(Watchdog::tracker));
         // The adaptive hunt's and the sweep's plans start a copies=N cell's N attempts together.
         profiles.copies_scheduled = crate::plan::schedules_copies(manifest.kind);
-        let (rooms, kept) = crate::kind::matrix::prepare::clean_rooms(manifest, sink, watchdog.as_ref())?;
+        let (rooms, kept) = clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         let checks = crate::checks::CheckRun::new(manifest.plan.checks)
             .map_err(|e| HuntError::io("cannot create the checks' directory", e))?;
@@ -151,6 +152,40 @@ impl Session {
             w.finish();
         }
     }
+}
+
+/// The clean rooms a matrix manifest asks for, one per cell, prepared before the hunt (and the
+/// rooms themselves, which must live as long as the hunt). The `watchdog` removes them if
+/// flakehunt dies.
+fn clean_rooms(
+    manifest: &Manifest,
+    sink: &mut dyn EventSink,
+    watchdog: Option<&Watchdog>,
+) -> Result<(BTreeMap<String, Room>, Vec<CleanRoom>), HuntError> {
+    let Some(spec) = manifest.extra.matrix.as_ref().and_then(|m| m.clean_room.as_ref()) else {
+        return Ok((BTreeMap::new(), Vec::new()));
+    };
+    let options = RoomOptions {
+        setup: spec.setup.as_deref(),
+        keep_env: &spec.keep_env,
+        copy: CopyOptions { follow_outside_links: spec.follow_outside_links },
+        watchdog,
+        run_id: Some(&manifest.run_id),
+    };
+    let mut rooms = BTreeMap::new();
+    let mut owned = Vec::new();
+    for (i, cell) in manifest.cells.iter().enumerate() {
+        sink.event(&Event::CleanRoomReady { index: i + 1, of: manifest.cells.len(), cell: &cell.name })?;
+        let room = CleanRoom::create(&spec.project, &options)?;
+        rooms.insert(cell.name.clone(), Room { cwd: room.dir(), env: room.env().to_vec() });
+        owned.push(room);
+    }
+    if spec.keep {
+        let kept: Vec<String> = owned.into_iter().map(|r| r.keep().display().to_string()).collect();
+        sink.event(&Event::CleanRoomsKept(&kept))?;
+        return Ok((rooms, Vec::new()));
+    }
+    Ok((rooms, owned))
 }
 
 /// Routes SIGINT, SIGTERM and SIGHUP to `cancel`: the first asks the hunt to stop gracefully,

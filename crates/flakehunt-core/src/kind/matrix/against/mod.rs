@@ -18,55 +18,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AttemptSpec, CellSpec, Next, Plan, Setting};
+pub(crate) mod prepare;
+pub mod summary;
+
+pub use crate::drift::Change;
+
+use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Setting};
 use crate::record::Attempt;
-
-/// How flakehunt makes this machine look like the other in one difference.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Change {
-    /// Set an environment variable (`None`: unset it).
-    Env {
-        /// The variable.
-        name: String,
-        /// Its value there.
-        value: Option<String>,
-    },
-    /// Set a soft resource limit (`None`: unlimited).
-    Rlimit {
-        /// The resource (`nofile`).
-        name: String,
-        /// The soft limit there.
-        value: Option<u64>,
-    },
-    /// Pin to this many CPUs (runtimes size their thread pools from it, as they do there).
-    Cpus {
-        /// CPUs there.
-        count: u32,
-    },
-}
-
-impl Change {
-    /// How the change is written in a cell's name (`TZ=UTC`, `nofile=1024`, `cpus=2`).
-    pub fn text(&self) -> String {
-        match self {
-            Change::Env { .. } | Change::Rlimit { .. } => {
-                let s = self.setting().expect("an env or rlimit change is a setting");
-                format!("{}={}", s.name(), s.value_text())
-            }
-            Change::Cpus { count } => format!("cpus={count}"),
-        }
-    }
-
-    /// The overlay setting it is, for the changes an overlay holds.
-    pub fn setting(&self) -> Option<Setting> {
-        match self {
-            Change::Env { name, value } => Some(Setting::Env { name: name.clone(), value: value.clone() }),
-            Change::Rlimit { name, value } => Some(Setting::Rlimit { name: name.clone(), value: *value }),
-            Change::Cpus { .. } => None,
-        }
-    }
-}
 
 /// One applicable difference: a dimension of the search.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +39,43 @@ pub struct Dimension {
     pub there: Option<String>,
     /// How it is applied.
     pub change: Change,
+}
+
+/// A difference that could not be tried here, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Untried {
+    /// Its group.
+    pub group: String,
+    /// What differs.
+    pub name: String,
+    /// This machine's value.
+    pub here: Option<String>,
+    /// The other machine's.
+    pub there: Option<String>,
+    /// Why it cannot be applied here, and what to do instead.
+    pub why: Option<String>,
+}
+
+/// What a `matrix --against` records in its manifest: the other machine, the differences it
+/// searches (its dimensions) and those it could not try.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Against {
+    /// The snapshot, as given.
+    pub snapshot: String,
+    /// The other machine's host name.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// When its snapshot was taken.
+    #[serde(default)]
+    pub captured_at: Option<String>,
+    /// The applicable differences, in their groups' order.
+    pub dimensions: Vec<Dimension>,
+    /// The differences that could not be tried here.
+    #[serde(default)]
+    pub untried: Vec<Untried>,
+    /// What to do about groups that could not be tried (a scratch virtualenv's pip line).
+    #[serde(default)]
+    pub remedies: Vec<String>,
 }
 
 /// Attempts a cell's decision takes: reproduced at two failures; not after `runs` attempts
@@ -244,8 +239,14 @@ pub fn cell_of(dimensions: &[Dimension], set: &[usize], position: usize) -> Cell
     } else if set.len() == dimensions.len() && set.len() > 4 {
         format!("all {} differences", set.len())
     } else if set.len() <= 4 {
-        let texts: Vec<String> = set.iter().map(|&i| dimensions[i].change.text()).collect();
-        crate::redact::text(&texts.join(" ")).into_owned()
+        // Long values (a PATH) are cut, and the cell's position keeps the name unique.
+        let texts: Vec<String> = set.iter().map(|&i| shortened(&dimensions[i].change.text())).collect();
+        let name = crate::redact::text(&texts.join(" ")).into_owned();
+        if texts.iter().any(|t| t.ends_with("...")) {
+            format!("{name} (cell {})", position + 1)
+        } else {
+            name
+        }
     } else {
         let mut per_group: Vec<(String, usize, usize)> = Vec::new();
         for d in dimensions {
@@ -264,6 +265,14 @@ pub fn cell_of(dimensions: &[Dimension], set: &[usize], position: usize) -> Cell
         format!("{} differences: {} (cell {})", set.len(), parts.join(", "), position + 1)
     };
     CellSpec { name, profile, overlay }
+}
+
+/// A change's text as a cell's name holds it: at most 40 characters.
+pub fn shortened(text: &str) -> String {
+    if text.chars().count() <= 40 {
+        return text.to_owned();
+    }
+    format!("{}...", text.chars().take(37).collect::<String>())
 }
 
 /// The set of dimensions a recorded cell applied, read back from its overlay and profile.
@@ -457,17 +466,27 @@ impl Plan for AgainstPlan {
     }
 
     fn planned(&self) -> u64 {
-        // The search plans as it goes: what it has asked for so far.
-        self.cells.len() as u64 * self.runs
+        // The search plans as it goes: what its cells ran once decided, and at least `runs`
+        // for each cell still open.
+        (0..self.cells.len())
+            .map(|i| match self.decision(i) {
+                Some(_) => self.counts[i].issued,
+                None => self.counts[i].issued.max(self.runs),
+            })
+            .sum()
     }
 }
 
-/// The dimensions by name, for documents.
+/// The changes of a set, for documents: each as its cell's name writes it (`TZ` ->
+/// `America/New_York`, `nofile` -> `1024`, `cpus` -> `2`).
 pub fn change_map(dimensions: &[Dimension], set: &[usize]) -> BTreeMap<String, String> {
     set.iter()
         .map(|&i| {
-            let d = &dimensions[i];
-            (d.name.clone(), d.there.clone().unwrap_or_else(|| "unset".to_owned()))
+            let text = dimensions[i].change.text();
+            match text.split_once('=') {
+                Some((name, value)) => (name.to_owned(), value.to_owned()),
+                None => (text, String::new()),
+            }
         })
         .collect()
 }

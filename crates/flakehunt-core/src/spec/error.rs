@@ -55,6 +55,17 @@ pub enum HuntError {
         /// The directory it was started in, when not the current one.
         dir: Option<PathBuf>,
     },
+    /// A tool the hunt needs before its first attempt (the interpreter of `--pytest`, `go`)
+    /// cannot be started.
+    #[error("{what}: {cause} ({advice})")]
+    Tool {
+        /// What could not be run ("cannot run python3").
+        what: String,
+        /// Why (in the message, so not a source to repeat).
+        cause: std::io::Error,
+        /// What to do.
+        advice: &'static str,
+    },
     /// `--python` names no interpreter.
     #[error(transparent)]
     Python(#[from] crate::kind::suite::python::PythonError),
@@ -64,6 +75,9 @@ pub enum HuntError {
     /// A clean room cannot be made or set up.
     #[error(transparent)]
     CleanRoom(#[from] CleanRoomError),
+    /// `matrix --against`'s snapshot cannot be read.
+    #[error("--against")]
+    Against(#[source] crate::drift::ReadError),
     /// An oracle option is refused.
     #[error(transparent)]
     Oracle(#[from] OracleError),
@@ -128,7 +142,7 @@ impl Classify for HuntError {
             Self::Damaged(_) | Self::DamagedPlan(_) | Self::DamagedLadder(_) => ErrorClass::Damaged,
             Self::Io { .. } => ErrorClass::Io,
             // A target that cannot start will not start the next time either.
-            Self::Spawn { .. } => ErrorClass::Usage,
+            Self::Spawn { .. } | Self::Tool { .. } => ErrorClass::Usage,
             Self::Record(e) => e.class(),
             Self::Merge(e) => e.class(),
             Self::Bound(e) => e.class(),
@@ -136,6 +150,7 @@ impl Classify for HuntError {
             Self::Python(e) => e.class(),
             Self::Collection(e) => e.class(),
             Self::CleanRoom(e) => e.class(),
+            Self::Against(e) => e.class(),
             Self::Oracle(e) => e.class(),
             Self::Ladder(e) => e.class(),
             Self::Normalizer(e) => e.class(),

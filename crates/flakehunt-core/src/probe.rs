@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::HuntError;
 use crate::config::Config;
 use crate::exec::{Cancel, Limits, ProcessTree};
 use crate::plan::{AttemptSpec, CellSpec, Target};
 use crate::profile::{Profile, ProfileEnv};
 use crate::runner::{AttemptRunner, Slot};
+use crate::spec::HuntError;
 
 /// What one profile did to the probe workload.
 #[derive(Debug, Serialize)]

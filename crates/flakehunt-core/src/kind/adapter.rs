@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::{HuntError, TargetRequest};
 use crate::checks::Checks;
 use crate::plan::Target;
 use crate::record::Adapter;
+use crate::spec::{HuntError, TargetRequest};
 
 /// What a build applied of the checks asked of it, and the line that says why one was left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -285,7 +285,10 @@ fn go_command(cache: Option<&tempfile::TempDir>) -> Command {
 fn go_cache() -> Result<Option<tempfile::TempDir>, HuntError> {
     let out = match Command::new("go").args(["env", "GOCACHE"]).stderr(Stdio::null()).output() {
         Ok(out) => out,
-        Err(e) => return Err(HuntError::usage(format!("--go-test cannot run `go`: {e} (is Go installed?)"))),
+        Err(cause) => {
+            let what = "--go-test cannot run `go`".to_owned();
+            return Err(HuntError::Tool { what, cause, advice: "is Go installed?" });
+        }
     };
     let cache = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if out.status.success() && !cache.is_empty() && cache != "off" {

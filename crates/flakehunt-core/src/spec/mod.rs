@@ -1,36 +1,17 @@
-//! One driver for every hunt (sweep, matrix, fire): a typed [`HuntSpec`], built by the binary
-//! from its arguments, is prepared (PATH, adapters, record, snapshot, process tree, watchdog,
-//! clean rooms or sandboxes) and run with an event sink ([`run`]); it ends in a [`HuntReport`]
-//! from which the binary prints and decides its exit code.
-//!
-//! A hunt's kind only decides its plan: the cells of a sweep or a matrix (a [`crate::plan::Plan`]
-//! the runner pulls attempts from), or fire's ladder (levels run against sandboxes). The adaptive
-//! `hunt` (a calibration phase, then a plan that moves attempts to the arms that show signal) and
-//! `suite` (a selection of tests per attempt, then each failing test's confirmation runs) are further kinds of [`HuntKind`]: each brings its
-//! own preparation and plan and shares everything else here.
+//! A hunt as the user asked for it, before anything is checked or touched: the typed
+//! [`HuntSpec`] the binary builds from its arguments (what the kind of hunt varies, the target,
+//! the settings, the oracles, the record), the errors that stop a hunt ([`HuntError`]), and the
+//! command line a shard is given again ([`HuntSpec::sharded`]).
 
-pub(crate) mod adapter;
-mod args;
+pub(crate) mod args;
 mod error;
-pub(crate) mod probe;
-mod run;
-mod session;
-mod slurm;
 mod target;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use crate::kind::fire::prepare::copy_line;
-pub use adapter::{discard_build, GO_BUILD_DIR, PYTEST_NO_PLUGINS};
 pub use error::{error_chain, HuntError};
-pub use probe::{probe, probe_table, profiles_table, select, workload, ProbeResult};
-pub use run::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
-pub use session::Session;
-pub use slurm::script_of as slurm_script;
 pub use target::target_from;
-
-pub use crate::render::cell_header;
 
 use crate::config::Config;
 use crate::plan::Shard;
@@ -108,6 +89,8 @@ pub struct MatrixRequest {
     pub max_cells: usize,
     /// `--clean-room`, with its options.
     pub clean_room: Option<CleanRoomRequest>,
+    /// `--against SNAPSHOT`: search the differences from that machine instead of a grid.
+    pub against: Option<PathBuf>,
 }
 
 /// `--clean-room` and its options.
@@ -298,23 +281,5 @@ impl HuntKind {
             HuntKind::Adaptive => Kind::Adaptive,
             HuntKind::Suite(_) => Kind::Suite,
         }
-    }
-}
-
-/// How a hunt ended, as far as its exit code is concerned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HuntEnd {
-    /// A failure was reproduced, or a fire level rejected.
-    pub reproduced: bool,
-    /// The user interrupted; the record holds what ran.
-    pub interrupted: bool,
-    /// Shards are missing (Slurm): "nothing reproduced" cannot stand on part of the plan.
-    pub incomplete: bool,
-}
-
-impl HuntEnd {
-    /// The end of a hunt whose summary is `summary`.
-    pub fn of(summary: &crate::analysis::Summary, interrupted: bool) -> Self {
-        Self { reproduced: summary.exit_code() != 0, interrupted, incomplete: false }
     }
 }

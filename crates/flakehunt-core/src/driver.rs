@@ -1,0 +1,30 @@
+//! The one driver every hunt goes through: a [`crate::spec::HuntSpec`] is prepared by its kind
+//! (cells, the manifest's extra, the plan), recorded, run in a session with an event sink, and
+//! summarised from its record alone ([`run`]); it ends in a [`HuntReport`] from which the binary
+//! prints and decides its exit code. Also the hunt split into Slurm shards ([`slurm_script`]).
+
+mod run;
+mod slurm;
+
+pub use run::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
+pub use slurm::script_of as slurm_script;
+
+pub use crate::render::cell_header;
+
+/// How a hunt ended, as far as its exit code is concerned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HuntEnd {
+    /// A failure was reproduced, or a fire level rejected.
+    pub reproduced: bool,
+    /// The user interrupted; the record holds what ran.
+    pub interrupted: bool,
+    /// Shards are missing (Slurm): "nothing reproduced" cannot stand on part of the plan.
+    pub incomplete: bool,
+}
+
+impl HuntEnd {
+    /// The end of a hunt whose summary is `summary`.
+    pub fn of(summary: &crate::analysis::Summary, interrupted: bool) -> Self {
+        Self { reproduced: summary.exit_code() != 0, interrupted, incomplete: false }
+    }
+}
