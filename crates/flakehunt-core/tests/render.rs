@@ -88,3 +88,26 @@ fn failing_attempts_are_capped_per_cell() {
     assert_eq!(ctx.failing_of("default").len(), render::FAILING_PER_CELL);
     assert_eq!(summary.cells[0].failures, 300);
 }
+
+#[test]
+fn a_hunt_whose_arm_failed_twice_but_never_again_is_not_called_reproduced_in_any_rendering() {
+    // The fixture hunt's noisy=x1 fails twice, then passes every confirmation attempt.
+    let mut f = common::hunt();
+    for a in f.attempts.iter_mut().filter(|a| a.phase.as_deref() == Some("confirm")) {
+        (a.outcome, a.exit_code, a.signature) = (flakehunt_core::record::Outcome::Pass, Some(0), None);
+    }
+    let (summary, ctx, _) = f.build();
+    assert_eq!(summary.verdict, "not-reproduced");
+    assert_eq!(summary.exit_code(), 0);
+    for format in Format::ALL {
+        let text = render::render(format, &summary, &ctx);
+        let lower = text.to_lowercase();
+        assert!(!lower.contains("reproduced twice"), "{format:?}: {text}");
+        assert!(
+            !lower.replace("not reproduced", "").replace("not-reproduced", "").contains("reproduced"),
+            "{format:?}: {text}"
+        );
+    }
+    let html = render::render(Format::Html, &summary, &ctx);
+    assert!(html.contains("class=\"tick\">failed twice</text>"), "{html}");
+}

@@ -1,6 +1,6 @@
 //! The summary document: per-cell statistics against the baseline, signatures, inert profiles
 //! and the verdict, computed from a tally alone so that the live run, `report` and `merge` agree.
-//! Main type: [`Summary`]. Its fields are a contract (see DESIGN.md): add freely, never rename.
+//! Main type: [`Summary`]. Its fields are a contract (ARCHITECTURE.md): add freely, never rename.
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! Copies of a tree the user owns that cannot reach back into it: the one mechanism behind
 //! fire's sandboxes and matrix's clean rooms. Main type: [`CopyPlan`].
 //!
-//! The rule (DESIGN.md, Fire). A symlink is resolved the way the kernel would (every link and
+//! The rule (ARCHITECTURE.md). A symlink is resolved the way the kernel would (every link and
 //! `..` followed physically, whatever spelling of the tree its target uses). One that resolves
 //! inside the copied tree becomes a relative link to the same place inside the copy. One that
 //! resolves outside is refused by name, unless [`CopyOptions::follow_outside_links`]: then what

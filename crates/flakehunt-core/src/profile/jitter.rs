@@ -23,6 +23,9 @@ pub struct JitterReport {
     pub loaded: u64,
     /// Delays injected by the processes that exited normally.
     pub delays: u64,
+    /// Processes that exited normally and so reported their delays: none when every one was
+    /// killed (a timeout, the hang rule), whose delays are then unknown, not zero.
+    pub exited: u64,
 }
 
 impl JitterLib {
@@ -85,11 +88,14 @@ impl JitterLib {
 
 /// Parses `loaded PID` and `delays N` lines.
 fn parse_report(text: &str) -> Option<JitterReport> {
-    let mut r = JitterReport { loaded: 0, delays: 0 };
+    let mut r = JitterReport { loaded: 0, delays: 0, exited: 0 };
     for line in text.lines() {
         match line.split_once(' ') {
             Some(("loaded", _)) => r.loaded += 1,
-            Some(("delays", n)) => r.delays += n.trim().parse::<u64>().unwrap_or(0),
+            Some(("delays", n)) => {
+                r.delays += n.trim().parse::<u64>().unwrap_or(0);
+                r.exited += 1;
+            }
             _ => {}
         }
     }
@@ -104,8 +110,10 @@ mod tests {
     fn reports_sum_processes_and_delays() {
         assert_eq!(
             parse_report("loaded 1\nloaded 2\ndelays 5\ndelays 7\n"),
-            Some(JitterReport { loaded: 2, delays: 12 })
+            Some(JitterReport { loaded: 2, delays: 12, exited: 2 })
         );
+        // Killed before exiting: loaded, delays unknown.
+        assert_eq!(parse_report("loaded 1\n"), Some(JitterReport { loaded: 1, delays: 0, exited: 0 }));
         assert_eq!(parse_report(""), None);
     }
 }

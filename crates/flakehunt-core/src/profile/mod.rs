@@ -561,6 +561,8 @@ impl Active {
         }
         if self.jitter {
             match env.jitter().and_then(|j| j.take_report(self.attempt)) {
+                // Its processes were killed before they could say (a timeout): nothing known.
+                Some(report) if report.exited == 0 => {}
                 Some(report) => effect.jitter_delays = Some(report.delays),
                 None if effect.inert.is_none() => {
                     effect.inert = Some(

@@ -79,7 +79,7 @@ fn what_failed(failures: &[Failure]) -> String {
     }
     let kind = |f: &Failure| match f.outcome {
         Outcome::Timeout if f.hung => "hung (no CPU, no output past the hang limit)",
-        Outcome::Timeout => "ran past --timeout",
+        Outcome::Timeout => "timed out",
         Outcome::Crash => "crashed",
         Outcome::WrongOutput => "printed a wrong output",
         _ => "failed",

@@ -732,12 +732,16 @@ fn adaptive_card(out: &mut String, summary: &Summary, h: &crate::kind::adaptive:
             }
             if let Some(r) = reproduced {
                 let rx = x(r.seconds);
+                // An arm failing twice is a reproduction only when confirmation showed it (or the
+                // plain target failed): else the mark says what happened, no more.
+                let shown = summary.verdict == "condition-sensitive" || r.cell == summary.baseline;
                 let _ = write!(
                     out,
-                    "<line x1=\"{rx:.1}\" x2=\"{rx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#24292f\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">reproduced</text>",
+                    "<line x1=\"{rx:.1}\" x2=\"{rx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#24292f\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">{}</text>",
                     h_px - 22.0,
                     rx + 4.0,
-                    top + 10.0
+                    top + 10.0,
+                    if shown { "reproduced" } else { "failed twice" }
                 );
             }
             out.push_str("</svg>\n");

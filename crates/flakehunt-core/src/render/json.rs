@@ -1,4 +1,4 @@
-//! The JSON rendering: the summary document itself, the machine interface of DESIGN.md.
+//! The JSON rendering: the summary document itself, the machine interface of ARCHITECTURE.md.
 
 use super::RenderContext;
 use crate::analysis::Summary;

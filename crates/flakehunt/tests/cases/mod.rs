@@ -8,6 +8,7 @@ mod adversarial_state;
 mod adversarial_suite;
 mod adversarial_warm;
 mod checks;
+mod controls;
 mod dispatch_files;
 mod drift;
 mod exit_codes;

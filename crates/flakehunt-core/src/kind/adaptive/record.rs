@@ -387,10 +387,19 @@ fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
         (Finding::Flaky, Some(r)) if r.cell == super::reproduction::BASELINE => {
             ("flaky-insensitive", "flaky: the plain target fails, no condition needed".to_owned())
         }
-        (Finding::Flaky, _) => (
+        (Finding::Flaky, Some(r)) if tally.seen_under_baseline() => (
             "flaky-insensitive",
-            "flaky: the failure appears without the condition it first failed under, so it does not follow it"
-                .to_owned(),
+            format!(
+                "flaky: the failure seen under {0} appears under the baseline too, so it does not depend on {0}",
+                r.cell
+            ),
+        ),
+        (Finding::Flaky, r) => (
+            "flaky-insensitive",
+            format!(
+                "flaky: {} failed again in confirmation, but confirmation did not show that the failure depends on it",
+                r.map_or("the arm", |r| r.cell.as_str())
+            ),
         ),
         (Finding::NotReproduced, Some(r)) => (
             "not-reproduced",
@@ -438,6 +447,61 @@ mod tests {
         .unwrap();
         m.shard = shard;
         m
+    }
+
+    /// The verdict and its words for a hunt whose attempts are `attempts`, `inert` saying whether
+    /// the reproducing arm's mechanism took no effect.
+    fn verdict_of(attempts: &[Attempt], inert: bool) -> (String, String) {
+        use crate::kind::adaptive::reproduction::tests::START;
+        let m = manifest(None);
+        let mut summary = Summary::build(&m, &m.cells, &crate::analysis::Tally::default(), 0);
+        let mut tally = AdaptiveTally::new(START);
+        attempts.iter().for_each(|a| tally.add(a));
+        apply_finding(&mut summary, &tally, inert);
+        (summary.verdict, summary.verdict_text)
+    }
+
+    #[test]
+    fn a_hunts_verdict_is_flaky_only_where_the_failure_appeared_again_and_never_an_inert_condition() {
+        use crate::kind::adaptive::reproduction::tests::attempt;
+        // `jitter` fails twice in exploration; then ten confirmation pairs, the arm failing when
+        // `arm_fails(i)`, the baseline when `base_fails(i)`.
+        let hunt = |arm_fails: &dyn Fn(u64) -> bool, base_fails: &dyn Fn(u64) -> bool| {
+            let mut v = vec![
+                attempt(0, "default", 0.0, 0.1, false, Some("calibrate")),
+                attempt(1, "jitter", 0.1, 0.1, true, None),
+                attempt(2, "jitter", 0.2, 0.1, true, None),
+            ];
+            for i in 0..10 {
+                v.push(attempt(3 + 2 * i, "jitter", 1.0 + i as f64, 0.1, arm_fails(i), Some("confirm")));
+                v.push(attempt(4 + 2 * i, "default", 1.5 + i as f64, 0.1, base_fails(i), Some("confirm")));
+            }
+            v
+        };
+        let (verdict, text) = verdict_of(&hunt(&|_| false, &|_| false), false);
+        assert_eq!(verdict, "not-reproduced");
+        assert_eq!(
+            text,
+            "not reproduced: what failed twice under jitter did not fail again in confirmation nor under the baseline"
+        );
+        let (verdict, text) = verdict_of(&hunt(&|i| i == 4, &|_| false), false);
+        assert_eq!(verdict, "flaky-insensitive");
+        assert_eq!(
+            text,
+            "flaky: jitter failed again in confirmation, but confirmation did not show that the failure depends on it"
+        );
+        let (verdict, text) = verdict_of(&hunt(&|_| false, &|i| i == 7), false);
+        assert_eq!(verdict, "flaky-insensitive");
+        assert_eq!(
+            text,
+            "flaky: the failure seen under jitter appears under the baseline too, so it does not depend on jitter"
+        );
+        // Confirmation singles the arm out (10/10 against 0/10), but its mechanism took no effect.
+        let (verdict, _) = verdict_of(&hunt(&|_| true, &|_| false), false);
+        assert_eq!(verdict, "condition-sensitive");
+        let (verdict, text) = verdict_of(&hunt(&|_| true, &|_| false), true);
+        assert_eq!(verdict, "flaky-insensitive");
+        assert!(text.starts_with("flaky: jitter failed again in confirmation"), "{text}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The fire part of the summary, rebuilt from the record alone: the attempts (failures,
 //! signatures, leaks per level) joined with `levels.jsonl` (what the fingerprints found).
-//! Main type: [`FireSummary`]. Its fields are a contract (DESIGN.md): add, never rename.
+//! Main type: [`FireSummary`]. Its fields are a contract (ARCHITECTURE.md): add, never rename.
 
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The verdict of one level, from two facts: whether runs failed, and whether the final state
-/// differs from the sequential reference (DESIGN.md, "Fire").
+/// differs from the sequential reference (ARCHITECTURE.md, "Contracts").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {

@@ -2,7 +2,7 @@
 //! least once, with its category, culprits and a checked reproducer. Main type:
 //! [`SuiteSummary`], flattened into [`crate::analysis::Summary`] the way fire's is (`tests`,
 //! `framework`, ... beside the common fields), so other kinds' documents do not change. Its
-//! fields are a contract (DESIGN.md): add freely, never rename.
+//! fields are a contract (ARCHITECTURE.md, "Contracts"): add freely, never rename.
 
 use serde::{Deserialize, Serialize};
 
