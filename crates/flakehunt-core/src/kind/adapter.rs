@@ -520,7 +520,7 @@ fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Tar
     crate::kind::suite::pytestlog::write_plugin(scratch.path())
         .map_err(|e| HuntError::io("cannot write flakehunt's pytest plugin", e))?;
     let pytest = crate::kind::suite::order::Pytest::new(program.clone());
-    let collected = crate::kind::suite::prepare::collect_pytest(
+    let collected = crate::kind::suite::collect::collect_pytest(
         &python.program,
         &pytest,
         &[node.to_owned()],

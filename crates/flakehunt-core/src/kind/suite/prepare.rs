@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use crate::events::{Event, EventSink, Fanout};
 use crate::kind::suite::analyse::{self, Replay};
+use crate::kind::suite::collect::{self, collect_pytest, collection_limit};
 use crate::kind::suite::order::{GoTest, Pytest};
 use crate::kind::suite::record::Role;
 use crate::kind::suite::run::{Ids, Live, SuiteExecution};
-use crate::kind::suite::setup::error_line;
 use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
-use crate::kind::suite::{collect, pytestlog, python, repeat};
+use crate::kind::suite::{pytestlog, python, repeat};
 use crate::plan::{self, CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
@@ -93,17 +93,6 @@ pub(crate) fn prepare(
     Ok((target, setup, adapter, checks))
 }
 
-/// The shortest time a collection is given, whatever `--timeout` says: an attempt's limit fits
-/// a warm attempt of milliseconds, and a collection is a cold start (an interpreter, its
-/// plugins, every test module).
-const COLLECTION_FLOOR: Duration = Duration::from_secs(60);
-
-/// How long the collection of the hunt `spec` may take: `--timeout` (default 10 minutes), and
-/// at least [`COLLECTION_FLOOR`].
-pub(crate) fn collection_limit(spec: &HuntSpec) -> Duration {
-    spec.settings.timeout.max(COLLECTION_FLOOR)
-}
-
 /// The cells (`--profiles`, as sweep chooses them) and the manifest's `extra`.
 pub(crate) fn cells(
     spec: &HuntSpec,
@@ -158,96 +147,6 @@ fn pytest(
         pytest.root = Some(root.display().to_string());
     }
     Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
-}
-
-/// One collection run: `python -m pytest -p flakehunt_suite --flakehunt-collect FILE
-/// --collect-only [PATHS]` in the current directory, its process group ended at `timeout`.
-/// What pytest could not collect is an error quoting pytest's own message.
-pub(crate) fn collect_pytest(
-    program: &Path,
-    pytest: &Pytest,
-    paths: &[String],
-    dir: &Path,
-    timeout: Duration,
-) -> Result<pytestlog::Collected, HuntError> {
-    let file = dir.join("collected.json");
-    let _ = std::fs::remove_file(&file);
-    let argv = pytest.collect_argv(paths, &file);
-    let python_path = match std::env::var("PYTHONPATH") {
-        Ok(p) if !p.is_empty() => format!("{}:{p}", dir.display()),
-        _ => dir.display().to_string(),
-    };
-    let mut command = Command::new(program);
-    command.args(&argv[1..]).env("PYTHONDONTWRITEBYTECODE", "1").env("PYTHONPATH", python_path);
-    let probe = Probe { command, cap: 1 << 20, timeout };
-    let ran = commands::run_all(vec![probe], None, None).pop().expect("one probe, one result");
-    let collected = std::fs::read_to_string(&file).ok().and_then(|t| pytestlog::Collected::parse(&t).ok());
-    let program = program.display().to_string();
-    if let Some(l) = collected.as_ref().and_then(|c| c.symlink_loop.as_ref()) {
-        return Err(collection(format!(
-            "{} is a symlink to {}, a directory that contains it: pytest would collect through it again and again (remove the link, or add it to norecursedirs)",
-            l.path, l.target
-        )));
-    }
-    let (status, stdout, stderr) = match ran {
-        Ran::NotStarted(cause) => {
-            return Err(HuntError::Tool {
-                what: format!("cannot run {program}"),
-                cause,
-                advice: "give the interpreter with --python PATH",
-            })
-        }
-        Ran::TimedOut(after) => {
-            return Err(collection(format!(
-                "pytest's collection did not finish within {} s (--timeout, and at least 60 s): look for a conftest or a test module that hangs at import",
-                after.as_secs_f64()
-            )))
-        }
-        Ran::Exited { status, stdout, stderr } => (status, stdout, stderr),
-    };
-    let stderr = String::from_utf8_lossy(&stderr);
-    if !status.success() && stderr.contains("No module named pytest") {
-        return Err(HuntError::usage(format!(
-            "{program} has no pytest: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
-        )));
-    }
-    match collected {
-        Some(c) if c.items.is_some() => match c.errors.first() {
-            Some(e) => {
-                let more = match c.errors.len() {
-                    1 => String::new(),
-                    n => format!(" (and {} more files)", n - 1),
-                };
-                Err(collection(format!("pytest could not collect {}: {}{more}", e.nodeid, e.message)))
-            }
-            None => Ok(c),
-        },
-        _ => {
-            let stdout = String::from_utf8_lossy(&stdout);
-            let why = error_line(&stderr)
-                .or_else(|| error_line(&stdout))
-                .or_else(|| last_line(&stderr))
-                .or_else(|| last_line(&stdout))
-                .unwrap_or_else(|| "no output".to_owned());
-            let hint = if why.contains("unrecognized arguments") {
-                " (flakehunt disables the pytest plugins that reorder or re-run tests: randomly, cacheprovider, rerunfailures and flaky; an option of theirs in the project's addopts must go)"
-            } else {
-                ""
-            };
-            let code = status.code().map_or_else(|| status.to_string(), |c| format!("exit code {c}"));
-            Err(collection(format!("pytest stopped before it collected ({code}): {why}{hint}")))
-        }
-    }
-}
-
-/// A collection that gave no test ids (shown after `--pytest: `).
-fn collection(why: String) -> HuntError {
-    HuntError::Collection(crate::kind::suite::ParseError::Collection(why))
-}
-
-/// The last non-empty line of `text`, cut to a message's length.
-fn last_line(text: &str) -> Option<String> {
-    text.lines().map(str::trim).rfind(|l| !l.is_empty()).and_then(crate::kind::suite::short_message)
 }
 
 /// `--go-test PKG`: the binary the adapter built, its framing and its test list, each run within

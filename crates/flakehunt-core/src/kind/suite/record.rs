@@ -210,6 +210,18 @@ fn per_test(results: &[TestResult]) -> Vec<(&TestId, bool)> {
     out
 }
 
+/// The phase a classification attempt is recorded with.
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Shuffled => "shuffled",
+        Role::Alone => "alone",
+        Role::Repeat => "repeat",
+        Role::RepeatAll => "repeat-all",
+        Role::Bisect => "bisect",
+        Role::Reproducer => "reproducer",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::analyse::{Replay, Runs};
-use super::record::{AttemptTests, Role};
+use super::record::{role_name, AttemptTests, Role};
 use super::setup::{Request, SuiteSetup};
 use super::TestId;
 use crate::events::{Event, EventSink};
@@ -265,18 +265,6 @@ fn failed_tests(t: &AttemptTests) -> String {
         text.push_str(&format!(" and {more} more"));
     }
     text
-}
-
-/// The phase a classification attempt is recorded with.
-pub fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Shuffled => "shuffled",
-        Role::Alone => "alone",
-        Role::Repeat => "repeat",
-        Role::RepeatAll => "repeat-all",
-        Role::Bisect => "bisect",
-        Role::Reproducer => "reproducer",
-    }
 }
 
 #[cfg(test)]

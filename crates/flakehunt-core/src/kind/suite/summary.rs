@@ -189,7 +189,7 @@ impl SuiteSummary {
     /// Takes in the attempts whose tests did not all report, and the tests that did not.
     pub fn add_incomplete(&mut self, tallies: &super::record::Tallies) {
         for a in &tallies.incomplete {
-            let phase = super::run::role_name(a.role);
+            let phase = super::record::role_name(a.role);
             match self.incomplete.iter_mut().find(|g| g.why == a.why && g.phase == phase) {
                 Some(g) => g.attempts.push(a.attempt),
                 None => self.incomplete.push(IncompleteRuns {
