@@ -75,6 +75,13 @@ pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
         }
         Kind::Fire => crate::kind::fire::summarize(record, &cells, &tally)?,
         Kind::Adaptive => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
+        Kind::Verify => {
+            let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
+            if let Some(options) = &record.manifest.extra.verify {
+                crate::kind::verify::summary::apply(&mut summary, options);
+            }
+            summary
+        }
         Kind::Suite => {
             let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
             if let Some(analysis) = crate::kind::suite::analyse::of_record(record)? {

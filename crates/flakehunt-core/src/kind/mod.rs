@@ -6,3 +6,4 @@ pub mod adaptive;
 pub mod fire;
 pub mod matrix;
 pub mod suite;
+pub mod verify;
