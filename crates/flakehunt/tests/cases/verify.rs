@@ -150,3 +150,56 @@ fn a_record_that_reproduced_nothing_is_refused() {
     let out = run_in(std::env::temp_dir(), &["verify", "/nonexistent/record"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_cut_verification_resumes_to_its_verdict_and_reports_then_against_now() {
+    let sweep = sweep();
+    let needed = attempts_for(8, 16, 0.99);
+    let run = verify(&sweep, &[("GIL_RACE_FIXED", "1")], &[]);
+    run.expect_code(0);
+    // Keep five whole lines and half of the sixth, as a killed flakehunt would.
+    let path = run.dir.join("attempts.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    std::fs::write(&path, format!("{}{}", lines[..5].concat(), &lines[5][..lines[5].len() / 2])).unwrap();
+    std::fs::remove_file(run.dir.join("summary.json")).unwrap();
+    let resumed =
+        Hunt::of("verify").without_record().args(["--resume"]).args([&run.dir]).env("GIL_RACE_FIXED", "1").run();
+    resumed.expect_code(0);
+    let summary = resumed.json();
+    assert_eq!(summary["verdict"], "fixed", "{}", resumed.stderr);
+    let ids: std::collections::BTreeSet<u64> =
+        crate::harness::attempts_in(&run.dir).iter().map(|a| a["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, (0..needed).collect(), "every attempt once");
+    let md = run_in(&run.dir, &["report", ".", "--format", "md"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| condition | then | now |") && md.contains("50.0% (8/16"), "{md}");
+    assert!(md.contains(&format!("0.0% (0/{needed}")), "{md}");
+    let term = run_in(&run.dir, &["report", "."]);
+    let term = String::from_utf8_lossy(&term.stdout);
+    assert!(term.contains("then") && term.contains("50.0% (8/16)") && term.contains("verdict: fixed"), "{term}");
+}
+
+#[test]
+fn a_matrix_is_verified_under_its_smallest_reproducing_overlay() {
+    let condition_held = r#"[ "$LC_ALL" = C ] && [ -z "$MATRIX_FIXED" ]"#;
+    let matrix = Hunt::of("matrix")
+        .args(["-D", "LC_ALL=C.UTF-8,C", "-D", "TZ=UTC,Asia/Tokyo", "--runs", "4", "--seed", "2"])
+        .command([fixture_arg("fail-when.sh"), condition_held.to_owned(), "2".to_owned()])
+        .run();
+    matrix.expect_code(1);
+    let minimal = &matrix.summary()["details"]["minimal_overlay"];
+    assert_eq!(minimal["LC_ALL"], "C", "{}", matrix.stderr);
+    let cell = "LC_ALL=C TZ=UTC";
+    let (f, n) = (matrix.cell(cell)["failures"].as_u64().unwrap(), matrix.cell(cell)["attempts"].as_u64().unwrap());
+    let fixed = verify(&matrix, &[("MATRIX_FIXED", "1")], &[]);
+    fixed.expect_code(0);
+    let summary = fixed.json();
+    assert_eq!(summary["verdict"], "fixed", "{}", fixed.stderr);
+    let names: Vec<&str> = summary["cells"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, [cell], "only the smallest overlay's cell runs");
+    assert_eq!(condition(&summary, cell)["needed"].as_u64(), Some(attempts_for(f, n, 0.99)));
+    let unfixed = verify(&matrix, &[], &[]);
+    unfixed.expect_code(1);
+    assert_eq!(unfixed.json()["verdict"], "not-fixed");
+}

@@ -74,8 +74,11 @@ pub fn new(spec: &HuntSpec, req: &VerifyRequest, sink: &mut dyn EventSink) -> Re
     settings.warm = warm;
     let options = VerifyOptions { command_given, ..source.options };
     sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
+    // A matrix's cells ran in clean rooms, when it asked for them: so do the verification's.
+    let matrix = verified.extra.matrix.clone().map(|m| crate::record::MatrixExtra { confirm: 0, against: None, ..m });
     let extra = Extra {
         adapter: adapter.filter(|a| !command_given && matches!(a, Adapter::Pytest { .. })),
+        matrix,
         verify: Some(options),
         ..Extra::default()
     };

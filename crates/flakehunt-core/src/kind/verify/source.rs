@@ -32,6 +32,13 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
     let kind = record.manifest.kind;
     match kind {
         Kind::Sweep | Kind::Adaptive => {}
+        Kind::Matrix if record.manifest.extra.against().is_some() => {
+            return Err(HuntError::usage(format!(
+                "{} is a matrix --against record: verify re-runs the smallest overlay of a grid matrix, a hunt's arm or a sweep's profiles so far",
+                dir.display()
+            )))
+        }
+        Kind::Matrix => {}
         Kind::Verify => {
             return Err(HuntError::usage(format!(
                 "{} is a verify record: verify the record it verifies ({}) instead",
@@ -39,16 +46,16 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
                 record.manifest.extra.verify.as_ref().map_or_else(|| "?".into(), |v| v.record.display().to_string())
             )))
         }
-        Kind::Matrix | Kind::Suite | Kind::Fire => {
+        Kind::Suite | Kind::Fire => {
             return Err(HuntError::usage(format!(
-                "{} is a {} record: verify re-runs the reproduction of a `hunt` or a `sweep` record so far",
+                "{} is a {} record: verify re-runs the reproduction of a `hunt`, `sweep` or `matrix` record so far",
                 dir.display(),
                 kind.name()
             )))
         }
     }
     let summary = crate::analysis::summarize(&record)?;
-    if summary.failures == 0 || summary.verdict == "not-reproduced" {
+    if summary.failures == 0 || matches!(summary.verdict.as_str(), "not-reproduced" | "rumour") {
         return Err(HuntError::usage(format!(
             "{} reproduced nothing (verdict {}): there is no failure to prove fixed; verify the record of a hunt that reproduced it",
             dir.display(),
@@ -58,6 +65,7 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
     let signatures = signatures_by_cell(&record)?;
     let mut conditions = match kind {
         Kind::Adaptive => hunt_conditions(&summary),
+        Kind::Matrix => matrix_conditions(&summary),
         _ => sweep_conditions(&summary),
     };
     for c in &mut conditions {
@@ -123,6 +131,26 @@ fn sweep_conditions(summary: &Summary) -> Vec<Condition> {
     let cells: Vec<&CellSummary> =
         if amplifying.is_empty() { summary.cells.iter().filter(|c| c.failures > 0).collect() } else { amplifying };
     cells.into_iter().map(|c| from_cell(c, Role::Condition, "the sweep")).collect()
+}
+
+/// A matrix's conditions: the cell of each smallest overlay that still reproduces (the
+/// overlay's values, every other dimension at its baseline), which the minimisation found
+/// reproduced itself.
+fn matrix_conditions(summary: &Summary) -> Vec<Condition> {
+    let dimensions = summary.dimensions.as_deref().unwrap_or_default();
+    let mut out: Vec<Condition> = Vec::new();
+    for minimal in summary.cells.iter().filter_map(|c| c.minimal_overlay.as_ref()) {
+        let wanted = |d: &crate::kind::matrix::plan::Dimension| {
+            minimal.get(&d.name).cloned().or_else(|| d.values.first().cloned()).unwrap_or_default()
+        };
+        let cell = summary.cells.iter().find(|c| {
+            c.overlay.as_ref().is_some_and(|o| dimensions.iter().all(|d| o.get(&d.name) == Some(&wanted(d))))
+        });
+        if let Some(c) = cell.filter(|c| !out.iter().any(|o| o.cell == c.name)) {
+            out.push(from_cell(c, Role::Condition, "the matrix"));
+        }
+    }
+    out
 }
 
 /// A hunt's conditions: its reproducing arm, at its level, alternating with the baseline, at the
