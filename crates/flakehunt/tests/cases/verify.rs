@@ -203,3 +203,72 @@ fn a_matrix_is_verified_under_its_smallest_reproducing_overlay() {
     unfixed.expect_code(1);
     assert_eq!(unfixed.json()["verdict"], "not-fixed");
 }
+
+/// Replaces `from` with `to` in the file at `path` (a fix, made as a user makes one).
+fn edit(path: &std::path::Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from:?}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn a_suites_reproducers_are_verified_test_by_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("pytest");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::harness::fixture("suite/pytest"))
+        .arg(&project)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let run = |args: &[&str]| {
+        let out =
+            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let (code, _, stderr) =
+        run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let victim = "tests/test_beta.py::test_victim";
+    let brittle = "tests/test_beta.py::test_brittle";
+    let repeated = "tests/test_gamma.py::test_non_idempotent";
+
+    // The polluter cleans up after itself: the victim's reproducer passes, the others still fail.
+    edit(
+        &project.join("tests/test_alpha.py"),
+        "    assert \"audit\" in HANDLERS\n",
+        "    assert \"audit\" in HANDLERS\n    HANDLERS.remove(\"audit\")\n",
+    );
+    let (code, partly, stderr) = run(&["verify", "rec", "--json", "--record", "v1"]);
+    assert_eq!((code, partly["verdict"].as_str()), (Some(1), Some("not-fixed")), "{stderr}");
+    let cells: Vec<&str> = partly["cells"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(cells, [brittle, victim, repeated], "each classified test with a reproducer, and only those");
+    assert_eq!(condition(&partly, victim)["verdict"], "fixed");
+    assert_eq!(condition(&partly, victim)["then_source"], "the suite's reproducer checks");
+    for test in [brittle, repeated] {
+        let c = condition(&partly, test);
+        assert_eq!(c["verdict"], "not-fixed", "{test}");
+        assert_eq!(c["signatures"][0]["seen_before"], true, "{test}: its own failure: {c}");
+    }
+
+    // Every test fixed.
+    edit(
+        &project.join("tests/test_beta.py"),
+        "    assert SETTINGS.get",
+        "    SETTINGS[\"encoding\"] = \"utf-8\"\n    assert SETTINGS.get",
+    );
+    edit(&project.join("tests/test_gamma.py"), "    _RUNS.append(1)\n", "    _RUNS.clear()\n    _RUNS.append(1)\n");
+    let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
+    assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
+    for test in [victim, brittle, repeated] {
+        let c = condition(&fixed, test);
+        assert_eq!(c["now"]["attempts"], c["needed"], "{test}");
+    }
+    // A suite's reproducers are its commands.
+    let out = crate::harness::flakehunt().args(["verify", "rec", "--", "true"]).current_dir(&project).output();
+    refused_with(&out, 2, "whose reproducers are the commands verify runs");
+}
