@@ -139,7 +139,10 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
             .signatures
             .iter()
             .filter(|s| s.cells.contains(&c.cell))
-            .map(|s| SeenSignature { signature: s.signature.clone(), seen_before: seen.contains(&s.signature) })
+            .map(|s| {
+                let names_test = c.test.as_ref().is_some_and(|t| s.signature.contains(&format!(" {t}: ")));
+                SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen.contains(&s.signature) }
+            })
             .collect();
         results.push(judge(c, now, inert, signatures, level));
     }
@@ -275,6 +278,7 @@ mod tests {
             needed: attempts::rate_to_rule_out(failures, attempts).map(|p| attempts::needed(p, 0.99)),
             mean_seconds: 0.1,
             signatures: vec!["exit 1: AssertionError".into()],
+            test: None,
         }
     }
 
