@@ -93,6 +93,10 @@ fn an_unfixed_race_is_not_fixed_with_its_rate_now_and_then() {
     let text = summary["verdict_text"].as_str().unwrap();
     assert!(text.contains("tight-gil still fails") && text.contains("was 50.0% (8/16)"), "{text}");
     assert!(text.contains("(the same signature)"), "{text}");
+    // A CI gate reads a failure, not a flaky pass, however rare the failure now.
+    let junit = run_in(&run.dir, &["report", ".", "--format", "junit"]);
+    let junit = String::from_utf8_lossy(&junit.stdout);
+    assert!(junit.contains("<failure") && !junit.contains("flakyFailure"), "{junit}");
 }
 
 #[test]
@@ -106,6 +110,8 @@ fn a_fix_that_makes_the_condition_inert_is_inconclusive() {
     assert_eq!(summary["verdict"], "inconclusive", "{}", run.stderr);
     assert!(condition(&summary, "tight-gil")["inert"].is_string());
     assert!(summary["verdict_text"].as_str().unwrap().contains("had no effect here"), "{}", summary["verdict_text"]);
+    let junit = run_in(&run.dir, &["report", ".", "--format", "junit"]);
+    assert!(String::from_utf8_lossy(&junit.stdout).contains("<skipped"), "an inconclusive verification is no pass");
 }
 
 #[test]

@@ -115,7 +115,7 @@ fn in_hunts_directory(target: Target, record: &crate::record::Record) -> Result<
 pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) -> Vec<String> {
     use super::attempts;
     use super::options::Role;
-    use super::summary::level_text;
+    use super::summary::{confidence_text, level_text};
     use crate::analysis::stats::format_rate;
     let at = level_text(options.level);
     let miss = level_text(1.0 - options.level);
@@ -161,7 +161,7 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
             humantime::format_duration(budget),
             options.attempts,
             format_rate(weakest),
-            level_text(attempts::confidence_after(fits, weakest)),
+            confidence_text(attempts::confidence_after(fits, weakest)),
             duration_text(seconds),
         ));
     }

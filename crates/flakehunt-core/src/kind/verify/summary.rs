@@ -115,6 +115,12 @@ impl VerifyDetails {
     }
 }
 
+/// A confidence reached, to a tenth of a percent (`64.6 %`, `0 %`).
+pub fn confidence_text(confidence: f64) -> String {
+    let text = format!("{:.1}", confidence * 100.0);
+    format!("{} %", text.trim_end_matches(".0"))
+}
+
 /// `99 %`, `99.9 %`.
 pub fn level_text(level: f64) -> String {
     let pct = level * 100.0;
@@ -237,11 +243,11 @@ fn judge(
             (
                 "inconclusive",
                 format!(
-                    "no failure under {name} in {} attempts (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
-                    now.attempts,
+                    "no failure under {name} in {} (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
+                    if now.attempts == 1 { "1 attempt".to_owned() } else { format!("{} attempts", now.attempts) },
                     format_rate(b),
                     format_rate(rule_out),
-                    level_text(attempts::confidence_after(now.attempts, rule_out)),
+                    confidence_text(attempts::confidence_after(now.attempts, rule_out)),
                 ),
             )
         }
@@ -325,5 +331,7 @@ mod tests {
         assert_eq!(level_text(0.99), "99 %");
         assert_eq!(level_text(0.999), "99.9 %");
         assert_eq!(level_text(0.95), "95 %");
+        assert_eq!(confidence_text(0.646_12), "64.6 %");
+        assert_eq!(confidence_text(0.0), "0 %");
     }
 }
