@@ -122,6 +122,8 @@ mod tests {
             shuffle: None,
             tests: vec![TestResult { id: selection[1].clone(), outcome: TestOutcome::Fail, message: None }],
             reproducer: raw.argv.clone(),
+            unreported: vec![],
+            incomplete: None,
         };
         ids.write_tests(&mut t);
         assert_eq!(Request::of_record(&t), req, "the record holds the request the classification made");
