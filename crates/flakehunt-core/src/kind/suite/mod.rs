@@ -9,11 +9,11 @@ pub mod bisect;
 pub mod classify;
 pub mod collect;
 pub mod gotest;
+mod hunt;
 pub mod junit;
 pub mod libtest;
 pub mod order;
 pub(crate) mod prepare;
-pub mod python;
 pub mod record;
 pub mod repeat;
 pub mod run;
@@ -22,6 +22,8 @@ pub mod summary;
 
 #[cfg(test)]
 mod real_tests;
+
+pub use hunt::Suite;
 
 use serde::{Deserialize, Serialize};
 

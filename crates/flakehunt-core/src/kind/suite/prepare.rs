@@ -6,13 +6,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::events::{Event, EventSink, Fanout};
+use crate::exec::python;
 use crate::kind::suite::analyse::{self, Replay};
 use crate::kind::suite::order::{GoTest, Pytest};
 use crate::kind::suite::record::Role;
 use crate::kind::suite::run::{Ids, Live, SuiteExecution};
 use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
-use crate::kind::suite::{collect, python, repeat};
-use crate::plan::{self, CellSpec, Target};
+use crate::kind::suite::{collect, repeat};
+use crate::plan::{CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
 use crate::spec::{HuntError, HuntKind, HuntSpec};
@@ -210,7 +211,7 @@ pub(crate) fn execute(
             dir.display()
         ))
     })?;
-    let mut plan = plan::from_manifest(manifest);
+    let mut plan = crate::kind::plan_of(manifest);
     let mut done = 0u64;
     let mut replay = Replay::default();
     let mut last = None;
