@@ -13,7 +13,8 @@
 # limit while still at work: no evidence).
 #
 # Usage: scripts/bench-false-alarms.sh [CONTROL...]  (env: BUDGET=60, SEEDS="1 2",
-#        TOOLS="hunt sweep suite", FLAKEHUNT=path; without FLAKEHUNT it builds the release binary)
+#        TOOLS="hunt sweep suite", FLAKEHUNT=path; without FLAKEHUNT it builds the release binary;
+#        KEEP=DIR keeps every record there, to look into a false alarm)
 # Controls: py-threads py-slow-start py-two-seconds script go rust c
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +31,13 @@ if [ -z "${FLAKEHUNT:-}" ]; then
 fi
 PYTHON=$(python3 -c 'import sys; print(sys.executable)')
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP"
+  tmp=$(mktemp -d -p "$(cd "$KEEP" && pwd)")
+else
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+fi
 # Copies: building the Go and Rust tests writes beside them.
 cp -r fixtures/controls "$tmp/controls"
 cc -O2 -pthread -o "$tmp/controls/c/mutex_counter" fixtures/controls/c/mutex_counter.c

@@ -18,13 +18,15 @@ pub struct HuntEnd {
     pub reproduced: bool,
     /// The user interrupted; the record holds what ran.
     pub interrupted: bool,
-    /// Shards are missing (Slurm): "nothing reproduced" cannot stand on part of the plan.
+    /// Shards are missing (Slurm): "nothing reproduced" cannot stand on part of the plan; or
+    /// a verification is inconclusive: "fixed" cannot stand on what ran.
     pub incomplete: bool,
 }
 
 impl HuntEnd {
     /// The end of a hunt whose summary is `summary`.
     pub fn of(summary: &crate::analysis::Summary, interrupted: bool) -> Self {
-        Self { reproduced: summary.exit_code() != 0, interrupted, incomplete: false }
+        let code = summary.exit_code();
+        Self { reproduced: code == 1, interrupted, incomplete: code == 3 }
     }
 }

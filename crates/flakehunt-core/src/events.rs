@@ -30,6 +30,13 @@ pub enum Event<'a> {
         /// Fire `--trace-tokens`: the run's `FLAKEHUNT_TOKEN`.
         token: Option<&'a str>,
     },
+    /// A verification is about to run: its conditions, the attempts they need and why.
+    VerifyPlanned {
+        /// What it verifies and how.
+        options: &'a crate::kind::verify::VerifyOptions,
+        /// `--budget`, when given.
+        budget: Option<std::time::Duration>,
+    },
     /// An adaptive plan added a cell.
     CellAdded(&'a CellSpec),
     /// A matrix is about to run its grid.

@@ -44,7 +44,8 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
         | cli::Command::Sweep(_)
         | cli::Command::Suite(_)
         | cli::Command::Matrix(_)
-        | cli::Command::Fire(_) => {
+        | cli::Command::Fire(_)
+        | cli::Command::Verify(_) => {
             let (spec, json) = cli::hunt_spec(&cli.command, config()?, cli.config.as_deref()).expect("a hunt");
             hunt::run(&spec, json)
         }

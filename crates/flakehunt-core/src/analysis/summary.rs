@@ -193,8 +193,12 @@ impl Summary {
         let (verdict, verdict_text) = sweep_verdict(&out_cells, failures, attempts, &baseline_name);
         // An adaptive hunt's conclusion says what its clean arms rule out, at the rate that
         // matters (the one a failure would have shown at within the attempts it ran).
-        let mut notes =
-            if manifest.kind == crate::record::Kind::Adaptive { Vec::new() } else { zero_failure_notes(&out_cells) };
+        // A verification says what its clean attempts rule out at its own level.
+        let mut notes = if matches!(manifest.kind, crate::record::Kind::Adaptive | crate::record::Kind::Verify) {
+            Vec::new()
+        } else {
+            zero_failure_notes(&out_cells)
+        };
         for c in out_cells.iter().filter(|c| c.inert && c.p_value.is_some_and(|p| p < ALPHA)) {
             notes.push(format!(
                 "{} differs from {baseline_name} ({}), but its profile had no effect here: the difference is not attributed to it",
@@ -248,10 +252,12 @@ impl Summary {
         }
     }
 
-    /// The exit code the hunt ends with: 1 when a failure was reproduced, else 0.
+    /// The exit code the hunt ends with: 1 when a failure was reproduced (a verification: is
+    /// not fixed), 3 when a verification is inconclusive, else 0.
     pub fn exit_code(&self) -> i32 {
         match self.verdict.as_str() {
-            "not-reproduced" | "accept" | "rumour" => 0,
+            "not-reproduced" | "accept" | "rumour" | "fixed" => 0,
+            "inconclusive" => 3,
             _ => 1,
         }
     }

@@ -141,6 +141,24 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let ladder = Some(Ladder { options: fire.options, normalizer: fire.normalizer, resumed: None });
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
         }
+        (RecordRequest::New(record), HuntKind::Verify(req)) => {
+            let verify = crate::kind::verify::prepare::new(spec, req, sink)?;
+            let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
+            let new_dir = crate::record::check_new(&dir)?;
+            let seed = spec.seed.unwrap_or_else(random_seed);
+            let (manifest, recorder) = create_record(
+                kind,
+                verify.target,
+                verify.settings,
+                verify.cells,
+                verify.extra,
+                verify.oracle,
+                seed,
+                None,
+                &dir,
+            )?;
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
+        }
         (RecordRequest::New(record), HuntKind::Suite(_)) => {
             crate::kind::suite::prepare::check(spec)?;
             spec.refuse_inapplicable_checks()?;
@@ -224,6 +242,7 @@ pub(super) fn cells_of(
             crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
         }
         HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
+        HuntKind::Verify(_) => Err(HuntError::usage("verify runs on one machine: it cannot be sharded")),
         HuntKind::Adaptive => {
             use crate::kind::adaptive::record::{self, TestRunner};
             let t = &spec.target;

@@ -1,6 +1,6 @@
-//! The kinds of hunt, each in one home (`sweep.rs`, `matrix/`, `fire/`, `adaptive/`, `suite/`),
-//! behind one small trait, [`Hunt`]: the plan a kind's manifest describes, and the kind's summary
-//! of a record. [`of`] is the one place that maps a record's kind to its implementation.
+//! The kinds of hunt, each in one home (`sweep.rs`, `matrix/`, `fire/`, `adaptive/`, `suite/`,
+//! `verify/`), behind one small trait, [`Hunt`]: the plan a kind's manifest describes, and the
+//! kind's summary of a record. [`of`] is the one place that maps a record's kind to its implementation.
 
 pub mod adapter;
 pub mod adaptive;
@@ -9,6 +9,7 @@ mod hunt;
 pub mod matrix;
 pub mod suite;
 pub mod sweep;
+pub mod verify;
 
 pub use hunt::Hunt;
 
@@ -24,6 +25,7 @@ pub fn of(kind: Kind) -> &'static dyn Hunt {
         Kind::Fire => &fire::Fire,
         Kind::Adaptive => &adaptive::Adaptive,
         Kind::Suite => &suite::Suite,
+        Kind::Verify => &verify::Verify,
     }
 }
 

@@ -98,13 +98,17 @@ pub fn schedule(manifest: &crate::record::Manifest) -> Schedule {
 /// Whether the plan of a hunt of `kind` runs a `copies=N` cell's N attempts together (the
 /// adaptive hunt's and the sweep's); elsewhere such a cell is inert.
 pub fn schedules_copies(kind: crate::record::Kind) -> bool {
-    matches!(kind, crate::record::Kind::Adaptive | crate::record::Kind::Sweep)
+    matches!(kind, crate::record::Kind::Adaptive | crate::record::Kind::Sweep | crate::record::Kind::Verify)
 }
 
 /// Attempts the runner must be able to run at once for `manifest`'s plan: `--jobs`, or a sweep's
 /// largest `copies=N`, whichever is more. The record keeps `--jobs`, the width the plan gives every
 /// other cell, so a resumed sweep widens its runner again from its cells.
 pub fn runner_jobs(manifest: &crate::record::Manifest) -> usize {
-    let copies = if manifest.kind == crate::record::Kind::Sweep { widest_copies(&manifest.cells) } else { 1 };
+    let copies = if schedules_copies(manifest.kind) && manifest.kind != crate::record::Kind::Adaptive {
+        widest_copies(&manifest.cells)
+    } else {
+        1
+    };
     manifest.plan.jobs.max(copies) as usize
 }

@@ -28,6 +28,8 @@ pub struct Extra {
     /// A suite hunt's runner, selection and where its files go, from which every attempt's
     /// argv is rebuilt (by a resumed hunt, and by the analysis replaying its classification).
     pub suite: Option<crate::kind::suite::setup::SuiteSetup>,
+    /// A verification's record, level and conditions.
+    pub verify: Option<crate::kind::verify::VerifyOptions>,
 }
 
 /// The test runner an adapter resolved, and how.
@@ -119,6 +121,8 @@ struct Repr {
     bandit: Option<BanditOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     suite: Option<crate::kind::suite::setup::SuiteSetup>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    verify: Option<crate::kind::verify::VerifyOptions>,
 }
 
 impl Extra {
@@ -129,6 +133,7 @@ impl Extra {
             && self.fire.is_none()
             && self.bandit.is_none()
             && self.suite.is_none()
+            && self.verify.is_none()
     }
 
     /// The matrix's `--confirm`, 0 for other hunts.
@@ -155,6 +160,7 @@ impl Serialize for Extra {
             fire: self.fire.clone(),
             bandit: self.bandit.clone(),
             suite: self.suite.clone(),
+            verify: self.verify.clone(),
         };
         let value = serde_json::to_value(repr).map_err(serde::ser::Error::custom)?;
         if value.as_object().is_some_and(serde_json::Map::is_empty) {
@@ -171,7 +177,14 @@ impl<'de> Deserialize<'de> for Extra {
             return Ok(Self::default());
         }
         let repr: Repr = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
-        Ok(Self { adapter: repr.adapter, matrix: repr.matrix, fire: repr.fire, bandit: repr.bandit, suite: repr.suite })
+        Ok(Self {
+            adapter: repr.adapter,
+            matrix: repr.matrix,
+            fire: repr.fire,
+            bandit: repr.bandit,
+            suite: repr.suite,
+            verify: repr.verify,
+        })
     }
 }
 

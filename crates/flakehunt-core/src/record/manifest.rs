@@ -23,6 +23,8 @@ pub enum Kind {
     Adaptive,
     /// `flakehunt suite`: a whole test selection per attempt, in seeded orders.
     Suite,
+    /// `flakehunt verify`: the reproduction of another record run again after a fix.
+    Verify,
 }
 
 impl Kind {
@@ -34,6 +36,7 @@ impl Kind {
             Kind::Fire => "fire",
             Kind::Adaptive => "hunt",
             Kind::Suite => "suite",
+            Kind::Verify => "verify",
         }
     }
 }

@@ -66,5 +66,6 @@ pub fn cell_header(kind: Kind) -> &'static str {
         Kind::Fire => "level",
         Kind::Adaptive => "arm",
         Kind::Suite => "profile",
+        Kind::Verify => "condition",
     }
 }

@@ -39,6 +39,9 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
                 names(untried.iter().map(|d| d.name.as_str()).collect()),
             ))
         }
+        Event::VerifyPlanned { options, budget } => {
+            said(crate::kind::verify::prepare::plan_lines(options, budget).join("\n"))
+        }
         Event::CleanRoomReady { index, of, cell } => said(format!("clean room {index}/{of}: {cell}")),
         Event::CleanRoomsKept(dirs) => said(format!("clean rooms kept: {}", dirs.join(" "))),
         Event::StateCopied(stats) => said(copy_line(stats)),

@@ -23,13 +23,21 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
     // The machine's mean 1-minute load during each cell's attempts, so a difference between
     // cells can be told from a neighbour's load (absent from records made without it).
     let load = summary.cells.iter().any(|c| c.mean_load.is_some());
+    // A verification compares each cell with the record it verifies, not with another cell.
+    let verify = crate::kind::verify::VerifyDetails::of(summary);
+    let then = |c: &CellSummary| {
+        let v = verify.as_ref()?;
+        v.conditions.iter().find(|r| r.cell == c.name).map(|r| r.then_text())
+    };
     let mut header = vec![
         cell_header.to_owned(),
         "attempts".into(),
         "failed".into(),
         "rate".into(),
         "95% interval".into(),
-        if summary.cells.len() > 1 && baseline.len() > 12 {
+        if verify.is_some() {
+            "then".to_owned()
+        } else if summary.cells.len() > 1 && baseline.len() > 12 {
             "vs baseline".to_owned()
         } else {
             format!("vs {baseline}")
@@ -60,7 +68,7 @@ pub fn render(summary: &Summary, cell_header: &str) -> String {
             c.failures.to_string(),
             format_rate(c.rate),
             interval(c),
-            versus(c, baseline),
+            then(c).unwrap_or_else(|| versus(c, baseline)),
         ];
         if load {
             row.push(c.mean_load.map_or_else(|| "-".to_owned(), |l| format!("{l:.1}")));

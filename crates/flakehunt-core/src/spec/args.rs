@@ -39,7 +39,7 @@ impl HuntSpec {
             HuntKind::Matrix(_) => "matrix",
             HuntKind::Adaptive => "hunt",
             HuntKind::Suite(_) => "suite",
-            HuntKind::Fire(_) => {
+            HuntKind::Fire(_) | HuntKind::Verify(_) => {
                 return Err(HuntError::usage(
                     "only a sweep, a matrix, a hunt or a suite can be sharded: give `sweep ...`, `matrix ...`, `hunt ...` or `suite ...`",
                 ))
@@ -85,7 +85,7 @@ impl HuntSpec {
                 o.list("--profiles", &s.profiles);
                 o.flag("--strict", s.strict);
             }
-            HuntKind::Fire(_) | HuntKind::Adaptive => {}
+            HuntKind::Fire(_) | HuntKind::Adaptive | HuntKind::Verify(_) => {}
         }
         // A `--timeout` given is passed on whatever its value: the user's timeout is a failure
         // the user defined (and replaces hunt's hang rule), the default one is not.

@@ -63,6 +63,17 @@ pub enum HuntKind {
     Adaptive,
     /// A whole test suite per attempt, in seeded orders, under profiles.
     Suite(SuiteRequest),
+    /// Another record's reproduction run again, to prove a fix (`flakehunt verify`).
+    Verify(VerifyRequest),
+}
+
+/// `flakehunt verify`'s own options.
+#[derive(Debug, Clone)]
+pub struct VerifyRequest {
+    /// The record to verify (none with `--resume`, whose record names it).
+    pub record: Option<PathBuf>,
+    /// `--level PCT`, as a fraction (0.99).
+    pub level: f64,
 }
 
 /// `flakehunt suite`'s own options (its runner is in [`TargetRequest`]).
@@ -280,6 +291,7 @@ impl HuntKind {
             HuntKind::Fire(_) => Kind::Fire,
             HuntKind::Adaptive => Kind::Adaptive,
             HuntKind::Suite(_) => Kind::Suite,
+            HuntKind::Verify(_) => Kind::Verify,
         }
     }
 }

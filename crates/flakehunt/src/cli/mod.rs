@@ -7,10 +7,12 @@ mod dispatch;
 mod fire;
 pub mod shell;
 mod spec;
+mod verify;
 
 pub use dispatch::{text as dispatch_text, DispatchCommand};
 pub use fire::FireArgs;
 pub use spec::{hunt_spec, parse_hunt};
+pub use verify::VerifyArgs;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,7 +25,8 @@ pub use flakehunt_core::plan::parse_bytes;
 #[command(name = "flakehunt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 nothing reproduced (or every fire level accepted), 1 reproduced (or a level rejected), \
-2 usage or configuration error (or a damaged record; diff: 0 the snapshots agree, 1 they differ), 3 the environment refused what was asked, \
+2 usage or configuration error (or a damaged record; diff: 0 the snapshots agree, 1 they differ), 3 the environment refused what was asked \
+(verify: 0 fixed, 1 not fixed, 3 inconclusive), \
 4 the system refused to read or write a file, \
 130 interrupted."
 )]
@@ -57,6 +60,11 @@ pub enum Command {
     Suite(Box<SweepArgs>),
     /// Run a test under a grid of environment conditions and find the smallest set the failure follows.
     Matrix(Box<MatrixArgs>),
+    /// Prove a fix: run again what reproduced the failure a `hunt` or `sweep` RECORD holds (its
+    /// reproducing arm alternating with the baseline, or its sensitive profiles), as many times
+    /// as the recorded failure rate needs for no failure to rule it out at --level. Exit 0 fixed,
+    /// 1 not fixed, 3 inconclusive.
+    Verify(Box<VerifyArgs>),
     /// Hypotheses about a flake, each with the command that could kill it.
     #[command(subcommand)]
     Hypo(HypoCommand),

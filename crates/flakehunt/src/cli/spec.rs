@@ -6,10 +6,10 @@ use std::path::Path;
 use flakehunt_core::config::Config;
 use flakehunt_core::spec::{
     CleanRoomRequest, FireRequest, HuntKind, HuntSpec, MatrixRequest, OracleRequest, RecordRequest, SettingsRequest,
-    SlurmRequest, SuiteRequest, TargetRequest,
+    SlurmRequest, SuiteRequest, TargetRequest, VerifyRequest,
 };
 
-use super::{Cli, Command, FireArgs, HuntArgs, OracleKind};
+use super::{Cli, Command, FireArgs, HuntArgs, OracleKind, VerifyArgs};
 use crate::exit::usage;
 
 /// The hunt a subcommand asks for, and whether its summary is printed as JSON; none for the
@@ -20,6 +20,7 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
         Command::Sweep(a) | Command::Suite(a) => a.hunt.json,
         Command::Matrix(a) => a.hunt.json,
         Command::Fire(a) => a.json,
+        Command::Verify(a) => a.json,
         _ => false,
     };
     let spec = match command {
@@ -52,6 +53,7 @@ pub fn hunt_spec(command: &Command, config: Config, config_path: Option<&Path>) 
             shared(&a.hunt, kind, config, config_path)
         }
         Command::Fire(a) => fire(a, config, config_path),
+        Command::Verify(a) => verify(a, config, config_path),
         _ => return None,
     };
     Some((spec, json))
@@ -132,6 +134,29 @@ fn fire(a: &FireArgs, config: Config, config_path: Option<&Path>) -> HuntSpec {
             grace: a.grace,
             leak_timeout: a.leak_timeout,
             capture: a.capture,
+            ..SettingsRequest::default()
+        },
+        oracle: OracleRequest::default(),
+        seed: a.seed,
+        shard: None,
+        record: record(a.resume.as_deref(), a.record.as_deref()),
+        slurm: None,
+        config,
+        config_path: config_path.map(Path::to_owned),
+        quiet: a.quiet,
+    }
+}
+
+fn verify(a: &VerifyArgs, config: Config, config_path: Option<&Path>) -> HuntSpec {
+    HuntSpec {
+        kind: HuntKind::Verify(VerifyRequest { record: a.verified.clone(), level: a.level / 100.0 }),
+        target: TargetRequest { command: a.command.clone(), shell: a.shell.clone(), ..TargetRequest::default() },
+        settings: SettingsRequest {
+            budget: a.budget,
+            timeout: a.timeout.unwrap_or(SettingsRequest::default().timeout),
+            timeout_given: a.timeout.is_some(),
+            leak_timeout: a.leak_timeout,
+            warm: if a.warm { Some(true) } else { a.no_warm.then_some(false) },
             ..SettingsRequest::default()
         },
         oracle: OracleRequest::default(),

@@ -29,4 +29,5 @@ mod suite;
 mod suite_warm;
 mod sweep_copies;
 mod usage;
+mod verify;
 mod warm;

@@ -108,11 +108,14 @@ fn not_reproduced(t: &AdaptiveTally) -> String {
     let list: Vec<String> = families
         .iter()
         .map(|(f, levels)| {
+            // The family's arm without a level (`jitter`) is named apart from its levels
+            // (`jitter=0.25,1`), never dropped from the list.
+            let bare = levels.iter().any(|l| l.is_empty());
             let levels: Vec<&str> = levels.iter().copied().filter(|l| !l.is_empty()).collect();
-            if levels.is_empty() {
-                (*f).to_owned()
-            } else {
-                format!("{f}={}", levels.join(","))
+            match (bare, levels.is_empty()) {
+                (_, true) => (*f).to_owned(),
+                (false, false) => format!("{f}={}", levels.join(",")),
+                (true, false) => format!("{f}, {f}={}", levels.join(",")),
             }
         })
         .collect();
@@ -327,10 +330,17 @@ mod tests {
             }
         }
         v[400].outcome = crate::record::Outcome::Fail;
+        // An arm without a level is listed beside its family's levels.
+        for (cell, n) in [("jitter=1", 20), ("jitter", 20)] {
+            for _ in 0..n {
+                v.push(attempt(id, cell, id as f64 * 0.1, 0.1, false, None));
+                id += 1;
+            }
+        }
         let line = conclusion(&tally(&v), true, None);
         assert_eq!(
             line,
-            "not reproduced in 50 s (500 attempts): tried default, cpu-starved=33,10, pause=2ms/10ms, copies=4; failed once (a rumour, never twice) under pause=2ms/10ms; a failure rate above 13.9% under each condition (20 attempts of cpu-starved=10 the fewest), above 1.0% under default, would very likely (95 %) have shown"
+            "not reproduced in 54 s (540 attempts): tried default, cpu-starved=33,10, pause=2ms/10ms, copies=4, jitter, jitter=1; failed once (a rumour, never twice) under pause=2ms/10ms; a failure rate above 13.9% under each condition (20 attempts of jitter the fewest), above 1.0% under default, would very likely (95 %) have shown"
         );
     }
 }

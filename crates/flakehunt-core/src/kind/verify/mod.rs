@@ -1,0 +1,16 @@
+//! `flakehunt verify RECORD`: a fix proved against the condition that reproduced the failure.
+//! The verified record says which cells reproduced it and at what rate ([`source`]); that rate
+//! says how many clean attempts rule it out ([`attempts`]); the cells run that many times through
+//! the one driver, and the summary judges `fixed`, `not-fixed` or `inconclusive` ([`summary`]).
+//! Main type: [`VerifyOptions`], what the verify record's manifest keeps.
+
+pub mod attempts;
+mod hunt;
+pub mod options;
+pub mod prepare;
+pub mod source;
+pub mod summary;
+
+pub use hunt::Verify;
+pub use options::{Condition, Role, VerifyOptions, DEFAULT_LEVEL};
+pub use summary::VerifyDetails;

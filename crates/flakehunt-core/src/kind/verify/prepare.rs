@@ -1,0 +1,168 @@
+//! A new verification's manifest, from the verified record and the options: its target (the
+//! record's, run where the record's hunt ran, unless a command is given), its cells (the
+//! conditions that reproduced), a plan of the attempts they need, and the record's oracles.
+//! Main function: [`new`].
+
+use std::path::PathBuf;
+
+use super::options::VerifyOptions;
+use super::source;
+use crate::events::{Event, EventSink};
+use crate::oracle::OracleSpec;
+use crate::plan::{CellSpec, Settings, Target};
+use crate::record::{Adapter, Extra, Kind};
+use crate::spec::{HuntError, HuntSpec, VerifyRequest};
+
+/// What the driver records for a new verification.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The command under test.
+    pub target: Target,
+    /// The plan's settings: the attempts every cell runs, one at a time.
+    pub settings: Settings,
+    /// The cells.
+    pub cells: Vec<CellSpec>,
+    /// The manifest's extra (`verify`, and the record's pytest adapter).
+    pub extra: Extra,
+    /// The verified record's oracles.
+    pub oracle: Option<OracleSpec>,
+}
+
+/// Prepares a new verification of `req.record`, saying to `sink` how many attempts it runs and
+/// why (and what a `--budget` that cannot fit them costs).
+pub fn new(spec: &HuntSpec, req: &VerifyRequest, sink: &mut dyn EventSink) -> Result<Prepared, HuntError> {
+    if !(req.level > 0.0 && req.level < 1.0) {
+        return Err(HuntError::usage("--level is a confidence in percent, above 0 and below 100 (e.g. 99, 99.9)"));
+    }
+    let Some(dir) = &req.record else {
+        return Err(HuntError::usage(
+            "give the record to verify: `flakehunt verify .flakehunt/runs/hunt-...` (or --resume DIR)",
+        ));
+    };
+    let source = source::read(dir, req.level)?;
+    let verified = &source.record.manifest;
+    let command_given = !spec.target.command.is_empty() || spec.target.shell.is_some();
+    let adapter = verified.extra.adapter.clone();
+    let target = if command_given {
+        crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?
+    } else {
+        if let Some(a @ (Adapter::GoTest { .. } | Adapter::CargoTest { .. })) = &adapter {
+            return Err(HuntError::usage(format!(
+                "{} ran a test binary that {} built before the fix, which would not show it: give the command that runs the test after `--` (e.g. `-- go test -count=1 -run '^TestX$' ./pkg`)",
+                dir.display(),
+                if a.name() == "go-test" { "go test -c" } else { "cargo" }
+            )));
+        }
+        in_hunts_directory(verified.target.clone(), &source.record)?
+    };
+    let mut settings = verified.plan.clone();
+    settings.runs = source.options.attempts;
+    settings.jobs = 1;
+    settings.until_fails = None;
+    settings.budget_seconds = spec.settings.budget.map(|d| d.as_secs_f64());
+    if spec.settings.timeout_given {
+        settings.timeout_seconds = spec.settings.timeout.as_secs_f64();
+        settings.timeout_given = Some(true);
+    }
+    // Warm or cold as the verified hunt ran (a failure rate differs between the two), unless
+    // asked otherwise.
+    let (warm, why_cold) =
+        crate::warm::plan(spec.settings.warm, verified.plan.warm.is_some(), &target, &spec.config.warm);
+    if let Some(why) = why_cold {
+        sink.event(&Event::RunsCold(&why))?;
+    }
+    settings.warm = warm;
+    let options = VerifyOptions { command_given, ..source.options };
+    sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
+    let extra = Extra {
+        adapter: adapter.filter(|a| !command_given && matches!(a, Adapter::Pytest { .. })),
+        verify: Some(options),
+        ..Extra::default()
+    };
+    Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// `target` run in the directory the verified hunt ran in (its snapshot's `cwd`), so that its
+/// relative paths name what they named then, wherever the verification is started.
+fn in_hunts_directory(target: Target, record: &crate::record::Record) -> Result<Target, HuntError> {
+    if target.dir.as_ref().is_some_and(|d| d.is_absolute()) {
+        return Ok(target);
+    }
+    let cwd = record.snapshot()?.and_then(|s| s.get("cwd").and_then(|c| c.as_str()).map(PathBuf::from));
+    Ok(match cwd.filter(|c| c.is_dir()) {
+        Some(cwd) => {
+            let dir = target.dir.as_ref().map_or_else(|| cwd.clone(), |d| cwd.join(d));
+            target.in_dir(dir)
+        }
+        None => target,
+    })
+}
+
+/// The lines said before a verification starts: each condition's rate, the attempts that rule
+/// it out and why, the time they take, and what a `--budget` that cannot fit them costs.
+pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) -> Vec<String> {
+    use super::attempts;
+    use super::options::Role;
+    use super::summary::level_text;
+    use crate::analysis::stats::format_rate;
+    let at = level_text(options.level);
+    let miss = level_text(1.0 - options.level);
+    let mut lines = Vec::new();
+    for c in options.conditions.iter().filter(|c| c.role == Role::Condition) {
+        let Some(needed) = c.needed else { continue };
+        let low = attempts::rate_to_rule_out(c.failures, c.attempts).unwrap_or(0.0);
+        lines.push(format!(
+            "verify: {} failed {}/{} in {} ({}, 95 % interval {} .. {}): were it still failing at {}, {needed} clean attempts in a row would happen less than {miss} of the time, so {needed} attempts prove a fix at {at}",
+            c.cell,
+            c.failures,
+            c.attempts,
+            c.source,
+            format_rate(c.rate()),
+            format_rate(c.ci95[0]),
+            format_rate(c.ci95[1]),
+            format_rate(low),
+        ));
+    }
+    let names: Vec<&str> = options.conditions.iter().map(|c| c.cell.as_str()).collect();
+    let seconds: f64 = options.conditions.iter().map(|c| c.mean_seconds * options.attempts as f64).sum();
+    lines.push(format!(
+        "verify: running {} attempts of each of {} ({} of {} {}, about {})",
+        options.attempts,
+        names.join(", "),
+        options.kind,
+        options.record.display(),
+        options.run_id,
+        duration_text(seconds),
+    ));
+    if let Some(budget) = budget.filter(|b| b.as_secs_f64() < seconds) {
+        let per_round: f64 = options.conditions.iter().map(|c| c.mean_seconds).sum();
+        let fits = if per_round > 0.0 { (budget.as_secs_f64() / per_round).floor() as u64 } else { options.attempts };
+        let weakest = options
+            .conditions
+            .iter()
+            .filter(|c| c.role == Role::Condition)
+            .filter_map(|c| attempts::rate_to_rule_out(c.failures, c.attempts))
+            .min_by(f64::total_cmp)
+            .unwrap_or(0.0);
+        lines.push(format!(
+            "verify: --budget {} fits about {fits} of the {} attempts: {fits} clean ones would rule out {} at only {} (not {at}), and the verdict would be inconclusive; about {} fits them all",
+            humantime::format_duration(budget),
+            options.attempts,
+            format_rate(weakest),
+            level_text(attempts::confidence_after(fits, weakest)),
+            duration_text(seconds),
+        ));
+    }
+    lines
+}
+
+/// `12 s`, `3.5 min`, `2.1 h`.
+fn duration_text(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}

@@ -1,0 +1,187 @@
+//! What the verified record says reproduced its failure: the cells to run again and the rate
+//! each failed at, read through the same analysis `report` uses, so that a verification never
+//! trusts a `summary.json` it did not recompute. Main function: [`read`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read as _;
+use std::path::Path;
+
+use super::attempts;
+use super::options::{Condition, Role, VerifyOptions};
+use crate::analysis::{CellSummary, Summary};
+use crate::kind::adaptive::record::AdaptiveDetails;
+use crate::plan::CellSpec;
+use crate::record::{Kind, Record, RecordError, ATTEMPTS, CELLS};
+use crate::spec::HuntError;
+
+/// What a verification of a record runs: its options for the new manifest, the cells, and the
+/// verified record itself (its target, plan and oracles are the verification's defaults).
+#[derive(Debug)]
+pub struct Source {
+    /// The options, `command_given` unset.
+    pub options: VerifyOptions,
+    /// The cells to run, in the options' order.
+    pub cells: Vec<CellSpec>,
+    /// The verified record.
+    pub record: Record,
+}
+
+/// Reads the record in `dir` and decides what verifies a fix of its failure at `level`.
+pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
+    let record = Record::open(dir)?;
+    let kind = record.manifest.kind;
+    match kind {
+        Kind::Sweep | Kind::Adaptive => {}
+        Kind::Verify => {
+            return Err(HuntError::usage(format!(
+                "{} is a verify record: verify the record it verifies ({}) instead",
+                dir.display(),
+                record.manifest.extra.verify.as_ref().map_or_else(|| "?".into(), |v| v.record.display().to_string())
+            )))
+        }
+        Kind::Matrix | Kind::Suite | Kind::Fire => {
+            return Err(HuntError::usage(format!(
+                "{} is a {} record: verify re-runs the reproduction of a `hunt` or a `sweep` record so far",
+                dir.display(),
+                kind.name()
+            )))
+        }
+    }
+    let summary = crate::kind::summarize(&record)?;
+    if summary.failures == 0 || summary.verdict == "not-reproduced" {
+        return Err(HuntError::usage(format!(
+            "{} reproduced nothing (verdict {}): there is no failure to prove fixed; verify the record of a hunt that reproduced it",
+            dir.display(),
+            summary.verdict
+        )));
+    }
+    let signatures = signatures_by_cell(&record)?;
+    let mut conditions = match kind {
+        Kind::Adaptive => hunt_conditions(&summary),
+        _ => sweep_conditions(&summary),
+    };
+    for c in &mut conditions {
+        c.signatures = signatures.get(&c.cell).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+        c.needed = match c.role {
+            Role::Condition => attempts::rate_to_rule_out(c.failures, c.attempts).map(|p| attempts::needed(p, level)),
+            Role::Baseline => None,
+        };
+    }
+    let Some(most) = conditions.iter().filter_map(|c| c.needed).max() else {
+        return Err(HuntError::usage(format!(
+            "{}: no cell of it failed in the attempts that measure its rate: there is no failure to prove fixed",
+            dir.display()
+        )));
+    };
+    crate::bounds::check_runs("the attempts a verification needs", most)?;
+    let all = record.cells()?;
+    let cells = conditions
+        .iter()
+        .map(|c| {
+            all.iter().find(|s| s.name == c.cell).cloned().ok_or_else(|| {
+                HuntError::Damaged(format!(
+                    "{}: its summary names cell {}, which its manifest lacks",
+                    dir.display(),
+                    c.cell
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = VerifyOptions {
+        record: std::path::absolute(dir).map_err(|e| HuntError::io(dir.display().to_string(), e))?,
+        kind: kind.name().to_owned(),
+        run_id: record.manifest.run_id.clone(),
+        hash: content_hash(dir)?,
+        level,
+        conditions,
+        attempts: most,
+        command_given: false,
+    };
+    Ok(Source { options, cells, record })
+}
+
+/// A condition from a cell's counts in `summary`.
+fn from_cell(c: &CellSummary, role: Role, source: &str) -> Condition {
+    Condition {
+        cell: c.name.clone(),
+        role,
+        source: source.to_owned(),
+        attempts: c.judged(),
+        failures: c.failures,
+        ci95: c.ci95,
+        needed: None,
+        mean_seconds: c.mean_seconds,
+        signatures: Vec::new(),
+    }
+}
+
+/// A sweep's conditions: the cells that bring the failure out, or, where the sweep singled out
+/// none (a flaky or deterministic verdict, or profiles that only hide it), every cell that failed.
+fn sweep_conditions(summary: &Summary) -> Vec<Condition> {
+    let amplifying: Vec<&CellSummary> =
+        summary.cells.iter().filter(|c| c.sensitive && c.direction.as_deref() == Some("amplifies")).collect();
+    let cells: Vec<&CellSummary> =
+        if amplifying.is_empty() { summary.cells.iter().filter(|c| c.failures > 0).collect() } else { amplifying };
+    cells.into_iter().map(|c| from_cell(c, Role::Condition, "the sweep")).collect()
+}
+
+/// A hunt's conditions: its reproducing arm, at its level, alternating with the baseline, at the
+/// rates its confirmation measured (exploration ran the arm because it failed, so its own
+/// counts overstate the rate); without a confirmation, every attempt of the cell.
+fn hunt_conditions(summary: &Summary) -> Vec<Condition> {
+    let base = summary.cells.first();
+    let arm = summary
+        .reproduction
+        .clone()
+        .flatten()
+        .and_then(|r| summary.cell(&r.cell))
+        .or_else(|| summary.cells.iter().filter(|c| c.failures > 0).max_by(|a, b| a.rate.total_cmp(&b.rate)));
+    let (Some(base), Some(arm)) = (base, arm) else { return Vec::new() };
+    let role = |failures: u64| if failures > 0 { Role::Condition } else { Role::Baseline };
+    let confirmation = AdaptiveDetails::of(summary).map(|d| d.confirmation).filter(|c| c.cell_attempts > 0);
+    if arm.name == base.name {
+        return vec![from_cell(base, Role::Condition, "the hunt")];
+    }
+    let Some(c) = confirmation else {
+        return vec![from_cell(base, role(base.failures), "the hunt"), from_cell(arm, Role::Condition, "the hunt")];
+    };
+    let counted = |cell: &CellSummary, attempts: u64, failures: u64| {
+        let (lo, hi) = crate::analysis::stats::wilson(failures, attempts, crate::analysis::stats::Z95);
+        Condition { attempts, failures, ci95: [lo, hi], ..from_cell(cell, role(failures), "the hunt's confirmation") }
+    };
+    vec![counted(base, c.base_attempts, c.base_failures), counted(arm, c.cell_attempts, c.cell_failures)]
+}
+
+/// The failure signatures of each cell's attempts.
+fn signatures_by_cell(record: &Record) -> Result<BTreeMap<String, BTreeSet<String>>, RecordError> {
+    let mut by_cell: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for attempt in record.attempts()? {
+        let attempt = attempt?;
+        if let (true, Some(sig)) = (attempt.outcome.is_failure(), attempt.signature) {
+            by_cell.entry(attempt.cell).or_default().insert(sig);
+        }
+    }
+    Ok(by_cell)
+}
+
+/// The record's content hash: BLAKE3 over its manifest, its added cells and its attempts (each
+/// file's name and length first), `blake3:HEX`. What the summary recomputes from; the snapshot
+/// and the summary document are left out, as `report` rewrites neither.
+pub fn content_hash(dir: &Path) -> Result<String, HuntError> {
+    let mut hasher = blake3::Hasher::new();
+    for name in ["manifest.json", CELLS, ATTEMPTS] {
+        let path = dir.join(name);
+        let mut bytes = Vec::new();
+        match std::fs::File::open(&path) {
+            Ok(mut f) => {
+                f.read_to_end(&mut bytes).map_err(|e| HuntError::io(format!("cannot read {}", path.display()), e))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(HuntError::io(format!("cannot read {}", path.display()), e)),
+        }
+        hasher.update(name.as_bytes());
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    Ok(format!("blake3:{}", hasher.finalize().to_hex()))
+}

@@ -1,0 +1,325 @@
+//! A verification's verdict from its record alone: per condition, the rate now against the rate
+//! then, and `fixed` (no failure in enough attempts, with the bound), `not-fixed` (the failure,
+//! of the same signature or a new one, still appears; Fisher's p of now against then) or
+//! `inconclusive` (too few attempts, or a condition that took no effect here). Pure. Main type:
+//! [`VerifyDetails`]; main function: [`apply`].
+
+use serde::{Deserialize, Serialize};
+
+use super::attempts;
+use super::options::{Condition, Role, VerifyOptions};
+use crate::analysis::stats::{self, format_p, format_rate};
+use crate::analysis::Summary;
+use crate::record::Kind;
+
+/// `summary.json`'s `details` of a verification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifyDetails {
+    /// The verified record, as the manifest names it.
+    pub verified: Verified,
+    /// The confidence asked for, as a fraction.
+    pub level: f64,
+    /// Attempts each cell was to run.
+    pub planned: u64,
+    /// Per cell, in the record's order.
+    pub conditions: Vec<ConditionResult>,
+}
+
+/// The verified record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verified {
+    /// Its path.
+    pub record: String,
+    /// Its kind's name.
+    pub kind: String,
+    /// Its run id.
+    pub run_id: String,
+    /// Its content hash when verified.
+    pub hash: String,
+}
+
+/// Failures in attempts, with the rate's Wilson 95 % interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    /// Attempts that are evidence (slow ones left out).
+    pub attempts: u64,
+    /// Failures among them.
+    pub failures: u64,
+    /// failures / attempts.
+    pub rate: f64,
+    /// Wilson 95 % interval.
+    pub ci95: [f64; 2],
+}
+
+impl Rate {
+    fn of(failures: u64, attempts: u64) -> Self {
+        let (lo, hi) = stats::wilson(failures, attempts, stats::Z95);
+        let rate = if attempts == 0 { 0.0 } else { failures as f64 / attempts as f64 };
+        Self { attempts, failures, rate, ci95: [lo, hi] }
+    }
+
+    fn text(&self) -> String {
+        format!("{} ({}/{})", format_rate(self.rate), self.failures, self.attempts)
+    }
+}
+
+/// A failure signature seen in this verification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeenSignature {
+    /// The signature.
+    pub signature: String,
+    /// Whether the verified record saw it under this cell.
+    pub seen_before: bool,
+}
+
+/// One cell's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionResult {
+    /// The cell.
+    pub cell: String,
+    /// Why it ran.
+    pub role: Role,
+    /// `fixed`, `not-fixed`, `inconclusive`, or `clean` (a baseline without failure).
+    pub verdict: String,
+    /// The verdict in words.
+    pub text: String,
+    /// What the verified record saw, and from which of its attempts.
+    pub then: Rate,
+    /// Which attempts `then` counts.
+    pub then_source: String,
+    /// What this verification saw.
+    pub now: Rate,
+    /// Clean attempts needed to rule the rate then out at the level.
+    pub needed: Option<u64>,
+    /// With no failure now: the rate it is below, at the level.
+    pub bound: Option<f64>,
+    /// With failures now: two-sided Fisher exact p of now against then.
+    pub p_value: Option<f64>,
+    /// The signatures of the failures now.
+    pub signatures: Vec<SeenSignature>,
+    /// Why the cell's condition had no effect here, when it had none.
+    pub inert: Option<String>,
+}
+
+impl ConditionResult {
+    /// The rate then, as a table shows it (`50.0% (8/16)`).
+    pub fn then_text(&self) -> String {
+        self.then.text()
+    }
+}
+
+impl VerifyDetails {
+    /// The details of `summary`, when it is a verification's.
+    pub fn of(summary: &Summary) -> Option<Self> {
+        (summary.kind == Kind::Verify).then(|| serde_json::from_value(summary.details.clone()).ok())?
+    }
+}
+
+/// `99 %`, `99.9 %`.
+pub fn level_text(level: f64) -> String {
+    let pct = level * 100.0;
+    let text = format!("{pct:.3}");
+    format!("{} %", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// Gives `summary` (built from the verification's record like any hunt's) the verification's
+/// verdict and details. The cells are compared with the verified record, not with each other:
+/// the per-cell comparison with the first cell is dropped.
+pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
+    let level = options.level;
+    // A failure is the one the record saw when its signature appeared there under any of the
+    // conditions (a hunt's arm's failure showing under the baseline is still that failure).
+    let seen: std::collections::BTreeSet<&String> = options.conditions.iter().flat_map(|c| &c.signatures).collect();
+    let mut results = Vec::new();
+    for c in &options.conditions {
+        let Some(cell) = summary.cell(&c.cell) else { continue };
+        let now = Rate::of(cell.failures, cell.judged());
+        let inert = cell.inert.then(|| cell.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into()));
+        let signatures = summary
+            .signatures
+            .iter()
+            .filter(|s| s.cells.contains(&c.cell))
+            .map(|s| SeenSignature { signature: s.signature.clone(), seen_before: seen.contains(&s.signature) })
+            .collect();
+        results.push(judge(c, now, inert, signatures, level));
+    }
+    for cell in &mut summary.cells {
+        cell.p_value = None;
+        cell.amplification = None;
+        cell.amplification_at_least = false;
+        cell.sensitive = false;
+        cell.direction = None;
+        cell.meaning = None;
+    }
+    let judged = |v: &str| results.iter().filter(|r| r.verdict == v).collect::<Vec<_>>();
+    let (not_fixed, inconclusive) = (judged("not-fixed"), judged("inconclusive"));
+    let texts = |rs: &[&ConditionResult]| rs.iter().map(|r| r.text.clone()).collect::<Vec<_>>().join("; ");
+    let (verdict, text) = if !not_fixed.is_empty() {
+        ("not-fixed", format!("not fixed: {}", texts(&not_fixed)))
+    } else if !inconclusive.is_empty() {
+        ("inconclusive", format!("inconclusive: {}", texts(&inconclusive)))
+    } else {
+        let fixed = judged("fixed");
+        ("fixed", format!("fixed: {}", texts(&fixed)))
+    };
+    summary.verdict = verdict.to_owned();
+    summary.verdict_text = text;
+    let details = VerifyDetails {
+        verified: Verified {
+            record: options.record.display().to_string(),
+            kind: options.kind.clone(),
+            run_id: options.run_id.clone(),
+            hash: options.hash.clone(),
+        },
+        level,
+        planned: options.attempts,
+        conditions: results,
+    };
+    summary.details = serde_json::to_value(details).unwrap_or_default();
+}
+
+/// One cell's verdict.
+fn judge(
+    c: &Condition,
+    now: Rate,
+    inert: Option<String>,
+    signatures: Vec<SeenSignature>,
+    level: f64,
+) -> ConditionResult {
+    let then = Rate::of(c.failures, c.attempts);
+    let at = level_text(level);
+    let name = &c.cell;
+    let mut p_value = None;
+    let mut bound = None;
+    let (verdict, text) = if now.failures > 0 {
+        let p = stats::fisher_exact_two_sided(
+            now.failures,
+            now.attempts - now.failures,
+            then.failures,
+            then.attempts - then.failures,
+        );
+        p_value = Some(p);
+        let new: Vec<&str> = signatures.iter().filter(|s| !s.seen_before).map(|s| s.signature.as_str()).collect();
+        let first_new = || {
+            let first: String = new[0].chars().take(160).collect();
+            let more = if new.len() > 1 { format!(" (and {} more)", new.len() - 1) } else { String::new() };
+            format!("{first}{}{more}", if first.len() < new[0].len() { "..." } else { "" })
+        };
+        let which = match (new.len(), signatures.len()) {
+            (0, _) => "the same signature".to_owned(),
+            (n, all) if n == all => format!("a new signature: {}", first_new()),
+            _ => format!("the same signature, and a new one: {}", first_new()),
+        };
+        ("not-fixed", format!("{name} still fails: {} now, was {}, {} ({which})", now.text(), then.text(), format_p(p)))
+    } else if let Some(why) = &inert {
+        ("inconclusive", format!("{name} had no effect here ({why}): its clean attempts are no evidence"))
+    } else if c.role == Role::Baseline {
+        ("clean", format!("{name} {} now, was {}", now.text(), then.text()))
+    } else {
+        let b = attempts::bound_after(now.attempts, level);
+        bound = Some(b);
+        let needed = c.needed.unwrap_or(u64::MAX);
+        if now.attempts >= needed {
+            (
+                "fixed",
+                format!(
+                    "failure rate under {name} now < {} at {at} (0/{}), was {}",
+                    format_rate(b),
+                    now.attempts,
+                    then.text()
+                ),
+            )
+        } else {
+            let rule_out = attempts::rate_to_rule_out(c.failures, c.attempts).unwrap_or(0.0);
+            (
+                "inconclusive",
+                format!(
+                    "no failure under {name} in {} attempts (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
+                    now.attempts,
+                    format_rate(b),
+                    format_rate(rule_out),
+                    level_text(attempts::confidence_after(now.attempts, rule_out)),
+                ),
+            )
+        }
+    };
+    ConditionResult {
+        cell: c.cell.clone(),
+        role: c.role,
+        verdict: verdict.to_owned(),
+        text,
+        then,
+        then_source: c.source.clone(),
+        now,
+        needed: c.needed,
+        bound,
+        p_value,
+        signatures,
+        inert,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(failures: u64, attempts: u64) -> Condition {
+        let (lo, hi) = stats::wilson(failures, attempts, stats::Z95);
+        Condition {
+            cell: "tight-gil".into(),
+            role: Role::Condition,
+            source: "the sweep".into(),
+            attempts,
+            failures,
+            ci95: [lo, hi],
+            needed: attempts::rate_to_rule_out(failures, attempts).map(|p| attempts::needed(p, 0.99)),
+            mean_seconds: 0.1,
+            signatures: vec!["exit 1: AssertionError".into()],
+        }
+    }
+
+    #[test]
+    fn enough_clean_attempts_are_fixed_with_the_bound() {
+        let c = condition(8, 11);
+        let n = c.needed.unwrap();
+        let r = judge(&c, Rate::of(0, n), None, Vec::new(), 0.99);
+        assert_eq!(r.verdict, "fixed");
+        assert!(r.text.starts_with("failure rate under tight-gil now < "), "{}", r.text);
+        assert!(r.text.contains(&format!("at 99 % (0/{n}), was 72.7% (8/11)")), "{}", r.text);
+    }
+
+    #[test]
+    fn too_few_clean_attempts_are_inconclusive_and_say_what_they_rule_out() {
+        let c = condition(8, 11);
+        let r = judge(&c, Rate::of(0, 2), None, Vec::new(), 0.99);
+        assert_eq!(r.verdict, "inconclusive", "{}", r.text);
+        assert!(r.text.contains("rule it out at only"), "{}", r.text);
+    }
+
+    #[test]
+    fn an_inert_condition_is_no_evidence() {
+        let c = condition(8, 11);
+        let r = judge(&c, Rate::of(0, 100), Some("no interval reported".into()), Vec::new(), 0.99);
+        assert_eq!(r.verdict, "inconclusive");
+    }
+
+    #[test]
+    fn a_failure_now_is_not_fixed_and_says_which_signature() {
+        let c = condition(8, 11);
+        let same = vec![SeenSignature { signature: "exit 1: AssertionError".into(), seen_before: true }];
+        let r = judge(&c, Rate::of(3, 10), None, same, 0.99);
+        assert_eq!(r.verdict, "not-fixed");
+        assert!(r.text.contains("(the same signature)") && r.p_value.is_some(), "{}", r.text);
+        let new = vec![SeenSignature { signature: "exit 2: KeyError".into(), seen_before: false }];
+        let r = judge(&c, Rate::of(1, 10), Some("inert".into()), new, 0.99);
+        assert_eq!(r.verdict, "not-fixed", "a failure is evidence whatever the condition did");
+        assert!(r.text.contains("a new signature: exit 2: KeyError"), "{}", r.text);
+    }
+
+    #[test]
+    fn levels_read_as_percentages() {
+        assert_eq!(level_text(0.99), "99 %");
+        assert_eq!(level_text(0.999), "99.9 %");
+        assert_eq!(level_text(0.95), "95 %");
+    }
+}
