@@ -120,7 +120,7 @@ done
 python3 - "$runs" <<'EOF'
 import collections, json, pathlib, sys
 alarms, total = [], 0
-limits = collections.defaultdict(lambda: {"limits": [], "pass": 0.0, "slow": 0, "timeout": 0, "attempts": 0})
+limits = collections.defaultdict(lambda: {"limits": [], "pass": None, "tight": None, "slow": 0, "timeout": 0, "attempts": 0})
 for line in open(sys.argv[1]):
     label, rec, code = line.rstrip("\n").split("|")
     rec = pathlib.Path(rec)
@@ -144,21 +144,27 @@ for line in open(sys.argv[1]):
         k["attempts"] += 1
         if a.get("hang"):
             k["limits"].append(a["hang"]["limit"])
+        limit = (a.get("hang") or {}).get("limit")
         if a["outcome"] == "pass":
-            k["pass"] = max(k["pass"], a["seconds"])
+            # The longest pass and the limit it ran under; the tightest pass (the smallest
+            # limit over length among passes judged by a limit).
+            if k["pass"] is None or a["seconds"] > k["pass"][0]:
+                k["pass"] = (a["seconds"], limit)
+            if limit and a["seconds"] > 0 and (k["tight"] is None or limit / a["seconds"] < k["tight"]):
+                k["tight"] = limit / a["seconds"]
         k["slow"] += a["outcome"] == "slow"
         k["timeout"] += a["outcome"] == "timeout"
 print()
-print("hang limits per arm (all seeds): the limits its attempts were judged by, against its longest passing attempt")
-print(f"{'control':15} {'arm':22} {'mode':5} {'attempts':>8} {'limit min..max':>18} {'longest pass':>13} {'ratio':>7} {'slow':>5} {'timeout':>7}")
+print("hang limits per arm (all seeds): the limits its attempts were judged by; its longest passing attempt and the limit")
+print("that attempt ran under; the tightest pass (smallest limit / length among passes run under a limit)")
+print(f"{'control':15} {'arm':22} {'mode':5} {'attempts':>8} {'limits min..max':>18} {'longest pass':>13} {'its limit':>10} {'tightest':>8} {'slow':>5} {'timeout':>7}")
 for (control, cell, mode), k in sorted(limits.items()):
-    if k["limits"]:
-        lo, hi = min(k["limits"]), max(k["limits"])
-        span = f"{lo:.2f}..{hi:.2f} s"
-        ratio = f"{lo / k['pass']:.1f}" if k["pass"] > 0 else "-"
-    else:
-        span, ratio = "none", "-"
-    print(f"{control:15} {cell:22} {mode:5} {k['attempts']:>8} {span:>18} {k['pass']:>11.3f} s {ratio:>7} {k['slow']:>5} {k['timeout']:>7}")
+    span = f"{min(k['limits']):.2f}..{max(k['limits']):.2f} s" if k["limits"] else "none"
+    longest, its = k["pass"] if k["pass"] else (None, None)
+    longest = f"{longest:.3f} s" if longest is not None else "-"
+    its = f"{its:.2f} s" if its else "none"
+    tight = f"x{k['tight']:.1f}" if k["tight"] else "-"
+    print(f"{control:15} {cell:22} {mode:5} {k['attempts']:>8} {span:>18} {longest:>13} {its:>10} {tight:>8} {k['slow']:>5} {k['timeout']:>7}")
 print()
 for a in alarms:
     print(f"false alarm: {a}")

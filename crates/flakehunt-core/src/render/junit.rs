@@ -30,8 +30,14 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         suite.add_property(("shard", shard.to_string().as_str()));
     }
     let mut total = 0.0;
+    let verify = crate::kind::verify::VerifyDetails::of(summary);
     for c in &summary.cells {
-        let case = cell_case(c, ctx.failing_of(&c.name), &format!("flakehunt.{kind}"));
+        let classname = format!("flakehunt.{kind}");
+        let verified = verify.as_ref().and_then(|v| v.conditions.iter().find(|r| r.cell == c.name));
+        let case = match verified {
+            Some(result) => verify_case(c, result, ctx.failing_of(&c.name), &classname),
+            None => cell_case(c, ctx.failing_of(&c.name), &classname),
+        };
         total += c.mean_seconds * c.attempts as f64;
         suite.add_test_case(case);
     }
@@ -116,6 +122,47 @@ fn cell_case(c: &CellSummary, failing: &[Attempt], classname: &str) -> TestCase 
         // Flaky cases pass, so CI shows no message: put the rate where a reader finds it.
         case.set_system_out(message);
     }
+    case
+}
+
+/// A verified reproduction: a failure when the failure still appears (however rarely: a CI gate
+/// must not pass it as flaky), skipped when the verification is inconclusive, else a success
+/// whose output gives the bound; the rates then and now as properties.
+fn verify_case(
+    c: &CellSummary,
+    result: &crate::kind::verify::summary::ConditionResult,
+    failing: &[Attempt],
+    classname: &str,
+) -> TestCase {
+    let status = match result.verdict.as_str() {
+        "not-fixed" => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(result.text.as_str());
+            if let Some(first) = failing.first() {
+                s.set_type(first.outcome.name());
+                s.set_description(tail(&first.stderr_tail, STDERR_LINES));
+            }
+            for a in failing.iter().skip(1) {
+                s.add_rerun(rerun(a));
+            }
+            s
+        }
+        "inconclusive" => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(result.text.as_str());
+            s
+        }
+        _ => TestCaseStatus::success(),
+    };
+    let mut case = TestCase::new(c.name.as_str(), status);
+    case.set_classname(classname);
+    case.set_time(secs(c.mean_seconds * c.attempts as f64));
+    let rate =
+        |r: &crate::kind::verify::summary::Rate| format!("{}/{} ({})", r.failures, r.attempts, format_rate(r.rate));
+    case.add_property(("verdict", result.verdict.as_str()));
+    case.add_property(("then", rate(&result.then).as_str()));
+    case.add_property(("now", rate(&result.now).as_str()));
+    case.set_system_out(result.text.as_str());
     case
 }
 

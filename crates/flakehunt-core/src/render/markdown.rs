@@ -30,6 +30,9 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         let _ = writeln!(out, "\nThis record holds shard {shard} of the plan: join the shards with `flakehunt merge`.");
     }
     out.push('\n');
+    if let Some(v) = crate::kind::verify::VerifyDetails::of(summary) {
+        verify(&mut out, &v);
+    }
     cells(&mut out, summary, ctx);
     if let Some(m) = MatrixView::of(summary) {
         matrix(&mut out, &m);
@@ -66,6 +69,44 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         out.push_str("\n</details>\n");
     }
     out
+}
+
+/// A verification's conditions, then against now.
+fn verify(out: &mut String, v: &crate::kind::verify::VerifyDetails) {
+    use crate::kind::verify::summary::level_text;
+    let _ = writeln!(
+        out,
+        "Verifies {} ({} `{}`, `{}`) at {}.\n",
+        md_code(&v.verified.record),
+        v.verified.kind,
+        v.verified.run_id,
+        v.verified.hash,
+        level_text(v.level)
+    );
+    out.push_str("| condition | then | now | needed | bound now | verdict |\n|---|--:|--:|--:|--:|---|\n");
+    let rate = |r: &crate::kind::verify::summary::Rate| {
+        format!(
+            "{} ({}/{}, {} .. {})",
+            format_rate(r.rate),
+            r.failures,
+            r.attempts,
+            format_rate(r.ci95[0]),
+            format_rate(r.ci95[1])
+        )
+    };
+    for c in &v.conditions {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            md_cell(&c.cell),
+            rate(&c.then),
+            rate(&c.now),
+            c.needed.map_or_else(|| "-".to_owned(), |n| n.to_string()),
+            c.bound.map_or_else(|| "-".to_owned(), |b| format!("< {}", format_rate(b))),
+            md_cell(&c.text),
+        );
+    }
+    out.push('\n');
 }
 
 /// A suite's tests that failed, with their culprits and reproducers.

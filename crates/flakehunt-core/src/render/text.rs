@@ -16,8 +16,8 @@ static ANSI: LazyLock<Regex> = LazyLock::new(|| {
 /// Markdown summary's emoji.
 pub fn tone(verdict: &str) -> &'static str {
     match verdict {
-        "not-reproduced" | "accept" => "ok",
-        "rumour" | "flaky-insensitive" => "warn",
+        "not-reproduced" | "accept" | "fixed" => "ok",
+        "rumour" | "flaky-insensitive" | "inconclusive" => "warn",
         _ => "bad",
     }
 }

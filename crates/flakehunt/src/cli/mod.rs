@@ -60,10 +60,11 @@ pub enum Command {
     Suite(Box<SweepArgs>),
     /// Run a test under a grid of environment conditions and find the smallest set the failure follows.
     Matrix(Box<MatrixArgs>),
-    /// Prove a fix: run again what reproduced the failure a `hunt` or `sweep` RECORD holds (its
-    /// reproducing arm alternating with the baseline, or its sensitive profiles), as many times
-    /// as the recorded failure rate needs for no failure to rule it out at --level. Exit 0 fixed,
-    /// 1 not fixed, 3 inconclusive.
+    /// Prove a fix: run again what reproduced the failure a `hunt`, `sweep`, `matrix` or pytest
+    /// `suite` RECORD holds (its reproducing arm alternating with the baseline, its sensitive
+    /// profiles, its smallest overlay, each test's reproducer), as many times as the recorded
+    /// failure rate needs for no failure to rule it out at --level. Exit 0 fixed, 1 not fixed,
+    /// 3 inconclusive.
     Verify(Box<VerifyArgs>),
     /// Hypotheses about a flake, each with the command that could kill it.
     #[command(subcommand)]

@@ -13,7 +13,7 @@ use super::parse_duration;
 #[group(skip)]
 #[command(group = clap::ArgGroup::new("plan").multiple(true).conflicts_with("resume"))]
 pub struct VerifyArgs {
-    /// The record of the hunt or sweep that reproduced the failure.
+    /// The record of the hunt, sweep, matrix or suite that reproduced the failure.
     #[arg(value_name = "RECORD", required_unless_present = "resume", group = "plan")]
     pub verified: Option<PathBuf>,
     /// The confidence, in percent, with which no failure in the attempts run rules out the

@@ -93,6 +93,10 @@ fn an_unfixed_race_is_not_fixed_with_its_rate_now_and_then() {
     let text = summary["verdict_text"].as_str().unwrap();
     assert!(text.contains("tight-gil still fails") && text.contains("was 50.0% (8/16)"), "{text}");
     assert!(text.contains("(the same signature)"), "{text}");
+    // A CI gate reads a failure, not a flaky pass, however rare the failure now.
+    let junit = run_in(&run.dir, &["report", ".", "--format", "junit"]);
+    let junit = String::from_utf8_lossy(&junit.stdout);
+    assert!(junit.contains("<failure") && !junit.contains("flakyFailure"), "{junit}");
 }
 
 #[test]
@@ -106,6 +110,8 @@ fn a_fix_that_makes_the_condition_inert_is_inconclusive() {
     assert_eq!(summary["verdict"], "inconclusive", "{}", run.stderr);
     assert!(condition(&summary, "tight-gil")["inert"].is_string());
     assert!(summary["verdict_text"].as_str().unwrap().contains("had no effect here"), "{}", summary["verdict_text"]);
+    let junit = run_in(&run.dir, &["report", ".", "--format", "junit"]);
+    assert!(String::from_utf8_lossy(&junit.stdout).contains("<skipped"), "an inconclusive verification is no pass");
 }
 
 #[test]
@@ -149,4 +155,126 @@ fn a_record_that_reproduced_nothing_is_refused() {
     refused_with(&out, 2, "reproduced nothing");
     let out = run_in(std::env::temp_dir(), &["verify", "/nonexistent/record"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_cut_verification_resumes_to_its_verdict_and_reports_then_against_now() {
+    let sweep = sweep();
+    let needed = attempts_for(8, 16, 0.99);
+    let run = verify(&sweep, &[("GIL_RACE_FIXED", "1")], &[]);
+    run.expect_code(0);
+    // Keep five whole lines and half of the sixth, as a killed flakehunt would.
+    let path = run.dir.join("attempts.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    std::fs::write(&path, format!("{}{}", lines[..5].concat(), &lines[5][..lines[5].len() / 2])).unwrap();
+    std::fs::remove_file(run.dir.join("summary.json")).unwrap();
+    let resumed =
+        Hunt::of("verify").without_record().args(["--resume"]).args([&run.dir]).env("GIL_RACE_FIXED", "1").run();
+    resumed.expect_code(0);
+    let summary = resumed.json();
+    assert_eq!(summary["verdict"], "fixed", "{}", resumed.stderr);
+    let ids: std::collections::BTreeSet<u64> =
+        crate::harness::attempts_in(&run.dir).iter().map(|a| a["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, (0..needed).collect(), "every attempt once");
+    let md = run_in(&run.dir, &["report", ".", "--format", "md"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| condition | then | now |") && md.contains("50.0% (8/16"), "{md}");
+    assert!(md.contains(&format!("0.0% (0/{needed}")), "{md}");
+    let term = run_in(&run.dir, &["report", "."]);
+    let term = String::from_utf8_lossy(&term.stdout);
+    assert!(term.contains("then") && term.contains("50.0% (8/16)") && term.contains("verdict: fixed"), "{term}");
+}
+
+#[test]
+fn a_matrix_is_verified_under_its_smallest_reproducing_overlay() {
+    let condition_held = r#"[ "$LC_ALL" = C ] && [ -z "$MATRIX_FIXED" ]"#;
+    let matrix = Hunt::of("matrix")
+        .args(["-D", "LC_ALL=C.UTF-8,C", "-D", "TZ=UTC,Asia/Tokyo", "--runs", "4", "--seed", "2"])
+        .command([fixture_arg("fail-when.sh"), condition_held.to_owned(), "2".to_owned()])
+        .run();
+    matrix.expect_code(1);
+    let minimal = &matrix.summary()["details"]["minimal_overlay"];
+    assert_eq!(minimal["LC_ALL"], "C", "{}", matrix.stderr);
+    let cell = "LC_ALL=C TZ=UTC";
+    let (f, n) = (matrix.cell(cell)["failures"].as_u64().unwrap(), matrix.cell(cell)["attempts"].as_u64().unwrap());
+    let fixed = verify(&matrix, &[("MATRIX_FIXED", "1")], &[]);
+    fixed.expect_code(0);
+    let summary = fixed.json();
+    assert_eq!(summary["verdict"], "fixed", "{}", fixed.stderr);
+    let names: Vec<&str> = summary["cells"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, [cell], "only the smallest overlay's cell runs");
+    assert_eq!(condition(&summary, cell)["needed"].as_u64(), Some(attempts_for(f, n, 0.99)));
+    let unfixed = verify(&matrix, &[], &[]);
+    unfixed.expect_code(1);
+    assert_eq!(unfixed.json()["verdict"], "not-fixed");
+}
+
+/// Replaces `from` with `to` in the file at `path` (a fix, made as a user makes one).
+fn edit(path: &std::path::Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from:?}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn a_suites_reproducers_are_verified_test_by_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("pytest");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::harness::fixture("suite/pytest"))
+        .arg(&project)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let run = |args: &[&str]| {
+        let out =
+            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let (code, _, stderr) =
+        run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let victim = "tests/test_beta.py::test_victim";
+    let brittle = "tests/test_beta.py::test_brittle";
+    let repeated = "tests/test_gamma.py::test_non_idempotent";
+
+    // The polluter cleans up after itself: the victim's reproducer passes, the others still fail.
+    edit(
+        &project.join("tests/test_alpha.py"),
+        "    assert \"audit\" in HANDLERS\n",
+        "    assert \"audit\" in HANDLERS\n    HANDLERS.remove(\"audit\")\n",
+    );
+    let (code, partly, stderr) = run(&["verify", "rec", "--json", "--record", "v1"]);
+    assert_eq!((code, partly["verdict"].as_str()), (Some(1), Some("not-fixed")), "{stderr}");
+    let cells: Vec<&str> = partly["cells"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(cells, [brittle, victim, repeated], "each classified test with a reproducer, and only those");
+    assert_eq!(condition(&partly, victim)["verdict"], "fixed");
+    assert_eq!(condition(&partly, victim)["then_source"], "the suite's reproducer checks");
+    for test in [brittle, repeated] {
+        let c = condition(&partly, test);
+        assert_eq!(c["verdict"], "not-fixed", "{test}");
+        assert_eq!(c["signatures"][0]["seen_before"], true, "{test}: its own failure: {c}");
+    }
+
+    // Every test fixed.
+    edit(
+        &project.join("tests/test_beta.py"),
+        "    assert SETTINGS.get",
+        "    SETTINGS[\"encoding\"] = \"utf-8\"\n    assert SETTINGS.get",
+    );
+    edit(&project.join("tests/test_gamma.py"), "    _RUNS.append(1)\n", "    _RUNS.clear()\n    _RUNS.append(1)\n");
+    let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
+    assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
+    for test in [victim, brittle, repeated] {
+        let c = condition(&fixed, test);
+        assert_eq!(c["now"]["attempts"], c["needed"], "{test}");
+    }
+    // A suite's reproducers are its commands.
+    let out = crate::harness::flakehunt().args(["verify", "rec", "--", "true"]).current_dir(&project).output();
+    refused_with(&out, 2, "whose reproducers are the commands verify runs");
 }

@@ -68,6 +68,10 @@ pub struct Condition {
     /// The failure signatures seen then under this cell (a failure now is the same failure when
     /// its signature is among any condition's).
     pub signatures: Vec<String>,
+    /// A suite's test whose reproducer the cell runs: a failure whose signature names it is that
+    /// test's failure (the suite's own runs and a reproducer's output are signed apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
 }
 
 impl Condition {

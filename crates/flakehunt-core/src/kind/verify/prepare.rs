@@ -42,8 +42,17 @@ pub fn new(spec: &HuntSpec, req: &VerifyRequest, sink: &mut dyn EventSink) -> Re
     let source = source::read(dir, req.level)?;
     let verified = &source.record.manifest;
     let command_given = !spec.target.command.is_empty() || spec.target.shell.is_some();
-    let adapter = verified.extra.adapter.clone();
-    let target = if command_given {
+    if command_given && source.target.is_some() {
+        return Err(HuntError::usage(format!(
+            "{} is a suite record, whose reproducers are the commands verify runs: drop the command after `--` (and --shell)",
+            dir.display()
+        )));
+    }
+    // A suite's reproducers name their runner themselves.
+    let adapter = verified.extra.adapter.clone().filter(|_| source.target.is_none());
+    let target = if let Some(reproducers) = source.target.clone() {
+        in_hunts_directory(reproducers, &source.record)?
+    } else if command_given {
         crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?
     } else {
         if let Some(a @ (Adapter::GoTest { .. } | Adapter::CargoTest { .. })) = &adapter {
@@ -74,8 +83,11 @@ pub fn new(spec: &HuntSpec, req: &VerifyRequest, sink: &mut dyn EventSink) -> Re
     settings.warm = warm;
     let options = VerifyOptions { command_given, ..source.options };
     sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
+    // A matrix's cells ran in clean rooms, when it asked for them: so do the verification's.
+    let matrix = verified.extra.matrix.clone().map(|m| crate::record::MatrixExtra { confirm: 0, against: None, ..m });
     let extra = Extra {
         adapter: adapter.filter(|a| !command_given && matches!(a, Adapter::Pytest { .. })),
+        matrix,
         verify: Some(options),
         ..Extra::default()
     };
@@ -103,7 +115,7 @@ fn in_hunts_directory(target: Target, record: &crate::record::Record) -> Result<
 pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) -> Vec<String> {
     use super::attempts;
     use super::options::Role;
-    use super::summary::level_text;
+    use super::summary::{confidence_text, level_text};
     use crate::analysis::stats::format_rate;
     let at = level_text(options.level);
     let miss = level_text(1.0 - options.level);
@@ -149,7 +161,7 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
             humantime::format_duration(budget),
             options.attempts,
             format_rate(weakest),
-            level_text(attempts::confidence_after(fits, weakest)),
+            confidence_text(attempts::confidence_after(fits, weakest)),
             duration_text(seconds),
         ));
     }

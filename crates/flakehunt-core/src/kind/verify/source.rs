@@ -10,7 +10,7 @@ use super::attempts;
 use super::options::{Condition, Role, VerifyOptions};
 use crate::analysis::{CellSummary, Summary};
 use crate::kind::adaptive::record::AdaptiveDetails;
-use crate::plan::CellSpec;
+use crate::plan::{CellSpec, Setting, Target};
 use crate::record::{Kind, Record, RecordError, ATTEMPTS, CELLS};
 use crate::spec::HuntError;
 
@@ -24,7 +24,13 @@ pub struct Source {
     pub cells: Vec<CellSpec>,
     /// The verified record.
     pub record: Record,
+    /// The command that runs the cells, when it is not the record's (a suite's reproducers: each
+    /// cell's is its `{reproducer}` placeholder).
+    pub target: Option<Target>,
 }
+
+/// The placeholder a suite verification's cells fill with their test's reproducer.
+const REPRODUCER: &str = "reproducer";
 
 /// Reads the record in `dir` and decides what verifies a fix of its failure at `level`.
 pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
@@ -32,6 +38,14 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
     let kind = record.manifest.kind;
     match kind {
         Kind::Sweep | Kind::Adaptive => {}
+        Kind::Matrix if record.manifest.extra.against().is_some() => {
+            return Err(HuntError::usage(format!(
+                "{} is a matrix --against record: verify re-runs the smallest overlay of a grid matrix, a hunt's arm or a sweep's profiles so far",
+                dir.display()
+            )))
+        }
+        Kind::Matrix => {}
+        Kind::Suite => {}
         Kind::Verify => {
             return Err(HuntError::usage(format!(
                 "{} is a verify record: verify the record it verifies ({}) instead",
@@ -39,25 +53,32 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
                 record.manifest.extra.verify.as_ref().map_or_else(|| "?".into(), |v| v.record.display().to_string())
             )))
         }
-        Kind::Matrix | Kind::Suite | Kind::Fire => {
+        Kind::Fire => {
             return Err(HuntError::usage(format!(
-                "{} is a {} record: verify re-runs the reproduction of a `hunt` or a `sweep` record so far",
+                "{} is a fire record: verify re-runs the reproduction of a `hunt`, `sweep`, `matrix` or `suite` record so far",
                 dir.display(),
-                kind.name()
             )))
         }
     }
     let summary = crate::kind::summarize(&record)?;
-    if summary.failures == 0 || summary.verdict == "not-reproduced" {
+    if summary.failures == 0 || matches!(summary.verdict.as_str(), "not-reproduced" | "rumour") {
         return Err(HuntError::usage(format!(
             "{} reproduced nothing (verdict {}): there is no failure to prove fixed; verify the record of a hunt that reproduced it",
             dir.display(),
             summary.verdict
         )));
     }
-    let signatures = signatures_by_cell(&record)?;
+    let mut signatures = signatures_by_cell(&record)?;
+    let mut suite_cells = None;
     let mut conditions = match kind {
         Kind::Adaptive => hunt_conditions(&summary),
+        Kind::Matrix => matrix_conditions(&summary),
+        Kind::Suite => {
+            let (conditions, cells, by_test) = suite_conditions(dir, &summary, &record)?;
+            suite_cells = Some(cells);
+            signatures = by_test;
+            conditions
+        }
         _ => sweep_conditions(&summary),
     };
     for c in &mut conditions {
@@ -74,7 +95,10 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
         )));
     };
     crate::bounds::check_runs("the attempts a verification needs", most)?;
-    let all = record.cells()?;
+    let all = match &suite_cells {
+        Some(cells) => cells.clone(),
+        None => record.cells()?,
+    };
     let cells = conditions
         .iter()
         .map(|c| {
@@ -97,7 +121,8 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
         attempts: most,
         command_given: false,
     };
-    Ok(Source { options, cells, record })
+    let target = suite_cells.map(|_| Target::shell(format!("{{{REPRODUCER}}}")));
+    Ok(Source { options, cells, record, target })
 }
 
 /// A condition from a cell's counts in `summary`.
@@ -112,6 +137,7 @@ fn from_cell(c: &CellSummary, role: Role, source: &str) -> Condition {
         needed: None,
         mean_seconds: c.mean_seconds,
         signatures: Vec::new(),
+        test: None,
     }
 }
 
@@ -123,6 +149,88 @@ fn sweep_conditions(summary: &Summary) -> Vec<Condition> {
     let cells: Vec<&CellSummary> =
         if amplifying.is_empty() { summary.cells.iter().filter(|c| c.failures > 0).collect() } else { amplifying };
     cells.into_iter().map(|c| from_cell(c, Role::Condition, "the sweep")).collect()
+}
+
+/// A matrix's conditions: the cell of each smallest overlay that still reproduces (the
+/// overlay's values, every other dimension at its baseline), which the minimisation found
+/// reproduced itself.
+fn matrix_conditions(summary: &Summary) -> Vec<Condition> {
+    let dimensions = summary.dimensions.as_deref().unwrap_or_default();
+    let mut out: Vec<Condition> = Vec::new();
+    for minimal in summary.cells.iter().filter_map(|c| c.minimal_overlay.as_ref()) {
+        let wanted = |d: &crate::kind::matrix::plan::Dimension| {
+            minimal.get(&d.name).cloned().or_else(|| d.values.first().cloned()).unwrap_or_default()
+        };
+        let cell = summary.cells.iter().find(|c| {
+            c.overlay.as_ref().is_some_and(|o| dimensions.iter().all(|d| o.get(&d.name) == Some(&wanted(d))))
+        });
+        if let Some(c) = cell.filter(|c| !out.iter().any(|o| o.cell == c.name)) {
+            out.push(from_cell(c, Role::Condition, "the matrix"));
+        }
+    }
+    out
+}
+
+/// A suite's conditions: each classified test's reproducer (its polluters then it, it alone, it
+/// twice in one process), at the rate its reproducer checks failed, each a cell that runs the
+/// reproducer through its `{reproducer}` placeholder; with the cells and the signatures of those
+/// checks, by test. Only a pytest suite's: a Go or Rust reproducer runs the test binary the suite
+/// built before the fix.
+#[expect(clippy::type_complexity, reason = "the three parts of one reading of the record")]
+fn suite_conditions(
+    dir: &Path,
+    summary: &Summary,
+    record: &Record,
+) -> Result<(Vec<Condition>, Vec<CellSpec>, BTreeMap<String, BTreeSet<String>>), HuntError> {
+    use crate::kind::suite::record::Role as SuiteRole;
+    let Some(suite) = &summary.suite else { return Ok(Default::default()) };
+    if suite.framework != crate::kind::suite::Framework::Pytest {
+        return Err(HuntError::usage(format!(
+            "{}: a Go or Rust suite's reproducers run the test binary the suite built before the fix: verify a pytest suite, or hunt the test again",
+            dir.display()
+        )));
+    }
+    let mut checks: BTreeMap<String, (u64, u64, BTreeSet<String>)> = BTreeMap::new();
+    for attempt in record.attempts()? {
+        let attempt = attempt?;
+        let Some(t) = attempt.suite.as_ref().filter(|t| t.role == SuiteRole::Reproducer) else { continue };
+        let Some(subject) = &t.subject else { continue };
+        let entry = checks.entry(subject.clone()).or_default();
+        if attempt.outcome != crate::record::Outcome::Slow {
+            entry.0 += 1;
+        }
+        if attempt.outcome.is_failure() {
+            entry.1 += 1;
+            entry.2.extend(attempt.signature.clone());
+        }
+    }
+    let (mut conditions, mut cells, mut signatures) = (Vec::new(), Vec::new(), BTreeMap::new());
+    for t in suite.tests.iter().filter(|t| !t.reproducer.is_empty()) {
+        let Some((attempts, failures, sigs)) = checks.remove(&t.id) else { continue };
+        let (lo, hi) = crate::analysis::stats::wilson(failures, attempts, crate::analysis::stats::Z95);
+        conditions.push(Condition {
+            cell: t.id.clone(),
+            role: Role::Condition,
+            source: "the suite's reproducer checks".into(),
+            attempts,
+            failures,
+            ci95: [lo, hi],
+            needed: None,
+            mean_seconds: summary.cells.first().map_or(0.0, |c| c.mean_seconds),
+            signatures: Vec::new(),
+            test: Some(t.id.clone()),
+        });
+        cells.push(CellSpec {
+            name: t.id.clone(),
+            profile: None,
+            overlay: vec![Setting::Placeholder {
+                name: REPRODUCER.into(),
+                value: crate::plan::shell_words(&t.reproducer),
+            }],
+        });
+        signatures.insert(t.id.clone(), sigs);
+    }
+    Ok((conditions, cells, signatures))
 }
 
 /// A hunt's conditions: its reproducing arm, at its level, alternating with the baseline, at the

@@ -115,6 +115,12 @@ impl VerifyDetails {
     }
 }
 
+/// A confidence reached, to a tenth of a percent (`64.6 %`, `0 %`).
+pub fn confidence_text(confidence: f64) -> String {
+    let text = format!("{:.1}", confidence * 100.0);
+    format!("{} %", text.trim_end_matches(".0"))
+}
+
 /// `99 %`, `99.9 %`.
 pub fn level_text(level: f64) -> String {
     let pct = level * 100.0;
@@ -139,7 +145,10 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
             .signatures
             .iter()
             .filter(|s| s.cells.contains(&c.cell))
-            .map(|s| SeenSignature { signature: s.signature.clone(), seen_before: seen.contains(&s.signature) })
+            .map(|s| {
+                let names_test = c.test.as_ref().is_some_and(|t| s.signature.contains(&format!(" {t}: ")));
+                SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen.contains(&s.signature) }
+            })
             .collect();
         results.push(judge(c, now, inert, signatures, level));
     }
@@ -234,11 +243,11 @@ fn judge(
             (
                 "inconclusive",
                 format!(
-                    "no failure under {name} in {} attempts (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
-                    now.attempts,
+                    "no failure under {name} in {} (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
+                    if now.attempts == 1 { "1 attempt".to_owned() } else { format!("{} attempts", now.attempts) },
                     format_rate(b),
                     format_rate(rule_out),
-                    level_text(attempts::confidence_after(now.attempts, rule_out)),
+                    confidence_text(attempts::confidence_after(now.attempts, rule_out)),
                 ),
             )
         }
@@ -275,6 +284,7 @@ mod tests {
             needed: attempts::rate_to_rule_out(failures, attempts).map(|p| attempts::needed(p, 0.99)),
             mean_seconds: 0.1,
             signatures: vec!["exit 1: AssertionError".into()],
+            test: None,
         }
     }
 
@@ -321,5 +331,7 @@ mod tests {
         assert_eq!(level_text(0.99), "99 %");
         assert_eq!(level_text(0.999), "99.9 %");
         assert_eq!(level_text(0.95), "95 %");
+        assert_eq!(confidence_text(0.646_12), "64.6 %");
+        assert_eq!(confidence_text(0.0), "0 %");
     }
 }
