@@ -19,7 +19,7 @@
 //! [`crate::redact`] before they are stored, because run records get attached
 //! to bug reports.
 
-mod commands;
+pub(crate) mod commands;
 pub mod python;
 pub mod system;
 pub mod toolchains;

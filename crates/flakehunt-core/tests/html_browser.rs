@@ -123,3 +123,63 @@ fn html_reports_render_in_chromium() {
         std::fs::copy(&pages.iter().find(|p| p.0 == "hunt").unwrap().1, shot).unwrap();
     }
 }
+
+/// A suite's table with a test id of 3,000 characters (a parametrize id) stays within the page:
+/// the id and its reproducer wrap, as laid out by the real browser.
+#[test]
+fn a_suites_long_test_id_wraps_within_the_page() {
+    use flakehunt_core::kind::suite::classify::Category;
+    use flakehunt_core::kind::suite::summary::{SuiteSummary, TestSummary};
+    use flakehunt_core::kind::suite::Framework;
+    let (mut summary, ctx, _) = common::sweep().build();
+    let id = format!("tests/test_param.py::test_p[{}]", "x".repeat(3000));
+    let test = TestSummary {
+        id: id.clone(),
+        attempts: 6,
+        failures: 6,
+        rate: 1.0,
+        ci95: [0.6, 1.0],
+        conditions: vec![],
+        category: Category::Deterministic,
+        condition: None,
+        polluters: vec![],
+        state_setters: vec![],
+        reproducer: vec!["python3".into(), "-m".into(), "pytest".into(), id.clone()],
+        message: None,
+        bisection: None,
+        alone: [3, 3],
+        repeated: [0, 0],
+        unreported: 0,
+    };
+    summary.suite = Some(SuiteSummary {
+        framework: Framework::Pytest,
+        collected: 2,
+        shuffled: true,
+        tests: vec![test],
+        classified: true,
+        incomplete: vec![],
+        unreported: vec![],
+    });
+    let page = html::render(&summary, &ctx);
+    assert!(page.contains(&id), "the id is shown whole, not cut");
+    // Measured by the browser itself: the page's width against the window's, the table's right
+    // edge against its card's.
+    let measure = "<script>\n\
+        const d = document.documentElement, card = document.getElementById('tests');\n\
+        const table = card.querySelector('table');\n\
+        const out = document.createElement('div');\n\
+        out.id = 'layout';\n\
+        out.textContent = [d.scrollWidth, d.clientWidth, table.getBoundingClientRect().right, card.getBoundingClientRect().right].map(Math.round).join(' ');\n\
+        document.body.appendChild(out);\n\
+        </script></body>";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("suite.html");
+    std::fs::write(&path, page.replace("</body>", measure)).unwrap();
+    let dom = rendered_dom(&path);
+    let start = dom.find("<div id=\"layout\">").expect("the measurement ran") + "<div id=\"layout\">".len();
+    let numbers: Vec<i64> =
+        dom[start..dom[start..].find('<').unwrap() + start].split(' ').map(|n| n.parse().unwrap()).collect();
+    let [scroll, client, table_right, card_right] = numbers[..] else { panic!("{numbers:?}") };
+    assert!(scroll <= client, "the page scrolls sideways: {scroll} > {client}");
+    assert!(table_right <= card_right, "the table runs out of its card: {table_right} > {card_right}");
+}

@@ -522,7 +522,7 @@ fn sweep_verdict(cells: &[CellSummary], failures: u64, attempts: u64, baseline: 
 }
 
 /// Sentences about what zero failures rule out.
-fn zero_failure_notes(cells: &[CellSummary]) -> Vec<String> {
+pub(crate) fn zero_failure_notes(cells: &[CellSummary]) -> Vec<String> {
     let mut notes = Vec::new();
     let clean: Vec<&CellSummary> = cells.iter().filter(|c| c.attempts > 0 && c.failures == 0).collect();
     // Name each clean cell when there are few; a large grid gets one sentence for all of them.

@@ -183,7 +183,8 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             // An adapter builds its test binary into the record, so a resumed hunt finds it.
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
-            let (target, adapter, built) = match crate::kind::adapter::target(&spec.target, &dir, spec.asked_checks())? {
+            let limit = crate::kind::suite::collect::collection_limit(spec);
+            let (target, adapter, built) = match crate::kind::adapter::target(&spec.target, &dir, spec.asked_checks(), limit)? {
                 Some((target, adapter, built)) => (target, Some(adapter), built),
                 None => {
                     let target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;

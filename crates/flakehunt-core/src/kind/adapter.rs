@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::checks::Checks;
 use crate::plan::Target;
@@ -24,17 +25,19 @@ pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", 
 
 /// The target an adapter option asks for and what the manifest records about it (`extra.adapter`),
 /// or none when no adapter option is given. A binary an adapter builds goes into the `record`
-/// directory, with the checks of `asked` its runner takes (see [`go_test`]).
+/// directory, with the checks of `asked` its runner takes (see [`go_test`]); collecting
+/// (`--pytest`) or checking a subtest's name (`--go-test`) is bounded by `timeout`.
 pub fn target(
     args: &TargetRequest,
     record: &Path,
     asked: Checks,
+    timeout: Duration,
 ) -> Result<Option<(Target, Adapter, Built)>, HuntError> {
     if let Some(name) = &args.cargo_test {
         return cargo_test(name, args.package.as_deref()).map(|(t, a)| Some((t, a, Built::default())));
     }
     if !args.go_test.is_empty() {
-        return go_test(&args.go_test, record, asked).map(Some);
+        return go_test(&args.go_test, record, asked, Some(timeout)).map(Some);
     }
     if let Some(nodes) = &args.pytest {
         let [node] = nodes.as_slice() else {
@@ -42,7 +45,7 @@ pub fn target(
                 "--pytest takes one node id here (flakehunt suite takes the paths to collect)",
             ));
         };
-        return pytest(node, args.python.as_deref()).map(|(t, a)| Some((t, a, Built::default())));
+        return pytest(node, args.python.as_deref(), timeout).map(|(t, a)| Some((t, a, Built::default())));
     }
     Ok(None)
 }
@@ -140,7 +143,7 @@ pub fn test_executables(messages: &str) -> Vec<TestBinary> {
 
 /// `dir` relative to the hunt's working directory when inside it, so that a clean room runs in
 /// its own copy; absolute otherwise.
-fn relative_to_cwd(dir: &Path) -> Result<PathBuf, HuntError> {
+pub(crate) fn relative_to_cwd(dir: &Path) -> Result<PathBuf, HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     Ok(match dir.strip_prefix(&cwd) {
         Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
@@ -254,9 +257,10 @@ pub fn go_resolve(all: &str, matched: &str, name: &str) -> Vec<String> {
 }
 
 /// The per-attempt argv: the test binary, with `-test.run ^NAME$` (and the subtest part of the
-/// name, if any) when one test was named.
+/// name, if any) when one test was named, and `-test.paniconexit0` as `go test` gives it (a test
+/// that calls `os.Exit(0)` fails instead of ending the attempt as a pass).
 pub fn go_argv(binary: &str, test: Option<&str>, subtests: Option<&str>) -> Vec<String> {
-    let mut argv = vec![binary.to_owned()];
+    let mut argv = vec![binary.to_owned(), "-test.paniconexit0".to_owned()];
     if let Some(name) = test {
         let pattern = match subtests {
             Some(rest) => format!("^{name}$/{rest}"),
@@ -305,11 +309,18 @@ fn first_line(bytes: &[u8]) -> String {
 
 /// `--go-test PKG [-run NAME]`: `go list` checks PKG is one package with tests, `go test -c`
 /// builds its test binary once into the record, and NAME is resolved to one top-level test with
-/// the binary's `-test.list`. Attempts run the binary in the package's directory, as `go test`
-/// does. The checks of `asked` shape the build: the goroutine leak check comes in through
-/// `-overlay` (see [`crate::checks::go`]) unless the package has a `TestMain` of its own, or
-/// the check cannot be built into it (then [`Built::note`] says so); the race detector is `-race`.
-pub(crate) fn go_test(values: &[String], record: &Path, asked: Checks) -> Result<(Target, Adapter, Built), HuntError> {
+/// the binary's `-test.list`; a subtest part (`TestA/sub`), which no list shows, is checked
+/// with one run of the test with `-test.v` within `check` (none: not checked). Attempts run the
+/// binary in the package's directory, as `go test` does. The checks of `asked` shape the build:
+/// the goroutine leak check comes in through `-overlay` (see [`crate::checks::go`]) unless the
+/// package has a `TestMain` of its own, or the check cannot be built into it (then
+/// [`Built::note`] says so); the race detector is `-race`.
+pub(crate) fn go_test(
+    values: &[String],
+    record: &Path,
+    asked: Checks,
+    check: Option<Duration>,
+) -> Result<(Target, Adapter, Built), HuntError> {
     let (pkg, run) = go_args(values).map_err(HuntError::usage)?;
     let cache = go_cache()?;
     let list = go_command(cache.as_ref())
@@ -438,6 +449,28 @@ pub(crate) fn go_test(values: &[String], record: &Path, asked: Checks) -> Result
         }
     };
 
+    if let (Some(top), Some(sub), Some(timeout)) = (test.as_deref(), subtests, check) {
+        let mut command = Command::new(&binary);
+        command
+            .args(go_argv(&binary.display().to_string(), Some(top), Some(sub))[1..].iter())
+            .arg("-test.v")
+            .current_dir(&package.dir);
+        let probe = crate::snapshot::commands::Probe { command, cap: 16 << 20, timeout };
+        let ran = crate::snapshot::commands::run_all(vec![probe], None, None).pop();
+        let started = match &ran {
+            Some(crate::snapshot::commands::Ran::Exited { stdout, .. }) => {
+                let prefix = format!("=== RUN   {top}/");
+                String::from_utf8_lossy(stdout).lines().any(|l| l.trim_start().starts_with(&prefix))
+            }
+            _ => true,
+        };
+        if !started {
+            return refuse(format!(
+                "--go-test: '{top}/{sub}' names no subtest of {top} (one run of {top} with -test.v started none)"
+            ));
+        }
+    }
+
     let binary = binary.display().to_string();
     let argv = go_argv(&binary, test.as_deref(), subtests);
     let dir = relative_to_cwd(&package.dir)?;
@@ -462,8 +495,9 @@ pub fn pytest_argv(python: &str, node: &str) -> Vec<String> {
 }
 
 /// `--pytest NODEID`, with the interpreter the user means (`--python`, `$VIRTUAL_ENV`,
-/// `./.venv`, `python3`), after checking that it can import pytest.
-fn pytest(node: &str, explicit: Option<&Path>) -> Result<(Target, Adapter), HuntError> {
+/// `./.venv`, `python3`), after checking that it can import pytest and that NODEID names at
+/// least one test (collected as the suite collects, within `timeout`).
+fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Target, Adapter), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
     let python = crate::exec::python::interpreter(explicit, venv.as_deref(), &cwd)?;
@@ -478,6 +512,23 @@ fn pytest(node: &str, explicit: Option<&Path>) -> Result<(Target, Adapter), Hunt
         return Err(HuntError::usage(format!(
             "--pytest needs pytest for {program}: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
         )));
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("flakehunt-collect-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a directory for the collection", e))?;
+    crate::kind::suite::pytestlog::write_plugin(scratch.path())
+        .map_err(|e| HuntError::io("cannot write flakehunt's pytest plugin", e))?;
+    let pytest = crate::kind::suite::order::Pytest::new(program.clone());
+    let collected = crate::kind::suite::collect::collect_pytest(
+        &python.program,
+        &pytest,
+        &[node.to_owned()],
+        scratch.path(),
+        timeout,
+    )?;
+    if collected.items.is_none_or(|items| items.is_empty()) {
+        return Err(HuntError::usage(format!("--pytest: '{node}' names no test (pytest collected none for it)")));
     }
     Ok((Target::argv(pytest_argv(&program, node)), Adapter::Pytest { node: node.to_owned() }))
 }
@@ -541,9 +592,13 @@ not json"#;
         assert_eq!(go_resolve(all, "TestTransferLog\n", "Log"), ["TestTransferLog"]);
         assert_eq!(go_resolve(all, "TestTransfer\nTestTransferLog\n", "Transfer").len(), 2);
         assert!(go_resolve(all, "", "TestNope").is_empty());
-        assert_eq!(go_argv("/r/p.test", Some("TestA"), None), ["/r/p.test", "-test.run", "^TestA$"]);
-        assert_eq!(go_argv("/r/p.test", Some("TestA"), Some("case_1")), ["/r/p.test", "-test.run", "^TestA$/case_1"]);
-        assert_eq!(go_argv("/r/p.test", None, None), ["/r/p.test"]);
+        let exit0 = "-test.paniconexit0";
+        assert_eq!(go_argv("/r/p.test", Some("TestA"), None), ["/r/p.test", exit0, "-test.run", "^TestA$"]);
+        assert_eq!(
+            go_argv("/r/p.test", Some("TestA"), Some("case_1")),
+            ["/r/p.test", exit0, "-test.run", "^TestA$/case_1"]
+        );
+        assert_eq!(go_argv("/r/p.test", None, None), ["/r/p.test", exit0]);
     }
 
     #[test]

@@ -68,12 +68,19 @@ impl GilHook {
         self.dir.path().join("reports").join(attempt.to_string())
     }
 
-    /// `PYTHONPATH` with the hook first, keeping what the user had.
-    pub fn pythonpath(&self) -> String {
-        match std::env::var("PYTHONPATH") {
-            Ok(existing) if !existing.is_empty() => format!("{}:{existing}", self.path().display()),
-            _ => self.path().display().to_string(),
+    /// `PYTHONPATH` with the hook first, keeping what the attempt would have had: `given` (the
+    /// launch's own value; `Some(None)`: unset), else this process's.
+    pub fn pythonpath(&self, given: Option<Option<std::ffi::OsString>>) -> std::ffi::OsString {
+        let existing = match given {
+            Some(value) => value,
+            None => std::env::var_os("PYTHONPATH"),
+        };
+        let mut path = self.path().as_os_str().to_owned();
+        if let Some(existing) = existing.filter(|e| !e.is_empty()) {
+            path.push(":");
+            path.push(existing);
         }
+        path
     }
 
     /// Reads and removes the reports of one attempt: the smallest interval any of its Python

@@ -302,7 +302,9 @@ impl Profile {
         }
         if let Some(interval) = k.python_switch_interval {
             if let Some(hook) = env.gil() {
-                launch.env.push(("PYTHONPATH".into(), Some(hook.pythonpath().into())));
+                // Chains the launch's own PYTHONPATH (a suite run's plugins), else the user's.
+                let given = launch.env.iter().rev().find(|(k, _)| k == "PYTHONPATH").map(|(_, v)| v.clone());
+                launch.env.push(("PYTHONPATH".into(), Some(hook.pythonpath(given))));
                 launch.env.push(("FLAKEHUNT_SWITCH_INTERVAL".into(), Some(interval.to_string().into())));
                 launch.env.push(("FLAKEHUNT_SWITCH_REPORT".into(), Some(hook.report_prefix(attempt).into_os_string())));
                 prepared.gil = Some(interval);

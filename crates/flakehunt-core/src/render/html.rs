@@ -775,7 +775,7 @@ fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
         s.collected
     );
     card(out, "tests", "Tests that failed", &hint, |out| {
-        out.push_str("<table>\n<thead><tr><th>test</th><th>category</th><th>failed</th><th>polluter / state-setter</th><th>condition</th><th>reproducer</th></tr></thead>\n<tbody>\n");
+        out.push_str("<table class=\"data tests\">\n<thead><tr><th>test</th><th>category</th><th>failed</th><th>polluter / state-setter</th><th>condition</th><th>reproducer</th></tr></thead>\n<tbody>\n");
         for t in &s.tests {
             let _ = writeln!(
                 out,
@@ -790,6 +790,18 @@ fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
         }
         out.push_str("</tbody>\n</table>\n");
     });
+    let incomplete = super::suite::incomplete(s);
+    if !incomplete.is_empty() {
+        let hint = "what these attempts did not report is no evidence that those tests pass";
+        let title = format!("Attempts that ended before all their tests reported ({})", s.incomplete_attempts());
+        card(out, "incomplete", &title, hint, |out| {
+            out.push_str("<ul>\n");
+            for line in &incomplete {
+                let _ = writeln!(out, "<li>{}</li>", esc(line));
+            }
+            out.push_str("</ul>\n");
+        });
+    }
 }
 
 fn signatures_card(out: &mut String, summary: &Summary) {
@@ -986,6 +998,7 @@ tr.meaning td{color:var(--muted);font-size:.85rem;padding:0 10px 8px 22px}
 tr.has-meaning td{border-bottom:none}
 table.kvtable th{width:190px;text-transform:none;letter-spacing:0;font-size:.85rem;white-space:normal;vertical-align:top;border-bottom:1px solid #eef1f4}
 table.kvtable td{word-break:break-word}
+table.tests td{overflow-wrap:anywhere}
 .badge{display:inline-block;font-size:.72rem;font-weight:600;padding:1px 8px;border-radius:999px;background:#eef1f4;color:var(--muted);vertical-align:1px}
 .badge.ok{background:var(--ok-bg);color:var(--ok)}.badge.warn{background:var(--warn-bg);color:var(--warn)}.badge.bad{background:var(--bad-bg);color:var(--bad)}
 svg.chart{width:100%;height:auto;display:block;font-family:inherit}

@@ -112,8 +112,17 @@ fn verify(out: &mut String, v: &crate::kind::verify::VerifyDetails) {
 /// A suite's tests that failed, with their culprits and reproducers.
 fn suite(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
     use super::suite::{condition, culprits, rate, reproducer};
+    let incomplete = super::suite::incomplete(s);
+    if !incomplete.is_empty() {
+        let _ =
+            writeln!(out, "\n### Attempts that ended before all their tests reported ({})\n", s.incomplete_attempts());
+        for line in &incomplete {
+            let _ = writeln!(out, "- {}", md_cell(line));
+        }
+    }
     if s.tests.is_empty() {
-        let _ = writeln!(out, "\nNone of the {} tests collected failed.", s.collected);
+        let those = if incomplete.is_empty() { "" } else { " of those that reported" };
+        let _ = writeln!(out, "\nNone of the {} tests collected failed{those}.", s.collected);
         return;
     }
     let _ = writeln!(out, "\n### Tests that failed ({} of {} collected)\n", s.tests.len(), s.collected);

@@ -43,9 +43,63 @@ pub fn reproducer(t: &TestSummary) -> String {
     }
 }
 
-/// The terminal table of the tests that failed, or a line saying none did.
+/// The attempts that ended before all their tests reported, one line per reason
+/// (`shuffled attempts 0, 1, 2: the process ...`), then the tests that did not report; empty
+/// when every attempt's tests did.
+pub fn incomplete(s: &SuiteSummary) -> Vec<String> {
+    let mut lines = Vec::new();
+    for g in &s.incomplete {
+        let (attempts, ids) = (g.attempts.len(), ids_text(&g.attempts));
+        let noun = if attempts == 1 { "attempt" } else { "attempts" };
+        lines.push(format!("{} {noun} {ids}: {}", g.phase, g.why));
+    }
+    if !s.unreported.is_empty() {
+        const SHOWN: usize = 5;
+        let mut named: Vec<String> = s
+            .unreported
+            .iter()
+            .take(SHOWN)
+            .map(|t| format!("{} ({} {})", t.id, t.attempts, if t.attempts == 1 { "attempt" } else { "attempts" }))
+            .collect();
+        if s.unreported.len() > SHOWN {
+            named.push(format!("and {} more", s.unreported.len() - SHOWN));
+        }
+        lines.push(format!("did not report in some shuffled attempts: {}", named.join(", ")));
+    }
+    lines
+}
+
+/// Attempt ids, the first ten then how many more.
+fn ids_text(ids: &[u64]) -> String {
+    const SHOWN: usize = 10;
+    let mut text: Vec<String> = ids.iter().take(SHOWN).map(u64::to_string).collect();
+    if ids.len() > SHOWN {
+        text.push(format!("and {} more", ids.len() - SHOWN));
+    }
+    text.join(", ")
+}
+
+/// The terminal table of the tests that failed, or a line saying none did; then the attempts
+/// that ended before all their tests reported.
 pub fn table(s: &SuiteSummary) -> String {
+    let mut out = tests_table(s);
+    let incomplete = incomplete(s);
+    if !incomplete.is_empty() {
+        let n = s.incomplete_attempts();
+        let noun = if n == 1 { "attempt" } else { "attempts" };
+        out.push_str(&format!("ended before all their tests reported ({n} {noun}):\n"));
+        for line in incomplete {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out
+}
+
+fn tests_table(s: &SuiteSummary) -> String {
     if s.tests.is_empty() {
+        if !s.incomplete.is_empty() {
+            return format!("tests: none of the {} collected failed of those that reported\n", s.collected);
+        }
         return format!("tests: none of the {} collected failed\n", s.collected);
     }
     let mut table = Table::new();
@@ -99,6 +153,7 @@ mod tests {
             bisection: None,
             alone: [3, 0],
             repeated: [0, 0],
+            unreported: 0,
         };
         let s = SuiteSummary {
             framework: Framework::Pytest,
@@ -106,6 +161,8 @@ mod tests {
             shuffled: true,
             tests: vec![victim],
             classified: true,
+            incomplete: vec![],
+            unreported: vec![],
         };
         let text = table(&s);
         assert!(text.starts_with("tests that failed (1 of 9 collected):"), "{text}");
@@ -121,5 +178,22 @@ mod tests {
         }
         let none = SuiteSummary { tests: vec![], ..s };
         assert_eq!(table(&none), "tests: none of the 9 collected failed\n");
+        let cut = SuiteSummary {
+            incomplete: vec![crate::kind::suite::summary::IncompleteRuns {
+                why: "the process was killed by SIGSEGV while b.py::test_c ran (4 of its 9 tests did not report)"
+                    .into(),
+                phase: "shuffled".into(),
+                attempts: vec![2, 5],
+            }],
+            unreported: vec![crate::kind::suite::summary::UnreportedTest { id: "b.py::test_d".into(), attempts: 2 }],
+            ..none
+        };
+        assert_eq!(
+            table(&cut),
+            "tests: none of the 9 collected failed of those that reported\n\
+             ended before all their tests reported (2 attempts):\n  \
+             shuffled attempts 2, 5: the process was killed by SIGSEGV while b.py::test_c ran (4 of its 9 tests did not report)\n  \
+             did not report in some shuffled attempts: b.py::test_d (2 attempts)\n"
+        );
     }
 }

@@ -15,7 +15,7 @@ const POLL: Duration = Duration::from_millis(5);
 
 /// One command to run, with how much of its output to keep and how long it may take.
 #[derive(Debug)]
-pub(super) struct Probe {
+pub(crate) struct Probe {
     /// The command (its stdio and process group are set by [`run_all`]).
     pub command: Command,
     /// Bytes kept from each stream; more is read and discarded, so that a chatty command
@@ -27,7 +27,7 @@ pub(super) struct Probe {
 
 /// What became of a [`Probe`].
 #[derive(Debug)]
-pub(super) enum Ran {
+pub(crate) enum Ran {
     /// It could not be started (not installed, not executable).
     NotStarted(std::io::Error),
     /// It was still running at its deadline and was killed.
@@ -89,7 +89,7 @@ struct Running {
 /// With `tree`, each is registered as flakehunt's own (an attempt's orphan sweep never takes it
 /// for a leak); with `run_id`, it carries `FLAKEHUNT_RUN_ID`, so the hunt's watchdog ends it if
 /// flakehunt dies.
-pub(super) fn run_all(probes: Vec<Probe>, tree: Option<&ProcessTree>, run_id: Option<&str>) -> Vec<Ran> {
+pub(crate) fn run_all(probes: Vec<Probe>, tree: Option<&ProcessTree>, run_id: Option<&str>) -> Vec<Ran> {
     let mut results: Vec<Option<Ran>> = probes.iter().map(|_| None).collect();
     let mut running: Vec<(usize, Running)> = Vec::new();
     for (i, probe) in probes.into_iter().enumerate() {

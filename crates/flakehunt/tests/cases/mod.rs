@@ -5,6 +5,7 @@ mod adversarial_input;
 mod adversarial_record;
 mod adversarial_secrets;
 mod adversarial_state;
+mod adversarial_suite;
 mod adversarial_warm;
 mod checks;
 mod controls;

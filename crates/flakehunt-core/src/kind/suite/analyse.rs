@@ -121,6 +121,7 @@ pub fn analyse(setup: &SuiteSetup, mut tallies: Tallies, cells: &[String], runs:
     for t in &mut summary.tests {
         t.bisection = bisections.remove(&t.id);
     }
+    summary.add_incomplete(&c.tallies);
     Analysis { summary, complete: c.complete }
 }
 
@@ -142,9 +143,12 @@ impl Classifier<'_> {
         got
     }
 
-    /// Whether `test` failed in a run of `req`; none when the run could not be had.
+    /// Whether `test` failed in a run of `req`; none when the run could not be had, or ended
+    /// before the test reported (no evidence either way).
     fn failed(&mut self, req: &Request, test: &TestId) -> Option<bool> {
-        self.run(req).map(|t| t.tests.iter().any(|r| r.id == *test && r.outcome.is_failure()))
+        let t = self.run(req)?;
+        let failed = t.tests.iter().any(|r| r.id == *test && r.outcome.is_failure());
+        (failed || t.reported(test)).then_some(failed)
     }
 
     /// One failing test's confirmation runs; its reproducer (empty when none fails twice) and
@@ -333,6 +337,8 @@ mod tests {
                 shuffle: None,
                 tests: results,
                 reproducer: req.argv.clone(),
+                unreported: vec![],
+                incomplete: None,
             })
         }
     }
@@ -340,7 +346,7 @@ mod tests {
     #[test]
     fn each_category_with_its_culprit_and_a_checked_reproducer() {
         let setup = SuiteSetup {
-            runner: SuiteRunner::Pytest { pytest: Pytest { python: "py".into() }, paths: vec![] },
+            runner: SuiteRunner::Pytest { pytest: Pytest::new("py"), paths: vec![] },
             selection: ["p", "v", "s", "b", "n", "f", "c", "d"].map(String::from).to_vec(),
             files: "/rec".into(),
             python_path: None,
@@ -387,6 +393,8 @@ mod tests {
             shuffle: None,
             tests: vec![],
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         };
         let mut replay = Replay::default();
         replay.add(t.clone());
@@ -412,6 +420,8 @@ mod tests {
                 r("b", TestOutcome::Fail),
             ],
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         };
         assert_eq!(second_run_failed(&t).into_iter().collect::<Vec<_>>(), ["a"]);
     }

@@ -68,10 +68,18 @@ pub struct TestTally {
     pub repeat_failures: u64,
     /// Per cell, the baseline first (empty or one entry: no conditions varied).
     pub conditions: Vec<ConditionTally>,
+    /// Shuffled attempts it was to run in that ended before it reported (counted in neither
+    /// `attempts` nor `failures`: no evidence either way).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unreported: u64,
     /// Confirmed polluters (a bisection's result), empty when none was found.
     pub polluters: Vec<TestId>,
     /// Confirmed state-setters, empty when none was found.
     pub state_setters: Vec<TestId>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A test's category, with the condition it is sensitive to.

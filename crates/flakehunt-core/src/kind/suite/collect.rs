@@ -1,27 +1,17 @@
-//! Collection: the test ids a runner lists, read from its output once per hunt. Pure functions
-//! over the text: [`pytest_node_ids`], [`go_test_names`], [`libtest_names`].
+//! Collection: the test ids a runner lists, once per hunt. Go's and libtest's are read from
+//! their output by pure functions ([`go_test_names`], [`libtest_names`]); pytest's is run by
+//! [`collect_pytest`] and read from what flakehunt's plugin wrote
+//! ([`super::pytestlog::Collected`]), not from pytest's output, which a project's options change.
 
-use super::{ParseError, TestId};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
-/// The node ids `python -m pytest --collect-only -q` printed: one a line, before the first
-/// blank line (after it come the warnings summary and the count). A collection error (pytest
-/// prints `ERROR path` lines and `Interrupted: N error during collection`) is an error naming
-/// the first file that failed, because running the rest would hide that file's tests.
-pub fn pytest_node_ids(output: &str) -> Result<Vec<TestId>, ParseError> {
-    if let Some(line) = output.lines().find(|l| l.starts_with("ERROR ")) {
-        return Err(ParseError::Collection(format!("pytest could not collect {}", line["ERROR ".len()..].trim())));
-    }
-    if let Some(line) = output.lines().find(|l| l.contains("Interrupted: ") && l.contains("during collection")) {
-        return Err(ParseError::Collection(line.trim_matches(|c: char| c == '!' || c.is_whitespace()).to_owned()));
-    }
-    Ok(output
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        // Every item's node id has `path::name`; a plugin's banner line has not.
-        .filter(|l| l.contains("::") && !l.starts_with(char::is_whitespace))
-        .map(str::to_owned)
-        .collect())
-}
+use super::order::Pytest;
+use super::setup::error_line;
+use super::{pytestlog, TestId};
+use crate::snapshot::commands::{self, Probe, Ran};
+use crate::spec::{HuntError, HuntSpec};
 
 /// The top-level tests `BIN -test.list .` printed: one a line. Examples, benchmarks and fuzz
 /// targets are listed too; only `Test...` names are tests an attempt runs (`-test.run` does
@@ -41,38 +31,110 @@ pub fn libtest_names(output: &str) -> Vec<TestId> {
     output.lines().filter_map(|l| l.strip_suffix(": test")).map(str::to_owned).collect()
 }
 
+/// The shortest time a collection is given, whatever `--timeout` says: an attempt's limit fits
+/// a warm attempt of milliseconds, and a collection is a cold start (an interpreter, its
+/// plugins, every test module).
+const COLLECTION_FLOOR: Duration = Duration::from_secs(60);
+
+/// How long the collection of the hunt `spec` may take: `--timeout` (default 10 minutes), and
+/// at least [`COLLECTION_FLOOR`].
+pub(crate) fn collection_limit(spec: &HuntSpec) -> Duration {
+    spec.settings.timeout.max(COLLECTION_FLOOR)
+}
+
+/// One collection run: `python -m pytest -p flakehunt_suite --flakehunt-collect FILE
+/// --collect-only [PATHS]` in the current directory, its process group ended at `timeout`.
+/// What pytest could not collect is an error quoting pytest's own message.
+pub(crate) fn collect_pytest(
+    program: &Path,
+    pytest: &Pytest,
+    paths: &[String],
+    dir: &Path,
+    timeout: Duration,
+) -> Result<pytestlog::Collected, HuntError> {
+    let file = dir.join("collected.json");
+    let _ = std::fs::remove_file(&file);
+    let argv = pytest.collect_argv(paths, &file);
+    let python_path = match std::env::var("PYTHONPATH") {
+        Ok(p) if !p.is_empty() => format!("{}:{p}", dir.display()),
+        _ => dir.display().to_string(),
+    };
+    let mut command = Command::new(program);
+    command.args(&argv[1..]).env("PYTHONDONTWRITEBYTECODE", "1").env("PYTHONPATH", python_path);
+    let probe = Probe { command, cap: 1 << 20, timeout };
+    let ran = commands::run_all(vec![probe], None, None).pop().expect("one probe, one result");
+    let collected = std::fs::read_to_string(&file).ok().and_then(|t| pytestlog::Collected::parse(&t).ok());
+    let program = program.display().to_string();
+    if let Some(l) = collected.as_ref().and_then(|c| c.symlink_loop.as_ref()) {
+        return Err(collection(format!(
+            "{} is a symlink to {}, a directory that contains it: pytest would collect through it again and again (remove the link, or add it to norecursedirs)",
+            l.path, l.target
+        )));
+    }
+    let (status, stdout, stderr) = match ran {
+        Ran::NotStarted(cause) => {
+            return Err(HuntError::Tool {
+                what: format!("cannot run {program}"),
+                cause,
+                advice: "give the interpreter with --python PATH",
+            })
+        }
+        Ran::TimedOut(after) => {
+            return Err(collection(format!(
+                "pytest's collection did not finish within {} s (--timeout, and at least 60 s): look for a conftest or a test module that hangs at import",
+                after.as_secs_f64()
+            )))
+        }
+        Ran::Exited { status, stdout, stderr } => (status, stdout, stderr),
+    };
+    let stderr = String::from_utf8_lossy(&stderr);
+    if !status.success() && stderr.contains("No module named pytest") {
+        return Err(HuntError::usage(format!(
+            "{program} has no pytest: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
+        )));
+    }
+    match collected {
+        Some(c) if c.items.is_some() => match c.errors.first() {
+            Some(e) => {
+                let more = match c.errors.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more files)", n - 1),
+                };
+                Err(collection(format!("pytest could not collect {}: {}{more}", e.nodeid, e.message)))
+            }
+            None => Ok(c),
+        },
+        _ => {
+            let stdout = String::from_utf8_lossy(&stdout);
+            let why = error_line(&stderr)
+                .or_else(|| error_line(&stdout))
+                .or_else(|| last_line(&stderr))
+                .or_else(|| last_line(&stdout))
+                .unwrap_or_else(|| "no output".to_owned());
+            let hint = if why.contains("unrecognized arguments") {
+                " (flakehunt disables the pytest plugins that reorder or re-run tests: randomly, cacheprovider, rerunfailures and flaky; an option of theirs in the project's addopts must go)"
+            } else {
+                ""
+            };
+            let code = status.code().map_or_else(|| status.to_string(), |c| format!("exit code {c}"));
+            Err(collection(format!("pytest stopped before it collected ({code}): {why}{hint}")))
+        }
+    }
+}
+
+/// A collection that gave no test ids (shown after `--pytest: `).
+fn collection(why: String) -> HuntError {
+    HuntError::Collection(crate::kind::suite::ParseError::Collection(why))
+}
+
+/// The last non-empty line of `text`, cut to a message's length.
+fn last_line(text: &str) -> Option<String> {
+    text.lines().map(str::trim).rfind(|l| !l.is_empty()).and_then(crate::kind::suite::short_message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pytest_ids_stop_at_the_blank_line_before_warnings_and_the_count() {
-        // pytest 9.2's output for a file with a warning at import.
-        let out = "test_ok.py::test_a\ntest_warn.py::test_c\ntests/t.py::TestK::test_m[a b-1]\n\n\
-                   =============================== warnings summary ===============================\n\
-                   test_warn.py:2\n  /tmp/pc/test_warn.py:2: UserWarning: w\n    warnings.warn(\"w\")\n\n\
-                   -- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html\n\
-                   3 tests collected in 0.01s\n";
-        assert_eq!(
-            pytest_node_ids(out).unwrap(),
-            ["test_ok.py::test_a", "test_warn.py::test_c", "tests/t.py::TestK::test_m[a b-1]"]
-        );
-        assert_eq!(pytest_node_ids("\nno tests collected in 0.00s\n").unwrap(), Vec::<String>::new());
-    }
-
-    #[test]
-    fn pytest_collection_errors_name_the_file() {
-        let out = "test_ok.py::test_a\n\n==================================== ERRORS ====================================\n\
-                   _________________________ ERROR collecting test_bad.py _________________________\n\
-                   E   ModuleNotFoundError: No module named 'nope'\n\
-                   =========================== short test summary info ============================\n\
-                   ERROR test_bad.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n\
-                   1 test collected, 1 error in 0.47s\n";
-        let err = pytest_node_ids(out).unwrap_err().to_string();
-        assert_eq!(err, "collection failed: pytest could not collect test_bad.py");
-        let err = pytest_node_ids("!!! Interrupted: 2 errors during collection !!!\n").unwrap_err().to_string();
-        assert_eq!(err, "collection failed: Interrupted: 2 errors during collection");
-    }
 
     #[test]
     fn go_list_keeps_tests_only() {

@@ -8,24 +8,40 @@ use super::{short_message, TestId, TestOutcome, TestResult};
 /// Reads a libtest run's output: one result per `test NAME ... ok|FAILED|ignored` line, with a
 /// failure's message from its `---- NAME stdout ----` section. With `--nocapture` and one
 /// thread a test's own output may come between `test NAME ... ` and its status; a status on a
-/// line of its own is then given to the test that started last.
-pub fn libtest_results(output: &str) -> Vec<TestResult> {
-    let mut results = Vec::new();
+/// line of its own is then given to the test that started last. Only the tests of `known` (the
+/// collected list) count, each with its last status (libtest prints its own after anything a
+/// test wrote to the terminal itself), and a test whose status never came (the process
+/// aborted, exited or was killed while it ran) is an [`TestOutcome::Error`], last.
+pub fn libtest_results(output: &str, known: &[TestId]) -> Vec<TestResult> {
+    let known: std::collections::HashSet<&str> = known.iter().map(String::as_str).collect();
+    let mut results: Vec<TestResult> = Vec::new();
+    let set = |results: &mut Vec<TestResult>, name: String, outcome| {
+        if !known.contains(name.as_str()) {
+            return;
+        }
+        match results.iter_mut().find(|r| r.id == name) {
+            Some(r) => r.outcome = outcome,
+            None => results.push(TestResult::new(name, outcome, None)),
+        }
+    };
     let mut pending: Option<TestId> = None;
     for line in output.lines() {
         if let Some((name, rest)) = line.strip_prefix("test ").and_then(|l| l.split_once(" ... ")) {
             let name = name.strip_suffix(" - should panic").unwrap_or(name).to_owned();
             match status(rest) {
-                Some(outcome) => results.push(TestResult::new(name, outcome, None)),
+                Some(outcome) => set(&mut results, name, outcome),
                 // A benchmark's line (`bench: ...`) is no test result.
                 None if rest.starts_with("bench:") => {}
                 None => pending = Some(name),
             }
         } else if let Some(outcome) = status(line) {
             if let Some(name) = pending.take() {
-                results.push(TestResult::new(name, outcome, None));
+                set(&mut results, name, outcome);
             }
         }
+    }
+    if let Some(name) = pending.filter(|n| known.contains(n.as_str()) && !results.iter().any(|r| r.id == *n)) {
+        results.push(TestResult::new(name, TestOutcome::Error, Some(EXITED_WHILE_RUNNING.to_owned())));
     }
     let sections = failure_sections(output);
     for r in &mut results {
@@ -35,6 +51,9 @@ pub fn libtest_results(output: &str) -> Vec<TestResult> {
     }
     results
 }
+
+/// The message of a test whose status never came.
+pub const EXITED_WHILE_RUNNING: &str = "the test binary ended while this test ran";
 
 fn status(text: &str) -> Option<TestOutcome> {
     match text.trim_end() {
@@ -82,7 +101,8 @@ mod tests {
 
     #[test]
     fn statuses_and_failure_messages() {
-        let got = libtest_results(OUTPUT);
+        let known = ["tests::a", "tests::b", "tests::c", "tests::d", "tests::e", "bench_sum"].map(String::from);
+        let got = libtest_results(OUTPUT, &known);
         let ids: Vec<(&str, TestOutcome)> = got.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
         assert_eq!(
             ids,
@@ -106,12 +126,24 @@ mod tests {
     #[test]
     fn a_status_after_the_tests_own_output_belongs_to_it() {
         let out = "running 2 tests\ntest tests::a ... hello from a\nok\ntest tests::b ... FAILED\n";
-        let got = libtest_results(out);
+        let known = ["tests::a".to_owned(), "tests::b".to_owned(), "tests::c".to_owned()];
+        let got = libtest_results(out, &known);
         assert_eq!(
             got,
             [
                 TestResult::new("tests::a", TestOutcome::Pass, None),
                 TestResult::new("tests::b", TestOutcome::Fail, None)
+            ]
+        );
+        // The process ended while tests::c ran (an abort, an exit); a line naming a test that was
+        // never collected counts for nothing.
+        let cut = "running 3 tests\ntest tests::a ... ok\ntest tests::ghost ... FAILED\ntest tests::c ... ";
+        let got = libtest_results(cut, &known);
+        assert_eq!(
+            got,
+            [
+                TestResult::new("tests::a", TestOutcome::Pass, None),
+                TestResult::new("tests::c", TestOutcome::Error, Some(EXITED_WHILE_RUNNING.to_owned()))
             ]
         );
     }

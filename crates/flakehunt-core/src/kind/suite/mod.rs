@@ -10,10 +10,10 @@ pub mod classify;
 pub mod collect;
 pub mod gotest;
 mod hunt;
-pub mod junit;
 pub mod libtest;
 pub mod order;
 pub(crate) mod prepare;
+pub mod pytestlog;
 pub mod record;
 pub mod repeat;
 pub mod run;
@@ -106,7 +106,7 @@ impl TestResult {
 pub const MESSAGE_LIMIT: usize = 400;
 
 /// `text` cut to [`MESSAGE_LIMIT`] bytes at a character boundary, trimmed.
-fn short_message(text: &str) -> Option<String> {
+pub(crate) fn short_message(text: &str) -> Option<String> {
     let text = text.trim();
     if text.is_empty() {
         return None;
@@ -124,18 +124,9 @@ fn short_message(text: &str) -> Option<String> {
 /// What reading a runner's output can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum ParseError {
-    /// The collection printed no test ids and said why.
-    #[error("collection failed: {0}")]
+    /// The collection gave no test ids, and why (pytest's own words, quoted).
+    #[error("{0}")]
     Collection(String),
-    /// The JUnit XML is not well-formed.
-    #[error("cannot read the junit xml")]
-    Xml(#[source] quick_xml::Error),
-    /// The JUnit XML ends with elements still open.
-    #[error("the junit xml ends before its last element is closed")]
-    Truncated,
-    /// A JUnit XML attribute is not valid.
-    #[error("cannot read an attribute of the junit xml")]
-    XmlAttribute(#[source] quick_xml::events::attributes::AttrError),
     /// A line of a `go test -json` stream is not a test2json event.
     #[error("line {line} of the go test -json output is not a test2json event")]
     GoEvent {
@@ -151,9 +142,7 @@ impl crate::error_class::Classify for ParseError {
     fn class(&self) -> crate::error_class::ErrorClass {
         match self {
             // What the user's test runner printed, not flakehunt's data or the machine's.
-            Self::Collection(_) | Self::Xml(_) | Self::Truncated | Self::XmlAttribute(_) | Self::GoEvent { .. } => {
-                crate::error_class::ErrorClass::Usage
-            }
+            Self::Collection(_) | Self::GoEvent { .. } => crate::error_class::ErrorClass::Usage,
         }
     }
 }

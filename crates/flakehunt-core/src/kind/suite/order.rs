@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::repeat;
 use super::TestId;
+use super::{pytestlog, repeat};
 use crate::plan::Rng;
 
 /// Separates the order's random stream from the interleaving's and the profiles' streams of
@@ -36,41 +36,61 @@ pub const LIBTEST_ORDER_NOTE: &str = "libtest cannot run tests in a given order 
 pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "cacheprovider", "rerunfailures", "flaky"];
 
 /// A process to start: its argv and the variables to set on top of the attempt's environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Invocation {
     /// The program and its arguments.
     pub argv: Vec<String>,
     /// Variables to set, in order.
     pub env: Vec<(String, String)>,
+    /// A printed reproducer's directory, when it must start elsewhere than where it is pasted.
+    pub dir: Option<String>,
 }
 
 impl Invocation {
     fn argv(argv: Vec<String>) -> Self {
-        Self { argv, env: Vec::new() }
+        Self { argv, ..Self::default() }
     }
 
-    /// One argv a user can paste (no shell involved): `env K=V ... PROGRAM ARGS` when
-    /// variables are set.
+    /// One argv a user can paste (no shell involved): `env -C DIR K=V ... PROGRAM ARGS` when
+    /// it starts elsewhere or variables are set.
     pub fn reproducer(&self) -> Vec<String> {
-        if self.env.is_empty() {
+        if self.env.is_empty() && self.dir.is_none() {
             return self.argv.clone();
         }
         let mut argv = vec!["env".to_owned()];
+        if let Some(dir) = &self.dir {
+            argv.extend(["-C".to_owned(), dir.clone()]);
+        }
         argv.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
         argv.extend(self.argv.iter().cloned());
         argv
     }
 }
 
-/// pytest, run as `PYTHON -m pytest` from the suite's root directory (its node ids are
-/// relative to pytest's rootdir).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// pytest, run as `PYTHON -m pytest` from the suite's root directory (pytest's rootdir: node ids
+/// are relative to it).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Pytest {
     /// The interpreter the user means (`--python`, `$VIRTUAL_ENV`, `./.venv`, `python3`).
     pub python: String,
+    /// Options every run whose results flakehunt reads adds to the project's own: `-n0` when
+    /// the project's options have pytest-xdist distribute the tests (each attempt must run its
+    /// tests in its order, in one process).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// pytest's rootdir, where every run starts, when it is not the directory the hunt was
+    /// started in: printed reproducers then start with `env -C ROOT`, so that they run from
+    /// anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 impl Pytest {
+    /// The interpreter alone, with pytest's own options.
+    pub fn new(python: impl Into<String>) -> Self {
+        Self { python: python.into(), ..Self::default() }
+    }
+
     fn base(&self) -> Vec<String> {
         let mut argv = vec![self.python.clone(), "-m".into(), "pytest".into()];
         for plugin in PYTEST_NO_PLUGINS {
@@ -80,51 +100,85 @@ impl Pytest {
         argv
     }
 
-    /// The collection: `--collect-only -q` lists one node id a line.
-    pub fn collect_argv(&self, paths: &[String]) -> Vec<String> {
+    /// The argv of a run whose results flakehunt reads: the base, flakehunt's plugin (see
+    /// [`super::pytestlog`]), `--maxfail=0` (a project's `-x` or `--maxfail` would stop an
+    /// attempt at its first failure, and the tests after it would not run), `--rootdir=.` (the
+    /// runs start in the rootdir: older pytest versions would otherwise take the common
+    /// ancestor of the node ids given, and name the tests after it) and [`Self::options`].
+    fn reading(&self) -> Vec<String> {
         let mut argv = self.base();
-        argv.push("--collect-only".into());
+        argv.extend(["-p".into(), pytestlog::PLUGIN_MODULE.into(), "--maxfail=0".into(), "--rootdir=.".into()]);
+        argv.extend(self.options.iter().cloned());
+        argv
+    }
+
+    /// What follows `-m pytest` in every shuffled attempt and confirmation run, before its node
+    /// ids: a suite's warm parents collect with it.
+    pub fn run_options(&self) -> Vec<String> {
+        self.reading().split_off(3)
+    }
+
+    /// The collection: the plugin writes `session.items`' node ids and pytest's rootdir into
+    /// `file` ([`super::pytestlog::Collected`]). Run where the hunt was started, with the paths
+    /// given there (the rootdir is not known yet).
+    pub fn collect_argv(&self, paths: &[String], file: &Path) -> Vec<String> {
+        let mut argv = self.base();
+        argv.extend(["-p".into(), pytestlog::PLUGIN_MODULE.into()]);
+        argv.extend(self.options.iter().cloned());
+        argv.extend([pytestlog::COLLECT_OPTION.into(), file.display().to_string(), "--collect-only".into()]);
         argv.extend(paths.iter().cloned());
         argv
     }
 
-    /// An attempt, or a bisection run: pytest runs node ids given explicitly in the order given
-    /// (each is collected on its own, files and all, and items keep the order of the
-    /// arguments; checked against pytest 9.2 by `pytest_runs_node_ids_in_the_order_given`), and
-    /// writes each test's result to `junit` (a file in the attempt's scratch directory).
-    pub fn run(&self, order: &[TestId], junit: &Path) -> Invocation {
-        let mut argv = self.base();
-        argv.extend(["--junitxml".into(), junit.display().to_string()]);
-        argv.extend(order.iter().cloned());
-        Invocation::argv(argv)
-    }
-
-    /// `tests` run twice each, in a row, in one session: pytest would run a node id given
-    /// twice only once, even with `--keep-duplicates`, so flakehunt's plugin (written into
-    /// `plugin_dir` by [`repeat::write_plugin`]) repeats them. The plugin directory goes on
-    /// `PYTHONPATH` before `python_path`, the attempt's own value.
-    pub fn repeat(
-        &self,
-        tests: &[TestId],
-        plugin_dir: &Path,
-        python_path: Option<&str>,
-        junit: Option<&Path>,
-    ) -> Invocation {
-        let mut argv = self.base();
-        argv.extend(["-p".into(), repeat::PLUGIN_MODULE.into()]);
-        for t in tests {
-            argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
-        }
-        if let Some(junit) = junit {
-            argv.extend(["--junitxml".into(), junit.display().to_string()]);
-        }
-        argv.extend(tests.iter().cloned());
+    /// The environment of a run that loads flakehunt's plugins from `plugin_dir` (on
+    /// `PYTHONPATH` before `python_path`, the attempt's own value) and writes its events into
+    /// `results`.
+    fn plugin_env(plugin_dir: &Path, python_path: Option<&str>, results: Option<&Path>) -> Vec<(String, String)> {
         let dir = plugin_dir.display().to_string();
         let path = match python_path {
             Some(p) if !p.is_empty() => format!("{dir}:{p}"),
             _ => dir,
         };
-        Invocation { argv, env: vec![("PYTHONPATH".into(), path)] }
+        let mut env = vec![("PYTHONPATH".to_owned(), path)];
+        if let Some(results) = results {
+            env.push((pytestlog::RESULTS_VAR.to_owned(), results.display().to_string()));
+        }
+        env
+    }
+
+    /// An attempt, or a bisection run: pytest runs node ids given explicitly in the order given
+    /// (each is collected on its own, files and all, and items keep the order of the
+    /// arguments; checked against pytest 9.2 by `pytest_runs_node_ids_in_the_order_given`), and
+    /// the plugin loaded from `plugin_dir` writes each test's events to `results` (a file in the
+    /// attempt's scratch directory).
+    pub fn run(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation {
+        let mut argv = self.reading();
+        argv.extend(order.iter().cloned());
+        Invocation { argv, env: Self::plugin_env(plugin_dir, python_path, Some(results)), dir: None }
+    }
+
+    /// `tests` run twice each, in a row, in one session: pytest would run a node id given
+    /// twice only once, even with `--keep-duplicates`, so flakehunt's plugin (written into
+    /// `plugin_dir` by [`repeat::write_plugin`]) repeats them. With `results`, a run flakehunt
+    /// reads; without, the reproducer a user pastes.
+    pub fn repeat(
+        &self,
+        tests: &[TestId],
+        plugin_dir: &Path,
+        python_path: Option<&str>,
+        results: Option<&Path>,
+    ) -> Invocation {
+        let mut argv = if results.is_some() { self.reading() } else { self.base() };
+        argv.extend(["-p".into(), repeat::PLUGIN_MODULE.into()]);
+        for t in tests {
+            argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
+        }
+        argv.extend(tests.iter().cloned());
+        let mut inv = Invocation { argv, env: Self::plugin_env(plugin_dir, python_path, results), dir: None };
+        if results.is_none() {
+            inv.dir = self.root.clone();
+        }
+        inv
     }
 
     /// Every test of `order` twice in a row, in one session: the pass that finds the
@@ -135,20 +189,21 @@ impl Pytest {
         order: &[TestId],
         plugin_dir: &Path,
         python_path: Option<&str>,
-        junit: &Path,
+        results: &Path,
     ) -> Invocation {
-        let mut inv = self.repeat(&[], plugin_dir, python_path, Some(junit));
+        let mut inv = self.repeat(&[], plugin_dir, python_path, Some(results));
         inv.argv.push(repeat::REPEAT_ALL_OPTION.into());
         inv.argv.extend(order.iter().cloned());
         inv
     }
 
     /// The reproducer of an order-dependent failure: the culprits, then the test, in the order
-    /// they ran (`python -m pytest -p no:randomly ... tests/a.py::test_p tests/b.py::test_v`).
+    /// they ran (`python -m pytest -p no:randomly ... tests/a.py::test_p tests/b.py::test_v`),
+    /// from the rootdir.
     pub fn reproducer(&self, tests: &[TestId]) -> Vec<String> {
         let mut argv = self.base();
         argv.extend(tests.iter().cloned());
-        argv
+        Invocation { argv, env: Vec::new(), dir: self.root.clone() }.reproducer()
     }
 }
 
@@ -177,8 +232,11 @@ impl GoTest {
         vec![self.binary.display().to_string(), "-test.list".into(), ".".into()]
     }
 
+    /// The binary's argv. `-test.paniconexit0` as `go test` gives it: a test that calls
+    /// `os.Exit(0)` then fails (a panic) instead of ending the process with a success before the
+    /// tests after it ran.
     fn binary_args(&self, shuffle: Option<u64>, tests: Option<&[TestId]>, count: u32, verbose: bool) -> Vec<String> {
-        let mut argv = vec![self.binary.display().to_string()];
+        let mut argv = vec![self.binary.display().to_string(), "-test.paniconexit0".into()];
         if verbose {
             argv.push(if self.framing { "-test.v=test2json".into() } else { "-test.v".into() });
         }
@@ -295,25 +353,45 @@ mod tests {
 
     #[test]
     fn pytest_argvs() {
-        let py = Pytest { python: "/venv/bin/python".into() };
+        let py = Pytest::new("/venv/bin/python");
         let order = vec!["b.py::test_v".to_owned(), "a.py::test_p".to_owned()];
-        let run = py.run(&order, Path::new("/rec/scratch/3/junit.xml"));
+        let run = py.run(&order, Path::new("/rec/suite"), Some("/src"), Path::new("/rec/scratch/3/results.jsonl"));
         assert_eq!(
             run.argv.join(" "),
-            "/venv/bin/python -m pytest -p no:randomly -p no:cacheprovider -p no:rerunfailures -p no:flaky -q --junitxml /rec/scratch/3/junit.xml b.py::test_v a.py::test_p"
+            "/venv/bin/python -m pytest -p no:randomly -p no:cacheprovider -p no:rerunfailures -p no:flaky -q -p flakehunt_suite --maxfail=0 --rootdir=. b.py::test_v a.py::test_p"
         );
-        assert!(run.env.is_empty());
+        assert_eq!(
+            run.env,
+            [
+                ("PYTHONPATH".to_owned(), "/rec/suite:/src".to_owned()),
+                ("FLAKEHUNT_SUITE_RESULTS".to_owned(), "/rec/scratch/3/results.jsonl".to_owned())
+            ]
+        );
+        assert_eq!(py.run_options(), run.argv[3..run.argv.len() - 2], "what a warm parent collects with");
         let rep = py.repeat(&order[..1], Path::new("/rec/plugin"), Some("/src"), None);
         assert_eq!(
             rep.reproducer().join(" "),
-            "env PYTHONPATH=/rec/plugin:/src /venv/bin/python -m pytest -p no:randomly -p no:cacheprovider -p no:rerunfailures -p no:flaky -q -p flakehunt_repeat --flakehunt-repeat b.py::test_v b.py::test_v"
+            "env PYTHONPATH=/rec/plugin:/src /venv/bin/python -m pytest -p no:randomly -p no:cacheprovider -p no:rerunfailures -p no:flaky -q -p flakehunt_repeat --flakehunt-repeat b.py::test_v b.py::test_v",
+            "the reproducer a user pastes loads only the repeat plugin"
         );
         assert_eq!(
             py.repeat(&order[..1], Path::new("/p"), None, None).env,
             [("PYTHONPATH".to_owned(), "/p".to_owned())]
         );
         assert_eq!(py.reproducer(&order).last().unwrap(), "a.py::test_p");
-        assert_eq!(py.collect_argv(&["tests".into()])[12..], ["--collect-only", "tests"]);
+        let collect = py.collect_argv(&["tests".into()], Path::new("/tmp/c.json"));
+        assert_eq!(
+            collect[12..],
+            ["-p", "flakehunt_suite", "--flakehunt-collect", "/tmp/c.json", "--collect-only", "tests"]
+        );
+
+        // Elsewhere than the hunt's directory: reproducers start in the rootdir, and runs carry
+        // the options the collection found necessary.
+        let py = Pytest { options: vec!["-n0".into()], root: Some("/src/proj".into()), ..py };
+        assert_eq!(py.reproducer(&order)[..4], ["env", "-C", "/src/proj", "/venv/bin/python"]);
+        let rep = py.repeat(&order[..1], Path::new("/p"), None, None).reproducer();
+        assert_eq!(rep[..5], ["env", "-C", "/src/proj", "PYTHONPATH=/p", "/venv/bin/python"]);
+        assert!(py.run(&order, Path::new("/p"), None, Path::new("/r")).argv.contains(&"-n0".to_owned()));
     }
 
     #[test]
@@ -328,21 +406,24 @@ mod tests {
         let tests = vec!["TestPolluter".to_owned(), "TestVictim".to_owned()];
         assert_eq!(
             go.run(42, None).argv.join(" "),
-            "go tool test2json -t -p example.com/s /rec/s.test -test.v -test.shuffle=42"
+            "go tool test2json -t -p example.com/s /rec/s.test -test.paniconexit0 -test.v -test.shuffle=42"
         );
         assert_eq!(
             go.subset(42, &tests).argv.join(" "),
-            "go tool test2json -t -p example.com/s /rec/s.test -test.v -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
+            "go tool test2json -t -p example.com/s /rec/s.test -test.paniconexit0 -test.v -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
         );
         assert_eq!(
             go.repeat(&tests[1]).argv[6..].join(" "),
-            "/rec/s.test -test.v -test.run=^TestVictim$ -test.count=2"
+            "/rec/s.test -test.paniconexit0 -test.v -test.run=^TestVictim$ -test.count=2"
         );
         assert_eq!(
             go.reproducer(Some(42), &tests).join(" "),
-            "/rec/s.test -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
+            "/rec/s.test -test.paniconexit0 -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
         );
-        assert_eq!(go.repeat_reproducer(&tests[0]).join(" "), "/rec/s.test -test.run=^TestPolluter$ -test.count=2");
+        assert_eq!(
+            go.repeat_reproducer(&tests[0]).join(" "),
+            "/rec/s.test -test.paniconexit0 -test.run=^TestPolluter$ -test.count=2"
+        );
         let framed = GoTest { framing: true, ..go };
         assert!(framed.run(1, None).argv.contains(&"-test.v=test2json".to_owned()));
         assert_eq!(framed.collect_argv(), ["/rec/s.test", "-test.list", "."]);

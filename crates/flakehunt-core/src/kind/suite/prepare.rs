@@ -4,18 +4,21 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::events::{Event, EventSink, Fanout};
 use crate::exec::python;
 use crate::kind::suite::analyse::{self, Replay};
+use crate::kind::suite::collect::{self, collect_pytest, collection_limit};
 use crate::kind::suite::order::{GoTest, Pytest};
 use crate::kind::suite::record::Role;
 use crate::kind::suite::run::{Ids, Live, SuiteExecution};
 use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
-use crate::kind::suite::{collect, repeat};
+use crate::kind::suite::{pytestlog, repeat};
 use crate::plan::{CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
+use crate::snapshot::commands::{self, Probe, Ran};
 use crate::spec::{HuntError, HuntKind, HuntSpec};
 
 /// Refuses what a suite does not take, before anything is touched.
@@ -62,13 +65,13 @@ pub(crate) fn prepare(
     let python_path = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
     let mut checks = crate::kind::adapter::Built::default();
     let (target, runner, selection, adapter) = if let Some(paths) = &t.pytest {
-        let (target, runner, selection) = pytest(t.python.as_deref(), paths)?;
+        let (target, runner, selection) = pytest(t.python.as_deref(), paths, collection_limit(spec))?;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
         let (built, adapter, applied) =
-            crate::kind::adapter::go_test(std::slice::from_ref(pkg), dir, spec.asked_checks())?;
+            crate::kind::adapter::go_test(std::slice::from_ref(pkg), dir, spec.asked_checks(), None)?;
         checks = applied;
-        let (runner, selection) = go(&adapter)?;
+        let (runner, selection) = go(&adapter, collection_limit(spec))?;
         // Shown as the user's command, not the binary in this record (shards merge on it).
         let mut target = Target::argv(vec!["go".into(), "test".into(), pkg.clone()]);
         target.dir = built.dir;
@@ -108,45 +111,72 @@ pub(crate) fn cells(
     Ok((cells, Extra { adapter, suite: Some(setup), ..Extra::default() }))
 }
 
-/// `--pytest [PATH...]`: the interpreter the user means, with pytest, and its collection.
-fn pytest(explicit: Option<&Path>, paths: &[String]) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
+/// `--pytest [PATH...]`: the interpreter the user means, with pytest, and its collection
+/// through flakehunt's plugin, within `timeout`. Runs start in pytest's rootdir, which node ids
+/// are relative to.
+fn pytest(
+    explicit: Option<&Path>,
+    paths: &[String],
+    timeout: Duration,
+) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
     let interpreter = python::interpreter(explicit, venv.as_deref(), &cwd)?;
     let program = interpreter.program.display().to_string();
-    let pytest = Pytest { python: program.clone() };
-    let out = Command::new(&interpreter.program)
-        .args(&pytest.collect_argv(paths)[1..])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|cause| HuntError::Tool {
-            what: format!("cannot run {program}"),
-            cause,
-            advice: "give the interpreter with --python PATH",
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() && !text.contains("::") {
-        let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("No module named pytest") {
-            return Err(HuntError::usage(format!(
-                "{program} has no pytest: `{program} -m pip install pytest`, or give another interpreter with --python PATH"
-            )));
-        }
+    let scratch = tempfile::Builder::new()
+        .prefix("flakehunt-collect-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a directory for the collection", e))?;
+    pytestlog::write_plugin(scratch.path()).map_err(|e| {
+        HuntError::io(format!("cannot write flakehunt's pytest plugin into {}", scratch.path().display()), e)
+    })?;
+    let mut pytest = Pytest::new(program.clone());
+    let mut collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
+    if collected.xdist {
+        // Every attempt runs its tests in its order in one process: pytest-xdist must not
+        // distribute them (nor the collection, whose items would be the workers').
+        pytest.options.push("-n0".into());
+        collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
     }
-    let ids = collect::pytest_node_ids(&text).map_err(HuntError::Collection)?;
+    let ids = collected.items.unwrap_or_default();
     let mut argv = vec![program, "-m".into(), "pytest".into()];
     argv.extend(paths.iter().cloned());
-    Ok((Target::argv(argv), SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
+    let mut target = Target::argv(argv);
+    if let Some(root) = collected.rootdir.filter(|r| std::fs::canonicalize(r).ok() != std::fs::canonicalize(&cwd).ok())
+    {
+        target = target.in_dir(crate::kind::adapter::relative_to_cwd(&root)?);
+        pytest.root = Some(root.display().to_string());
+    }
+    Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
 }
 
-/// `--go-test PKG`: the binary the adapter built, its framing and its test list.
-fn go(adapter: &Adapter) -> Result<(SuiteRunner, Vec<String>), HuntError> {
+/// `--go-test PKG`: the binary the adapter built, its framing and its test list, each run within
+/// `timeout`. Go before 1.17 has no `-test.shuffle`, which every attempt's order needs.
+fn go(adapter: &Adapter, timeout: Duration) -> Result<(SuiteRunner, Vec<String>), HuntError> {
     let Adapter::GoTest { package, binary, dir, .. } = adapter else { unreachable!("the go adapter") };
-    let run = |args: &[&str]| Command::new(binary).args(args).current_dir(dir).stdin(Stdio::null()).output();
-    let list =
-        run(&["-test.list", "."]).map_err(|e| HuntError::io("cannot list the tests of the Go test binary", e))?;
-    let framing = run(&["-test.v=test2json", "-test.run=^$"]).is_ok_and(|o| o.status.success());
+    let version = Command::new("go").args(["env", "GOVERSION"]).output().ok().filter(|o| o.status.success());
+    let version = version.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default();
+    if go_minor(&version).is_some_and(|minor| minor < 17) {
+        return Err(HuntError::usage(format!(
+            "suite --go-test needs Go 1.17 or later (each attempt's order comes from -test.shuffle); this go is {version}"
+        )));
+    }
+    let run = |args: &[&str]| {
+        let mut command = Command::new(binary);
+        command.args(args).current_dir(dir);
+        commands::run_all(vec![Probe { command, cap: 16 << 20, timeout }], None, None).pop().expect("one result")
+    };
+    let list = match run(&["-test.list", "."]) {
+        Ran::Exited { stdout, .. } => String::from_utf8_lossy(&stdout).into_owned(),
+        Ran::NotStarted(e) => return Err(HuntError::io("cannot list the tests of the Go test binary", e)),
+        Ran::TimedOut(after) => {
+            return Err(HuntError::usage(format!(
+                "--go-test: the test binary's -test.list did not finish within {} s (--timeout, and at least 60 s): look for an init or a TestMain that hangs",
+                after.as_secs_f64()
+            )))
+        }
+    };
+    let framing = run(&["-test.v=test2json", "-test.run=^$"]).success().is_some();
     let test2json = Command::new("go")
         .args(["tool", "-n", "test2json"])
         .output()
@@ -155,7 +185,13 @@ fn go(adapter: &Adapter) -> Result<(SuiteRunner, Vec<String>), HuntError> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .filter(|p| Path::new(p).is_file());
     let go = GoTest { go: "go".into(), package: package.clone(), binary: binary.into(), framing, test2json };
-    Ok((SuiteRunner::Go { go, narrowed: false }, collect::go_test_names(&String::from_utf8_lossy(&list.stdout))))
+    Ok((SuiteRunner::Go { go, narrowed: false }, collect::go_test_names(&list)))
+}
+
+/// The minor version of `go1.M[.P]`, if `version` is one.
+fn go_minor(version: &str) -> Option<u32> {
+    let rest = version.strip_prefix("go1.")?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
@@ -231,8 +267,22 @@ pub(crate) fn execute(
         let options = crate::warm::WarmOptions { target: Some(target), ..session.warm_options(plan) };
         crate::warm::WarmCells::new(&session.tree, options)
     });
+    let plugins = tempfile::Builder::new()
+        .prefix("flakehunt-suite-")
+        .tempdir()
+        .map_err(|e| HuntError::io("cannot create a directory for flakehunt's pytest plugins", e))?;
+    let _tracked = session.watchdog.as_ref().map(|w| w.track_dir(plugins.path()));
+    crate::kind::suite::setup::write_plugins(plugins.path()).map_err(|e| {
+        HuntError::io(format!("cannot write flakehunt's pytest plugins into {}", plugins.path().display()), e)
+    })?;
     let inner = AttemptRunner { warm: warm.as_ref().map(|w| w as _), ..session.attempts(manifest, leak_timeout) };
-    let exec = SuiteExecution { inner, setup, seed: manifest.seed, said_cold: Default::default() };
+    let exec = SuiteExecution {
+        inner,
+        setup,
+        seed: manifest.seed,
+        said_cold: Default::default(),
+        plugins: plugins.path().to_owned(),
+    };
     let runner = Runner { attempts: exec.clone(), jobs: manifest.plan.jobs as usize, budget: session.durations.budget };
     let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
     sinks.event(&Event::Started { planned: plan.planned(), done })?;

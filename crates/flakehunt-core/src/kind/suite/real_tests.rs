@@ -7,7 +7,7 @@ use std::process::Command;
 
 use super::bisect::{BisectStatus, Bisector};
 use super::order::{attempt_order, GoTest, Invocation, Pytest};
-use super::{collect, gotest, junit, repeat, TestId, TestOutcome, TestResult};
+use super::{collect, gotest, pytestlog, repeat, TestId, TestOutcome, TestResult};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/suite").join(name)
@@ -24,7 +24,7 @@ fn available(tool: &str, works: bool, install: &str) -> bool {
 
 fn pytest() -> Option<Pytest> {
     let ok = Command::new("python3").args(["-m", "pytest", "--version"]).output().is_ok_and(|o| o.status.success());
-    available("python3 with pytest", ok, "python3 -m pip install pytest").then(|| Pytest { python: "python3".into() })
+    available("python3 with pytest", ok, "python3 -m pip install pytest").then(|| Pytest::new("python3"))
 }
 
 /// Runs an invocation in `dir` with `FLAKEHUNT_ITERATION` set; the exit code and stdout.
@@ -41,22 +41,38 @@ fn run(inv: &Invocation, dir: &Path, iteration: u64) -> (i32, String) {
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn pytest_collect(py: &Pytest) -> Vec<TestId> {
-    let inv = Invocation { argv: py.collect_argv(&[]), env: Vec::new() };
-    let (code, out) = run(&inv, &fixture("pytest"), 1);
-    assert_eq!(code, 0, "{out}");
-    collect::pytest_node_ids(&out).unwrap()
+/// A directory holding flakehunt's pytest plugins, as a hunt's record does.
+fn plugins() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    pytestlog::write_plugin(dir.path()).unwrap();
+    repeat::write_plugin(dir.path()).unwrap();
+    dir
 }
 
-/// Runs `order` with pytest and reads the junitxml back.
-fn pytest_run(py: &Pytest, order: &[TestId], collected: &[TestId], iteration: u64) -> Vec<TestResult> {
-    let scratch = tempfile::tempdir().unwrap();
-    let junit_path = scratch.path().join("junit.xml");
-    let (_, out) = run(&py.run(order, &junit_path), &fixture("pytest"), iteration);
-    let xml = std::fs::read_to_string(&junit_path).unwrap_or_else(|e| panic!("no junitxml ({e}): {out}"));
-    let got = junit::pytest_results(&xml, collected).unwrap();
-    assert!(got.unmatched.is_empty(), "{:?}", got.unmatched);
-    got.results
+fn pytest_collect(py: &Pytest) -> Vec<TestId> {
+    let dir = plugins();
+    let file = dir.path().join("collected.json");
+    let env = vec![("PYTHONPATH".to_owned(), dir.path().display().to_string())];
+    let inv = Invocation { argv: py.collect_argv(&[], &file), env, dir: None };
+    let (code, out) = run(&inv, &fixture("pytest"), 1);
+    assert_eq!(code, 0, "{out}");
+    let collected = pytestlog::Collected::parse(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(collected.errors.is_empty(), "{:?}", collected.errors);
+    collected.items.unwrap()
+}
+
+/// Runs `inv` (whose results file is `results`) and reads its events back.
+fn pytest_events(inv: &Invocation, results: &Path, iteration: u64) -> (i32, Vec<TestResult>) {
+    let (code, out) = run(inv, &fixture("pytest"), iteration);
+    let text = std::fs::read_to_string(results).unwrap_or_else(|e| panic!("no results file ({e}): {out}"));
+    (code, pytestlog::pytest_results(&text).results)
+}
+
+/// Runs `order` with pytest and reads the plugin's events back.
+fn pytest_run(py: &Pytest, order: &[TestId], iteration: u64) -> Vec<TestResult> {
+    let dir = plugins();
+    let results = dir.path().join("results.jsonl");
+    pytest_events(&py.run(order, dir.path(), None, &results), &results, iteration).1
 }
 
 fn outcome_of(results: &[TestResult], id: &str) -> TestOutcome {
@@ -88,7 +104,7 @@ fn pytest_runs_node_ids_in_the_order_given() {
     let collected = pytest_collect(&py);
     for attempt in 1..=3 {
         let order = attempt_order(&collected, 11, attempt);
-        let results = pytest_run(&py, &order, &collected, 1);
+        let results = pytest_run(&py, &order, 1);
         let ran: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ran, order.iter().map(String::as_str).collect::<Vec<_>>(), "attempt {attempt}");
         // The victim fails exactly when the polluter ran before it; the brittle test passes
@@ -107,10 +123,9 @@ fn pytest_runs_node_ids_in_the_order_given() {
 #[test]
 fn pytest_fixture_behaves_as_its_categories_say() {
     let Some(py) = pytest() else { return };
-    let collected = pytest_collect(&py);
     let one = |tests: &[&str], iteration| {
         let order: Vec<TestId> = tests.iter().map(|t| t.to_string()).collect();
-        pytest_run(&py, &order, &collected, iteration)
+        pytest_run(&py, &order, iteration)
     };
     assert_eq!(outcome_of(&one(&[VICTIM], 1), VICTIM), TestOutcome::Pass, "the victim passes alone");
     assert_eq!(outcome_of(&one(&[POLLUTER, VICTIM], 1), VICTIM), TestOutcome::Fail);
@@ -137,29 +152,26 @@ fn pytest_fixture_behaves_as_its_categories_say() {
 #[test]
 fn pytest_runs_a_node_id_given_twice_once_even_with_keep_duplicates() {
     let Some(py) = pytest() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let junit_path = scratch.path().join("junit.xml");
-    let mut inv = py.run(&[NON_IDEMPOTENT.to_owned(), NON_IDEMPOTENT.to_owned()], &junit_path);
+    let dir = plugins();
+    let results = dir.path().join("results.jsonl");
+    let mut inv = py.run(&[NON_IDEMPOTENT.to_owned(), NON_IDEMPOTENT.to_owned()], dir.path(), None, &results);
     inv.argv.insert(3, "--keep-duplicates".into());
-    let (code, out) = run(&inv, &fixture("pytest"), 1);
-    assert_eq!(code, 0, "{out}");
-    let results = junit::pytest_results(&std::fs::read_to_string(&junit_path).unwrap(), &[]).unwrap().results;
-    assert_eq!(results.len(), 1, "pytest ran it {} times: {out}", results.len());
+    let (code, results) = pytest_events(&inv, &results, 1);
+    assert_eq!(code, 0);
+    assert_eq!(results.len(), 1, "pytest ran it {} times", results.len());
 }
 
 #[test]
 fn the_repeat_plugin_runs_a_test_twice_in_one_session() {
     let Some(py) = pytest() else { return };
     let collected = pytest_collect(&py);
-    let scratch = tempfile::tempdir().unwrap();
-    repeat::write_plugin(scratch.path()).unwrap();
-    let junit_path = scratch.path().join("junit.xml");
+    let dir = plugins();
+    let results_file = dir.path().join("results.jsonl");
     let param = "tests/test_gamma.py::test_clean_param[1]".to_owned();
     let method = "tests/test_beta.py::TestBetaClass::test_clean_method".to_owned();
     let tests = [NON_IDEMPOTENT.to_owned(), param.clone(), method.clone()];
-    let (code, out) = run(&py.repeat(&tests, scratch.path(), None, Some(&junit_path)), &fixture("pytest"), 1);
-    assert_eq!(code, 1, "{out}");
-    let results = junit::pytest_results(&std::fs::read_to_string(&junit_path).unwrap(), &collected).unwrap().results;
+    let (code, results) = pytest_events(&py.repeat(&tests, dir.path(), None, Some(&results_file)), &results_file, 1);
+    assert_eq!(code, 1);
     let got: Vec<(&str, TestOutcome)> = results.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
     assert_eq!(
         got,
@@ -177,9 +189,10 @@ fn the_repeat_plugin_runs_a_test_twice_in_one_session() {
 
     // The whole suite twice each: only the non-idempotent test fails on its second run
     // after passing its first (the victim fails both times, after the polluter).
-    let (_, out) = run(&py.repeat_all(&collected, scratch.path(), None, &junit_path), &fixture("pytest"), 1);
-    let results = junit::pytest_results(&std::fs::read_to_string(&junit_path).unwrap(), &collected).unwrap().results;
-    assert_eq!(results.len(), 2 * collected.len(), "{out}");
+    std::fs::remove_file(&results_file).unwrap();
+    let inv = py.repeat_all(&collected, dir.path(), None, &results_file);
+    let (_, results) = pytest_events(&inv, &results_file, 1);
+    assert_eq!(results.len(), 2 * collected.len());
     let second_run_failed: Vec<&str> = results
         .chunks(2)
         .filter(|pair| pair[0].outcome == TestOutcome::Pass && pair[1].outcome.is_failure())
@@ -189,11 +202,40 @@ fn the_repeat_plugin_runs_a_test_twice_in_one_session() {
 
     // A node id that was not collected is a usage error (exit 4), not silently not repeated.
     let missing = ["tests/test_gamma.py::test_nope".to_owned()];
-    let mut inv = py.repeat(&missing, scratch.path(), None, None);
+    let mut inv = py.repeat(&missing, dir.path(), None, None);
     inv.argv.pop();
     inv.argv.push(NON_IDEMPOTENT.into());
     let (code, _) = run(&inv, &fixture("pytest"), 1);
     assert_eq!(code, 4);
+}
+
+/// The events of a process that dies in a test (a segfault) end with that test, an error; the
+/// tests after it reported nothing.
+#[test]
+fn a_pytest_process_that_dies_leaves_the_results_before_its_death() {
+    let Some(py) = pytest() else { return };
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        project.path().join("test_die.py"),
+        "import ctypes\n\ndef test_before():\n    pass\n\ndef test_dies():\n    ctypes.string_at(0)\n\ndef test_after():\n    pass\n",
+    )
+    .unwrap();
+    let dir = plugins();
+    let results = dir.path().join("results.jsonl");
+    let order = ["test_die.py::test_before", "test_die.py::test_dies", "test_die.py::test_after"].map(String::from);
+    let inv = py.run(&order, dir.path(), None, &results);
+    let out = Command::new(&inv.argv[0])
+        .args(&inv.argv[1..])
+        .envs(inv.env.iter().map(|(k, v)| (k, v)))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(libc::SIGSEGV));
+    let run = pytestlog::pytest_results(&std::fs::read_to_string(&results).unwrap());
+    let got: Vec<(&str, TestOutcome)> = run.results.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
+    assert_eq!(got, [(order[0].as_str(), TestOutcome::Pass), (order[1].as_str(), TestOutcome::Error)]);
+    assert_eq!(run.running.as_deref(), Some(order[1].as_str()));
 }
 
 #[test]
@@ -203,11 +245,11 @@ fn bisection_finds_the_pytest_polluter_and_state_setter() {
     // An order in which the victim failed: everything else, polluter included, before it.
     let prefix_of = |last: &str| -> Vec<TestId> { collected.iter().filter(|t| *t != last).cloned().collect() };
     let fails_after = |test: &'static str| {
-        let (py, collected) = (py.clone(), collected.clone());
+        let py = py.clone();
         move |before: &[TestId]| {
             let mut order = before.to_vec();
             order.push(test.to_owned());
-            outcome_of(&pytest_run(&py, &order, &collected, 1), test).is_failure()
+            outcome_of(&pytest_run(&py, &order, 1), test).is_failure()
         }
     };
     let victim = Bisector::default().polluters(&prefix_of(VICTIM), fails_after(VICTIM));
@@ -226,7 +268,7 @@ fn bisection_finds_the_pytest_polluter_and_state_setter() {
     let mut reproducer = victim.culprits.clone();
     reproducer.push(VICTIM.into());
     let argv = py.reproducer(&reproducer);
-    let (code, out) = run(&Invocation { argv, env: Vec::new() }, &fixture("pytest"), 1);
+    let (code, out) = run(&Invocation { argv, ..Invocation::default() }, &fixture("pytest"), 1);
     assert_eq!(code, 1, "{out}");
 }
 
@@ -256,6 +298,20 @@ fn go_binary(dir: &Path) -> Option<GoTest> {
     Some(GoTest { go: "go".into(), package: "example.com/flakehunt/suite".into(), binary, framing, test2json: None })
 }
 
+/// The fixture Go suite's top-level tests.
+const GO_TESTS: [&str; 10] = [
+    "TestPolluter",
+    "TestVictim",
+    "TestStateSetter",
+    "TestBrittle",
+    "TestNonIdempotent",
+    "TestEveryThird",
+    "TestCleanAlphaOne",
+    "TestCleanAlphaTwo",
+    "TestCleanSubtests",
+    "TestSkipped",
+];
+
 fn go_run(go: &GoTest, inv: &Invocation, dir: &Path, iteration: u64) -> gotest::GoRun {
     let out = Command::new(&inv.argv[0])
         .args(&inv.argv[1..])
@@ -265,7 +321,8 @@ fn go_run(go: &GoTest, inv: &Invocation, dir: &Path, iteration: u64) -> gotest::
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let run = gotest::go_results(&stdout).unwrap();
+    let count = if inv.argv.iter().any(|a| a == "-test.count=2") { 2 } else { 1 };
+    let run = gotest::go_results(&stdout, &GO_TESTS.map(String::from), count).unwrap();
     assert!(!run.results.is_empty(), "{} {stdout}", go.binary.display());
     run
 }

@@ -48,6 +48,22 @@ pub struct AttemptTests {
     /// A reproducer's check run: the exact argv it ran, as printed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reproducer: Vec<String>,
+    /// The tests it was to run that reported no result (the process died, hung, exited early,
+    /// or ran none): no evidence either way, never a pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreported: Vec<TestId>,
+    /// Why not every test it was to run reported, in one line (how the process ended, the test
+    /// it ended in, pytest's error): set whenever `unreported` is not empty or a test did not
+    /// finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+impl AttemptTests {
+    /// Whether `test` reported a result here (a subtest's result counts for its parent).
+    pub fn reported(&self, test: &str) -> bool {
+        !self.unreported.iter().any(|t| t == test)
+    }
 }
 
 /// Where a test's outcome can be replayed from: the attempt and the tests that ran before it.
@@ -74,12 +90,37 @@ pub struct Tallies {
     pub first_failure: BTreeMap<TestId, Prefix>,
     /// The first shuffled attempt a test passed in: where a brittle test's state-setters are.
     pub first_pass: BTreeMap<TestId, Prefix>,
+    /// Per test, the shuffled attempts it was to run in and reported nothing in.
+    pub unreported: BTreeMap<TestId, u64>,
+    /// The attempts (of any role) whose tests did not all report, in the order added.
+    pub incomplete: Vec<IncompleteAttempt>,
+}
+
+/// An attempt whose tests did not all report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncompleteAttempt {
+    /// Its id.
+    pub attempt: u64,
+    /// Why it ran.
+    pub role: Role,
+    /// Why its tests did not all report.
+    pub why: String,
+    /// How many of its tests reported nothing.
+    pub unreported: u64,
 }
 
 impl Tallies {
     /// Adds one attempt (its id, its cell's name and its suite part). Skipped tests count
     /// for nothing; bisection and reproducer runs only for messages.
     pub fn add(&mut self, attempt: u64, cell: &str, a: &AttemptTests) {
+        if let Some(why) = &a.incomplete {
+            self.incomplete.push(IncompleteAttempt {
+                attempt,
+                role: a.role,
+                why: why.clone(),
+                unreported: a.unreported.len() as u64,
+            });
+        }
         for r in &a.tests {
             if r.outcome.is_failure() {
                 if let Some(m) = &r.message {
@@ -112,6 +153,10 @@ impl Tallies {
     }
 
     fn add_shuffled(&mut self, attempt: u64, cell: &str, a: &AttemptTests) {
+        for id in &a.unreported {
+            *self.unreported.entry(id.clone()).or_default() += 1;
+            self.tests.entry(id.clone()).or_default().unreported += 1;
+        }
         for (id, failed) in per_test(&a.tests) {
             let t = self.tests.entry(id.clone()).or_default();
             t.attempts += 1;
@@ -165,6 +210,18 @@ fn per_test(results: &[TestResult]) -> Vec<(&TestId, bool)> {
     out
 }
 
+/// The phase a classification attempt is recorded with.
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Shuffled => "shuffled",
+        Role::Alone => "alone",
+        Role::Repeat => "repeat",
+        Role::RepeatAll => "repeat-all",
+        Role::Bisect => "bisect",
+        Role::Reproducer => "reproducer",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +245,8 @@ mod tests {
             shuffle: Some(99),
             tests: results(outcomes),
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         }
     }
 
@@ -204,6 +263,8 @@ mod tests {
             shuffle: None,
             tests: results(&[("v", o)]),
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         };
         t.add(4, "default", &alone(Pass));
         t.add(5, "default", &alone(Pass));
@@ -214,6 +275,8 @@ mod tests {
             shuffle: None,
             tests: results(&[("v", Pass), ("v", Pass)]),
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         };
         t.add(6, "default", &repeat);
         let all = AttemptTests {
@@ -223,6 +286,8 @@ mod tests {
             shuffle: None,
             tests: results(&[("p", Pass), ("p", Pass), ("n", Pass), ("n", Fail), ("x", Fail), ("x", Fail)]),
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         };
         t.add(7, "default", &all);
         let bisect = AttemptTests {
@@ -232,6 +297,8 @@ mod tests {
             shuffle: None,
             tests: results(&[("v", Fail)]),
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         };
         t.add(8, "default", &bisect);
 

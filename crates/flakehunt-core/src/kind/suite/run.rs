@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::analyse::{Replay, Runs};
-use super::record::{AttemptTests, Role};
+use super::record::{role_name, AttemptTests, Role};
 use super::setup::{Request, SuiteSetup};
 use super::TestId;
 use crate::events::{Event, EventSink};
@@ -27,6 +27,8 @@ pub struct SuiteExecution<'a> {
     pub seed: u64,
     /// [`RUNS_COLD`] has been said.
     pub said_cold: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Where pytest runs load flakehunt's plugins from ([`super::setup::write_plugins`]).
+    pub plugins: std::path::PathBuf,
 }
 
 /// Said once, when a warm suite runs its first attempt that starts a new interpreter.
@@ -43,7 +45,7 @@ impl SuiteExecution<'_> {
         slot: Slot,
         req: &Request,
     ) -> Result<Finished, std::io::Error> {
-        let prepared = self.setup.prepare(req, spec.id)?;
+        let prepared = self.setup.prepare(req, spec.id, &self.plugins)?;
         let target =
             Target { argv: prepared.invocation.argv.clone(), shell: false, dir: self.inner.target.dir.clone() };
         let mut runner = AttemptRunner { target, ..self.inner.clone() };
@@ -53,6 +55,13 @@ impl SuiteExecution<'_> {
         if cold {
             runner.warm = None;
         }
+        let plain;
+        let cell = if req.role == Role::Reproducer {
+            plain = as_pasted(&mut runner, cell, self.setup);
+            &plain
+        } else {
+            cell
+        };
         let mut finished = match runner.run(spec, cell, worker, slot, &prepared.invocation.env) {
             Ok(f) => f,
             Err(e) => {
@@ -66,7 +75,7 @@ impl SuiteExecution<'_> {
         let mut output = String::from_utf8_lossy(&finished.stdout).into_owned();
         output.push('\n');
         output.push_str(&finished.attempt.stdout_tail);
-        let mut tests = self.setup.results(req, &prepared, &output);
+        let mut tests = self.setup.results(req, &prepared, &finished.attempt, &output);
         // A failure's message is output too: redacted like the attempt's tails.
         if crate::redact::enabled() {
             tests.tests.iter_mut().filter_map(|r| r.message.as_mut()).for_each(crate::redact::in_place);
@@ -83,6 +92,29 @@ impl SuiteExecution<'_> {
         finished.attempt.suite = Some(Box::new(tests));
         Ok(finished)
     }
+}
+
+/// The variables flakehunt gives every attempt, which a user's shell does not have.
+const ATTEMPT_VARIABLES: [&str; 5] =
+    ["FLAKEHUNT_RUN_ID", "FLAKEHUNT_CELL", "FLAKEHUNT_ITERATION", "FLAKEHUNT_ATTEMPT", "FLAKEHUNT_WORKER"];
+
+/// Makes `runner` run a reproducer as a user who pastes it into their shell would: in the
+/// directory the hunt was started in (a pytest reproducer starts with `env -C ROOT` when the
+/// rootdir is elsewhere; a Go one runs in the package's directory, as documented), with the
+/// hunt's own environment, no profile or overlay (the returned cell keeps only the baseline's
+/// name), and without the `FLAKEHUNT_*` variables. Those are unset by a shell that stays the
+/// attempt's main process, so that flakehunt's watchdog still finds the attempt's process group
+/// by them if flakehunt is killed.
+fn as_pasted(runner: &mut AttemptRunner<'_>, cell: &CellSpec, setup: &SuiteSetup) -> CellSpec {
+    if setup.framework() == super::Framework::Pytest {
+        runner.target.dir = None;
+    }
+    runner.env.clear();
+    let script = format!("unset {}; \"$@\"", ATTEMPT_VARIABLES.join(" "));
+    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), script, "flakehunt-reproducer".to_owned()];
+    argv.append(&mut runner.target.argv);
+    runner.target.argv = argv;
+    CellSpec { name: cell.name.clone(), profile: None, overlay: Vec::new() }
 }
 
 impl Execute for SuiteExecution<'_> {
@@ -233,18 +265,6 @@ fn failed_tests(t: &AttemptTests) -> String {
         text.push_str(&format!(" and {more} more"));
     }
     text
-}
-
-/// The phase a classification attempt is recorded with.
-pub fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Shuffled => "shuffled",
-        Role::Alone => "alone",
-        Role::Repeat => "repeat",
-        Role::RepeatAll => "repeat-all",
-        Role::Bisect => "bisect",
-        Role::Reproducer => "reproducer",
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::order::{attempt_order, go_shuffle_seed, libtest_run, GoTest, Invocation, Pytest};
 use super::record::{AttemptTests, Role};
-use super::{gotest, junit, libtest, Framework, TestId, TestOutcome, TestResult};
+use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
+use crate::record::Attempt;
 
 /// The runner of a suite, as collected and built once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,8 +60,8 @@ pub const PLUGIN_DIR: &str = "suite";
 pub const SCRATCH_DIR: &str = "scratch";
 /// The file a Go or libtest run's stdout is written to in its scratch directory.
 const OUTPUT_FILE: &str = "stdout";
-/// The junit xml file of a pytest run in its scratch directory.
-const JUNIT_FILE: &str = "junit.xml";
+/// The events file of a pytest run in its scratch directory (see [`super::pytestlog`]).
+const RESULTS_FILE: &str = "results.jsonl";
 
 /// One run of the runner the hunt asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -146,11 +147,13 @@ impl SuiteSetup {
     /// which each shuffled attempt and confirmation run gives a part (none for Go and libtest).
     pub fn warm_target(&self) -> Option<crate::warm::WarmTarget> {
         let SuiteRunner::Pytest { pytest, .. } = &self.runner else { return None };
-        let options = pytest.reproducer(&[]).split_off(3);
-        Some(crate::warm::WarmTarget::Suite { options, ids: self.selection.iter().cloned().collect() })
+        Some(crate::warm::WarmTarget::Suite {
+            options: pytest.run_options(),
+            ids: self.selection.iter().cloned().collect(),
+        })
     }
 
-    /// The directory of the repeat plugin.
+    /// The directory of flakehunt's pytest plugins (the results plugin and the repeat plugin).
     pub fn plugin_dir(&self) -> PathBuf {
         self.files.join(PLUGIN_DIR)
     }
@@ -200,23 +203,28 @@ impl SuiteSetup {
         }
     }
 
-    /// The invocation of `req` as attempt `id`, with its scratch directory created.
-    pub fn prepare(&self, req: &Request, id: u64) -> std::io::Result<PreparedRun> {
+    /// The invocation of `req` as attempt `id`, with its scratch directory created; a pytest
+    /// run loads flakehunt's plugins from `plugins` (see [`write_plugins`]).
+    pub fn prepare(&self, req: &Request, id: u64, plugins: &Path) -> std::io::Result<PreparedRun> {
         let scratch = self.files.join(SCRATCH_DIR).join(id.to_string());
         std::fs::create_dir_all(&scratch)?;
-        let junit = scratch.join(JUNIT_FILE);
+        let results = scratch.join(RESULTS_FILE);
         let subject = || req.subject.clone().into_iter().collect::<Vec<_>>();
+        let python_path = self.python_path.as_deref();
         let invocation = match (&self.runner, req.role) {
             (_, Role::Reproducer) => {
-                return Ok(PreparedRun { invocation: Invocation { argv: req.argv.clone(), env: Vec::new() }, scratch })
+                return Ok(PreparedRun {
+                    invocation: Invocation { argv: req.argv.clone(), ..Invocation::default() },
+                    scratch,
+                })
             }
             (SuiteRunner::Pytest { pytest, .. }, Role::Repeat) => {
-                pytest.repeat(&subject(), &self.plugin_dir(), self.python_path.as_deref(), Some(&junit))
+                pytest.repeat(&subject(), plugins, python_path, Some(&results))
             }
             (SuiteRunner::Pytest { pytest, .. }, Role::RepeatAll) => {
-                pytest.repeat_all(&req.tests, &self.plugin_dir(), self.python_path.as_deref(), &junit)
+                pytest.repeat_all(&req.tests, plugins, python_path, &results)
             }
-            (SuiteRunner::Pytest { pytest, .. }, _) => pytest.run(&req.tests, &junit),
+            (SuiteRunner::Pytest { pytest, .. }, _) => pytest.run(&req.tests, plugins, python_path, &results),
             (SuiteRunner::Go { go, narrowed }, role) => {
                 let tests = (role != Role::Shuffled || *narrowed).then_some(req.tests.as_slice());
                 let inv = match role {
@@ -236,11 +244,17 @@ impl SuiteSetup {
 
     /// The suite part of the attempt `prepared` ran, from its structured output (removed with
     /// its scratch directory) or, for a reproducer, from what it printed (`output`: the head and
-    /// tail of its stdout).
-    pub fn results(&self, req: &Request, prepared: &PreparedRun, output: &str) -> AttemptTests {
+    /// tail of its stdout). `attempt` says how its process ended. The tests it was to run and
+    /// that reported nothing are `unreported`, with why in `incomplete`.
+    pub fn results(&self, req: &Request, prepared: &PreparedRun, attempt: &Attempt, output: &str) -> AttemptTests {
         let read = |name: &str| std::fs::read_to_string(prepared.scratch.join(name)).unwrap_or_default();
         let mut order = req.tests.clone();
-        let tests = match (&self.runner, req.role) {
+        let count = if matches!(req.role, Role::Repeat | Role::RepeatAll) { 2 } else { 1 };
+        // Why the results may be short beyond how the process ended: the test it ended in, a
+        // file pytest could not collect, a stream that cannot be trusted.
+        let mut detail: Option<String> = None;
+        let mut doubtful: Vec<TestId> = Vec::new();
+        let mut tests = match (&self.runner, req.role) {
             (_, Role::Reproducer) => {
                 let subject = req.subject.clone().unwrap_or_default();
                 let failed = reproducer_failed(self.framework(), &subject, output);
@@ -248,18 +262,93 @@ impl SuiteSetup {
                 vec![TestResult { id: subject, outcome, message: None }]
             }
             (SuiteRunner::Pytest { .. }, _) => {
-                junit::pytest_results(&read(JUNIT_FILE), &self.selection).map(|r| r.results).unwrap_or_default()
-            }
-            (SuiteRunner::Go { .. }, role) => {
-                let run = gotest::go_results(&read(OUTPUT_FILE)).unwrap_or_default();
-                if role == Role::Shuffled {
-                    order = run.order;
+                let run = pytestlog::pytest_results(&read(RESULTS_FILE));
+                if let Some(test) = &run.running {
+                    detail = Some(format!("while {test} ran"));
+                } else if let Some((file, error)) = run.collect_errors.first() {
+                    detail = Some(format!("pytest could not collect {file}: {error}"));
                 }
                 run.results
             }
-            (SuiteRunner::Libtest { .. }, _) => libtest::libtest_results(&read(OUTPUT_FILE)),
+            (SuiteRunner::Go { go, .. }, role) => {
+                let mut run = gotest::go_results(&read(OUTPUT_FILE), &self.selection, count).unwrap_or_default();
+                if role == Role::Shuffled {
+                    order = run.order;
+                }
+                // Before Go 1.20 a test's own output can read as the framework's: a binary that
+                // exited 0 failed no test, so failures read from such output are doubtful.
+                if !go.framing && attempt.exit_code == Some(0) {
+                    // With -test.paniconexit0 a test cannot end the process as a success, so
+                    // one that never ended is doubtful too.
+                    doubtful = failed_top_level(&run.results, &[TestOutcome::Fail, TestOutcome::Error], go_top);
+                    run.results.retain(|r| !doubtful.iter().any(|d| d == go_top(&r.id)));
+                }
+                run.results
+            }
+            (SuiteRunner::Libtest { .. }, _) => {
+                let mut results = libtest::libtest_results(&read(OUTPUT_FILE), &self.selection);
+                // libtest exits 101 when a test failed: a failure read from a run that exited 0
+                // was printed by a test itself.
+                if attempt.exit_code == Some(0) {
+                    // A status that never came is `std::process::exit(0)` in the test, no line
+                    // it printed.
+                    doubtful = failed_top_level(&results, &[TestOutcome::Fail], |id| id);
+                    results.retain(|r| !doubtful.contains(&r.id));
+                }
+                results
+            }
         };
         let _ = std::fs::remove_dir_all(&prepared.scratch);
+        let mut unreported = Vec::new();
+        let mut incomplete = None;
+        if req.role != Role::Reproducer {
+            let reported: std::collections::HashSet<&str> = tests.iter().map(|r| self.top_level(&r.id)).collect();
+            unreported = self.due(req).into_iter().filter(|t| !reported.contains(t.as_str())).collect();
+            let ended = how_it_ended(attempt);
+            // A test that started and never finished carries how the process ended.
+            for r in tests.iter_mut().filter(|r| {
+                r.message.as_deref().is_some_and(|m| {
+                    m == pytestlog::DIED_WHILE_RUNNING
+                        || m == gotest::EXITED_WHILE_RUNNING
+                        || m == libtest::EXITED_WHILE_RUNNING
+                })
+            }) {
+                detail.get_or_insert_with(|| format!("while {} ran", r.id));
+                r.message = Some(format!("the process {ended} while this test ran"));
+            }
+            if !doubtful.is_empty() {
+                detail = Some(format!(
+                    "yet its output reads as failures of {}: before Go 1.20 a test's own output can look like the framework's lines, so these are not counted (run Go 1.20 or later)",
+                    doubtful.join(", ")
+                ));
+                if self.framework() == Framework::Libtest {
+                    detail = Some(format!(
+                        "yet its output reads as failures of {}: a test printed lines like libtest's own, so these are not counted",
+                        doubtful.join(", ")
+                    ));
+                }
+            }
+            let cut_short = detail.as_deref().is_some_and(|d| d.starts_with("while "));
+            if !unreported.is_empty() || cut_short || !doubtful.is_empty() {
+                let detail =
+                    detail.or_else(|| error_line(&attempt.stderr_tail).or_else(|| error_line(&attempt.stdout_tail)));
+                let mut why = format!("the process {ended}");
+                match detail {
+                    Some(d) if d.starts_with("while ") || d.starts_with("yet ") => why = format!("{why} {d}"),
+                    Some(d) => why = format!("{why}: {d}"),
+                    None if attempt.exit_code == Some(0) => why.push_str(" before every test it was to run reported"),
+                    None => {}
+                }
+                if !unreported.is_empty() {
+                    why.push_str(&format!(
+                        " ({} of its {} tests did not report)",
+                        unreported.len(),
+                        self.due(req).len()
+                    ));
+                }
+                incomplete = Some(why);
+            }
+        }
         AttemptTests {
             role: req.role,
             subject: req.subject.clone(),
@@ -267,8 +356,98 @@ impl SuiteSetup {
             shuffle: req.shuffle,
             tests,
             reproducer: req.argv.clone(),
+            unreported,
+            incomplete,
         }
     }
+
+    /// The top-level tests a run of `req` must report: the selection for a shuffled attempt of
+    /// the whole Go or Rust binary, else the tests it names.
+    fn due(&self, req: &Request) -> Vec<TestId> {
+        let whole = req.role == Role::Shuffled
+            && matches!(self.runner, SuiteRunner::Go { narrowed: false, .. } | SuiteRunner::Libtest { .. });
+        let tests = if whole { &self.selection } else { &req.tests };
+        let mut seen = std::collections::HashSet::new();
+        tests.iter().map(|t| self.top_level(t).to_owned()).filter(|t| seen.insert(t.clone())).collect()
+    }
+
+    /// The top-level test of an id: a Go subtest's parent, any other id itself (a pytest node id
+    /// holds `/` in its path).
+    fn top_level<'i>(&self, id: &'i str) -> &'i str {
+        match self.runner {
+            SuiteRunner::Go { .. } => go_top(id),
+            _ => id,
+        }
+    }
+}
+
+/// A Go subtest's top-level test (`TestA` of `TestA/sub`).
+fn go_top(id: &str) -> &str {
+    id.split('/').next().unwrap_or(id)
+}
+
+/// The tests with a result of `outcomes` among `results`, each once, by `top`.
+fn failed_top_level(results: &[TestResult], outcomes: &[TestOutcome], top: fn(&str) -> &str) -> Vec<TestId> {
+    let mut out: Vec<TestId> = Vec::new();
+    for r in results.iter().filter(|r| outcomes.contains(&r.outcome)) {
+        let t = top(&r.id).to_owned();
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// How an attempt's process ended, in words after "the process": `was killed by SIGSEGV`,
+/// `was ended at its timeout after 12.0 s`, `exited with code 4`.
+pub fn how_it_ended(attempt: &Attempt) -> String {
+    if attempt.termination.is_some() {
+        format!("was ended at its timeout after {:.1} s", attempt.seconds)
+    } else if let Some(sig) = attempt.signal {
+        format!("was killed by {}", crate::analysis::signature::signal_name(sig))
+    } else if let Some(code) = attempt.exit_code {
+        format!("exited with code {code}")
+    } else {
+        "could not be started".to_owned()
+    }
+}
+
+/// The line of a runner's output that says why it stopped, if one does: pytest's
+/// `ERROR: ...`, its argument parser's `error: ...`, a conftest that failed to import (with its
+/// `E   ` line), an `INTERNALERROR>`, Go's `panic: ...`, a Rust panic.
+pub fn error_line(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if let Some(conftest) = lines.iter().find(|l| l.starts_with("ImportError while loading conftest")) {
+        let last = lines.iter().rev().find(|l| l.starts_with("E ")).map(|l| l[1..].trim());
+        let head = conftest.trim_end_matches('.');
+        return Some(match last {
+            Some(e) => format!("{head}: {e}"),
+            None => head.to_owned(),
+        });
+    }
+    let found = lines
+        .iter()
+        .find(|l| l.starts_with("ERROR: ") && !l.starts_with("ERROR: usage:"))
+        .map(|l| l.to_string())
+        .or_else(|| lines.iter().find_map(|l| l.split_once("pytest: error: ").map(|(_, e)| format!("error: {e}"))))
+        .or_else(|| lines.iter().rev().find(|l| l.starts_with("INTERNALERROR>") && l.len() > 15).map(|l| l.to_string()))
+        .or_else(|| {
+            lines.iter().find(|l| l.starts_with("panic: ") || l.starts_with("fatal error: ")).map(|l| l.to_string())
+        })
+        .or_else(|| {
+            lines.iter().find(|l| l.starts_with("thread '") && l.contains("panicked")).map(|l| l.to_string())
+        })?;
+    Some(super::short_message(&found).unwrap_or(found))
+}
+
+/// Writes flakehunt's pytest plugins (the results plugin and the repeat plugin) into `dir`,
+/// where the runs of a hunt load them from: a directory of the hunt's own, not the record, which
+/// a resumed hunt must not change before it is accepted (the record keeps the repeat plugin for
+/// printed reproducers, written once the shuffled attempts are in).
+pub fn write_plugins(dir: &Path) -> std::io::Result<()> {
+    super::pytestlog::write_plugin(dir)?;
+    super::repeat::write_plugin(dir)?;
+    Ok(())
 }
 
 /// `inv` with its stdout sent to a file of `scratch`: a passing attempt's output is not kept by
@@ -278,7 +457,7 @@ fn to_file(inv: Invocation, scratch: &Path) -> Invocation {
     let mut argv = vec!["sh".to_owned(), "-c".to_owned(), "exec \"$@\" >\"$0\"".to_owned()];
     argv.push(scratch.join(OUTPUT_FILE).display().to_string());
     argv.extend(inv.argv);
-    Invocation { argv, env: inv.env }
+    Invocation { argv, env: inv.env, dir: None }
 }
 
 /// Whether a reproducer's output names `test` as failed: pytest's short summary
@@ -324,7 +503,7 @@ mod tests {
 
     #[test]
     fn requests_are_keyed_by_what_they_ran() {
-        let s = setup(SuiteRunner::Pytest { pytest: Pytest { python: "python3".into() }, paths: vec![] });
+        let s = setup(SuiteRunner::Pytest { pytest: Pytest::new("python3"), paths: vec![] });
         let shuffled = s.shuffled(7, 3);
         assert_eq!(shuffled, s.shuffled(7, 3));
         assert_eq!(shuffled.tests.len(), 2);
@@ -341,6 +520,8 @@ mod tests {
             shuffle: None,
             tests: vec![],
             reproducer: vec![],
+            unreported: vec![],
+            incomplete: None,
         };
         assert_eq!(Request::of_record(&recorded), req);
         assert_eq!(s.order_reproducer(&req.tests, None).last().unwrap(), "b.py::test_v");
@@ -355,20 +536,106 @@ mod tests {
             GoTest { go: "go".into(), package: "p".into(), binary: "/b/p.test".into(), framing: true, test2json: None };
         let mut s = setup(SuiteRunner::Go { go, narrowed: false });
         s.files = dir.path().to_owned();
-        let p = s.prepare(&s.shuffled(1, 0), 5).unwrap();
+        s.selection = vec!["TestV".into(), "TestW".into()];
+        let p = s.prepare(&s.shuffled(1, 0), 5, Path::new("/plugins")).unwrap();
         assert_eq!(p.invocation.argv[..3], ["sh", "-c", "exec \"$@\" >\"$0\""]);
         assert!(p.invocation.argv[3].ends_with("scratch/5/stdout"));
         assert!(!p.invocation.argv.iter().any(|a| a.starts_with("-test.run")), "the whole binary");
         let alone = Request::about(Role::Alone, &"TestV".into(), vec!["TestV".into()], None);
-        let p = s.prepare(&alone, 6).unwrap();
+        let p = s.prepare(&alone, 6, Path::new("/plugins")).unwrap();
         assert!(p.invocation.argv.contains(&"-test.run=^TestV$".to_owned()));
         std::fs::write(
             dir.path().join("scratch/6/stdout"),
             "{\"Action\":\"run\",\"Test\":\"TestV\"}\n{\"Action\":\"fail\",\"Test\":\"TestV\"}\n",
         )
         .unwrap();
-        let got = s.results(&alone, &p, "");
+        let got = s.results(&alone, &p, &ended(Some(1), None), "");
         assert_eq!(got.tests[0].outcome, TestOutcome::Fail);
+        assert!(got.unreported.is_empty() && got.incomplete.is_none());
         assert!(!dir.path().join("scratch/6").exists(), "the scratch directory is removed");
+    }
+
+    /// An attempt that ended with `exit_code` or `signal`.
+    fn ended(exit_code: Option<i32>, signal: Option<i32>) -> Attempt {
+        serde_json::from_value(serde_json::json!({
+            "id": 0, "cell": "default", "iteration": 1, "started_at": "2026-12-01T00:00:00.000Z",
+            "seconds": 0.5, "outcome": if exit_code == Some(0) { "pass" } else { "fail" },
+            "exit_code": exit_code, "signal": signal, "stdout_tail": "", "stderr_tail": "", "signature": null
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn tests_that_did_not_report_are_named_with_how_the_process_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = setup(SuiteRunner::Pytest { pytest: Pytest::new("python3"), paths: vec![] });
+        s.files = dir.path().to_owned();
+        s.selection = vec!["a.py::test_p".into(), "b.py::test_v".into(), "c.py::test_w".into()];
+        let req = Request { tests: s.selection.clone(), ..s.shuffled(1, 0) };
+        let p = s.prepare(&req, 3, Path::new("/plugins")).unwrap();
+        let results = dir.path().join("scratch/3/results.jsonl");
+        assert_eq!(p.invocation.env[1], ("FLAKEHUNT_SUITE_RESULTS".to_owned(), results.display().to_string()));
+        std::fs::write(
+            &results,
+            "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n{\"start\": \"b.py::test_v\"}\n",
+        )
+        .unwrap();
+        let got = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "");
+        let outcomes: Vec<(&str, TestOutcome)> = got.tests.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
+        assert_eq!(outcomes, [("a.py::test_p", TestOutcome::Pass), ("b.py::test_v", TestOutcome::Error)]);
+        assert_eq!(got.tests[1].message.as_deref(), Some("the process was killed by SIGSEGV while this test ran"));
+        assert_eq!(got.unreported, ["c.py::test_w"]);
+        assert_eq!(
+            got.incomplete.as_deref(),
+            Some("the process was killed by SIGSEGV while b.py::test_v ran (1 of its 3 tests did not report)")
+        );
+
+        // No results at all: pytest's own error, from the attempt's output, says why.
+        let p = s.prepare(&req, 4, Path::new("/plugins")).unwrap();
+        let mut usage = ended(Some(4), None);
+        usage.stderr_tail = "ERROR: file or directory not found: a.py::test_p\n\n".into();
+        let got = s.results(&req, &p, &usage, "");
+        assert_eq!(got.unreported.len(), 3);
+        assert_eq!(
+            got.incomplete.as_deref(),
+            Some("the process exited with code 4: ERROR: file or directory not found: a.py::test_p (3 of its 3 tests did not report)")
+        );
+
+        // A run that exited 0 and reported everything is complete.
+        let p = s
+            .prepare(&Request { tests: vec!["a.py::test_p".into()], ..req.clone() }, 5, Path::new("/plugins"))
+            .unwrap();
+        std::fs::write(
+            dir.path().join("scratch/5/results.jsonl"),
+            "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n",
+        )
+        .unwrap();
+        let got = s.results(&Request { tests: vec!["a.py::test_p".into()], ..req }, &p, &ended(Some(0), None), "");
+        assert!(got.unreported.is_empty() && got.incomplete.is_none(), "{got:?}");
+    }
+
+    #[test]
+    fn a_rust_run_that_exited_zero_midway_and_failures_it_could_not_have_had() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into() });
+        s.files = dir.path().to_owned();
+        s.selection = vec!["t::a".into(), "t::b".into(), "t::c".into()];
+        let req = s.shuffled(1, 0);
+        let p = s.prepare(&req, 1, Path::new("/plugins")).unwrap();
+        // `std::process::exit(0)` in t::b: its status never came, t::c never ran.
+        std::fs::write(dir.path().join("scratch/1/stdout"), "running 3 tests\ntest t::a ... ok\ntest t::b ... ")
+            .unwrap();
+        let got = s.results(&req, &p, &ended(Some(0), None), "");
+        assert_eq!(got.tests[1].outcome, TestOutcome::Error);
+        assert_eq!(got.unreported, ["t::c"]);
+        assert!(got.incomplete.unwrap().starts_with("the process exited with code 0 while t::b ran"));
+        // A run that exited 0 yet reads as a failure: a test printed libtest's line itself.
+        let p = s.prepare(&req, 2, Path::new("/plugins")).unwrap();
+        let forged = "test t::a ... FAILED\ntest t::a ... ok\ntest t::b ... FAILED\ntest t::c ... ok\n";
+        std::fs::write(dir.path().join("scratch/2/stdout"), forged).unwrap();
+        let got = s.results(&req, &p, &ended(Some(0), None), "");
+        assert_eq!(got.tests.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["t::a", "t::c"]);
+        assert_eq!(got.unreported, ["t::b"]);
+        assert!(got.incomplete.unwrap().contains("yet its output reads as failures of t::b"));
     }
 }

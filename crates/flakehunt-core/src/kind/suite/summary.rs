@@ -26,6 +26,34 @@ pub struct SuiteSummary {
     /// interrupted before they all ran; `--resume` runs the rest).
     #[serde(default = "yes")]
     pub classified: bool,
+    /// The attempts whose tests did not all report (a crash, a hang, an early exit, a runner
+    /// that ran none), grouped by why: what they did not report is no evidence of a pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<IncompleteRuns>,
+    /// The tests that reported nothing in some shuffled attempt they were to run in, with how
+    /// many, most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreported: Vec<UnreportedTest>,
+}
+
+/// Attempts that ended before all their tests reported, for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncompleteRuns {
+    /// Why (how the process ended, the test it ended in, the runner's error).
+    pub why: String,
+    /// Their role (`shuffled`, `repeat-all`, `alone`, ...).
+    pub phase: String,
+    /// Their ids.
+    pub attempts: Vec<u64>,
+}
+
+/// A test that reported nothing in some shuffled attempts it was to run in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreportedTest {
+    /// The test.
+    pub id: TestId,
+    /// The shuffled attempts it reported nothing in.
+    pub attempts: u64,
 }
 
 fn yes() -> bool {
@@ -71,6 +99,13 @@ pub struct TestSummary {
     pub alone: [u64; 2],
     /// Runs twice in one process whose first run passed, and how many second runs failed.
     pub repeated: [u64; 2],
+    /// Shuffled attempts it was to run in that ended before it reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unreported: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One test's runs in one cell.
@@ -122,6 +157,7 @@ impl TestSummary {
             bisection: None,
             alone: [tally.alone_runs, tally.alone_failures],
             repeated: [tally.repeat_runs, tally.repeat_failures],
+            unreported: tally.unreported,
         })
     }
 }
@@ -139,16 +175,51 @@ impl SuiteSummary {
             .filter_map(|(id, tally, reproducer, message)| TestSummary::new(id, &tally, reproducer, message))
             .collect();
         tests.sort_by(|a, b| b.failures.cmp(&a.failures).then_with(|| a.id.cmp(&b.id)));
-        SuiteSummary { framework, collected, shuffled: framework.orders(), tests, classified: true }
+        SuiteSummary {
+            framework,
+            collected,
+            shuffled: framework.orders(),
+            tests,
+            classified: true,
+            incomplete: Vec::new(),
+            unreported: Vec::new(),
+        }
     }
 
-    /// The verdict's machine name: `flaky-tests` when any test failed, else `not-reproduced`;
-    /// the hunt exits 1 on the first, as other hunts do when a failure was reproduced.
+    /// Takes in the attempts whose tests did not all report, and the tests that did not.
+    pub fn add_incomplete(&mut self, tallies: &super::record::Tallies) {
+        for a in &tallies.incomplete {
+            let phase = super::record::role_name(a.role);
+            match self.incomplete.iter_mut().find(|g| g.why == a.why && g.phase == phase) {
+                Some(g) => g.attempts.push(a.attempt),
+                None => self.incomplete.push(IncompleteRuns {
+                    why: a.why.clone(),
+                    phase: phase.to_owned(),
+                    attempts: vec![a.attempt],
+                }),
+            }
+        }
+        self.unreported =
+            tallies.unreported.iter().map(|(id, n)| UnreportedTest { id: id.clone(), attempts: *n }).collect();
+        self.unreported.sort_by(|a, b| b.attempts.cmp(&a.attempts).then_with(|| a.id.cmp(&b.id)));
+    }
+
+    /// The attempts whose tests did not all report.
+    pub fn incomplete_attempts(&self) -> usize {
+        self.incomplete.iter().map(|g| g.attempts.len()).sum()
+    }
+
+    /// The verdict's machine name: `flaky-tests` when any test failed; else `unreported-tests`
+    /// when some attempt ended before all its tests reported (that is no evidence that they
+    /// pass); else `not-reproduced`. The hunt exits 1 on the first two, as other hunts do when a
+    /// failure was reproduced.
     pub fn verdict(&self) -> &'static str {
-        if self.tests.is_empty() {
-            "not-reproduced"
-        } else {
+        if !self.tests.is_empty() {
             "flaky-tests"
+        } else if !self.incomplete.is_empty() {
+            "unreported-tests"
+        } else {
+            "not-reproduced"
         }
     }
 }
@@ -159,6 +230,12 @@ pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::A
     suite.classified = analysis.complete;
     summary.verdict = suite.verdict().to_owned();
     summary.verdict_text = suite.verdict_text(summary.attempts);
+    if !suite.incomplete.is_empty() {
+        // A clean cell's attempts include some whose tests did not all report: what zero
+        // failures would rule out is not known.
+        let unfounded = crate::analysis::summary::zero_failure_notes(&summary.cells);
+        summary.notes.retain(|n| !unfounded.contains(n));
+    }
     if !suite.shuffled {
         summary.notes.push(super::order::LIBTEST_ORDER_NOTE.to_owned());
     }
@@ -173,7 +250,11 @@ pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::A
 impl SuiteSummary {
     /// The verdict in words: how many tests failed, by category.
     pub fn verdict_text(&self, attempts: u64) -> String {
+        let short = self.incomplete_text();
         if self.tests.is_empty() {
+            if let Some(short) = short {
+                return format!("no test failed of those that reported, but {short}");
+            }
             return format!("no test failed: {} tests, {attempts} attempts of the whole selection", self.collected);
         }
         let mut counts: Vec<(Category, usize)> = Vec::new();
@@ -186,7 +267,30 @@ impl SuiteSummary {
         counts.sort();
         let parts: Vec<String> = counts.iter().map(|(c, n)| format!("{n} {}", c.name())).collect();
         let n = self.tests.len();
-        format!("{n} of {} tests failed ({})", self.collected, parts.join(", "))
+        let mut text = format!("{n} of {} tests failed ({})", self.collected, parts.join(", "));
+        if let Some(short) = short {
+            text.push_str(&format!("; {short}"));
+        }
+        text
+    }
+
+    /// `3 attempts ended before all their tests reported (the process ...; 5 tests never
+    /// reported in some)`, or none when every attempt's tests reported.
+    fn incomplete_text(&self) -> Option<String> {
+        let first = self.incomplete.first()?;
+        let n = self.incomplete_attempts();
+        let (attempts, their) = if n == 1 { ("attempt", "its") } else { ("attempts", "their") };
+        let mut text = format!("{n} {attempts} ended before all {their} tests reported ({}", first.why);
+        if self.incomplete.len() > 1 {
+            let others = self.incomplete.len() - 1;
+            text.push_str(&format!(", and {others} other {}", if others == 1 { "reason" } else { "reasons" }));
+        }
+        text.push(')');
+        if !self.unreported.is_empty() {
+            let k = self.unreported.len();
+            text.push_str(&format!(": {k} {} did not report in some", if k == 1 { "test" } else { "tests" }));
+        }
+        Some(text)
     }
 }
 
