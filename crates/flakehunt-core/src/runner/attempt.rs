@@ -145,6 +145,7 @@ impl AttemptRunner<'_> {
 
         let marker = format!("FLAKEHUNT_ATTEMPT={attempt_tag}");
         let (mut mode, mut runs_cold) = (Mode::Cold, None);
+        let mut lost_at_start: Option<String> = None;
         // An attempt the plan wants cold (a calibration of what a cold start adds) skips the warm
         // parents.
         let warm = self.warm.filter(|_| !spec.cold);
@@ -154,8 +155,9 @@ impl AttemptRunner<'_> {
                 mode = Mode::Warm;
                 Ok(running)
             }
-            Some(Ok(Start::Cold { say })) => {
+            Some(Ok(Start::Cold { say, lost })) => {
                 runs_cold = say;
+                lost_at_start = lost;
                 Running::spawn(&launch, self.tree, marker)
             }
             Some(Err(e)) => {
@@ -195,10 +197,7 @@ impl AttemptRunner<'_> {
             // runs again, cold (the cell's warm parent is off now), and only that run is
             // recorded, saying why.
             let mut again = self.run(spec, cell, worker, slot, extra_env)?;
-            again.runs_cold = Some(format!(
-                "{why} while attempt {} ran: that is flakehunt's helper, not the target, so the attempt was run again cold, and the cell's later attempts run cold",
-                spec.id
-            ));
+            again.runs_cold = Some(Self::run_again_line(why, spec.id));
             again.attempt.rerun = Some(why.clone());
             return Ok(again);
         }
@@ -211,7 +210,20 @@ impl AttemptRunner<'_> {
         finished.attempt.mode = mode;
         finished.attempt.hang = hang;
         finished.runs_cold = runs_cold;
+        if let Some(why) = lost_at_start {
+            // The warm parent died while its fork was starting this attempt: what ran there is
+            // no evidence, and this cold run is the attempt run again.
+            finished.runs_cold = Some(Self::run_again_line(&why, spec.id));
+            finished.attempt.rerun = Some(why);
+        }
         Ok(finished)
+    }
+
+    /// The line said once when the warm parent died while attempt `id` ran in it.
+    fn run_again_line(why: &str, id: u64) -> String {
+        format!(
+            "{why} while attempt {id} ran: that is flakehunt's helper, not the target, so the attempt was run again cold, and the cell's later attempts run cold"
+        )
     }
 
     fn finish(

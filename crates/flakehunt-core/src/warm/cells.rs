@@ -60,9 +60,9 @@ impl<'t> WarmCells<'t> {
             }
         };
         Ok(match warm.start(launch, marker.to_owned())? {
-            Start::Cold { say: Some(reason) } => {
+            Start::Cold { say: Some(reason), lost } => {
                 let first = self.said.lock().unwrap_or_else(|e| e.into_inner()).insert(reason.clone());
-                Start::Cold { say: first.then_some(reason) }
+                Start::Cold { say: first.then_some(reason), lost }
             }
             other => other,
         })

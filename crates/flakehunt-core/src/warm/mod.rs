@@ -99,6 +99,10 @@ pub enum WarmError {
     /// The parent stopped answering; this and later attempts run cold.
     #[error("the warm parent is gone ({0}): attempts run cold")]
     Gone(String),
+    /// The parent died after it was sent the attempt, before it replied: its fork may have run
+    /// the target (and may be what killed it), so this attempt is run again cold, said so.
+    #[error("{0}")]
+    Lost(String),
     /// The child could not be set up as asked (a refused setting), as a cold start can fail.
     #[error("{0}")]
     Start(io::Error),
@@ -586,7 +590,9 @@ impl<'t> WarmParent<'t> {
                 let conn = self.inner.conn.lock().unwrap_or_else(|e| e.into_inner());
                 let conn = conn.as_ref().ok_or_else(|| WarmError::Gone("not connected".into()))?;
                 send(conn, &line, &fds).map_err(|e| WarmError::Gone(format!("sending a request: {e}")))?;
-                let (reply, pidfd) = receive(conn).map_err(|e| WarmError::Gone(format!("reading its reply: {e}")))?;
+                // Sent: from here on its fork may be running the target.
+                let lost = |_| WarmError::Lost(self.inner.death());
+                let (reply, pidfd) = receive(conn).map_err(lost)?;
                 let reply: Reply =
                     serde_json::from_slice(&reply).map_err(|e| WarmError::Gone(format!("an unreadable reply: {e}")))?;
                 if let Some(why) = reply.gone {
@@ -848,6 +854,9 @@ pub enum Start<'t> {
     Cold {
         /// One line to show, the first time.
         say: Option<String>,
+        /// How the warm parent died while this attempt was being started in it: the attempt is
+        /// run again cold, recorded with this reason.
+        lost: Option<String>,
     },
 }
 
@@ -867,11 +876,11 @@ impl<'t> WarmCell<'t> {
         let parent = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.off.is_some() {
-                return Ok(Start::Cold { say: None });
+                return Ok(Start::Cold { say: None, lost: None });
             }
             state.asked += 1;
             if self.options.cold_every.is_some_and(|n| state.asked % n == 0) {
-                return Ok(Start::Cold { say: None });
+                return Ok(Start::Cold { say: None, lost: None });
             }
             if let Some(why) = state.parent.as_ref().and_then(|p| p.inner.dead()) {
                 // It died while an attempt ran (that attempt is run again cold): whatever killed
@@ -879,7 +888,7 @@ impl<'t> WarmCell<'t> {
                 let reason = format!("{why}: attempts run cold");
                 state.parent = None;
                 state.off = Some(reason.clone());
-                return Ok(Start::Cold { say: Some(reason) });
+                return Ok(Start::Cold { say: Some(reason), lost: None });
             }
             let worn = |p: &WarmParent<'_>| self.options.recycle_after.is_some_and(|n| p.served() >= n);
             if state.parent.as_deref().is_none_or(worn) {
@@ -894,7 +903,7 @@ impl<'t> WarmCell<'t> {
                     Err(e) => {
                         let reason = e.to_string();
                         state.off = Some(reason.clone());
-                        return Ok(Start::Cold { say: Some(reason) });
+                        return Ok(Start::Cold { say: Some(reason), lost: None });
                     }
                 }
             }
@@ -908,6 +917,12 @@ impl<'t> WarmCell<'t> {
         match parent.start_attempt(launch, marker) {
             Ok(running) => Ok(Start::Warm(running)),
             Err(WarmError::Start(e)) => Err(e),
+            Err(WarmError::Lost(why)) => {
+                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                state.off = Some(format!("{why}: attempts run cold"));
+                state.parent = None;
+                Ok(Start::Cold { say: None, lost: Some(why) })
+            }
             Err(e) => {
                 let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
                 if matches!(e, WarmError::Gone(_)) {
@@ -916,7 +931,7 @@ impl<'t> WarmCell<'t> {
                 }
                 let reason = e.to_string();
                 let say = state.said.insert(reason.clone()).then_some(reason);
-                Ok(Start::Cold { say })
+                Ok(Start::Cold { say, lost: None })
             }
         }
     }

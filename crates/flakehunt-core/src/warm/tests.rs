@@ -271,9 +271,11 @@ fn a_module_that_starts_a_thread_at_import_makes_warm_mode_refuse_with_one_line(
 
     // Through a cell: said once, then every attempt runs cold quietly.
     let cell = WarmCell::new(&tree, WarmOptions::default());
-    let Start::Cold { say: Some(said) } = cell.start(&launch, marker(1)).unwrap() else { panic!("not cold") };
+    let Start::Cold { say: Some(said), lost: None } = cell.start(&launch, marker(1)).unwrap() else {
+        panic!("not cold")
+    };
     assert_eq!(said, text);
-    assert!(matches!(cell.start(&launch, marker(2)).unwrap(), Start::Cold { say: None }));
+    assert!(matches!(cell.start(&launch, marker(2)).unwrap(), Start::Cold { say: None, lost: None }));
 }
 
 #[test]
@@ -605,9 +607,11 @@ fn the_death_of_the_warm_parent_while_an_attempt_runs_is_flakehunts_loss_not_the
     assert_eq!(stdout(&ex).trim(), "done", "the attempt ran to its end");
     assert_eq!(ex.lost.as_deref(), Some("the warm parent died (killed by SIGKILL)"));
     // The cell runs cold from here on, saying why once.
-    let Start::Cold { say: Some(said) } = cell.start(&launch, marker(2)).unwrap() else { panic!("not cold") };
+    let Start::Cold { say: Some(said), lost: None } = cell.start(&launch, marker(2)).unwrap() else {
+        panic!("not cold")
+    };
     assert_eq!(said, "the warm parent died (killed by SIGKILL): attempts run cold");
-    assert!(matches!(cell.start(&launch, marker(3)).unwrap(), Start::Cold { say: None }));
+    assert!(matches!(cell.start(&launch, marker(3)).unwrap(), Start::Cold { say: None, lost: None }));
 }
 
 /// Interpreters older than the one on PATH that pyenv has, if any: (version, path).

@@ -51,7 +51,15 @@ def pytest_runtest_protocol(item, nextitem):
     # The first run's teardown target is the item's parent, so that the item
     # itself is torn down (and set up afresh) while its parents stay set up;
     # passing the item would keep its fixtures and skip the second setup.
+    # A doctest's runner empties the doctest's namespace when it ends (doctest's
+    # ``clear_globs``), so its second run would find none of its module's names: each run
+    # starts from the namespace pytest gave the first (the module's names, the same objects).
+    dtest = getattr(item, "dtest", None)
+    globs = dict(dtest.globs) if dtest is not None else None
     for following in (item.parent, nextitem):
+        if globs is not None:
+            dtest.globs.clear()
+            dtest.globs.update(globs)
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         runtestprotocol(item, nextitem=following, log=True)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)

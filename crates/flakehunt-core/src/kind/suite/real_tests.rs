@@ -209,6 +209,38 @@ fn the_repeat_plugin_runs_a_test_twice_in_one_session() {
     assert_eq!(code, 4);
 }
 
+/// A doctest run twice: the runner empties the doctest's namespace when it ends, so the second
+/// run must start from the module's names again, or every doctest would read as non-idempotent
+/// (`NameError`); one that changes its module's state still fails its second run.
+#[test]
+fn the_repeat_plugin_runs_a_doctest_twice_with_its_modules_names() {
+    let Some(py) = pytest() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let module = "SEEN = []\n\n\ndef double(x):\n    \"\"\"\n    >>> double(2)\n    4\n    \"\"\"\n    return 2 * x\n\n\n\
+                  def remember(x):\n    \"\"\"\n    >>> remember(1)\n    >>> SEEN\n    [1]\n    \"\"\"\n    SEEN.append(x)\n";
+    std::fs::write(project.path().join("mod_doc.py"), module).unwrap();
+    let dir = plugins();
+    let results_file = dir.path().join("results.jsonl");
+    let tests = ["mod_doc.py::mod_doc.double".to_owned(), "mod_doc.py::mod_doc.remember".to_owned()];
+    let mut inv = py.repeat(&tests, dir.path(), None, Some(&results_file));
+    inv.argv.insert(3, "--doctest-modules".into());
+    let (code, out) = run(&inv, project.path(), 1);
+    let text = std::fs::read_to_string(&results_file).unwrap_or_else(|e| panic!("no results file ({e}): {out}"));
+    let results = pytestlog::pytest_results(&text).results;
+    assert_eq!(code, 1, "{out}");
+    let got: Vec<(&str, TestOutcome)> = results.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
+    assert_eq!(
+        got,
+        [
+            (tests[0].as_str(), TestOutcome::Pass),
+            (tests[0].as_str(), TestOutcome::Pass),
+            (tests[1].as_str(), TestOutcome::Pass),
+            (tests[1].as_str(), TestOutcome::Fail),
+        ],
+        "{out}"
+    );
+}
+
 /// The events of a process that dies in a test (a segfault) end with that test, an error; the
 /// tests after it reported nothing.
 #[test]
