@@ -6,7 +6,7 @@
 mod run;
 mod slurm;
 
-pub use run::{default_record_dir, random_seed, run, snapshot_tools, step_summary, HuntReport, Incomplete};
+pub use run::{default_record_dir, random_seed, run, step_summary, HuntReport, Incomplete};
 pub use slurm::script_of as slurm_script;
 
 pub use crate::render::cell_header;

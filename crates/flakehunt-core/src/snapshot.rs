@@ -160,8 +160,7 @@ impl SnapshotRequest {
     pub fn everything(tools: Vec<String>, python: Option<&Path>, go_dir: Option<&Path>) -> Result<Self, String> {
         let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
         let venv = std::env::var_os("VIRTUAL_ENV");
-        let interpreter =
-            crate::kind::suite::python::interpreter(python, venv.as_deref(), &cwd).map_err(|e| e.to_string())?;
+        let interpreter = crate::exec::python::interpreter(python, venv.as_deref(), &cwd).map_err(|e| e.to_string())?;
         let go = match go_dir {
             Some(dir) if !dir.is_dir() => {
                 return Err(format!("--go-test {}: no such directory (give the package's directory)", dir.display()))
@@ -194,7 +193,7 @@ impl SnapshotRequest {
                 Some(program) => Some((PathBuf::from(program), "the target".to_owned())),
                 None if runs("python3 --version") => here().and_then(|cwd| {
                     let venv = std::env::var_os("VIRTUAL_ENV");
-                    let chosen = crate::kind::suite::python::interpreter(None, venv.as_deref(), &cwd).ok()?;
+                    let chosen = crate::exec::python::interpreter(None, venv.as_deref(), &cwd).ok()?;
                     Some((chosen.program, source_name(chosen.source).to_owned()))
                 }),
                 None => None,
@@ -210,8 +209,8 @@ impl SnapshotRequest {
 }
 
 /// How an interpreter's choice is written in a snapshot.
-fn source_name(source: crate::kind::suite::python::Source) -> &'static str {
-    use crate::kind::suite::python::Source;
+fn source_name(source: crate::exec::python::Source) -> &'static str {
+    use crate::exec::python::Source;
     match source {
         Source::Option => "--python",
         Source::VirtualEnv => "VIRTUAL_ENV",
@@ -456,6 +455,21 @@ fn tool_probe(command: &str) -> Option<Probe> {
     let mut cmd = std::process::Command::new(words.next()?);
     cmd.args(words);
     Some(Probe { command: cmd, cap: TOOL_OUTPUT_CAP, timeout: TOOL_TIMEOUT })
+}
+
+/// The tool version commands a snapshot records: the configuration's list, or those of the
+/// runtimes `hunt`'s target uses (every default one for `flakehunt snapshot`, which has no hunt).
+pub fn tools_of(config: &crate::config::Config, hunt: Option<&crate::record::Manifest>) -> Vec<String> {
+    if !config.snapshot.tools.is_empty() {
+        return config.snapshot.tools.clone();
+    }
+    match hunt {
+        Some(m) => {
+            let adapter = m.extra.adapter.as_ref().map(crate::record::Adapter::name);
+            tools_for(&m.target, adapter)
+        }
+        None => default_tools(),
+    }
 }
 
 /// The version commands a hunt of `target` records: those of the runtimes its command line

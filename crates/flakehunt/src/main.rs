@@ -90,10 +90,10 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
             Ok(Done::Ok)
         }
         cli::Command::Snapshot(a) => {
-            let tools = flakehunt_core::driver::snapshot_tools(&config()?, None);
+            let tools = flakehunt_core::snapshot::tools_of(&config()?, None);
             snapshot::run(tools, a)
         }
-        cli::Command::Diff(a) => snapshot::diff(a, flakehunt_core::driver::snapshot_tools(&config()?, None)),
+        cli::Command::Diff(a) => snapshot::diff(a, flakehunt_core::snapshot::tools_of(&config()?, None)),
         cli::Command::ProbeWorkload { millis } => {
             let line = flakehunt_core::probe::workload(*millis);
             exit::to_stdout(|out| writeln!(out, "{line}"))?;

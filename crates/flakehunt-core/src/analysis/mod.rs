@@ -11,113 +11,95 @@ pub mod test_failure;
 pub use summary::{CellSummary, SignatureSummary, Summary};
 pub use tally::Tally;
 
-use crate::plan::Next;
-use crate::record::{Kind, Record, RecordError};
+use crate::plan::{Next, Plan};
+use crate::record::{Attempt, Record, RecordError};
 
-/// Summarises a record from its files alone: the one path by which the live run, `report` and
-/// `merge` compute their numbers, so they cannot disagree.
-pub fn summarize(record: &Record) -> Result<Summary, RecordError> {
-    // `--oracle majority` needs two passes: count the outputs, then judge each attempt.
-    let majority = record.manifest.oracle.as_ref().is_some_and(|o| o.majority);
-    let mut outputs = crate::oracle::majority::Outputs::default();
-    if majority {
-        for attempt in record.attempts()? {
-            outputs.add(&attempt?);
-        }
-    }
-    let mut tally = Tally::default();
-    let mut modes = modes::ModeTally::default();
-    // The plan replayed over the record says whether it has work left: a cell stopped by
-    // `--until-fails` ran fewer attempts than the plan holds, yet the hunt is complete.
-    let mut plan = crate::plan::from_manifest(&record.manifest);
-    let top = outputs.majority().map(str::to_owned);
-    // A record merged from a hunt's shards: each shard's attempts are a hunt of their own.
-    let shards: Option<Vec<crate::plan::Shard>> = match record.manifest.kind {
-        Kind::Adaptive if record.manifest.shard.is_none() => record.merged_shards()?,
-        _ => None,
-    };
-    let mut hunt = (record.manifest.kind == Kind::Adaptive)
-        .then(|| crate::kind::adaptive::record::HuntSummary::new(&record.manifest, shards.as_deref()));
-    let suite = record.manifest.kind == Kind::Suite;
-    let mut hidden = 0u64;
-    for attempt in record.attempts()? {
-        let mut attempt = attempt?;
-        // A suite's cells count its shuffled attempts; its confirmation runs are the
-        // classification's, below.
-        if suite && attempt.suite.as_ref().is_some_and(|t| t.role != crate::kind::suite::record::Role::Shuffled) {
-            continue;
-        }
-        plan.observe(&attempt);
-        let recorded = hunt.as_ref().map(|_| attempt.clone());
+/// The one pass over a record's attempts that every kind's summary starts from (see
+/// [`crate::kind::summarize`]): the tally of its cells, how its attempts started (warm or cold)
+/// and, under `--oracle majority`, the outputs that judge each attempt.
+pub struct Pass {
+    /// Every counted attempt, judged.
+    pub tally: Tally,
+    modes: modes::ModeTally,
+    /// `--oracle majority`'s outputs, counted in a first reading of the record.
+    majority: Option<crate::oracle::majority::Outputs>,
+    /// Counted attempts in which a check found a failure the exit status hid.
+    hidden: u64,
+}
+
+/// What a kind's summary sees of each attempt [`Pass::over`] counts: the attempt as recorded, then
+/// as judged.
+pub type Observer<'a> = &'a mut dyn FnMut(&Attempt, &Attempt);
+
+impl Pass {
+    /// Reads `record`'s attempts (twice under `--oracle majority`: count the outputs, then judge
+    /// each attempt), showing `plan` every attempt that `counted` keeps, so the plan replayed over
+    /// the record says whether it has work left. `observe` sees each counted attempt as recorded,
+    /// then as judged.
+    pub fn over(
+        record: &Record,
+        plan: &mut dyn Plan,
+        counted: impl Fn(&Attempt) -> bool,
+        mut observe: Option<Observer<'_>>,
+    ) -> Result<Self, RecordError> {
+        let majority = record.manifest.oracle.as_ref().is_some_and(|o| o.majority);
+        let mut outputs = crate::oracle::majority::Outputs::default();
         if majority {
-            crate::oracle::majority::Outputs::judge_by(top.as_deref(), &mut attempt);
+            for attempt in record.attempts()? {
+                outputs.add(&attempt?);
+            }
         }
-        if let (Some(h), Some(recorded)) = (hunt.as_mut(), recorded) {
-            h.add(&recorded, &attempt);
+        let mut tally = Tally::default();
+        let mut modes = modes::ModeTally::default();
+        let top = outputs.majority().map(str::to_owned);
+        let mut hidden = 0u64;
+        for attempt in record.attempts()? {
+            let mut attempt = attempt?;
+            if !counted(&attempt) {
+                continue;
+            }
+            plan.observe(&attempt);
+            let recorded = observe.as_ref().map(|_| attempt.clone());
+            if majority {
+                crate::oracle::majority::Outputs::judge_by(top.as_deref(), &mut attempt);
+            }
+            if let (Some(observe), Some(recorded)) = (observe.as_mut(), recorded) {
+                observe(&recorded, &attempt);
+            }
+            tally.add(&attempt);
+            modes.add(&attempt);
+            hidden += u64::from(!attempt.hidden.is_empty());
         }
-        tally.add(&attempt);
-        modes.add(&attempt);
-        hidden += u64::from(!attempt.hidden.is_empty());
+        Ok(Self { tally, modes, majority: majority.then_some(outputs), hidden })
     }
-    let cells = record.cells()?;
-    let mut summary = match record.manifest.kind {
-        Kind::Sweep => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
-        Kind::Matrix => {
-            let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            match record.manifest.extra.against() {
-                Some(against) => {
-                    let (runs, confirm) = (record.manifest.plan.runs, record.manifest.extra.confirm());
-                    crate::kind::matrix::against::summary::apply(&mut summary, against, runs, confirm, &cells, &tally);
-                }
-                None => crate::kind::matrix::summary::apply(
-                    &mut summary,
-                    record.manifest.extra.dimensions(),
-                    &cells,
-                    &tally,
-                ),
-            }
-            summary
-        }
-        Kind::Fire => crate::kind::fire::summarize(record, &cells, &tally)?,
-        Kind::Adaptive => Summary::build(&record.manifest, &cells, &tally, plan.planned()),
-        Kind::Verify => {
-            let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            if let Some(options) = &record.manifest.extra.verify {
-                crate::kind::verify::summary::apply(&mut summary, options);
-            }
-            summary
-        }
-        Kind::Suite => {
-            let mut summary = Summary::build(&record.manifest, &cells, &tally, plan.planned());
-            if let Some(analysis) = crate::kind::suite::analyse::of_record(record)? {
-                crate::kind::suite::summary::apply(&mut summary, analysis);
-            }
-            summary
-        }
-    };
-    summary.checks = crate::checks::ChecksSummary::of(record.manifest.plan.checks, hidden);
-    if let Some(c) = &summary.checks {
-        summary.notes.push(c.note(summary.attempts));
-    }
-    // Fire decides completeness itself (its ladder stops at the first rejection).
-    if record.manifest.kind != Kind::Fire {
+
+    /// The common summary of `record`'s cells from this pass, complete when `plan` (replayed over
+    /// the record) has no work left.
+    pub fn summary(&self, record: &Record, plan: &mut dyn Plan) -> Result<Summary, RecordError> {
+        let mut summary = Summary::build(&record.manifest, &record.cells()?, &self.tally, plan.planned());
         summary.complete |= plan.next() == Next::Done;
+        Ok(summary)
     }
-    // A suite is complete when its classification is too.
-    if summary.suite.as_ref().is_some_and(|s| !s.classified) {
-        summary.complete = false;
+
+    /// Adds what the checks found (`--check`) to a summary that holds the kind's part, with its
+    /// note.
+    pub fn checks(&self, record: &Record, summary: &mut Summary) {
+        summary.checks = crate::checks::ChecksSummary::of(record.manifest.plan.checks, self.hidden);
+        if let Some(c) = &summary.checks {
+            summary.notes.push(c.note(summary.attempts));
+        }
     }
-    // A hunt is complete when its plan is done, not when it ran as many attempts as it issued.
-    if let Some(h) = hunt {
-        h.apply(&mut summary);
+
+    /// Adds what every kind's summary ends with: the majority's outputs and the attempts' modes,
+    /// each with its note.
+    pub fn finish(self, summary: &mut Summary) {
+        if let Some(outputs) = self.majority {
+            summary.outputs = outputs.summary();
+            summary.notes.extend(outputs.notes());
+        }
+        if let Some((m, note)) = self.modes.summary() {
+            summary.modes = Some(m);
+            summary.notes.push(note);
+        }
     }
-    if majority {
-        summary.outputs = outputs.summary();
-        summary.notes.extend(outputs.notes());
-    }
-    if let Some((m, note)) = modes.summary() {
-        summary.modes = Some(m);
-        summary.notes.push(note);
-    }
-    Ok(summary)
 }

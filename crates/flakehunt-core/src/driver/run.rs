@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use super::HuntEnd;
 use crate::analysis::Summary;
-use crate::config::Config;
 use crate::events::{Event, EventSink, Fanout};
 use crate::kind::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::oracle::OracleSpec;
@@ -90,7 +89,7 @@ pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, Hunt
     if let Some(snapshot) = snapshot {
         recorder.write_document(SNAPSHOT_FILE, &snapshot)?;
     }
-    let summary = crate::analysis::summarize(&Record::open(&dir)?)?;
+    let summary = crate::kind::summarize(&Record::open(&dir)?)?;
     recorder.write_document(SUMMARY_FILE, &summary)?;
     step_summary(&summary, &dir, sink);
     let end = HuntEnd::of(&summary, interrupted);
@@ -273,7 +272,7 @@ fn execute(
     let Opened { dir, manifest, recorder, ladder, .. } = opened;
     // A resumed record keeps the snapshot of the machine it started on.
     let tools = (!dir.join(SNAPSHOT_FILE).exists()).then(|| {
-        let tools = snapshot_tools(&spec.config, Some(manifest));
+        let tools = crate::snapshot::tools_of(&spec.config, Some(manifest));
         crate::snapshot::SnapshotRequest::for_hunt(&manifest.target, manifest.extra.adapter.as_ref(), tools)
     });
     let leak_timeout = spec.settings.leak_timeout;
@@ -290,7 +289,7 @@ fn execute(
             Ok((result?, snapshot))
         }
         None => {
-            let mut plan = plan::from_manifest(manifest);
+            let mut plan = crate::kind::plan_of(manifest);
             let mut done = 0u64;
             for attempt in Record::open(dir)?.attempts()? {
                 plan.observe(&attempt?);
@@ -572,21 +571,6 @@ fn stamp(time: std::time::SystemTime) -> String {
 pub fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
-}
-
-/// The tool version commands a snapshot records: the configuration's list, or those of the
-/// runtimes `hunt`'s target uses (every default one for `flakehunt snapshot`, which has no hunt).
-pub fn snapshot_tools(config: &Config, hunt: Option<&Manifest>) -> Vec<String> {
-    if !config.snapshot.tools.is_empty() {
-        return config.snapshot.tools.clone();
-    }
-    match hunt {
-        Some(m) => {
-            let adapter = m.extra.adapter.as_ref().map(crate::record::Adapter::name);
-            crate::snapshot::tools_for(&m.target, adapter)
-        }
-        None => crate::snapshot::default_tools(),
-    }
 }
 
 /// Removes a record that a failed start left without a single attempt, so that the same

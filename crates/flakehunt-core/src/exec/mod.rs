@@ -6,6 +6,7 @@ mod cancel;
 mod capture;
 mod launch;
 mod program;
+pub mod python;
 mod running;
 mod spawn;
 mod tree;

@@ -500,7 +500,7 @@ pub fn pytest_argv(python: &str, node: &str) -> Vec<String> {
 fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Target, Adapter), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
-    let python = crate::kind::suite::python::interpreter(explicit, venv.as_deref(), &cwd)?;
+    let python = crate::exec::python::interpreter(explicit, venv.as_deref(), &cwd)?;
     let program = python.program.display().to_string();
     let ok = Command::new(&python.program)
         .args(["-m", "pytest", "--version"])

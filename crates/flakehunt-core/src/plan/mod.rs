@@ -91,37 +91,15 @@ impl AttemptLimits {
     }
 }
 
-/// The plan a manifest describes, ready to run (or to continue, after observing the attempts
-/// already recorded).
-pub fn from_manifest(manifest: &crate::record::Manifest) -> Box<dyn Plan> {
-    if manifest.kind == crate::record::Kind::Adaptive {
-        return Box::new(crate::kind::adaptive::record::plan_of(manifest));
-    }
-    if let Some(against) = manifest.extra.against() {
-        return Box::new(crate::kind::matrix::against::AgainstPlan::new(
-            against.dimensions.clone(),
-            manifest.plan.runs,
-            manifest.extra.confirm(),
-        ));
-    }
-    if manifest.kind == crate::record::Kind::Matrix {
-        let confirm = manifest.extra.confirm();
-        return Box::new(crate::kind::matrix::plan::MatrixPlan::new(
-            manifest.cells.clone(),
-            manifest.plan.runs,
-            manifest.seed,
-            confirm,
-            manifest.shard,
-        ));
-    }
-    Box::new(
-        Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
-            .until_fails(manifest.plan.until_fails)
-            .majority(manifest.oracle.as_ref().is_some_and(|o| o.majority))
-            .shard(manifest.shard)
-            .width(manifest.plan.jobs)
-            .copies(schedules_copies(manifest.kind)),
-    )
+/// The static plan of `manifest` (a sweep's, a suite's, fire's): its cells interleaved in a seeded
+/// order, with its stop rules. Each kind's plan is [`crate::kind::Hunt::plan`].
+pub fn schedule(manifest: &crate::record::Manifest) -> Schedule {
+    Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
+        .until_fails(manifest.plan.until_fails)
+        .majority(manifest.oracle.as_ref().is_some_and(|o| o.majority))
+        .shard(manifest.shard)
+        .width(manifest.plan.jobs)
+        .copies(schedules_copies(manifest.kind))
 }
 
 /// Whether the plan of a hunt of `kind` runs a `copies=N` cell's N attempts together (the

@@ -113,13 +113,13 @@ pub const LISTED_IDS: usize = 20;
 /// The attempts `record`'s plan holds that are not in `done`, counted by replaying the plan as
 /// `--resume` would: `(count, the first LISTED_IDS ids)`.
 fn not_recorded(record: &Record, done: &[Attempt]) -> (u64, Vec<u64>) {
-    let mut plan = crate::plan::from_manifest(&record.manifest);
+    let mut plan = crate::kind::plan_of(&record.manifest);
     for a in done {
         plan.observe(a);
     }
     // A hunt whose attempts already meet its stop rule has its answer: the attempts it chose
     // before it could know (cut by its budget) are not missing.
-    let mut settled = crate::plan::from_manifest(&record.manifest);
+    let mut settled = crate::kind::plan_of(&record.manifest);
     done.iter().for_each(|a| settled.observe(a));
     if settled.settled() {
         return (0, Vec::new());
@@ -255,7 +255,7 @@ impl Merge {
         let merge = Merge { merged_from, missing, missing_attempts };
         recorder.write_document(super::MERGE_FILE, &merge)?;
         let record = Record::open(out)?;
-        let summary = crate::analysis::summarize(&record)?;
+        let summary = crate::kind::summarize(&record)?;
         recorder.write_document(SUMMARY_FILE, &summary)?;
         Ok((merge, summary))
     }

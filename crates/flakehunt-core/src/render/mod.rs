@@ -3,7 +3,6 @@
 //! what a format needs from the record beyond the summary. Nothing here touches the OS except
 //! [`RenderContext::from_record`], which reads the record once so the renderers need not.
 
-pub mod adaptive;
 mod context;
 mod details;
 pub mod events;

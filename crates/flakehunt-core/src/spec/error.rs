@@ -68,7 +68,7 @@ pub enum HuntError {
     },
     /// `--python` names no interpreter.
     #[error(transparent)]
-    Python(#[from] crate::kind::suite::python::PythonError),
+    Python(#[from] crate::exec::python::PythonError),
     /// The suite's runner did not say which tests it has.
     #[error("--pytest")]
     Collection(#[source] crate::kind::suite::ParseError),

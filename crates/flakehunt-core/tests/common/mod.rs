@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use flakehunt_core::analysis::{self, signature, Summary};
+use flakehunt_core::analysis::{signature, Summary};
 use flakehunt_core::exec::LeakedProcess;
 use flakehunt_core::plan::{CellSpec, Settings, Target};
 use flakehunt_core::profile::Profile;
@@ -143,7 +143,7 @@ impl Fixture {
             }
         }
         let record = Record::open(&dir).unwrap();
-        let mut summary = analysis::summarize(&record).unwrap();
+        let mut summary = flakehunt_core::kind::summarize(&record).unwrap();
         if summary.details.is_null() {
             summary.details = self.details.clone();
         }

@@ -96,7 +96,7 @@ fn findings_of<'a>(level: &'a Value, kind: &str) -> Vec<&'a Value> {
 /// The summary recomputed from the record alone equals the one the live run printed.
 fn assert_recomputable(fired: &Fired) {
     let record = flakehunt_core::record::Record::open(&fired.record).unwrap();
-    let again = flakehunt_core::analysis::summarize(&record).unwrap();
+    let again = flakehunt_core::kind::summarize(&record).unwrap();
     // Compared as parsed text, as the live run's was: serde_json's default float parsing does
     // not always round-trip to the same f64 as `to_value` keeps.
     let again: Value = serde_json::from_str(&serde_json::to_string(&again).unwrap()).unwrap();

@@ -8,12 +8,14 @@
 //! largest `copies=N` (the plan itself keeps other arms one at a time, by answering `Wait`); the
 //! runner asks [`crate::plan::Plan::timeout`] for each attempt's timeout (the hang rule). The
 //! record's `"reproduction"` and the conclusion line come from
-//! [`crate::kind::adaptive::reproduction::AdaptiveTally`] and [`crate::render::adaptive::conclusion`].
+//! [`crate::kind::adaptive::reproduction::AdaptiveTally`] and [`conclusion::conclusion`].
 
 mod bandit;
 mod beta;
 mod calibration;
+pub mod conclusion;
 mod hang;
+mod hunt;
 pub mod record;
 pub mod reproduction;
 
@@ -24,3 +26,4 @@ pub use calibration::{
     MIN_QUOTA_PERCENT, NOISE_PER_CPU, STRETCHES,
 };
 pub use hang::{hang_timeout, HANG_FACTOR, MIN_HANG, MIN_PASSED};
+pub use hunt::Adaptive;

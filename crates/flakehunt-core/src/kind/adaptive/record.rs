@@ -355,7 +355,7 @@ impl AdaptiveSummary {
         let c = self.tally.confirmation();
         let inert =
             self.tally.reproduction().and_then(|r| summary.cell(&r.cell)).and_then(|cell| cell.inert_reason.clone());
-        let conclusion = crate::render::adaptive::conclusion(&self.tally, !done, inert.as_deref());
+        let conclusion = super::conclusion::conclusion(&self.tally, !done, inert.as_deref());
         apply_finding(summary, &self.tally, inert.is_some());
         let details = AdaptiveDetails {
             conclusion,
@@ -466,7 +466,7 @@ impl HuntSummary {
 /// Only the arm confirmation singled out is `sensitive`; a hunt in which nothing the target gives
 /// by itself was seen is `not-reproduced` (exit 0), whatever failed once or twice on the way.
 fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
-    let finding = tally.finding(crate::render::adaptive::ALPHA, inert);
+    let finding = tally.finding(super::conclusion::ALPHA, inert);
     let condition = tally.reproduction().map(|r| r.cell.clone()).filter(|_| finding == Finding::ConditionSensitive);
     for cell in &mut summary.cells {
         let confirmed = condition.as_deref() == Some(cell.name.as_str());
@@ -672,7 +672,7 @@ mod tests {
         for a in attempts {
             recorder.append(a, b"", b"").unwrap();
         }
-        crate::analysis::summarize(&crate::record::Record::open(&record).unwrap()).unwrap()
+        crate::kind::summarize(&crate::record::Record::open(&record).unwrap()).unwrap()
     }
 
     fn confirmation(summary: &Summary) -> ConfirmCounts {

@@ -2,6 +2,7 @@
 //! ladder runs W workers sharing R runs against a sandbox copy of the state; the final state is
 //! compared with the state R sequential runs leave. Main type: [`FireRunner`].
 
+mod hunt;
 mod ladder;
 mod level_report;
 mod options;
@@ -11,6 +12,7 @@ mod runner;
 mod summary;
 mod verdict;
 
+pub use hunt::Fire;
 pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
 pub use level_report::{CheckResult, LevelReport, LEVELS};
 pub use options::{reference_cell, FireOptions};

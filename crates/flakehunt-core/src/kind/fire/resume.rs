@@ -35,7 +35,7 @@ pub struct Resumed {
 pub fn prepare(dir: &Path, options: &FireOptions) -> Result<(Resumed, Resumption), RecordError> {
     let record = Record::open(dir)?;
     let reports: Vec<LevelReport> = record.side_lines(LEVELS)?;
-    let summary = crate::analysis::summarize(&record)?;
+    let summary = crate::kind::summarize(&record)?;
     let judged = summary.fire.as_ref().map(|f| f.levels.as_slice()).unwrap_or_default();
 
     // The levels still to run: those without a report, up to the first rejected level unless

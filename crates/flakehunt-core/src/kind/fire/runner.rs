@@ -311,7 +311,7 @@ impl<E: Execute> FireRunner<E> {
     /// comes from the same analysis `report` runs on the record, so the live decision to stop
     /// and the summary cannot disagree.
     fn judge(&self, index: u32, sinks: &mut FireSinks<'_>) -> Result<bool, FireError> {
-        let summary = crate::analysis::summarize(&Record::open(sinks.recorder.dir())?)?;
+        let summary = crate::kind::summarize(&Record::open(sinks.recorder.dir())?)?;
         let judged = summary.fire.as_ref().and_then(|f| f.levels.iter().find(|l| l.level == index));
         let Some(judged) = judged else { return Ok(false) };
         sinks.event(&Event::LevelJudged(judged))?;
@@ -540,7 +540,7 @@ mod tests {
         };
         let end = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut Discard }, None).unwrap();
         assert!(!end.interrupted);
-        let summary = crate::analysis::summarize(&Record::open(&record).unwrap()).unwrap();
+        let summary = crate::kind::summarize(&Record::open(&record).unwrap()).unwrap();
         let verdicts = summary.fire.unwrap().levels.iter().filter(|l| l.runs > 0).map(|l| l.verdict).collect();
         (verdicts, runs.load(Ordering::SeqCst))
     }

@@ -3,6 +3,9 @@
 //! `matrix --against`, which searches another machine's differences instead of a grid.
 
 pub mod against;
+mod hunt;
 pub mod plan;
 pub(crate) mod prepare;
 pub mod summary;
+
+pub use hunt::Matrix;

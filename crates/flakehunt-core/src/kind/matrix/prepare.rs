@@ -23,7 +23,7 @@ pub(crate) fn cells(
     sink: &mut dyn EventSink,
 ) -> Result<(Vec<CellSpec>, Extra), HuntError> {
     if let Some(snapshot) = &req.against {
-        let tools = crate::driver::snapshot_tools(config, None);
+        let tools = crate::snapshot::tools_of(config, None);
         return super::against::prepare::cells(snapshot, runs, req.confirm, target, tools, sink);
     }
     let dimensions = dimensions(req, config, target)?;

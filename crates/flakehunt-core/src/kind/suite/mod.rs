@@ -9,11 +9,11 @@ pub mod bisect;
 pub mod classify;
 pub mod collect;
 pub mod gotest;
+mod hunt;
 pub mod libtest;
 pub mod order;
 pub(crate) mod prepare;
 pub mod pytestlog;
-pub mod python;
 pub mod record;
 pub mod repeat;
 pub mod run;
@@ -23,6 +23,8 @@ pub mod written;
 
 #[cfg(test)]
 mod real_tests;
+
+pub use hunt::Suite;
 
 use serde::{Deserialize, Serialize};
 

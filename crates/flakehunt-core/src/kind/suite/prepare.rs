@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::events::{Event, EventSink, Fanout};
+use crate::exec::python;
 use crate::kind::suite::analyse::{self, Replay};
 use crate::kind::suite::collect::{self, collect_pytest, collection_limit};
 use crate::kind::suite::order::{GoTest, Pytest};
@@ -14,8 +15,8 @@ use crate::kind::suite::record::Role;
 use crate::kind::suite::run::{Ids, Live, SuiteExecution};
 use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
 use crate::kind::suite::written::WrittenIds;
-use crate::kind::suite::{pytestlog, python, repeat};
-use crate::plan::{self, CellSpec, Target};
+use crate::kind::suite::{pytestlog, repeat};
+use crate::plan::{CellSpec, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
 use crate::snapshot::commands::{self, Probe, Ran};
@@ -247,7 +248,7 @@ pub(crate) fn execute(
             dir.display()
         ))
     })?;
-    let mut plan = plan::from_manifest(manifest);
+    let mut plan = crate::kind::plan_of(manifest);
     let mut done = 0u64;
     let mut replay = Replay::default();
     let mut last = None;

@@ -5,10 +5,12 @@
 //! Main type: [`VerifyOptions`], what the verify record's manifest keeps.
 
 pub mod attempts;
+mod hunt;
 pub mod options;
 pub mod prepare;
 pub mod source;
 pub mod summary;
 
+pub use hunt::Verify;
 pub use options::{Condition, Role, VerifyOptions, DEFAULT_LEVEL};
 pub use summary::VerifyDetails;

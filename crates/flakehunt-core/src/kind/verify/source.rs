@@ -60,7 +60,7 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
             )))
         }
     }
-    let summary = crate::analysis::summarize(&record)?;
+    let summary = crate::kind::summarize(&record)?;
     if summary.failures == 0 || matches!(summary.verdict.as_str(), "not-reproduced" | "rumour") {
         return Err(HuntError::usage(format!(
             "{} reproduced nothing (verdict {}): there is no failure to prove fixed; verify the record of a hunt that reproduced it",

@@ -2,8 +2,8 @@
 //! an arm (and how confirmation judged it), or, with the budget spent, what was tried and the
 //! rate a failure would very likely have shown above. Pure. Main function: [`conclusion`].
 
+use super::reproduction::{AdaptiveTally, Failure, Finding, Tried, BASELINE};
 use crate::analysis::stats::{amplification, format_p, format_rate, zero_failure_upper_bound};
-use crate::kind::adaptive::reproduction::{AdaptiveTally, Failure, Finding, Tried, BASELINE};
 use crate::record::Outcome;
 
 /// Confirmation's significance level: below it, the arm is the condition.

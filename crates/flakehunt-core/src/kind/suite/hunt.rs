@@ -1,0 +1,31 @@
+//! The suite as a kind of hunt: its plan is the static schedule of its shuffled attempts, its
+//! summary the common one of those attempts with each failing test's classification. Main type:
+//! [`Suite`].
+
+/// The suite.
+pub struct Suite;
+
+impl crate::kind::Hunt for Suite {
+    fn summarize(
+        &self,
+        record: &crate::record::Record,
+    ) -> Result<crate::analysis::Summary, crate::record::RecordError> {
+        let mut plan = crate::plan::schedule(&record.manifest);
+        // Its cells count its shuffled attempts; its confirmation runs are the classification's,
+        // below.
+        let shuffled =
+            |a: &crate::record::Attempt| a.suite.as_ref().is_none_or(|t| t.role == super::record::Role::Shuffled);
+        let pass = crate::analysis::Pass::over(record, &mut plan, shuffled, None)?;
+        let mut summary = pass.summary(record, &mut plan)?;
+        if let Some(analysis) = super::analyse::of_record(record)? {
+            super::summary::apply(&mut summary, analysis);
+        }
+        pass.checks(record, &mut summary);
+        // A suite is complete when its classification is too.
+        if summary.suite.as_ref().is_some_and(|s| !s.classified) {
+            summary.complete = false;
+        }
+        pass.finish(&mut summary);
+        Ok(summary)
+    }
+}
