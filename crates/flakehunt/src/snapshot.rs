@@ -24,12 +24,27 @@ pub fn run(tools: Vec<String>, args: &SnapshotArgs) -> Result<exit::Done, Error>
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it, so that an upload step never
-/// reads half a snapshot.
+/// reads half a snapshot. A symlink is written through, as the shell's `>` would (the link stays,
+/// its target gets the snapshot); a FIFO or a device is written to as it is, never replaced.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let mut target = path.to_path_buf();
+    for _ in 0..40 {
+        let Ok(link) = std::fs::read_link(&target) else { break };
+        target = target.parent().unwrap_or(std::path::Path::new(".")).join(link);
+    }
+    match std::fs::symlink_metadata(&target) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(std::io::Error::other("too many levels of symbolic links"));
+        }
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            return std::fs::OpenOptions::new().write(true).open(&target)?.write_all(bytes);
+        }
+        _ => {}
+    }
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.persist(&target).map_err(|e| e.error)?;
     Ok(())
 }
 

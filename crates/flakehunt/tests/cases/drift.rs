@@ -1,6 +1,7 @@
 //! End-to-end tests of "fails there, passes here": `flakehunt snapshot` (the interpreter's
 //! distributions, Go's modules, Rust's lock file, the kernel and file systems, redacted).
 
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -536,4 +537,37 @@ fn matrix_against_refuses_what_it_cannot_do_in_one_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn snapshot_output_writes_through_a_symlink_and_into_a_fifo_without_replacing_either() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("artifacts")).unwrap();
+    // A link into a directory the CI uploads, its target not written yet.
+    std::os::unix::fs::symlink("artifacts/ci-env.json", dir.join("link.json")).unwrap();
+    let out = Command::new(bin()).args(["snapshot", "--output", "link.json"]).current_dir(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::symlink_metadata(dir.join("link.json")).unwrap().file_type().is_symlink(), "the link stays");
+    let written = std::fs::read_to_string(dir.join("artifacts/ci-env.json")).unwrap();
+    assert!(serde_json::from_str::<Value>(&written).is_ok(), "the link's target holds the snapshot: {written}");
+    // A FIFO someone reads: written into, not replaced by a file.
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = Command::new(bin()).args(["snapshot", "--output", "fifo"]).current_dir(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Had nothing been written into it, this open (and close) ends the reader's wait.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo);
+    }
+    let text = reader.join().unwrap();
+    assert!(serde_json::from_str::<Value>(&text).is_ok(), "the reader got the snapshot: {text}");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays");
 }
