@@ -62,7 +62,7 @@ impl Session {
                 WATCHDOG_WAIT.as_secs()
             )));
         }
-        let watchdog = Watchdog::spawn(&exe, &["__watchdog", &manifest.run_id]).ok();
+        let watchdog = Watchdog::spawn(&exe, &manifest.run_id).ok();
         if let Some(w) = &watchdog {
             tree.register(w.pid());
         }

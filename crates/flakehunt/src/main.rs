@@ -99,8 +99,8 @@ fn dispatch(cli: &cli::Cli) -> Result<Done, Error> {
             exit::to_stdout(|out| writeln!(out, "{line}"))?;
             Ok(Done::Ok)
         }
-        cli::Command::Watchdog { run_id } => {
-            flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id);
+        cli::Command::Watchdog { run_id, protect } => {
+            flakehunt_core::exec::serve_watchdog(std::io::stdin().lock(), run_id, protect);
             Ok(Done::Ok)
         }
     }

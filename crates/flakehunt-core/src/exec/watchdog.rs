@@ -93,11 +93,15 @@ fn unhex(text: &str) -> Option<PathBuf> {
 }
 
 impl Watchdog {
-    /// Starts `exe` (flakehunt itself) with `args` (its hidden watchdog subcommand) in a process
-    /// group of its own, so a Ctrl-C in the terminal does not reach it.
-    pub fn spawn(exe: &Path, args: &[&str]) -> std::io::Result<Self> {
+    /// Starts `exe` (flakehunt itself) as the watchdog of the hunt `run_id` (its hidden
+    /// subcommand) in a process group of its own, so a Ctrl-C in the terminal does not reach it.
+    /// flakehunt's own process group, the user's shell job, is passed on the command line: the
+    /// watchdog must never kill it, and cannot learn it from its parent if flakehunt is killed
+    /// before the watchdog has started.
+    pub fn spawn(exe: &Path, run_id: &str) -> std::io::Result<Self> {
+        let group = rustix::process::getpgrp().as_raw_nonzero().get().to_string();
         let mut child = Command::new(exe)
-            .args(args)
+            .args(["__watchdog", run_id, "--protect", &group])
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -180,22 +184,27 @@ pub fn wait_for_previous(run_id: &str, limit: std::time::Duration) -> bool {
 }
 
 /// The watchdog's own main loop: reads messages from `input` until end-of-file, then cleans up
-/// unless told `done`. `run_id` is the hunt's `FLAKEHUNT_RUN_ID`.
-pub fn serve(input: impl Read, run_id: &str) {
+/// unless told `done`. `run_id` is the hunt's `FLAKEHUNT_RUN_ID`; the process groups in
+/// `protect` (flakehunt's) are never killed.
+pub fn serve(input: impl Read, run_id: &str, protect: &[i32]) {
     // The terminal's hangup or interrupt must not take the watchdog down before it did its job.
     // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
     unsafe {
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
         libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
-    // Never kill the group of the watchdog itself or of flakehunt (its parent, until it dies),
-    // which is the user's shell job: a process of the hunt may have joined it.
+    // Never kill the group of the watchdog itself or of flakehunt, which is the user's shell job
+    // (the test runner's, CI's): a process of the hunt may have joined it (a clean room's setup
+    // runs there). flakehunt passes its group; its parent's is read too, for a caller that did
+    // not. Read from the parent alone it would be lost when flakehunt is killed before this
+    // line runs: the parent is then init, and the shell job was killed with the setup.
     // libc rather than rustix here: when flakehunt is already gone the parent may be a process
     // whose group id is 0 (init outside our namespace), which rustix treats as impossible.
     // SAFETY: getppid and getpgid have no memory preconditions.
     let parent_group = unsafe { libc::getpgid(libc::getppid()) };
     let protected = [rustix::process::getpgrp().as_raw_nonzero().get(), parent_group]
         .into_iter()
+        .chain(protect.iter().copied())
         .filter(|&g| g > 0)
         .collect::<Vec<i32>>();
     let mut cgroups: Vec<PathBuf> = Vec::new();

@@ -123,6 +123,9 @@ pub enum Command {
     Watchdog {
         /// The hunt's run id.
         run_id: String,
+        /// A process group never to kill (flakehunt's own).
+        #[arg(long)]
+        protect: Vec<i32>,
     },
 }
 

@@ -533,3 +533,39 @@ fn a_snapshot_tool_running_when_flakehunt_is_sigkilled_is_ended_by_the_watchdog(
     child.wait().unwrap();
     poll_until("the watchdog to end the snapshot tool", || read(&pids).lines().all(is_gone));
 }
+
+// A clean room's setup runs in flakehunt's own process group, the user's shell job. The watchdog
+// learnt that group from its parent only: when flakehunt was killed before the watchdog had
+// started (a loaded machine), the parent it read was init, and killing the setup's group killed
+// the shell, the test runner and CI with it. flakehunt now names its group to the watchdog.
+#[test]
+fn the_watchdog_spares_the_group_flakehunt_names_even_when_it_reads_no_parent() {
+    let (_guard, t) = tmp();
+    let pids = t.join("pids");
+    let run_id = format!("fh-protect-{}", std::process::id());
+    // A group of its own stands for the shell job: `sh` without the marker and, in its group, a
+    // process of the hunt with it. Once that process is killed, `sh` goes on as a sleep.
+    let script =
+        format!("FLAKEHUNT_RUN_ID={run_id} sleep 300 & echo \"$$ $!\" > {}; wait; exec sleep 300", pids.display());
+    let mut job = Command::new("setsid").args(["sh", "-c", &script]).stdin(Stdio::null()).spawn().unwrap();
+    poll_until("the job to start", || read_if(&pids).is_some_and(|p| p.ends_with('\n')));
+    let line = read(&pids);
+    let (shell, hunt) = line.trim().split_once(' ').unwrap();
+    let marker = format!("FLAKEHUNT_RUN_ID={run_id}");
+    poll_until("the hunt's process to carry its marker", || {
+        std::fs::read(format!("/proc/{hunt}/environ"))
+            .is_ok_and(|e| e.split(|&b| b == 0).any(|v| v == marker.as_bytes()))
+    });
+    // The watchdog's parent here is the test, in another group: only the name protects `sh`.
+    let out = flakehunt().args(["__watchdog", &run_id, "--protect", shell]).stdin(Stdio::null()).output();
+    let spared = !is_gone(shell);
+    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{shell}")]).status();
+    let _ = job.wait();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(is_gone(hunt), "the hunt's process is ended");
+    assert!(spared, "the named group is not killed");
+}
+
+fn read_if(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
