@@ -789,6 +789,14 @@ fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
             );
         }
         out.push_str("</tbody>\n</table>\n");
+        let states = crate::kind::suite::state::lines(s);
+        if !states.is_empty() {
+            out.push_str("<ul class=\"state\">\n");
+            for line in &states {
+                let _ = writeln!(out, "<li>{}</li>", esc(line));
+            }
+            out.push_str("</ul>\n");
+        }
     });
     let incomplete = super::suite::incomplete(s);
     if !incomplete.is_empty() {

@@ -140,6 +140,13 @@ fn suite(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
             md_cell(&condition(t))
         );
     }
+    let states = crate::kind::suite::state::lines(s);
+    if !states.is_empty() {
+        let _ = writeln!(out, "\n### The state they trip over\n");
+        for line in &states {
+            let _ = writeln!(out, "- {}", md_cell(line));
+        }
+    }
 }
 
 /// A status marker GitHub renders as an emoji.

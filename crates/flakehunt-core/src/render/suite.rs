@@ -83,6 +83,9 @@ fn ids_text(ids: &[u64]) -> String {
 /// that ended before all their tests reported.
 pub fn table(s: &SuiteSummary) -> String {
     let mut out = tests_table(s);
+    for line in crate::kind::suite::state::lines(s) {
+        out.push_str(&format!("{line}\n"));
+    }
     let incomplete = incomplete(s);
     if !incomplete.is_empty() {
         let n = s.incomplete_attempts();
@@ -154,6 +157,7 @@ mod tests {
             alone: [3, 0],
             repeated: [0, 0],
             unreported: 0,
+            state: None,
         };
         let s = SuiteSummary {
             framework: Framework::Pytest,

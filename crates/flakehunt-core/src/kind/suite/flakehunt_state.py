@@ -231,6 +231,21 @@ def _files(root, skip):
     return found
 
 
+def _mtime(path):
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _content(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def _file_restorer(path, before):
     content = None
     if before is not None and before[0] <= _KEEP_FILE_BYTES:
@@ -246,7 +261,7 @@ def _file_restorer(path, before):
                 os.remove(path)
             except OSError:
                 pass
-        elif content is not None:
+        elif content is not None and _content(path) != content:
             with open(path, "wb") as f:
                 f.write(content)
 
@@ -298,9 +313,7 @@ def _fingerprint(skip_files):
         pass
     zone = (time.tzname, time.timezone)
     out["time.tzname"] = _Entry("time zone", _digest(zone), _short(time.tzname), time.tzset)
-    import tempfile
-
-    for root, kind in ((cwd, "file under the working directory"), (tempfile.gettempdir(), "file in the temporary directory")):
+    for root, kind in _ROOTS:
         for path, meta in _files(root, skip_files).items():
             out["file %s" % path] = _Entry(kind, meta[1], "%d bytes" % meta[0], _file_restorer(path, meta))
     return out
@@ -452,6 +465,8 @@ def _fork(work):
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
+        # A second early, so that a file system whose times are coarse still counts the fork's.
+        _STARTED[0] = time.time() - 1
         os.close(read)
         code = 0
         try:
@@ -485,11 +500,22 @@ def _run(session, items, outcomes):
         item.ihook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
 
 
+class _GaveUp(Exception):
+    """The trials' limit was reached."""
+
+
 _SESSION = [None]
+# The directories whose files a fingerprint reads: the working directory and the temporary
+# directory as the run started, whatever directory a test moves to.
+_ROOTS = []
+_STARTED = [0.0]
 
 
 def _analyse(session, request):
     _SESSION[0] = session
+    import tempfile
+
+    _ROOTS[:] = [(os.getcwd(), "file under the working directory"), (tempfile.gettempdir(), "file in the temporary directory")]
     by_id = {item.nodeid: item for item in session.items}
     missing = [t for t in [request["victim"]] + request["polluters"] if t not in by_id]
     if missing:
@@ -524,9 +550,13 @@ def _analyse(session, request):
     paths = sorted(kinds)
     trials = [0]
 
+    limit = int(request.get("max_trials", 64))
+
     def good(subset):
         """Whether the victim passes after the polluters with the differences in `subset` put
         back; for a brittle test, with only those kept (all the others put back)."""
+        if trials[0] >= limit:
+            raise _GaveUp()
         trials[0] += 1
         chosen = set(subset)
 
@@ -549,7 +579,12 @@ def _analyse(session, request):
     elif not good(paths):
         result["verdict"] = "fails after its state-setters in a fork" if brittle else "putting back every difference does not make it pass: the state is outside what a fingerprint sees"
     else:
-        minimal = _ddmin(paths, good)
+        try:
+            minimal = _ddmin(paths, good)
+        except _GaveUp:
+            result["verdict"] = "no smallest set found within %d trials" % limit
+            result["trials"] = trials[0]
+            return result
         searched = trials[0]
         passed = sum(1 for _ in range(confirm) if good(minimal))
         result["state"] = [d for d in found["differences"] if d["path"] in set(minimal)]
@@ -575,11 +610,10 @@ def _call(restore):
 def _restore_files(before, skip):
     """Puts the files a fork can see back as `before` had them: removes the ones created since,
     writes back the (small) ones changed or removed."""
-    import tempfile
-
-    for root in (before["os.getcwd()"].digest, tempfile.gettempdir()):
+    for root, _ in _ROOTS:
         for path in _files(root, skip):
-            if "file %s" % path not in before:
+            # Only a file written since this fork started is its own to remove.
+            if "file %s" % path not in before and _mtime(path) >= _STARTED[0]:
                 _call(lambda: os.remove(path))
     for path, entry in before.items():
         if entry.kind.startswith("file"):

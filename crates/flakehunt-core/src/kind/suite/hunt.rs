@@ -20,6 +20,14 @@ impl crate::kind::Hunt for Suite {
         if let Some(analysis) = super::analyse::of_record(record)? {
             super::summary::apply(&mut summary, analysis);
         }
+        if let Some(suite) = summary.suite.as_mut() {
+            let path = record.dir.join(super::state::FILE);
+            let findings = super::state::read(&record.dir).map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData => crate::record::RecordError::Corrupt(path.clone(), e.to_string()),
+                _ => crate::record::RecordError::Io { path: path.clone(), source: e },
+            })?;
+            super::state::apply(suite, findings);
+        }
         pass.checks(record, &mut summary);
         // A suite is complete when its classification is too.
         if summary.suite.as_ref().is_some_and(|s| !s.classified) {

@@ -18,6 +18,7 @@ pub mod record;
 pub mod repeat;
 pub mod run;
 pub mod setup;
+pub mod state;
 pub mod summary;
 pub mod written;
 

@@ -317,13 +317,16 @@ pub(crate) fn execute(
         error: None,
         fatal: None,
     };
-    analyse::analyse(&written_setup, tallies, &cells, &mut live);
+    let analysis = analyse::analyse(&written_setup, tallies, &cells, &mut live);
     if let Some(e) = live.error {
         return Err(e.into());
     }
     if let Some(source) = live.fatal {
         return Err(run_error(RunError::Spawn { program: setup_program(setup), source }, manifest));
     }
+    // What the order-dependent tests trip over (pytest): its own runs, not recorded attempts.
+    super::state::search(&exec, &live.cell, &mut live.ids, &analysis.summary, dir)
+        .map_err(|e| HuntError::io("cannot search the state an order-dependent test trips over", e))?;
     Ok(exec.inner.cancel.is_stopping())
 }
 

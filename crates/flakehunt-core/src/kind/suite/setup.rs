@@ -449,6 +449,7 @@ pub fn error_line(text: &str) -> Option<String> {
 pub fn write_plugins(dir: &Path) -> std::io::Result<()> {
     super::pytestlog::write_plugin(dir)?;
     super::repeat::write_plugin(dir)?;
+    super::state::write_plugin(dir)?;
     Ok(())
 }
 

@@ -102,6 +102,9 @@ pub struct TestSummary {
     /// Shuffled attempts it was to run in that ended before it reported.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unreported: u64,
+    /// The state its polluters (or state-setters) leave that it trips over (pytest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<super::state::StateFinding>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -158,6 +161,7 @@ impl TestSummary {
             alone: [tally.alone_runs, tally.alone_failures],
             repeated: [tally.repeat_runs, tally.repeat_failures],
             unreported: tally.unreported,
+            state: None,
         })
     }
 }

@@ -1,0 +1,392 @@
+//! Why an order-dependent pytest test depends on order: the state its polluters (or
+//! state-setters) leave, found by fingerprinting the process around them and delta-debugging
+//! the differences (`flakehunt_state.py`, a pytest plugin that imports the suite once and forks
+//! per trial). Main type: [`StateFinding`]; a hunt keeps its findings in the record's
+//! [`FILE`], which the summary's `tests[].state` is read from.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::TestId;
+
+/// The plugin's source.
+pub const PLUGIN_SOURCE: &str = include_str!("flakehunt_state.py");
+/// The module name pytest loads it by (`-p flakehunt_state`).
+pub const PLUGIN_MODULE: &str = "flakehunt_state";
+/// The record's file of findings, one JSON array.
+pub const FILE: &str = "state.json";
+/// Runs of the victim with the smallest state restored that must pass before it is named.
+pub const CONFIRMATIONS: u32 = 2;
+/// Trials the delta debugging may take per test.
+pub const MAX_TRIALS: u32 = 64;
+
+/// Writes the plugin into `dir` (on the runs' PYTHONPATH).
+pub fn write_plugin(dir: &Path) -> io::Result<PathBuf> {
+    let path = dir.join(format!("{PLUGIN_MODULE}.py"));
+    std::fs::write(&path, PLUGIN_SOURCE)?;
+    Ok(path)
+}
+
+/// What the plugin is asked: the test, the tests that ran before it, and where to answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct StateRequest {
+    /// The victim (or the brittle test).
+    pub victim: TestId,
+    /// Its polluters (or state-setters), in the order they run.
+    pub polluters: Vec<TestId>,
+    /// An order-dependent brittle test: find the state whose setting makes it pass.
+    pub brittle: bool,
+    /// Confirmations of the smallest state.
+    pub runs: u32,
+    /// The trials' limit.
+    pub max_trials: u32,
+    /// The answer's file.
+    pub out: PathBuf,
+}
+
+/// One piece of state that differs after the polluters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateDiff {
+    /// Where it is, as Python names it: `mod.Class.attr`, `os.environ['X']`, `os.getcwd()`,
+    /// `sys.modules['m']`, `random.getstate()`, `file PATH`.
+    pub path: String,
+    /// Its kind: `module global`, `class attribute`, `object attribute`, `environment
+    /// variable`, `working directory`, `sys.modules`, `random state`, `file ...`, ...
+    pub kind: String,
+    /// Its value before the polluters (a short repr); none when it did not exist.
+    pub before: Option<String>,
+    /// Its value after them; none when they removed it.
+    pub after: Option<String>,
+}
+
+/// What a fingerprint cost, in the fork that took two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FingerprintCost {
+    /// Seconds of the fingerprint before the polluters and of the one after.
+    pub seconds: [f64; 2],
+    /// Pieces of state in the first one.
+    pub entries: u64,
+    /// KiB the fork's resident memory grew by while it took the first one.
+    pub kib: u64,
+}
+
+/// The state one order-dependent test trips over, or why none was named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateFinding {
+    /// The test (its id as written in the record).
+    pub test: TestId,
+    /// Its polluters or state-setters.
+    pub polluters: Vec<TestId>,
+    /// A brittle test (the state is what makes it pass).
+    #[serde(default)]
+    pub brittle: bool,
+    /// The smallest set of differences whose restoration (brittle: whose setting) makes it
+    /// pass; empty when none was found.
+    #[serde(default)]
+    pub state: Vec<StateDiff>,
+    /// Runs with that state restored that passed, of the runs made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<[u32; 2]>,
+    /// Why no state is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// Differences the fingerprints found.
+    #[serde(default)]
+    pub different: u64,
+    /// Runs of the test the search took (forks), confirmations included.
+    #[serde(default)]
+    pub trials: u32,
+    /// What a fingerprint cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<FingerprintCost>,
+}
+
+/// What the plugin wrote.
+#[derive(Debug, Deserialize)]
+struct Answer {
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    state: Vec<StateDiff>,
+    #[serde(default)]
+    confirmed: Option<[u32; 2]>,
+    #[serde(default)]
+    verdict: Option<String>,
+    #[serde(default)]
+    different: u64,
+    #[serde(default)]
+    trials: u32,
+    #[serde(default)]
+    cost: Option<FingerprintCost>,
+}
+
+impl StateFinding {
+    /// The finding the plugin's answer `text` gives for `req` (ids as written: `test`,
+    /// `polluters`); a run that wrote none (it timed out, pytest could not start) is
+    /// `unanswered`, said as the verdict.
+    pub fn from_answer(test: TestId, polluters: Vec<TestId>, brittle: bool, text: Option<&str>, unanswered: &str) -> Self {
+        let mut finding = Self {
+            test,
+            polluters,
+            brittle,
+            state: Vec::new(),
+            confirmed: None,
+            verdict: None,
+            different: 0,
+            trials: 0,
+            cost: None,
+        };
+        let answer = match text.map(serde_json::from_str::<Answer>) {
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                finding.verdict = Some(format!("the state search's answer could not be read: {e}"));
+                return finding;
+            }
+            None => {
+                finding.verdict = Some(unanswered.to_owned());
+                return finding;
+            }
+        };
+        if let Some(e) = answer.error {
+            finding.verdict = Some(format!("the state search failed: {e}"));
+            return finding;
+        }
+        let confirmed = answer.confirmed.filter(|[passed, runs]| passed == runs && *runs > 0);
+        finding.verdict = match (&answer.verdict, answer.confirmed, confirmed) {
+            (Some(v), ..) => Some(v.clone()),
+            (None, Some([passed, runs]), None) => {
+                Some(format!("the smallest state found made it pass in {passed} of {runs} confirmations only"))
+            }
+            _ => None,
+        };
+        if confirmed.is_some() {
+            finding.state = answer.state;
+            finding.confirmed = confirmed;
+        }
+        finding.different = answer.different;
+        finding.trials = answer.trials;
+        finding.cost = answer.cost;
+        finding
+    }
+
+    /// The finding in the user's words: "`V` fails after `P` because that test leaves
+    /// `mod.X = True` (was `False`); restoring it makes `V` pass (2/2)", or why no state is named.
+    pub fn sentence(&self) -> String {
+        let culprits = self.polluters.join(" + ");
+        let that = if self.polluters.len() == 1 { "that test" } else { "those tests" };
+        let Some([passed, runs]) = self.confirmed.filter(|_| !self.state.is_empty()) else {
+            let why = self.verdict.as_deref().unwrap_or("no state found");
+            return format!("{}: no state named ({why})", self.test);
+        };
+        let pieces: Vec<String> = self.state.iter().map(describe).collect();
+        let pieces = pieces.join(" and ");
+        let it = if self.state.len() == 1 { "it" } else { "them" };
+        if self.brittle {
+            format!(
+                "{} passes after {culprits} because {that} sets {pieces}; setting {it} makes {} pass alone ({passed}/{runs})",
+                self.test,
+                short_name(&self.test)
+            )
+        } else {
+            format!(
+                "{} fails after {culprits} because {that} leaves {pieces}; restoring {it} makes {} pass ({passed}/{runs})",
+                self.test,
+                short_name(&self.test)
+            )
+        }
+    }
+}
+
+/// `path = after (was before)`, with an absent value said as such.
+fn describe(d: &StateDiff) -> String {
+    match (&d.before, &d.after) {
+        (Some(b), Some(a)) => format!("{} = {a} (was {b})", d.path),
+        (None, Some(a)) => format!("{} = {a} (was not there)", d.path),
+        (Some(b), None) => format!("{} removed (was {b})", d.path),
+        (None, None) => d.path.clone(),
+    }
+}
+
+/// The test's own name: `test_x` of `tests/test_v.py::test_x`.
+fn short_name(id: &str) -> &str {
+    id.rsplit("::").next().unwrap_or(id)
+}
+
+/// The findings a record holds (none when it has no [`FILE`]).
+pub fn read(dir: &Path) -> io::Result<Vec<StateFinding>> {
+    match std::fs::read_to_string(dir.join(FILE)) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes the record's findings (through a temporary file, so that a crash leaves the old ones).
+pub fn write(dir: &Path, findings: &[StateFinding]) -> io::Result<()> {
+    let tmp = dir.join(format!("{FILE}.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(findings).map_err(io::Error::other)?)?;
+    std::fs::rename(tmp, dir.join(FILE))
+}
+
+/// Puts each finding on its test in the summary.
+pub fn apply(summary: &mut super::summary::SuiteSummary, findings: Vec<StateFinding>) {
+    for finding in findings {
+        if let Some(t) = summary.tests.iter_mut().find(|t| t.id == finding.test) {
+            t.state = Some(finding);
+        }
+    }
+}
+
+/// The lines the terminal and the reports print under the table: one per finding.
+pub fn lines(summary: &super::summary::SuiteSummary) -> Vec<String> {
+    summary.tests.iter().filter_map(|t| t.state.as_ref()).map(StateFinding::sentence).collect()
+}
+
+/// The tests of `summary` whose state is searched: each order-dependent pytest test with its
+/// polluters (or state-setters), and whether it is brittle.
+pub fn wanted(summary: &super::summary::SuiteSummary) -> Vec<(TestId, Vec<TestId>, bool)> {
+    use super::classify::Category;
+    if summary.framework != super::Framework::Pytest {
+        return Vec::new();
+    }
+    summary
+        .tests
+        .iter()
+        .filter_map(|t| match t.category {
+            Category::OrderDependentVictim if !t.polluters.is_empty() => Some((t.id.clone(), t.polluters.clone(), false)),
+            Category::OrderDependentBrittle if !t.state_setters.is_empty() => {
+                Some((t.id.clone(), t.state_setters.clone(), true))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Searches the state of each test [`wanted`] finds in `summary` that the record's [`FILE`]
+/// does not answer yet, one cold pytest run each (the suite's own options, the baseline cell,
+/// the hunt's timeout, a temporary directory of its own as `TMPDIR`), and writes the findings
+/// into the record at `dir` as each is had.
+pub(crate) fn search(
+    exec: &super::run::SuiteExecution<'_>,
+    cell: &crate::plan::CellSpec,
+    ids: &mut super::run::Ids,
+    summary: &super::summary::SuiteSummary,
+    dir: &Path,
+) -> io::Result<()> {
+    let super::setup::SuiteRunner::Pytest { pytest, .. } = &exec.setup.runner else { return Ok(()) };
+    let mut findings = read(dir)?;
+    for (test, polluters, brittle) in wanted(summary) {
+        if findings.iter().any(|f| f.test == test) || exec.inner.cancel.is_stopping() {
+            continue;
+        }
+        let work = tempfile::Builder::new().prefix("flakehunt-state-").tempdir_in(&exec.plugins)?;
+        let tmp = work.path().join("tmp");
+        std::fs::create_dir_all(&tmp)?;
+        let out = work.path().join("answer.json");
+        let raw = |id: &TestId| exec.ids.raw(id).to_owned();
+        let request = StateRequest {
+            victim: raw(&test),
+            polluters: polluters.iter().map(raw).collect(),
+            brittle,
+            runs: CONFIRMATIONS,
+            max_trials: MAX_TRIALS,
+            out: out.clone(),
+        };
+        let request_file = work.path().join("request.json");
+        std::fs::write(&request_file, serde_json::to_vec(&request).map_err(io::Error::other)?)?;
+        let mut order = request.polluters.clone();
+        order.push(request.victim.clone());
+        let mut inv =
+            pytest.run(&order, &exec.plugins, exec.setup.python_path.as_deref(), &work.path().join("results.jsonl"));
+        inv.argv.extend(["-p".into(), PLUGIN_MODULE.into(), "--flakehunt-state".into()]);
+        inv.argv.push(request_file.display().to_string());
+        inv.env.push(("TMPDIR".into(), tmp.display().to_string()));
+        let target = crate::plan::Target { argv: inv.argv, shell: false, dir: exec.inner.target.dir.clone() };
+        let runner = crate::runner::AttemptRunner { target, warm: None, ..exec.inner.clone() };
+        let (id, iteration) = ids.take();
+        let spec =
+            crate::plan::AttemptSpec { id, cell: 0, iteration, phase: Some("state".into()), cold: true };
+        let finished = runner.run_unsealed(&spec, cell, 0, crate::runner::Slot::default(), &inv.env)?;
+        if finished.cancelled {
+            break;
+        }
+        let answer = std::fs::read_to_string(&out).ok();
+        let unanswered = format!(
+            "the state search wrote no answer: {}",
+            super::setup::how_it_ended(&finished.attempt)
+        );
+        findings.push(StateFinding::from_answer(test, polluters, brittle, answer.as_deref(), &unanswered));
+        write(dir, &findings)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diff(path: &str, before: Option<&str>, after: Option<&str>) -> StateDiff {
+        StateDiff {
+            path: path.into(),
+            kind: "class attribute".into(),
+            before: before.map(Into::into),
+            after: after.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_confirmed_state_is_said_in_the_users_words() {
+        let answer = r#"{"state": [{"path": "knack.parser.CLICommandParser._case_insensitive", "kind": "class attribute", "before": "False", "after": "True"}], "confirmed": [2, 2], "different": 7, "trials": 9}"#;
+        let f = StateFinding::from_answer(
+            "tests/test_v.py::test_x".into(),
+            vec!["tests/test_p.py::test_y".into()],
+            false,
+            Some(answer),
+            "-",
+        );
+        assert_eq!(
+            f.sentence(),
+            "tests/test_v.py::test_x fails after tests/test_p.py::test_y because that test leaves \
+             knack.parser.CLICommandParser._case_insensitive = True (was False); restoring it makes test_x pass (2/2)"
+        );
+        assert_eq!((f.different, f.trials), (7, 9));
+    }
+
+    #[test]
+    fn a_state_confirmed_once_of_twice_is_not_named() {
+        let answer = r#"{"state": [{"path": "m.X", "kind": "module global", "before": "0", "after": "1"}], "confirmed": [1, 2]}"#;
+        let f = StateFinding::from_answer("t::v".into(), vec!["t::p".into()], false, Some(answer), "-");
+        assert!(f.state.is_empty());
+        assert_eq!(f.sentence(), "t::v: no state named (the smallest state found made it pass in 1 of 2 confirmations only)");
+    }
+
+    #[test]
+    fn no_answer_and_errors_say_why() {
+        let f = StateFinding::from_answer("t::v".into(), vec![], false, None, "the state search timed out");
+        assert_eq!(f.sentence(), "t::v: no state named (the state search timed out)");
+        let f = StateFinding::from_answer("t::v".into(), vec![], false, Some(r#"{"error": "not collected: t::v"}"#), "-");
+        assert_eq!(f.verdict.as_deref(), Some("the state search failed: not collected: t::v"));
+    }
+
+    #[test]
+    fn brittle_and_absent_values_read_as_such() {
+        let f = StateFinding {
+            test: "t::b".into(),
+            polluters: vec!["t::s".into()],
+            brittle: true,
+            state: vec![diff("os.environ['X']", None, Some("'1'")), diff("m.Y", Some("1"), None)],
+            confirmed: Some([2, 2]),
+            verdict: None,
+            different: 2,
+            trials: 4,
+            cost: None,
+        };
+        assert_eq!(
+            f.sentence(),
+            "t::b passes after t::s because that test sets os.environ['X'] = '1' (was not there) and m.Y removed \
+             (was 1); setting them makes b pass alone (2/2)"
+        );
+    }
+}
