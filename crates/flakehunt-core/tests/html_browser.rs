@@ -150,6 +150,7 @@ fn a_suites_long_test_id_wraps_within_the_page() {
         alone: [3, 3],
         repeated: [0, 0],
         unreported: 0,
+        state: None,
     };
     summary.suite = Some(SuiteSummary {
         framework: Framework::Pytest,

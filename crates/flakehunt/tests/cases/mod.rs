@@ -27,6 +27,7 @@ mod record;
 mod report_merge;
 mod slurm;
 mod suite;
+mod suite_state;
 mod suite_warm;
 mod sweep_copies;
 mod usage;

@@ -55,6 +55,8 @@ _RUNNER = ("_pytest", "pytest", "pluggy", "py", "iniconfig", "flakehunt_", "_hyp
 # nothing but the interpreter's bookkeeping.
 _SPECIAL = ("sys", "os", "posix", "logging", "warnings", "random", "signal", "locale", "time", "gc", "tracemalloc", "linecache", "builtins")
 # What makes a repr differ between two processes holding equal values.
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, type, types.ModuleType, types.FunctionType)
+_TEST_MODULE = re.compile(r"(^|\.)(test_[^.]*|[^.]*_test|conftest|tests?)(\.|$)")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+| id='[0-9]+'")
 
 
@@ -149,10 +151,13 @@ def _digest(value):
 class _Entry(object):
     """One piece of state: its kind, a digest, its text, and how to put it back."""
 
-    __slots__ = ("kind", "digest", "text", "restore")
+    __slots__ = ("kind", "digest", "text", "restore", "ident")
 
-    def __init__(self, kind, digest, text, restore):
+    def __init__(self, kind, digest, text, restore, ident=None):
         self.kind, self.digest, self.text, self.restore = kind, digest, text, restore
+        # The object's identity within this process, for a mutable one: two paths to one
+        # object (`from registry import SETTINGS`) are one piece of state.
+        self.ident = ident
 
 
 def _attribute_restorer(owner, name, value):
@@ -193,7 +198,8 @@ def _walk_attributes(out, prefix, owner, depth, seen, budget, kind):
             continue
         value = attrs[name]
         path = prefix + "." + name
-        out[path] = _Entry(kind, _digest(value), _short(value), _attribute_restorer(owner, name, value))
+        ident = None if isinstance(value, _IMMUTABLE) else id(value)
+        out[path] = _Entry(kind, _digest(value), _short(value), _attribute_restorer(owner, name, value), ident)
         if depth <= 1 or id(value) in seen:
             continue
         module = getattr(owner, "__name__", None) if isinstance(owner, types.ModuleType) else getattr(owner, "__module__", None)
@@ -417,7 +423,25 @@ def _differences(before, after):
         if owner in changed_owners and (owner in before) != (owner in after):
             continue
         diffs.append({"path": path, "kind": kind, "before": b.text if b else None, "after": a.text if a else None})
-    return diffs
+    return _aliases_merged(diffs, before, after)
+
+
+def _aliases_merged(diffs, before, after):
+    """One difference per object changed in place, named by its path in a module that is not a
+    test module (the shortest such), with its other paths as `aliases`."""
+    groups = {}
+    for d in diffs:
+        b, a = before.get(d["path"]), after.get(d["path"])
+        if b is not None and a is not None and b.ident is not None and b.ident == a.ident:
+            groups.setdefault(b.ident, []).append(d)
+    merged = set()
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda d: (bool(_TEST_MODULE.search(d["path"].rpartition(".")[0])), len(d["path"]), d["path"]))
+        group[0]["aliases"] = [d["path"] for d in group[1:]]
+        merged.update(d["path"] for d in group[1:])
+    return [d for d in diffs if d["path"] not in merged]
 
 
 def _undo_addition(path, kind):
@@ -541,7 +565,7 @@ def _analyse(session, request):
         diffs = _differences(before, after)
         _restore_files(before, skip)
         cost = {"seconds": [round(first, 4), round(second, 4)], "entries": len(before), "kib": max(0, hwm - rss)}
-        return {"differences": [{k: d[k] for k in ("path", "kind", "before", "after")} for d in diffs], "cost": cost}
+        return {"differences": diffs, "cost": cost}
 
     found = _fork(survey)
     if "error" in found:

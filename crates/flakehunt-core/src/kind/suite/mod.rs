@@ -24,6 +24,8 @@ pub mod written;
 
 #[cfg(test)]
 mod real_tests;
+#[cfg(test)]
+mod state_tests;
 
 pub use hunt::Suite;
 

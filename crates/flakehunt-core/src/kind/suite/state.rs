@@ -126,7 +126,13 @@ impl StateFinding {
     /// The finding the plugin's answer `text` gives for `req` (ids as written: `test`,
     /// `polluters`); a run that wrote none (it timed out, pytest could not start) is
     /// `unanswered`, said as the verdict.
-    pub fn from_answer(test: TestId, polluters: Vec<TestId>, brittle: bool, text: Option<&str>, unanswered: &str) -> Self {
+    pub fn from_answer(
+        test: TestId,
+        polluters: Vec<TestId>,
+        brittle: bool,
+        text: Option<&str>,
+        unanswered: &str,
+    ) -> Self {
         let mut finding = Self {
             test,
             polluters,
@@ -230,9 +236,11 @@ pub fn write(dir: &Path, findings: &[StateFinding]) -> io::Result<()> {
     std::fs::rename(tmp, dir.join(FILE))
 }
 
-/// Puts each finding on its test in the summary.
+/// Puts each finding on its test in the summary, without its cost (a measurement of the
+/// machine, kept in the record's [`FILE`]: the summary says what was found).
 pub fn apply(summary: &mut super::summary::SuiteSummary, findings: Vec<StateFinding>) {
-    for finding in findings {
+    for mut finding in findings {
+        finding.cost = None;
         if let Some(t) = summary.tests.iter_mut().find(|t| t.id == finding.test) {
             t.state = Some(finding);
         }
@@ -255,7 +263,9 @@ pub fn wanted(summary: &super::summary::SuiteSummary) -> Vec<(TestId, Vec<TestId
         .tests
         .iter()
         .filter_map(|t| match t.category {
-            Category::OrderDependentVictim if !t.polluters.is_empty() => Some((t.id.clone(), t.polluters.clone(), false)),
+            Category::OrderDependentVictim if !t.polluters.is_empty() => {
+                Some((t.id.clone(), t.polluters.clone(), false))
+            }
             Category::OrderDependentBrittle if !t.state_setters.is_empty() => {
                 Some((t.id.clone(), t.state_setters.clone(), true))
             }
@@ -306,17 +316,13 @@ pub(crate) fn search(
         let target = crate::plan::Target { argv: inv.argv, shell: false, dir: exec.inner.target.dir.clone() };
         let runner = crate::runner::AttemptRunner { target, warm: None, ..exec.inner.clone() };
         let (id, iteration) = ids.take();
-        let spec =
-            crate::plan::AttemptSpec { id, cell: 0, iteration, phase: Some("state".into()), cold: true };
+        let spec = crate::plan::AttemptSpec { id, cell: 0, iteration, phase: Some("state".into()), cold: true };
         let finished = runner.run_unsealed(&spec, cell, 0, crate::runner::Slot::default(), &inv.env)?;
         if finished.cancelled {
             break;
         }
         let answer = std::fs::read_to_string(&out).ok();
-        let unanswered = format!(
-            "the state search wrote no answer: {}",
-            super::setup::how_it_ended(&finished.attempt)
-        );
+        let unanswered = format!("the state search wrote no answer: {}", super::setup::how_it_ended(&finished.attempt));
         findings.push(StateFinding::from_answer(test, polluters, brittle, answer.as_deref(), &unanswered));
         write(dir, &findings)?;
     }
@@ -359,14 +365,18 @@ mod tests {
         let answer = r#"{"state": [{"path": "m.X", "kind": "module global", "before": "0", "after": "1"}], "confirmed": [1, 2]}"#;
         let f = StateFinding::from_answer("t::v".into(), vec!["t::p".into()], false, Some(answer), "-");
         assert!(f.state.is_empty());
-        assert_eq!(f.sentence(), "t::v: no state named (the smallest state found made it pass in 1 of 2 confirmations only)");
+        assert_eq!(
+            f.sentence(),
+            "t::v: no state named (the smallest state found made it pass in 1 of 2 confirmations only)"
+        );
     }
 
     #[test]
     fn no_answer_and_errors_say_why() {
         let f = StateFinding::from_answer("t::v".into(), vec![], false, None, "the state search timed out");
         assert_eq!(f.sentence(), "t::v: no state named (the state search timed out)");
-        let f = StateFinding::from_answer("t::v".into(), vec![], false, Some(r#"{"error": "not collected: t::v"}"#), "-");
+        let f =
+            StateFinding::from_answer("t::v".into(), vec![], false, Some(r#"{"error": "not collected: t::v"}"#), "-");
         assert_eq!(f.verdict.as_deref(), Some("the state search failed: not collected: t::v"));
     }
 
