@@ -188,7 +188,8 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 Some((target, adapter, built)) => (target, Some(adapter), built),
                 None => {
                     let target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
-                    (target, None, crate::kind::adapter::Built::default())
+                    let built = crate::kind::adapter::Built::of_command(&target, spec.asked_checks());
+                    (target, None, built)
                 }
             };
             if let Some(note) = &built.note {

@@ -19,6 +19,16 @@ pub struct Built {
     pub note: Option<String>,
 }
 
+impl Built {
+    /// What applies of `asked` to a command given as it is: the thread check, when it looks
+    /// like Python (its hook is loaded by the interpreter; a command that is not one is not
+    /// checked).
+    pub fn of_command(target: &Target, asked: Checks) -> Self {
+        let thread_exceptions = asked.thread_exceptions && target.looks_like_python();
+        Self { checks: Checks { thread_exceptions, ..Checks::default() }, note: None }
+    }
+}
+
 /// The plugins that alter re-runs or order, disabled for `--pytest` (a `-p no:X` for a plugin
 /// that is not installed is accepted by pytest).
 pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", "cacheprovider"];
@@ -45,7 +55,7 @@ pub fn target(
                 "--pytest takes one node id here (flakehunt suite takes the paths to collect)",
             ));
         };
-        return pytest(node, args.python.as_deref(), timeout).map(|(t, a)| Some((t, a, Built::default())));
+        return pytest(node, args.python.as_deref(), asked, timeout).map(Some);
     }
     Ok(None)
 }
@@ -496,8 +506,14 @@ pub fn pytest_argv(python: &str, node: &str) -> Vec<String> {
 
 /// `--pytest NODEID`, with the interpreter the user means (`--python`, `$VIRTUAL_ENV`,
 /// `./.venv`, `python3`), after checking that it can import pytest and that NODEID names at
-/// least one test (collected as the suite collects, within `timeout`).
-fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Target, Adapter), HuntError> {
+/// least one test (collected as the suite collects, within `timeout`). The thread check of
+/// `asked` makes pytest's warnings about exceptions in threads errors, as far as that pytest has them.
+fn pytest(
+    node: &str,
+    explicit: Option<&Path>,
+    asked: Checks,
+    timeout: Duration,
+) -> Result<(Target, Adapter, Built), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
     let python = crate::exec::python::interpreter(explicit, venv.as_deref(), &cwd)?;
@@ -530,7 +546,15 @@ fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Tar
     if collected.items.is_none_or(|items| items.is_empty()) {
         return Err(HuntError::usage(format!("--pytest: '{node}' names no test (pytest collected none for it)")));
     }
-    Ok((Target::argv(pytest_argv(&program, node)), Adapter::Pytest { node: node.to_owned() }))
+    let mut argv = pytest_argv(&program, node);
+    let mut built = Built::default();
+    if asked.thread_exceptions {
+        let support = crate::checks::python::PytestSupport::of(&python.program);
+        let at = argv.len() - 1;
+        argv.splice(at..at, support.options);
+        built = Built { checks: Checks { thread_exceptions: true, ..Checks::default() }, note: support.note };
+    }
+    Ok((Target::argv(argv), Adapter::Pytest { node: node.to_owned() }, built))
 }
 
 #[cfg(test)]
