@@ -110,8 +110,8 @@ impl ConditionResult {
 
 impl VerifyDetails {
     /// The details of `summary`, when it is a verification's.
-    pub fn of(summary: &Summary) -> Option<Self> {
-        (summary.kind == Kind::Verify).then(|| serde_json::from_value(summary.details.clone()).ok())?
+    pub fn of(summary: &Summary) -> Option<&Self> {
+        summary.details.verify().filter(|_| summary.kind == Kind::Verify)
     }
 }
 
@@ -184,7 +184,7 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
         planned: options.attempts,
         conditions: results,
     };
-    summary.details = serde_json::to_value(details).unwrap_or_default();
+    summary.details = crate::analysis::Details::Verify(Box::new(details));
 }
 
 /// One cell's verdict.
