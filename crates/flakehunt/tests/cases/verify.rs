@@ -115,6 +115,47 @@ fn a_fix_that_makes_the_condition_inert_is_inconclusive() {
 }
 
 #[test]
+fn a_fix_that_hangs_is_judged_by_the_hang_rule_and_is_neither_fixed_nor_not_fixed() {
+    let sweep = sweep();
+    // Fixed, but the fourth attempt sleeps for an hour: after three passes the hang rule judges
+    // it at a limit derived from them, not at the default timeout of ten minutes.
+    let run = verify(&sweep, &[("GIL_RACE_HANGS_AT", "4")], &[]);
+    run.expect_code(3);
+    let summary = run.json();
+    assert_eq!(summary["verdict"], "inconclusive", "{}", run.stderr);
+    let c = condition(&summary, "tight-gil");
+    assert_eq!(c["hung"].as_u64(), Some(1), "{c}");
+    assert_eq!(c["now"]["failures"].as_u64(), Some(0), "a hang is not the race: {c}");
+    let text = summary["verdict_text"].as_str().unwrap();
+    assert!(text.contains("hung in 1 of") && text.contains("never did"), "{text}");
+    let attempts = crate::harness::attempts_in(&run.dir);
+    let hung = attempts.iter().find(|a| a["iteration"] == 4).unwrap();
+    assert_eq!(hung["outcome"], "timeout");
+    assert!(hung["hang"]["idle"] == true && hung["hang"]["limit"].as_f64().unwrap() < 600.0, "{hung}");
+}
+
+#[test]
+fn a_condition_inert_in_the_verified_record_is_never_proved_fixed() {
+    // Negative control: the program set its own switch interval and failed anyway, so the
+    // record's failures under tight-gil were not tight-gil's.
+    let inert = Hunt::sweep()
+        .args(["--profiles", "tight-gil", "--runs", "16", "--seed", "3"])
+        .env("GIL_RACE_OWN_INTERVAL", "1")
+        .env("GIL_RACE_ANY_INTERVAL", "1")
+        .command(race())
+        .run();
+    assert!(inert.cell("tight-gil")["inert"] == true, "{}", inert.stderr);
+    // The fix removes both: tight-gil now takes effect, and nothing fails under it.
+    let run = verify(&inert, &[("GIL_RACE_FIXED", "1")], &[]);
+    run.expect_code(3);
+    let summary = run.json();
+    assert_eq!(summary["verdict"], "inconclusive", "{}", run.stderr);
+    let c = condition(&summary, "tight-gil");
+    assert!(c["inert"].is_null() && c["now"]["failures"] == 0, "{c}");
+    assert!(summary["verdict_text"].as_str().unwrap().contains("had no effect in the verified record"), "{summary}");
+}
+
+#[test]
 fn a_budget_that_cannot_fit_the_attempts_says_what_it_costs_and_ends_inconclusive() {
     let sweep = sweep();
     let run = verify(&sweep, &[("GIL_RACE_FIXED", "1")], &["--budget", "1ms"]);

@@ -7,10 +7,12 @@
 pub mod attempts;
 mod hunt;
 pub mod options;
+pub mod plan;
 pub mod prepare;
 pub mod source;
 pub mod summary;
 
 pub use hunt::Verify;
+pub use plan::VerifyPlan;
 pub use options::{Condition, Role, VerifyOptions, DEFAULT_LEVEL};
 pub use summary::VerifyDetails;

@@ -138,16 +138,24 @@ fn from_cell(c: &CellSummary, role: Role, source: &str) -> Condition {
         mean_seconds: c.mean_seconds,
         signatures: Vec::new(),
         test: None,
+        inert_then: c.inert.then(|| c.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into())),
     }
 }
 
 /// A sweep's conditions: the cells that bring the failure out, or, where the sweep singled out
-/// none (a flaky or deterministic verdict, or profiles that only hide it), every cell that failed.
+/// none (a flaky or deterministic verdict, or profiles that only hide it), every cell that failed
+/// whose condition took effect (an inert one's failures are the default's), or failing that,
+/// the inert ones, which can then prove nothing (see [`Condition::inert_then`]).
 fn sweep_conditions(summary: &Summary) -> Vec<Condition> {
     let amplifying: Vec<&CellSummary> =
         summary.cells.iter().filter(|c| c.sensitive && c.direction.as_deref() == Some("amplifies")).collect();
-    let cells: Vec<&CellSummary> =
-        if amplifying.is_empty() { summary.cells.iter().filter(|c| c.failures > 0).collect() } else { amplifying };
+    let failed = || summary.cells.iter().filter(|c| c.failures > 0);
+    let effective: Vec<&CellSummary> = failed().filter(|c| !c.inert).collect();
+    let cells: Vec<&CellSummary> = match (amplifying.is_empty(), effective.is_empty()) {
+        (false, _) => amplifying,
+        (true, false) => effective,
+        (true, true) => failed().collect(),
+    };
     cells.into_iter().map(|c| from_cell(c, Role::Condition, "the sweep")).collect()
 }
 
@@ -219,6 +227,7 @@ fn suite_conditions(
             mean_seconds: summary.cells.first().map_or(0.0, |c| c.mean_seconds),
             signatures: Vec::new(),
             test: Some(t.id.clone()),
+            inert_then: None,
         });
         cells.push(CellSpec {
             name: t.id.clone(),
