@@ -147,7 +147,9 @@ impl Plan for VerifyPlan {
     }
 
     fn planned(&self) -> u64 {
-        self.inner.planned() + self.seen.iter().filter(|&&id| id >= self.total).count() as u64 + self.pending.len() as u64
+        self.inner.planned()
+            + self.seen.iter().filter(|&&id| id >= self.total).count() as u64
+            + self.pending.len() as u64
     }
 
     fn limits(&self, cell: usize) -> AttemptLimits {
@@ -163,9 +165,7 @@ mod tests {
     use super::*;
 
     fn manifest(runs: u64) -> crate::record::Manifest {
-        let mut settings = crate::plan::Settings::default();
-        settings.runs = runs;
-        settings.jobs = 1;
+        let settings = crate::plan::Settings { runs, jobs: 1, ..Default::default() };
         serde_json::from_value(serde_json::json!({
             "format_version": 1, "tool_version": "t", "kind": "verify", "run_id": "r",
             "target": crate::plan::Target::argv(vec!["true".into()]), "plan": settings,
@@ -214,8 +214,7 @@ mod tests {
 
     #[test]
     fn the_limit_waits_for_enough_passes_and_grows_past_a_slow_attempt() {
-        let mut t = Timing::default();
-        t.passed = vec![0.1, 0.1];
+        let mut t = Timing { passed: vec![0.1, 0.1], ..Timing::default() };
         assert_eq!(t.limit(), None, "two passes say little about the tail");
         t.passed.push(0.2);
         assert_eq!(t.limit(), Some(Duration::from_secs(4)), "twenty times the slowest pass");
