@@ -418,11 +418,25 @@ const RULES: &[Rule] = &[
         ),
         replace: Replace::Span(pair),
     },
-    // `--password X`, `-token X`: the next word is the value. (`-pX`, as mysql takes it, is
-    // not recognised: `-p` means too many other things.)
+    // `--password X`, `-token X`: the next word is the value, or the quoted words
+    // (`--secret 'a b'`), also where the option is inside brackets, as in a parametrized test's
+    // id (`test_cli[--token X]`) or an argument list (`f(--token X)`). (`-pX`, as mysql takes
+    // it, is not recognised: `-p` means too many other things.)
     Rule {
-        pattern: r#"(?i-u)((?:^|[\s"'])--?[A-Za-z0-9_\-]*(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|auth)[ \t]+)[^\s\-"'<>][^\s"'<>]*"#,
-        replace: Replace::Captures(keep_prefix),
+        pattern: r#"(?i-u)((?:^|[\s"'\[(,])--?[A-Za-z0-9_\-]*(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|auth)[ \t]+)(?:"[^"\n]+"|'[^'\n]+'|[^\s\-"'<>][^\s"'<>]*)"#,
+        replace: Replace::Captures(|c, text| {
+            let prefix = c.get(1).map_or(&b""[..], |m| m.as_bytes());
+            match c[0].get(prefix.len()) {
+                Some(&quote @ (b'"' | b'\'')) => {
+                    let mut out = prefix.to_vec();
+                    out.push(quote);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                    out.push(quote);
+                    out
+                }
+                _ => keep_prefix(c, text),
+            }
+        }),
     },
     // A `.netrc` line: `machine h login u password X`.
     Rule { pattern: r"(?-u)((?:password|Password|PASSWORD)[ \t]+)[^\s]+", replace: Replace::Captures(netrc_password) },

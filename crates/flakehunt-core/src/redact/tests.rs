@@ -207,6 +207,20 @@ fn secret_arguments() {
         argv(&args),
         ["deploy", "--password", REDACTED, "--token=<redacted>", "-v", "postgres://u:<redacted>@h/db"]
     );
+    // Quoted values, and options inside a test id's brackets or an argument list: the id keeps
+    // its `]`, the quotes stay.
+    assert_eq!(red("tool --secret 'hunter 4' -v"), "tool --secret '<redacted>' -v");
+    assert_eq!(red(r#"tool --token "t456""#), r#"tool --token "<redacted>""#);
+    assert_eq!(
+        red("FAILED tests/t.py::test_cli[--token hunter2] - assert"),
+        "FAILED tests/t.py::test_cli[--token <redacted>] - assert"
+    );
+    assert_eq!(red("main(--password hunter2)"), "main(--password <redacted>)");
+    assert_eq!(red("run [--token hunter2]"), "run [--token <redacted>]");
+    keeps("tool --secret '' -v");
+    keeps("test_cli[--token-file path]");
+    let id: Vec<String> = ["pytest".into(), "tests/t.py::test_cli[--token hunter2]".into()].to_vec();
+    assert_eq!(argv(&id), ["pytest", "tests/t.py::test_cli[--token <redacted>]"]);
     let harmless: Vec<String> = ["ls", "--key", "-l", "path/to/key.pem"].iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(argv(&harmless), harmless);
 }
