@@ -82,7 +82,7 @@ const UPWARD: &[(&str, &str)] = &[
 const MODULES_ON_CYCLES: usize = 19;
 /// At most this many groups of files import each other in a cycle (strongly connected
 /// components of the file graph)...
-const FILE_CYCLES: usize = 7;
+const FILE_CYCLES: usize = 6;
 /// ...holding at most this many files together.
 const FILES_ON_CYCLES: usize = 55;
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use flakehunt_core::analysis::Summary;
-use flakehunt_core::record::{Record, SUMMARY_FILE};
+use flakehunt_core::record::Record;
 use flakehunt_core::render::{self, Format, RenderContext, FAILING_PER_CELL};
 
 use crate::exit;
@@ -32,16 +32,7 @@ pub fn run(dir: &Path, format: Format, output: Option<&Path>) -> Result<exit::Do
 
 /// The summary of a record, recomputed from its attempts, and what the renderers need besides.
 pub fn load(record: &Record) -> Result<(Summary, RenderContext), flakehunt_core::record::RecordError> {
-    let mut summary = flakehunt_core::kind::summarize(record)?;
-    // Hunt-specific details that the analysis does not recompute (yet) are taken from the summary
-    // the live run wrote, so the report still shows them.
-    if summary.details.is_null() {
-        if let Ok(Some(live)) = record.document::<serde_json::Value>(SUMMARY_FILE) {
-            if let Some(details) = live.get("details").filter(|d| !d.is_null()) {
-                summary.details = details.clone();
-            }
-        }
-    }
+    let summary = flakehunt_core::kind::summarize(record)?;
     let ctx = RenderContext::from_record(record, FAILING_PER_CELL)?;
     Ok((summary, ctx))
 }

@@ -1,6 +1,7 @@
 //! Analysis of a record: statistics, failure signatures, tallies and the summary with its
 //! verdict. Pure: attempts in, numbers and words out.
 
+pub mod details;
 pub mod modes;
 pub mod signature;
 pub mod stats;
@@ -8,6 +9,7 @@ pub mod summary;
 pub mod tally;
 pub mod test_failure;
 
+pub use details::Details;
 pub use summary::{CellSummary, SignatureSummary, Summary};
 pub use tally::Tally;
 

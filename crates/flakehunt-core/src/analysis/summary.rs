@@ -55,9 +55,9 @@ pub struct Summary {
     /// Matrix: failures per dimension value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Vec<crate::kind::matrix::summary::Attribution>>,
-    /// Matrix, fire or hunt specifics (a hunt's: [`crate::kind::adaptive::record::AdaptiveDetails`]).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub details: serde_json::Value,
+    /// A matrix's, an adaptive hunt's or a verification's part (see [`super::details::Details`]).
+    #[serde(default, skip_serializing_if = "super::details::Details::is_none")]
+    pub details: super::details::Details,
     /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
     /// none did); absent from other kinds' summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,7 +243,7 @@ impl Summary {
             outputs: Vec::new(),
             dimensions: None,
             attribution: None,
-            details: serde_json::Value::Null,
+            details: super::details::Details::None,
             reproduction: None,
             modes: None,
             checks: None,

@@ -8,12 +8,13 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::details::{value_text, FireView, MatrixView};
 use super::text::{html as esc, seconds, tail};
 use super::RenderContext;
 use crate::analysis::stats::format_rate;
 use crate::analysis::tally::DurationHistogram;
 use crate::analysis::{CellSummary, Summary};
+use crate::kind::fire::FireSummary;
+use crate::kind::matrix::summary::MatrixDetails;
 
 /// Colours of the outcomes, shared by charts and legends (GitHub's Primer palette, which reads
 /// well for the common forms of colour blindness when paired with the labels).
@@ -68,14 +69,14 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         "share of each group per duration band, all cells together: a failure that only strikes slow runs shows as red to the right of the green",
         |o| durations_chart(o, summary),
     );
-    if let Some(m) = MatrixView::of(summary) {
-        matrix_card(&mut out, &m);
+    if let Some(m) = summary.details.matrix() {
+        matrix_card(&mut out, m);
     }
-    if let Some(f) = FireView::of(summary) {
-        fire_card(&mut out, &f);
+    if let Some(f) = &summary.fire {
+        fire_card(&mut out, f);
     }
     if let Some(h) = crate::kind::adaptive::record::AdaptiveDetails::of(summary) {
-        adaptive_card(&mut out, summary, &h);
+        adaptive_card(&mut out, summary, h);
     }
     if let Some(v) = crate::kind::verify::VerifyDetails::of(summary) {
         verify_card(&mut out, &v);
@@ -464,25 +465,23 @@ fn heat_colour(rate: f64) -> String {
     format!("#{:02x}{:02x}{:02x}", mix(255.0, 164.0), mix(235.0, 14.0), mix(233.0, 14.0))
 }
 
-fn matrix_card(out: &mut String, m: &MatrixView) {
+fn matrix_card(out: &mut String, m: &MatrixDetails) {
     card(out, "matrix", "Matrix", "", |out| {
-        if m.reproduced.is_some() || !m.minimal_overlay.is_empty() {
-            out.push_str("<dl class=\"kv\">");
-            if let Some(r) = &m.reproduced {
-                let _ = write!(out, "<div><dt>reproduced</dt><dd>{}</dd></div>", esc(r));
-            }
-            if !m.minimal_overlay.is_empty() {
-                let items: Vec<String> = m.minimal_overlay.iter().map(|s| format!("<code>{}</code>", esc(s))).collect();
-                let _ = write!(out, "<div><dt>smallest overlay that reproduces</dt><dd>{}</dd></div>", items.join(" "));
-            }
-            out.push_str("</dl>\n");
+        out.push_str("<dl class=\"kv\">");
+        let _ = write!(out, "<div><dt>reproduced</dt><dd>{}</dd></div>", esc(&m.reproduced_text()));
+        let minimal = m.minimal_overlay_items();
+        if !minimal.is_empty() {
+            let items: Vec<String> = minimal.iter().map(|s| format!("<code>{}</code>", esc(s))).collect();
+            let _ = write!(out, "<div><dt>smallest overlay that reproduces</dt><dd>{}</dd></div>", items.join(" "));
         }
-        if let Some((xd, yd)) = m.heat_axes() {
+        out.push_str("</dl>\n");
+        let axes = m.axes();
+        if let Some((xd, yd)) = m.heat_axes(&axes) {
             let _ = writeln!(
                 out,
                 "<p class=\"hint\">Failures by <code>{}</code> (across) and <code>{}</code> (down), summed over any other dimension.</p>",
-                esc(&xd.name),
-                esc(&yd.name)
+                esc(xd.name),
+                esc(yd.name)
             );
             let lw = label_width(yd.values.iter().map(|v| v.chars().count()).chain([yd.name.chars().count()]));
             let cols = xd.values.len().max(1) as f64;
@@ -498,9 +497,9 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
                  <text x=\"{:.1}\" y=\"11\" class=\"tick strong\" text-anchor=\"middle\">{}</text>\
                  <text x=\"{:.1}\" y=\"28\" class=\"tick strong\" text-anchor=\"end\">{}</text>",
                 lw + cw * cols / 2.0,
-                esc(&xd.name),
+                esc(xd.name),
                 lw - 10.0,
-                esc(&yd.name)
+                esc(yd.name)
             );
             for (i, xv) in xd.values.iter().enumerate() {
                 let _ = write!(
@@ -515,7 +514,7 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
                 label(out, lw - 10.0, y + ch / 2.0 + 4.0, yv, lw, false);
                 for (i, xv) in xd.values.iter().enumerate() {
                     let x = lw + cw * i as f64;
-                    let (f, n) = m.heat(&xd.name, xv, &yd.name, yv);
+                    let (f, n) = m.heat(xd.name, xv, yd.name, yv);
                     let rate = if n == 0 { 0.0 } else { f as f64 / n as f64 };
                     let fill = if n == 0 { "#f6f8fa".to_owned() } else { heat_colour(rate) };
                     let ink = if rate > 0.35 { "#ffffff" } else { "#1f2328" };
@@ -524,9 +523,9 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
                         out,
                         "<g class=\"heat-cell\"><title>{}={}, {}={}: {f} of {n} failed</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" rx=\"4\" fill=\"{fill}\"/>\
                          <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"heat-text\" fill=\"{ink}\">{text}</text></g>",
-                        esc(&xd.name),
+                        esc(xd.name),
                         esc(xv),
-                        esc(&yd.name),
+                        esc(yd.name),
                         esc(yv),
                         x + 2.0,
                         y + 2.0,
@@ -540,10 +539,11 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
             out.push_str("</svg>\n");
         }
         if !m.attribution.is_empty() {
+            let rows: Vec<_> = m.attribution.iter().map(|a| a.fields()).collect();
             let mut keys: Vec<&str> = Vec::new();
-            for row in &m.attribution {
+            for row in &rows {
                 for (k, _) in row {
-                    if !keys.contains(&k.as_str()) {
+                    if !keys.contains(k) {
                         keys.push(k);
                     }
                 }
@@ -553,7 +553,7 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
                 let _ = write!(out, "<th>{}</th>", esc(k));
             }
             out.push_str("</tr></thead><tbody>\n");
-            for row in &m.attribution {
+            for row in &rows {
                 out.push_str("<tr>");
                 for k in &keys {
                     let v = row.iter().find(|(rk, _)| rk == k).map_or("", |(_, v)| v.as_str());
@@ -566,23 +566,23 @@ fn matrix_card(out: &mut String, m: &MatrixView) {
     });
 }
 
-fn fire_card(out: &mut String, f: &FireView) {
+fn fire_card(out: &mut String, f: &FireSummary) {
     card(out, "ladder", "Concurrency ladder", "each level runs its workers together against a sandbox copy of the state and compares the result with the sequential reference", |out| {
-        if let Some((runs, failures)) = f.reference {
-            let _ = writeln!(out, "<p>Sequential reference: <b>{runs}</b> runs, <b>{failures}</b> failed.</p>");
-        }
-        if !f.levels.is_empty() {
-            let n = f.levels.len() as f64;
+        let (runs, failures) = (f.reference.runs, f.reference.failures);
+        let _ = writeln!(out, "<p>Sequential reference: <b>{runs}</b> runs, <b>{failures}</b> failed.</p>");
+        let rungs = f.rungs();
+        if !rungs.is_empty() {
+            let n = rungs.len() as f64;
             let (left, top, base) = (16.0, 24.0, 150.0);
             let sw = ((FW - 2.0 * left) / n).min(140.0);
             let vw = 2.0 * left + sw * n;
-            let maxw = f.levels.iter().filter_map(|l| l.workers).max().unwrap_or(1).max(1) as f64;
+            let maxw = rungs.iter().filter_map(|l| l.workers()).max().unwrap_or(1).max(1) as f64;
             let h = base + 52.0;
             let _ = write!(out, "<svg id=\"chart-ladder\" class=\"chart\" viewBox=\"0 0 {vw:.0} {h:.0}\" style=\"max-width:{vw:.0}px\" role=\"img\" aria-label=\"fire ladder\">");
-            for (i, l) in f.levels.iter().enumerate() {
+            for (i, l) in rungs.iter().enumerate() {
                 let x = left + sw * i as f64;
                 // Height grows with the number of workers (log scale), so the ladder climbs.
-                let frac = l.workers.map_or(0.3, |w| ((w as f64).ln() + 1.0) / (maxw.ln() + 1.0));
+                let frac = l.workers().map_or(0.3, |w| ((w as f64).ln() + 1.0) / (maxw.ln() + 1.0));
                 let bh = ((base - top) * frac).max(14.0);
                 let (fill, word) = if !l.ran() {
                     ("#eaeef2", "not run")
@@ -591,7 +591,7 @@ fn fire_card(out: &mut String, f: &FireView) {
                 } else {
                     ("#cf222e", "reject")
                 };
-                let findings: u64 = l.findings.iter().map(|x| x.count.unwrap_or(1)).sum();
+                let findings: u64 = l.findings().iter().map(|x| x.count).sum();
                 let _ = write!(
                     out,
                     "<g class=\"level\"><title>{}: {}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" rx=\"4\" fill=\"{fill}\"/>\
@@ -599,7 +599,7 @@ fn fire_card(out: &mut String, f: &FireView) {
                      <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"label strong\">{}</text>\
                      <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"tick\">{}</text></g>",
                     esc(&l.name()),
-                    esc(&l.verdict),
+                    esc(l.verdict()),
                     x + 4.0,
                     base - bh,
                     sw - 8.0,
@@ -614,7 +614,7 @@ fn fire_card(out: &mut String, f: &FireView) {
                     if l.ran() {
                         format!(
                             "{} failed · {findings} finding{}",
-                            l.failures.map_or("-".into(), |n| n.to_string()),
+                            l.failures().map_or("-".into(), |n| n.to_string()),
                             if findings == 1 { "" } else { "s" }
                         )
                     } else {
@@ -625,15 +625,15 @@ fn fire_card(out: &mut String, f: &FireView) {
             out.push_str("</svg>\n");
         }
         out.push_str("<div class=\"scroll\"><table id=\"levels-table\" class=\"data\"><thead><tr><th>level</th><th class=\"num\">runs</th><th class=\"num\">failed</th><th>state differs</th><th>verdict</th><th>findings</th></tr></thead><tbody>\n");
-        for l in &f.levels {
+        for l in &rungs {
             let opt = |v: Option<u64>| v.map_or("-".to_owned(), |n| n.to_string());
             let mut findings = String::new();
-            for x in &l.findings {
+            for x in l.findings() {
                 let _ = write!(
                     findings,
-                    "<div class=\"finding\"><span class=\"badge bad\">{}{}</span> <code>{}</code> {}</div>",
-                    x.count.map(|n| format!("{n} ")).unwrap_or_default(),
-                    esc(&x.kind),
+                    "<div class=\"finding\"><span class=\"badge bad\">{} {}</span> <code>{}</code> {}</div>",
+                    x.count,
+                    esc(x.kind.as_str()),
                     esc(&x.path),
                     esc(&x.detail)
                 );
@@ -642,15 +642,15 @@ fn fire_card(out: &mut String, f: &FireView) {
                 out,
                 "<tr><td class=\"name\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"badge {}\">{}</span></td><td>{findings}</td></tr>",
                 esc(&l.name()),
-                opt(l.runs),
-                opt(l.failures),
-                match l.state_differs {
+                opt(l.runs()),
+                opt(l.failures()),
+                match l.state_differs() {
                     Some(true) => "yes",
                     Some(false) => "no",
                     None => "-",
                 },
                 if l.accepted() { "ok" } else if l.ran() { "bad" } else { "" },
-                esc(&l.verdict)
+                esc(l.verdict())
             );
         }
         out.push_str("</tbody></table></div>\n");
@@ -937,6 +937,18 @@ fn notes_card(out: &mut String, summary: &Summary) {
         }
         out.push_str("</ul>\n");
     });
+}
+
+/// A JSON value of the snapshot as text: strings bare, null as empty.
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>().join(", "),
+        Value::Object(m) => m.iter().map(|(k, v)| format!("{k}={}", value_text(v))).collect::<Vec<_>>().join(", "),
+        Value::Number(n) => n.to_string(),
+    }
 }
 
 /// A snapshot value for the table: byte counts in GiB, lists and maps on lines.

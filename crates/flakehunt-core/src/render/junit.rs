@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
-use super::details::FireView;
 use super::text::tail;
 use super::RenderContext;
 use crate::analysis::stats::format_rate;
@@ -46,8 +45,8 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
             suite.add_test_case(test_case(t, ctx));
         }
     }
-    if let Some(fire) = FireView::of(summary) {
-        for level in &fire.levels {
+    if let Some(fire) = &summary.fire {
+        for level in fire.rungs() {
             let status = if level.accepted() {
                 TestCaseStatus::success()
             } else if !level.ran() {
@@ -56,14 +55,11 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
                 s
             } else {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                s.set_message(level.verdict.as_str());
+                s.set_message(level.verdict());
                 let lines: Vec<String> = level
-                    .findings
+                    .findings()
                     .iter()
-                    .map(|f| {
-                        let count = f.count.map(|n| format!("{n} ")).unwrap_or_default();
-                        format!("{count}{} {}: {}", f.kind, f.path, f.detail).trim().to_owned()
-                    })
+                    .map(|f| format!("{} {} {}: {}", f.count, f.kind, f.path, f.detail).trim().to_owned())
                     .collect();
                 s.set_description(lines.join("\n"));
                 s

@@ -4,11 +4,12 @@
 
 use std::fmt::Write as _;
 
-use super::details::{FireView, MatrixView};
 use super::text::{md_block, md_cell, md_code, seconds, tail};
 use super::RenderContext;
 use crate::analysis::stats::format_rate;
 use crate::analysis::Summary;
+use crate::kind::fire::FireSummary;
+use crate::kind::matrix::summary::MatrixDetails;
 
 /// Signatures listed; the rest are counted.
 const SIGNATURES_SHOWN: usize = 10;
@@ -31,14 +32,14 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     }
     out.push('\n');
     if let Some(v) = crate::kind::verify::VerifyDetails::of(summary) {
-        verify(&mut out, &v);
+        verify(&mut out, v);
     }
     cells(&mut out, summary, ctx);
-    if let Some(m) = MatrixView::of(summary) {
-        matrix(&mut out, &m);
+    if let Some(m) = summary.details.matrix() {
+        matrix(&mut out, m);
     }
-    if let Some(f) = FireView::of(summary) {
-        fire(&mut out, &f);
+    if let Some(f) = &summary.fire {
+        fire(&mut out, f);
     }
     for c in summary.cells.iter().filter(|c| c.meaning.is_some()) {
         let _ = writeln!(
@@ -176,17 +177,17 @@ fn cells(out: &mut String, summary: &Summary, ctx: &RenderContext) {
     out.push('\n');
 }
 
-fn matrix(out: &mut String, m: &MatrixView) {
-    if let Some(r) = &m.reproduced {
-        let _ = writeln!(out, "**Reproduced:** {}  ", md_cell(r));
-    }
-    if !m.minimal_overlay.is_empty() {
-        let items: Vec<String> = m.minimal_overlay.iter().map(|s| md_code(s)).collect();
+fn matrix(out: &mut String, m: &MatrixDetails) {
+    let _ = writeln!(out, "**Reproduced:** {}  ", md_cell(&m.reproduced_text()));
+    let minimal = m.minimal_overlay_items();
+    if !minimal.is_empty() {
+        let items: Vec<String> = minimal.iter().map(|s| md_code(s)).collect();
         let _ = writeln!(out, "**Smallest overlay that reproduces:** {}  ", items.join(" "));
     }
-    if let Some((x, y)) = m.heat_axes() {
-        let _ = writeln!(out, "\nFailures by {} (columns) and {} (rows):\n", md_code(&x.name), md_code(&y.name));
-        let _ = write!(out, "| {} \\ {} |", md_cell(&y.name), md_cell(&x.name));
+    let axes = m.axes();
+    if let Some((x, y)) = m.heat_axes(&axes) {
+        let _ = writeln!(out, "\nFailures by {} (columns) and {} (rows):\n", md_code(x.name), md_code(y.name));
+        let _ = write!(out, "| {} \\ {} |", md_cell(y.name), md_cell(x.name));
         for v in &x.values {
             let _ = write!(out, " {} |", md_cell(v));
         }
@@ -196,7 +197,7 @@ fn matrix(out: &mut String, m: &MatrixView) {
         for yv in &y.values {
             let _ = write!(out, "| {} |", md_cell(yv));
             for xv in &x.values {
-                let (f, n) = m.heat(&x.name, xv, &y.name, yv);
+                let (f, n) = m.heat(x.name, xv, y.name, yv);
                 if n == 0 {
                     out.push_str(" - |");
                 } else {
@@ -209,29 +210,23 @@ fn matrix(out: &mut String, m: &MatrixView) {
     if !m.attribution.is_empty() {
         out.push_str("\n**Attribution:**\n\n");
         for row in &m.attribution {
-            let parts: Vec<String> = row
-                .iter()
-                .map(|(k, v)| if k.is_empty() { md_cell(v) } else { format!("{k}: {}", md_cell(v)) })
-                .collect();
+            let parts: Vec<String> = row.fields().iter().map(|(k, v)| format!("{k}: {}", md_cell(v))).collect();
             let _ = writeln!(out, "- {}", parts.join(", "));
         }
     }
     out.push('\n');
 }
 
-fn fire(out: &mut String, f: &FireView) {
-    if let Some((runs, failures)) = f.reference {
-        let _ = writeln!(out, "Sequential reference: {runs} runs, {failures} failed.\n");
-    }
+fn fire(out: &mut String, f: &FireSummary) {
+    let _ = writeln!(out, "Sequential reference: {} runs, {} failed.\n", f.reference.runs, f.reference.failures);
     out.push_str("| level | runs | failed | state differs | verdict | findings |\n|---|--:|--:|---|---|---|\n");
-    for l in &f.levels {
+    for l in f.rungs() {
         let findings: Vec<String> = l
-            .findings
+            .findings()
             .iter()
             .map(|x| {
-                let count = x.count.map(|n| format!("{n} ")).unwrap_or_default();
                 let path = if x.path.is_empty() { String::new() } else { format!(" in {}", md_code(&x.path)) };
-                format!("{count}{}{path}", md_cell(&x.kind))
+                format!("{} {}{path}", x.count, md_cell(x.kind.as_str()))
             })
             .collect();
         let opt = |v: Option<u64>| v.map_or("-".to_owned(), |n| n.to_string());
@@ -239,9 +234,9 @@ fn fire(out: &mut String, f: &FireView) {
             out,
             "| {} | {} | {} | {} | {} {} | {} |",
             l.name(),
-            opt(l.runs),
-            opt(l.failures),
-            match l.state_differs {
+            opt(l.runs()),
+            opt(l.failures()),
+            match l.state_differs() {
                 Some(true) => "yes",
                 Some(false) => "no",
                 None => "-",
@@ -253,7 +248,7 @@ fn fire(out: &mut String, f: &FireView) {
             } else {
                 ":heavy_minus_sign:"
             },
-            md_cell(&l.verdict),
+            md_cell(l.verdict()),
             findings.join("; ")
         );
     }

@@ -4,7 +4,6 @@
 //! [`RenderContext::from_record`], which reads the record once so the renderers need not.
 
 mod context;
-mod details;
 pub mod events;
 pub mod html;
 pub mod json;

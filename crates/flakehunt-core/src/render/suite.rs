@@ -163,6 +163,7 @@ mod tests {
             classified: true,
             incomplete: vec![],
             unreported: vec![],
+            failed_otherwise: vec![],
         };
         let text = table(&s);
         assert!(text.starts_with("tests that failed (1 of 9 collected):"), "{text}");

@@ -6,6 +6,7 @@
 mod compare;
 mod finding;
 mod fingerprint;
+mod fingerprint_error;
 mod normalizer;
 mod sandbox;
 mod sqlite;

@@ -6,7 +6,7 @@ use std::io::Seek;
 use std::path::Path;
 
 use super::finding::{quote, Finding, FindingKind};
-use super::fingerprint::FingerprintError;
+use super::fingerprint_error::FingerprintError;
 use super::{sqlite, walk};
 
 /// How many characters past the shared prefix a truncated token must keep

@@ -7,7 +7,7 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use super::fingerprint::FingerprintError;
+use super::fingerprint_error::FingerprintError;
 
 /// Files larger than this are treated as binary: line multisets of huge
 /// files would cost too much memory to be worth it.

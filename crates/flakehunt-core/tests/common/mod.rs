@@ -17,7 +17,6 @@ pub struct Fixture {
     pub manifest: Manifest,
     pub attempts: Vec<Attempt>,
     pub snapshot: Option<serde_json::Value>,
-    pub details: serde_json::Value,
     /// The verdict the matrix and fire analyses will give (the foundation's analysis only knows
     /// sweeps), as machine name and words.
     pub verdict: Option<(&'static str, &'static str)>,
@@ -49,7 +48,6 @@ impl Fixture {
             manifest,
             attempts: Vec::new(),
             snapshot: None,
-            details: serde_json::Value::Null,
             verdict: None,
             side_files: Vec::new(),
         }
@@ -125,7 +123,7 @@ impl Fixture {
         self.attempts.last_mut().unwrap()
     }
 
-    /// Writes the record and reads it back: summary (with any hunt details) and context.
+    /// Writes the record and reads it back: summary and context.
     pub fn build(&self) -> (Summary, RenderContext, Record) {
         let dir = self.dir.path().join("record");
         if !dir.exists() {
@@ -144,9 +142,6 @@ impl Fixture {
         }
         let record = Record::open(&dir).unwrap();
         let mut summary = flakehunt_core::kind::summarize(&record).unwrap();
-        if summary.details.is_null() {
-            summary.details = self.details.clone();
-        }
         if let Some((verdict, text)) = self.verdict {
             summary.verdict = verdict.into();
             summary.verdict_text = text.into();

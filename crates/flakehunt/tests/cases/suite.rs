@@ -385,3 +385,77 @@ fn a_clean_suite_exits_zero() {
     // Nothing failed, so only the repeat-all pass ran besides the three attempts.
     assert_eq!(attempts_in(&record).len(), 4);
 }
+
+/// `fixtures/suite/pytest-items`: a non-idempotent test of each kind of pytest item, a polluter
+/// and its victim, a test whose second run in a process fails twice in the whole hunt (noise,
+/// not a broken state), under a conftest that makes every run exit non-zero (as
+/// `--cov-fail-under` does) and `addopts = -rN` (no `FAILED id` lines).
+const ITEMS_NON_IDEMPOTENT: [&str; 7] = [
+    "tests/counts.py::counts.once",
+    "tests/test_kinds.py::test_function",
+    "tests/test_kinds.py::TestCaseKind::test_method",
+    "tests/test_kinds.py::TestPlainKind::test_method",
+    "tests/test_kinds.py::test_param[a b]",
+    "tests/test_kinds.py::test_param[x-1.5/y]",
+    "tests/test_kinds.py::test_param[\\xe9]",
+];
+const NOISY: &str = "tests/test_kinds.py::test_noisy_but_idempotent";
+
+#[test]
+fn every_kind_of_pytest_item_gets_a_checked_reproducer_judged_by_its_own_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("pytest-items", dir.path());
+    let noise = dir.path().join("noise");
+    std::fs::create_dir(&noise).unwrap();
+    let env = [("SUITE_NOISE_DIR", noise.clone())];
+    let record = dir.path().join("rec");
+    let args = ["--pytest", "--runs", "3", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap()];
+    let (code, summary, stderr) = suite(&project, &args, &env);
+    assert_eq!(code, 1, "{stderr}");
+    let tests = by_id(&summary);
+    let mut expected: Vec<&str> = ITEMS_NON_IDEMPOTENT.to_vec();
+    expected.push("tests/test_order.py::test_victim");
+    expected.sort_unstable();
+    assert_eq!(tests.keys().map(String::as_str).collect::<Vec<_>>(), expected, "{stderr}");
+    assert_eq!(std::fs::read_dir(&noise).unwrap().count(), 2, "the noisy test's second run failed twice");
+    for id in ITEMS_NON_IDEMPOTENT {
+        let t = &tests[id];
+        assert_eq!(t["category"], "non-idempotent", "{id}");
+        assert_eq!(t["repeated"], serde_json::json!([2, 2]), "{id}");
+        // The reproducer runs the test twice: its first run passes, its second fails (the
+        // process exits non-zero whatever happens: the conftest).
+        let argv = strings(&t["reproducer"]);
+        assert!(!argv.is_empty(), "{id}: no checked reproducer");
+        let (_, out) = run_reproducer(&argv, &project, &env);
+        assert!(out.contains("1 failed, 1 passed"), "{id}: {argv:?}: {out}");
+    }
+    let victim = &tests["tests/test_order.py::test_victim"];
+    assert_eq!(victim["category"], "order-dependent-victim");
+    assert_eq!(strings(&victim["polluters"]), ["tests/test_order.py::test_polluter"]);
+    assert!(!strings(&victim["reproducer"]).is_empty());
+    let notes = summary["notes"].to_string();
+    assert!(
+        notes.contains("failed for another reason than a test")
+            && notes.contains("FAIL Required test coverage of 100% not reached"),
+        "{notes}"
+    );
+
+    // The same from the record.
+    let out = flakehunt().args(["report", "-f", "json"]).arg(&record).output();
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["tests"], summary["tests"]);
+
+    // Negative control: the noisy test with clean ones, every run exiting non-zero.
+    std::fs::remove_dir_all(&noise).unwrap();
+    std::fs::create_dir(&noise).unwrap();
+    let clean = ["tests/test_kinds.py::test_clean", NOISY, "tests/test_order.py::test_clean_order"];
+    let mut args = vec!["--pytest"];
+    args.extend(clean);
+    let clean_record = dir.path().join("clean");
+    args.extend(["--runs", "3", "--seed", "1", "--json", "--quiet", "--record", clean_record.to_str().unwrap()]);
+    let (code, summary, stderr) = suite(&project, &args, &env);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(summary["verdict"], "not-reproduced", "{stderr}");
+    assert!(summary["tests"].as_array().unwrap().is_empty(), "{summary}");
+    assert_eq!(std::fs::read_dir(&noise).unwrap().count(), 2, "the noise happened");
+}

@@ -243,8 +243,8 @@ pub struct Stretch {
 
 impl AdaptiveDetails {
     /// The details of `summary`, when it is a hunt's.
-    pub fn of(summary: &Summary) -> Option<Self> {
-        (summary.kind == crate::record::Kind::Adaptive).then(|| serde_json::from_value(summary.details.clone()).ok())?
+    pub fn of(summary: &Summary) -> Option<&Self> {
+        summary.details.adaptive().filter(|_| summary.kind == crate::record::Kind::Adaptive)
     }
 }
 
@@ -374,7 +374,7 @@ impl AdaptiveSummary {
             stopped_early: !done,
             timeline: self.timeline,
         };
-        summary.details = serde_json::to_value(details).unwrap_or_default();
+        summary.details = crate::analysis::Details::Adaptive(Box::new(details));
     }
 
     /// The reproduction so far.
@@ -676,7 +676,7 @@ mod tests {
     }
 
     fn confirmation(summary: &Summary) -> ConfirmCounts {
-        serde_json::from_value(summary.details["confirmation"].clone()).unwrap()
+        AdaptiveDetails::of(summary).unwrap().confirmation
     }
 
     // A hunt ended by its budget (or killed) once the attempt that met its stop rule was in, but

@@ -29,6 +29,106 @@ pub struct FireSummary {
     pub stopped_at: Option<String>,
 }
 
+/// A rung of the ladder as the renderers show it: a level evaluated, or one the hunt never
+/// climbed (it stops at the first rejected level).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rung<'a> {
+    /// An evaluated level.
+    Ran(&'a LevelSummary),
+    /// A level of the ladder beyond the last one evaluated, as the ladder gives it.
+    NotRun {
+        /// Workers at once.
+        workers: Option<u64>,
+        /// Invocations in all.
+        runs: Option<u64>,
+    },
+}
+
+impl FireSummary {
+    /// Every rung of the ladder: the levels evaluated, then the ones the hunt never climbed.
+    pub fn rungs(&self) -> Vec<Rung<'_>> {
+        let mut rungs: Vec<Rung> = self.levels.iter().map(Rung::Ran).collect();
+        for (i, step) in self.ladder.split(',').enumerate().filter(|(_, s)| !s.is_empty()) {
+            if i < rungs.len() {
+                continue;
+            }
+            let mut parts = step.trim().split('x').map(|n| n.parse::<u64>().ok());
+            let (workers, runs) = (parts.next().flatten(), parts.next().flatten());
+            rungs.push(Rung::NotRun { workers, runs });
+        }
+        rungs
+    }
+}
+
+impl Rung<'_> {
+    /// `8x40`: the workers and the runs recorded (or, not run, planned).
+    pub fn name(&self) -> String {
+        match (self.workers(), self.runs()) {
+            (Some(w), Some(r)) => format!("{w}x{r}"),
+            (Some(w), None) => format!("{w} workers"),
+            _ => "level".into(),
+        }
+    }
+
+    /// Workers at once.
+    pub fn workers(&self) -> Option<u64> {
+        match self {
+            Rung::Ran(l) => Some(u64::from(l.workers)),
+            Rung::NotRun { workers, .. } => *workers,
+        }
+    }
+
+    /// Invocations recorded (not run: planned).
+    pub fn runs(&self) -> Option<u64> {
+        match self {
+            Rung::Ran(l) => Some(l.runs),
+            Rung::NotRun { runs, .. } => *runs,
+        }
+    }
+
+    /// Invocations that failed, once run.
+    pub fn failures(&self) -> Option<u64> {
+        match self {
+            Rung::Ran(l) => Some(l.failures),
+            Rung::NotRun { .. } => None,
+        }
+    }
+
+    /// Whether the state differed from the reference, once run.
+    pub fn state_differs(&self) -> Option<bool> {
+        match self {
+            Rung::Ran(l) => Some(l.state_differs),
+            Rung::NotRun { .. } => None,
+        }
+    }
+
+    /// The verdict's machine name, or `not run`.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Rung::Ran(l) => l.verdict.name(),
+            Rung::NotRun { .. } => "not run",
+        }
+    }
+
+    /// Whether the level ran.
+    pub fn ran(&self) -> bool {
+        matches!(self, Rung::Ran(_))
+    }
+
+    /// Whether the verdict accepts the level.
+    pub fn accepted(&self) -> bool {
+        matches!(self, Rung::Ran(l) if l.verdict == Verdict::Accept)
+    }
+
+    /// What the level found.
+    pub fn findings(&self) -> &[Finding] {
+        match self {
+            Rung::Ran(l) => &l.findings,
+            Rung::NotRun { .. } => &[],
+        }
+    }
+}
+
 /// A sequential reference.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceSummary {

@@ -14,12 +14,13 @@ use super::classify::{classify, Category};
 use super::record::{AttemptTests, Prefix, Role, Tallies};
 use super::setup::{Request, SuiteSetup};
 use super::summary::SuiteSummary;
-use super::TestId;
+use super::{Framework, TestId};
 
 /// Confirmation runs of a failing test alone: "passes alone" needs several.
 pub const ALONE_RUNS: usize = 3;
-/// Runs of a test twice in one process, for one whose second run failed in the repeat-all pass.
-pub const REPEAT_RUNS: usize = 2;
+/// Runs of a test twice in one process, for one whose second run failed in the repeat-all pass:
+/// all must confirm it ([`super::classify::CONFIRMING_REPEATS`]).
+pub const REPEAT_RUNS: usize = super::classify::CONFIRMING_REPEATS as usize;
 /// Runs a reproducer must fail in, one after the other, before it is printed.
 pub const REPRODUCER_CHECKS: usize = 2;
 
@@ -151,6 +152,17 @@ impl Classifier<'_> {
         (failed || t.reported(test)).then_some(failed)
     }
 
+    /// Whether a reproducer's check run of `req` made `test` fail, by the test's own results:
+    /// with `repeated`, its first run passed and its second failed.
+    fn reproduced(&mut self, req: &Request, test: &TestId, repeated: bool) -> bool {
+        let Some(t) = self.run(req) else { return false };
+        if repeated {
+            super::record::repeat_confirmed(&t.tests, test) == Some(true)
+        } else {
+            t.tests.iter().any(|r| r.id == *test && r.outcome.is_failure())
+        }
+    }
+
     /// One failing test's confirmation runs; its reproducer (empty when none fails twice) and
     /// its bisection.
     fn test(&mut self, id: &TestId, second_failed: bool) -> (Vec<String>, Option<BisectionSummary>) {
@@ -170,7 +182,7 @@ impl Classifier<'_> {
         let orders = self.setup.framework().orders();
         let mut bisection = None;
         let mut shuffle = None;
-        if orders && passes_alone && t.repeat_failures == 0 {
+        if orders && passes_alone && !t.repeat_confirmed() {
             if let Some(prefix) = self.tallies.first_failure.get(id).cloned() {
                 let (b, s) = self.bisect(id, &prefix, true);
                 if b.status == BisectStatus::Confirmed {
@@ -189,7 +201,8 @@ impl Classifier<'_> {
             }
         }
         let t = self.tallies.tests.get(id).cloned().unwrap_or_default();
-        let argv = match classify(&t).map(|c| c.category) {
+        let category = classify(&t).map(|c| c.category);
+        let argv = match category {
             Some(Category::OrderDependentVictim) => {
                 let mut tests = t.polluters.clone();
                 tests.push(id.clone());
@@ -203,8 +216,12 @@ impl Classifier<'_> {
         };
         let Some(argv) = argv else { return (Vec::new(), bisection) };
         let check = Request::reproducer(id, argv.clone());
+        // A non-idempotent test's reproducer must show what its category claims: its first run
+        // passing and its second failing (pytest's results name each run; Go's output names
+        // only the failure).
+        let repeated = category == Some(Category::NonIdempotent) && self.setup.framework() == Framework::Pytest;
         // One after the other: the second is not run when the first did not fail.
-        let checked = (0..REPRODUCER_CHECKS).all(|_| self.failed(&check, id) == Some(true));
+        let checked = (0..REPRODUCER_CHECKS).all(|_| self.reproduced(&check, id, repeated));
         (if checked { argv } else { Vec::new() }, bisection)
     }
 
@@ -339,6 +356,7 @@ mod tests {
                 reproducer: req.argv.clone(),
                 unreported: vec![],
                 incomplete: None,
+                failed_otherwise: None,
             })
         }
     }
@@ -395,6 +413,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         let mut replay = Replay::default();
         replay.add(t.clone());
@@ -422,6 +441,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         assert_eq!(second_run_failed(&t).into_iter().collect::<Vec<_>>(), ["a"]);
     }

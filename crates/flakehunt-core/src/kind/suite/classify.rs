@@ -39,6 +39,11 @@ impl Category {
     }
 }
 
+/// Runs of a test twice in one process that must all show its second run failing after its
+/// first passed before it is called `non-idempotent`: one such run can be noise (a timing test
+/// on a loaded machine), two in a row that agree are not.
+pub const CONFIRMING_REPEATS: u64 = 2;
+
 /// One test's runs under one condition (a cell): the hunt's attempts in that cell.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConditionTally {
@@ -61,10 +66,11 @@ pub struct TestTally {
     pub alone_runs: u64,
     /// Of those, the ones it failed in.
     pub alone_failures: u64,
-    /// Runs twice in a row in one process (the repeat plugin, `-test.count=2`) whose first
-    /// run passed.
+    /// Confirmation runs of the test twice in a row in one process (the repeat plugin,
+    /// `-test.count=2`) in which it reported (the repeat-all pass only names the tests to
+    /// confirm, and counts here for nothing).
     pub repeat_runs: u64,
-    /// Of those, the ones whose second run failed.
+    /// Of those, the ones whose first run passed and whose second failed.
     pub repeat_failures: u64,
     /// Per cell, the baseline first (empty or one entry: no conditions varied).
     pub conditions: Vec<ConditionTally>,
@@ -82,6 +88,14 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+impl TestTally {
+    /// Whether its runs twice in one process confirm that it breaks its own state: at least
+    /// [`CONFIRMING_REPEATS`], each with a passing first run and a failing second.
+    pub fn repeat_confirmed(&self) -> bool {
+        self.repeat_runs >= CONFIRMING_REPEATS && self.repeat_failures == self.repeat_runs
+    }
+}
+
 /// A test's category, with the condition it is sensitive to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Classification {
@@ -95,13 +109,15 @@ pub struct Classification {
 /// The category of a test, or none when it never failed. In order:
 /// 1. fails alone every time: `order-dependent-brittle` when a state-setter made it pass,
 ///    else `deterministic` when it also failed in every attempt;
-/// 2. passes alone every time (and was run alone): `non-idempotent` when a repeat in one
-///    process failed, else `order-dependent-victim` when a polluter was found;
+/// 2. passes alone every time (and was run alone): `non-idempotent` when its repeats in one
+///    process confirm it ([`TestTally::repeat_confirmed`]), else `order-dependent-victim` when a polluter was found;
 /// 3. `condition-sensitive` when a cell's failure rate exceeds the baseline's at p < 0.01
 ///    (two-sided Fisher exact test, as `sweep` calls cells), naming the most significant;
 /// 4. otherwise `flaky`.
+///
+/// A test whose only failures are unconfirmed second runs in one process is not classified.
 pub fn classify(t: &TestTally) -> Option<Classification> {
-    if t.failures + t.alone_failures + t.repeat_failures == 0 {
+    if t.failures + t.alone_failures == 0 && !t.repeat_confirmed() {
         return None;
     }
     let plain = |category| Some(Classification { category, condition: None });
@@ -116,7 +132,7 @@ pub fn classify(t: &TestTally) -> Option<Classification> {
         }
     }
     if passes_alone {
-        if t.repeat_failures > 0 {
+        if t.repeat_confirmed() {
             return plain(Category::NonIdempotent);
         }
         if !t.polluters.is_empty() {
@@ -200,8 +216,8 @@ mod tests {
             attempts: 10,
             failures: 3,
             alone_runs: 3,
-            repeat_runs: 1,
-            repeat_failures: 1,
+            repeat_runs: 2,
+            repeat_failures: 2,
             polluters: vec!["p".into()],
             ..Default::default()
         };
@@ -220,6 +236,21 @@ mod tests {
         // Never run alone: no order category can be claimed.
         let unconfirmed = TestTally { attempts: 10, failures: 10, polluters: vec!["p".into()], ..Default::default() };
         assert_eq!(category(&unconfirmed), Some("flaky"));
+    }
+
+    #[test]
+    fn non_idempotent_needs_every_repeat_to_confirm() {
+        // A timing test whose second run failed once in a loaded moment: the repeat-all pass
+        // named it, one of its two confirmations failed. Not classified: it never failed else.
+        let noisy = TestTally { attempts: 10, alone_runs: 3, repeat_runs: 2, repeat_failures: 1, ..Default::default() };
+        assert_eq!(category(&noisy), None);
+        let once = TestTally { repeat_runs: 1, repeat_failures: 1, ..noisy.clone() };
+        assert_eq!(category(&once), None, "one confirmation is not reproducible");
+        let confirmed = TestTally { repeat_runs: 2, repeat_failures: 2, ..noisy.clone() };
+        assert_eq!(category(&confirmed), Some("non-idempotent"));
+        // It also failed in a shuffled attempt: classified by that, not as non-idempotent.
+        let shuffled = TestTally { failures: 1, ..noisy };
+        assert_eq!(category(&shuffled), Some("flaky"));
     }
 
     #[test]

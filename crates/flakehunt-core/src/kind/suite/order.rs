@@ -112,6 +112,15 @@ impl Pytest {
         argv
     }
 
+    /// The start of a printed reproducer: the base and [`Self::options`] (`-n0`: a project
+    /// whose options distribute its tests would otherwise run the culprits and the test in
+    /// different processes, and never see them meet).
+    fn printed(&self) -> Vec<String> {
+        let mut argv = self.base();
+        argv.extend(self.options.iter().cloned());
+        argv
+    }
+
     /// What follows `-m pytest` in every shuffled attempt and confirmation run, before its node
     /// ids: a suite's warm parents collect with it.
     pub fn run_options(&self) -> Vec<String> {
@@ -168,7 +177,7 @@ impl Pytest {
         python_path: Option<&str>,
         results: Option<&Path>,
     ) -> Invocation {
-        let mut argv = if results.is_some() { self.reading() } else { self.base() };
+        let mut argv = if results.is_some() { self.reading() } else { self.printed() };
         argv.extend(["-p".into(), repeat::PLUGIN_MODULE.into()]);
         for t in tests {
             argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
@@ -201,7 +210,7 @@ impl Pytest {
     /// they ran (`python -m pytest -p no:randomly ... tests/a.py::test_p tests/b.py::test_v`),
     /// from the rootdir.
     pub fn reproducer(&self, tests: &[TestId]) -> Vec<String> {
-        let mut argv = self.base();
+        let mut argv = self.printed();
         argv.extend(tests.iter().cloned());
         Invocation { argv, env: Vec::new(), dir: self.root.clone() }.reproducer()
     }

@@ -57,6 +57,11 @@ pub struct AttemptTests {
     /// finish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    /// How the process ended when it failed though every test reported and none failed (a
+    /// coverage threshold, a plugin, a session fixture's error): each test is judged by its own
+    /// result, and this says why the process's status was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_otherwise: Option<String>,
 }
 
 impl AttemptTests {
@@ -94,6 +99,9 @@ pub struct Tallies {
     pub unreported: BTreeMap<TestId, u64>,
     /// The attempts (of any role) whose tests did not all report, in the order added.
     pub incomplete: Vec<IncompleteAttempt>,
+    /// The attempts (of any role) whose process failed though none of their tests did
+    /// (`unreported` is 0 in each).
+    pub failed_otherwise: Vec<IncompleteAttempt>,
 }
 
 /// An attempt whose tests did not all report.
@@ -121,6 +129,9 @@ impl Tallies {
                 unreported: a.unreported.len() as u64,
             });
         }
+        if let Some(why) = &a.failed_otherwise {
+            self.failed_otherwise.push(IncompleteAttempt { attempt, role: a.role, why: why.clone(), unreported: 0 });
+        }
         for r in &a.tests {
             if r.outcome.is_failure() {
                 if let Some(m) = &r.message {
@@ -137,17 +148,19 @@ impl Tallies {
                     t.alone_failures += u64::from(failed);
                 }
             }
-            Role::Repeat | Role::RepeatAll => {
-                // Consecutive runs of one test: a pair whose first run passed counts.
-                for pair in a.tests.windows(2).filter(|w| w[0].id == w[1].id) {
-                    let wanted = a.role == Role::RepeatAll || Some(&pair[0].id) == a.subject.as_ref();
-                    if wanted && pair[0].outcome == TestOutcome::Pass && pair[1].outcome != TestOutcome::Skip {
-                        let t = self.tests.entry(pair[0].id.clone()).or_default();
-                        t.repeat_runs += 1;
-                        t.repeat_failures += u64::from(pair[1].outcome.is_failure());
-                    }
+            // A confirmation of a test twice in one process counts when the test reported: it
+            // confirms when its first run passed and its second failed. The repeat-all pass only
+            // names the tests to confirm: one noisy second run there (a timing test on a loaded
+            // machine) is no evidence of a test that breaks its own state.
+            Role::Repeat => {
+                let Some(subject) = &a.subject else { return };
+                if let Some(confirmed) = repeat_confirmed(&a.tests, subject) {
+                    let t = self.tests.entry(subject.clone()).or_default();
+                    t.repeat_runs += 1;
+                    t.repeat_failures += u64::from(confirmed);
                 }
             }
+            Role::RepeatAll => {}
             Role::Bisect | Role::Reproducer => {}
         }
     }
@@ -210,6 +223,19 @@ fn per_test(results: &[TestResult]) -> Vec<(&TestId, bool)> {
     out
 }
 
+/// Whether a run of `test` twice in one process shows it failing its second run after its first
+/// passed (each runner reports one result per run of a test, in order: pytest's plugin frames a
+/// run's phases between its start and its finish); none when it did not run at all, and no
+/// confirmation when it ran once (a reproducer that could not repeat it).
+pub fn repeat_confirmed(results: &[TestResult], test: &str) -> Option<bool> {
+    let runs: Vec<&TestResult> = results.iter().filter(|r| r.id == test && r.outcome != TestOutcome::Skip).collect();
+    match runs.as_slice() {
+        [] => None,
+        [first, second, ..] => Some(first.outcome == TestOutcome::Pass && second.outcome.is_failure()),
+        [_] => Some(false),
+    }
+}
+
 /// The phase a classification attempt is recorded with.
 pub fn role_name(role: Role) -> &'static str {
     match role {
@@ -247,6 +273,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         }
     }
 
@@ -265,6 +292,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         t.add(4, "default", &alone(Pass));
         t.add(5, "default", &alone(Pass));
@@ -277,6 +305,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         t.add(6, "default", &repeat);
         let all = AttemptTests {
@@ -288,6 +317,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         t.add(7, "default", &all);
         let bisect = AttemptTests {
@@ -299,6 +329,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         t.add(8, "default", &bisect);
 
@@ -315,8 +346,12 @@ mod tests {
             ]
         );
         assert!(!t.tests.contains_key("s"), "a skip counts for nothing");
-        assert_eq!((t.tests["n"].repeat_runs, t.tests["n"].repeat_failures), (1, 1));
-        assert_eq!(t.tests["x"].repeat_runs, 0, "a pair whose first run failed says nothing about idempotence");
+        assert!(!t.tests.contains_key("n"), "the repeat-all pass only names tests to confirm");
+        let r = |list: &[(&str, TestOutcome)]| repeat_confirmed(&results(list), "n");
+        assert_eq!(r(&[("n", Pass), ("x", Fail), ("n", Fail)]), Some(true));
+        assert_eq!(r(&[("n", Fail), ("n", Fail)]), Some(false), "a first run that failed confirms nothing");
+        assert_eq!(r(&[("n", Pass)]), Some(false), "ran once: not repeated");
+        assert_eq!(r(&[("x", Pass)]), None);
         assert_eq!(t.first_failure["v"], Prefix { attempt: 1, before: vec!["p".into()], shuffle: Some(99) });
         assert_eq!(t.first_pass["v"], Prefix { attempt: 2, before: vec![], shuffle: Some(99) });
         assert_eq!(t.messages["v"], "v failed");

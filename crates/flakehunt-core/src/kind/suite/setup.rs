@@ -214,6 +214,41 @@ impl SuiteSetup {
         let subject = || req.subject.clone().into_iter().collect::<Vec<_>>();
         let python_path = self.python_path.as_deref();
         let invocation = match (&self.runner, req.role) {
+            // The printed argv as it is, with flakehunt's results plugin loaded by pytest's
+            // `PYTEST_PLUGINS` (its directory on the `PYTHONPATH` the argv may set itself), so
+            // that the check is judged by the test's own result, not by the process's status
+            // or by what a project's options let pytest print.
+            (SuiteRunner::Pytest { .. }, Role::Reproducer) => {
+                let plugin_dir = plugins.display().to_string();
+                let in_path = |p: Option<&str>| match p {
+                    Some(p) if !p.is_empty() => format!("{plugin_dir}:{p}"),
+                    _ => plugin_dir.clone(),
+                };
+                let loaded = match std::env::var("PYTEST_PLUGINS") {
+                    Ok(p) if !p.is_empty() => format!("{p},{}", pytestlog::PLUGIN_MODULE),
+                    _ => pytestlog::PLUGIN_MODULE.to_owned(),
+                };
+                let env = vec![
+                    ("PYTHONPATH".to_owned(), in_path(python_path)),
+                    ("PYTEST_PLUGINS".to_owned(), loaded),
+                    (pytestlog::RESULTS_VAR.to_owned(), results.display().to_string()),
+                ];
+                let mut argv = req.argv.clone();
+                // `env [-C DIR] K=V ... PROGRAM`: the variables end at the program.
+                let mut i = usize::from(argv.first().is_some_and(|a| a == "env"));
+                while i > 0 && i < argv.len() {
+                    if argv[i] == "-C" {
+                        i += 2;
+                        continue;
+                    }
+                    let Some((key, value)) = argv[i].split_once('=') else { break };
+                    if key == "PYTHONPATH" {
+                        argv[i] = format!("PYTHONPATH={}", in_path(Some(value)));
+                    }
+                    i += 1;
+                }
+                Invocation { argv, env, dir: None }
+            }
             (_, Role::Reproducer) => {
                 return Ok(PreparedRun {
                     invocation: Invocation { argv: req.argv.clone(), ..Invocation::default() },
@@ -257,6 +292,7 @@ impl SuiteSetup {
         let mut detail: Option<String> = None;
         let mut doubtful: Vec<TestId> = Vec::new();
         let mut tests = match (&self.runner, req.role) {
+            (SuiteRunner::Pytest { .. }, Role::Reproducer) => pytestlog::pytest_results(&read(RESULTS_FILE)).results,
             (_, Role::Reproducer) => {
                 let subject = req.subject.clone().unwrap_or_default();
                 let failed = reproducer_failed(self.framework(), &subject, output);
@@ -351,6 +387,19 @@ impl SuiteSetup {
                 incomplete = Some(why);
             }
         }
+        // A process that failed with every test it was to run reported and none failing failed
+        // for another reason (a coverage threshold, a plugin, a session fixture): the tests'
+        // own results stand, and the summary says so.
+        let ended_badly = attempt.exit_code != Some(0) || attempt.signal.is_some();
+        let failed_otherwise =
+            (ended_badly && incomplete.is_none() && !tests.is_empty() && !tests.iter().any(|r| r.outcome.is_failure()))
+                .then(|| {
+                    let why = format!("the process {} though none of its tests failed", how_it_ended(attempt));
+                    match error_line(&attempt.stderr_tail).or_else(|| error_line(&attempt.stdout_tail)) {
+                        Some(line) => format!("{why}: {line}"),
+                        None => why,
+                    }
+                });
         AttemptTests {
             role: req.role,
             subject: req.subject.clone(),
@@ -360,6 +409,7 @@ impl SuiteSetup {
             reproducer: req.argv.clone(),
             unreported,
             incomplete,
+            failed_otherwise,
         }
     }
 
@@ -415,7 +465,8 @@ pub fn how_it_ended(attempt: &Attempt) -> String {
 }
 
 /// The line of a runner's output that says why it stopped, if one does: pytest's
-/// `ERROR: ...`, its argument parser's `error: ...`, a conftest that failed to import (with its
+/// `ERROR: ...`, its argument parser's `error: ...`, pytest-cov's `FAIL Required test
+/// coverage ...`, a conftest that failed to import (with its
 /// `E   ` line), an `INTERNALERROR>`, Go's `panic: ...`, a Rust panic.
 pub fn error_line(text: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
@@ -430,6 +481,8 @@ pub fn error_line(text: &str) -> Option<String> {
     let found = lines
         .iter()
         .find(|l| l.starts_with("ERROR: ") && !l.starts_with("ERROR: usage:"))
+        // pytest-cov's threshold (`--cov-fail-under`).
+        .or_else(|| lines.iter().find(|l| l.starts_with("FAIL Required test coverage")))
         .map(|l| l.to_string())
         .or_else(|| lines.iter().find_map(|l| l.split_once("pytest: error: ").map(|(_, e)| format!("error: {e}"))))
         .or_else(|| lines.iter().rev().find(|l| l.starts_with("INTERNALERROR>") && l.len() > 15).map(|l| l.to_string()))
@@ -524,6 +577,7 @@ mod tests {
             reproducer: vec![],
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         assert_eq!(Request::of_record(&recorded), req);
         assert_eq!(s.order_reproducer(&req.tests, None).last().unwrap(), "b.py::test_v");

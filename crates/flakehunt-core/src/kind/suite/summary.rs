@@ -34,6 +34,11 @@ pub struct SuiteSummary {
     /// many, most first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreported: Vec<UnreportedTest>,
+    /// The runs whose process failed though none of their tests did (a coverage threshold, a
+    /// plugin, a session fixture), grouped by why: each run was judged by its tests' own
+    /// results, not by the process's status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_otherwise: Vec<IncompleteRuns>,
 }
 
 /// Attempts that ended before all their tests reported, for one reason.
@@ -97,7 +102,8 @@ pub struct TestSummary {
     pub bisection: Option<super::analyse::BisectionSummary>,
     /// Runs alone, and how many failed.
     pub alone: [u64; 2],
-    /// Runs twice in one process whose first run passed, and how many second runs failed.
+    /// Confirmation runs twice in one process in which it reported, and how many of them
+    /// failed its second run after its first passed.
     pub repeated: [u64; 2],
     /// Shuffled attempts it was to run in that ended before it reported.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -183,22 +189,14 @@ impl SuiteSummary {
             classified: true,
             incomplete: Vec::new(),
             unreported: Vec::new(),
+            failed_otherwise: Vec::new(),
         }
     }
 
     /// Takes in the attempts whose tests did not all report, and the tests that did not.
     pub fn add_incomplete(&mut self, tallies: &super::record::Tallies) {
-        for a in &tallies.incomplete {
-            let phase = super::record::role_name(a.role);
-            match self.incomplete.iter_mut().find(|g| g.why == a.why && g.phase == phase) {
-                Some(g) => g.attempts.push(a.attempt),
-                None => self.incomplete.push(IncompleteRuns {
-                    why: a.why.clone(),
-                    phase: phase.to_owned(),
-                    attempts: vec![a.attempt],
-                }),
-            }
-        }
+        group(&mut self.incomplete, &tallies.incomplete);
+        group(&mut self.failed_otherwise, &tallies.failed_otherwise);
         self.unreported =
             tallies.unreported.iter().map(|(id, n)| UnreportedTest { id: id.clone(), attempts: *n }).collect();
         self.unreported.sort_by(|a, b| b.attempts.cmp(&a.attempts).then_with(|| a.id.cmp(&b.id)));
@@ -224,6 +222,19 @@ impl SuiteSummary {
     }
 }
 
+/// Adds each of `attempts` to the group of its why and phase.
+fn group(groups: &mut Vec<IncompleteRuns>, attempts: &[super::record::IncompleteAttempt]) {
+    for a in attempts {
+        let phase = super::record::role_name(a.role);
+        match groups.iter_mut().find(|g| g.why == a.why && g.phase == phase) {
+            Some(g) => g.attempts.push(a.attempt),
+            None => {
+                groups.push(IncompleteRuns { why: a.why.clone(), phase: phase.to_owned(), attempts: vec![a.attempt] })
+            }
+        }
+    }
+}
+
 /// Puts a suite's classification into its hunt's summary: the verdict, its words and notes.
 pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::Analysis) {
     let mut suite = analysis.summary;
@@ -238,6 +249,26 @@ pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::A
     }
     if !suite.shuffled {
         summary.notes.push(super::order::LIBTEST_ORDER_NOTE.to_owned());
+    }
+    // One note per reason, the phases it happened in counted.
+    let mut reasons: Vec<(&str, Vec<String>, usize)> = Vec::new();
+    for g in &suite.failed_otherwise {
+        let at = match reasons.iter().position(|(why, _, _)| *why == g.why) {
+            Some(at) => at,
+            None => {
+                reasons.push((&g.why, Vec::new(), 0));
+                reasons.len() - 1
+            }
+        };
+        reasons[at].1.push(format!("{} {}", g.attempts.len(), g.phase));
+        reasons[at].2 += g.attempts.len();
+    }
+    for (why, phases, n) in reasons {
+        summary.notes.push(format!(
+            "{n} run{} ({}) failed for another reason than a test: {why}; each run is judged by its tests' own results, not by the process's exit status",
+            if n == 1 { "" } else { "s" },
+            phases.join(", "),
+        ));
     }
     if !suite.classified {
         summary.notes.push(

@@ -124,6 +124,7 @@ mod tests {
             reproducer: raw.argv.clone(),
             unreported: vec![],
             incomplete: None,
+            failed_otherwise: None,
         };
         ids.write_tests(&mut t);
         assert_eq!(Request::of_record(&t), req, "the record holds the request the classification made");

@@ -122,8 +122,8 @@ impl ConditionResult {
 
 impl VerifyDetails {
     /// The details of `summary`, when it is a verification's.
-    pub fn of(summary: &Summary) -> Option<Self> {
-        (summary.kind == Kind::Verify).then(|| serde_json::from_value(summary.details.clone()).ok())?
+    pub fn of(summary: &Summary) -> Option<&Self> {
+        summary.details.verify().filter(|_| summary.kind == Kind::Verify)
     }
 }
 
@@ -202,7 +202,7 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<St
         planned: options.attempts,
         conditions: results,
     };
-    summary.details = serde_json::to_value(details).unwrap_or_default();
+    summary.details = crate::analysis::Details::Verify(Box::new(details));
 }
 
 /// Per cell, the attempts that hung: `timeout` at a limit flakehunt set (the hang rule, or its

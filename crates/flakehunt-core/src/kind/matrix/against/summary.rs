@@ -3,29 +3,15 @@
 //! still reproduces, and what was tried and what could not be. Pure: counts in, words out.
 //! Main function: [`apply`].
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
-
-use super::super::summary::Attribution;
+use super::super::summary::{
+    AgainstDetails, Attribution, Axis, DifferenceAxis, MatrixCellDetails, MatrixDetails, SearchCell,
+};
 use super::{change_map, decided, search, set_of, Against, Search};
 use crate::analysis::{Summary, Tally};
 use crate::plan::CellSpec;
 
 /// Untried differences listed one by one in the notes; the rest are counted.
 const UNTRIED_NOTED: usize = 12;
-
-/// One cell of the search, for `details.against.search`.
-#[derive(Debug, Clone, Serialize)]
-struct SearchCell {
-    cell: String,
-    /// The differences it applied, by name, with the other machine's values.
-    changes: BTreeMap<String, String>,
-    attempts: u64,
-    failures: u64,
-    /// Decided by the twice rule: `null` while undecided.
-    reproduced: Option<bool>,
-}
 
 /// Adds what the search found to a summary built from `tally` over `cells`.
 pub fn apply(summary: &mut Summary, against: &Against, runs: u64, confirm: u64, cells: &[CellSpec], tally: &Tally) {
@@ -171,50 +157,57 @@ pub fn apply(summary: &mut Summary, against: &Against, runs: u64, confirm: u64, 
         })
         .collect();
     let minimal_map = minimal.as_ref().map(|set| change_map(dims, set));
-    let dimensions: Vec<serde_json::Value> = dims
+    let dimensions = dims
         .iter()
         .map(|d| {
-            serde_json::json!({
-                "name": d.name,
-                "group": d.group,
-                "values": [d.here.clone().unwrap_or_else(|| "unset".into()), d.there.clone().unwrap_or_else(|| "unset".into())],
-                "change": d.change,
+            let unset = || "unset".to_owned();
+            Axis::Difference(DifferenceAxis {
+                name: d.name.clone(),
+                group: d.group.clone(),
+                values: vec![d.here.clone().unwrap_or_else(unset), d.there.clone().unwrap_or_else(unset)],
+                change: d.change.clone(),
             })
         })
         .collect();
-    summary.details = serde_json::json!({
-        "dimensions": dimensions,
-        "cells": summary.cells.iter().map(|c| serde_json::json!({
-            "name": c.name,
-            "overlay": c.overlay,
-            "attempts": c.attempts,
-            "failures": c.failures,
-            "reproduced": c.reproduced,
-            "confirmations": c.confirmations,
-            "minimal_overlay": c.minimal_overlay,
-        })).collect::<Vec<_>>(),
-        "reproduced": summary.cells.iter().filter(|c| c.reproduced == Some(true)).map(|c| c.name.clone()).collect::<Vec<_>>(),
-        "minimal_overlay": minimal_map,
-        "minimal_overlays": if verdict == "reproduced" { vec![summary.verdict_text.clone()] } else { Vec::new() },
-        "attribution": attribution,
-        "against": {
-            "snapshot": against.snapshot,
-            "host": against.host,
-            "captured_at": against.captured_at,
-            "outcome": match &outcome {
+    let details = MatrixDetails {
+        dimensions,
+        cells: summary
+            .cells
+            .iter()
+            .map(|c| MatrixCellDetails {
+                name: c.name.clone(),
+                overlay: c.overlay.clone(),
+                attempts: c.attempts,
+                failures: c.failures,
+                reproduced: c.reproduced,
+                confirmations: c.confirmations,
+                minimal_overlay: c.minimal_overlay.clone(),
+            })
+            .collect(),
+        reproduced: summary.cells.iter().filter(|c| c.reproduced == Some(true)).map(|c| c.name.clone()).collect(),
+        minimal_overlay: minimal_map.clone(),
+        minimal_overlays: if verdict == "reproduced" { vec![summary.verdict_text.clone()] } else { Vec::new() },
+        attribution,
+        against: Some(AgainstDetails {
+            snapshot: against.snapshot.clone(),
+            host: against.host.clone(),
+            captured_at: against.captured_at.clone(),
+            outcome: match &outcome {
                 Search::Minimal(_) => "minimal",
                 Search::FailsHere => "fails-here",
                 Search::NotReproduced => "not-reproduced",
                 Search::NothingToTry => "nothing-to-try",
                 Search::Ask(_) => "incomplete",
-            },
-            "tried": dims,
-            "untried": against.untried,
-            "remedies": against.remedies,
-            "minimal_overlay": minimal_map,
-            "search": search_cells,
-        },
-    });
+            }
+            .to_owned(),
+            tried: dims.clone(),
+            untried: against.untried.clone(),
+            remedies: against.remedies.clone(),
+            minimal_overlay: minimal_map,
+            search: search_cells,
+        }),
+    };
+    summary.details = crate::analysis::Details::Matrix(Box::new(details));
 }
 
 /// A value in a note: `unset` for none, a long one cut (the details hold it whole).
