@@ -79,7 +79,7 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
         adaptive_card(&mut out, summary, h);
     }
     if let Some(v) = crate::kind::verify::VerifyDetails::of(summary) {
-        verify_card(&mut out, &v);
+        verify_card(&mut out, v);
     }
     match &summary.suite {
         Some(tests) => suite_card(&mut out, tests),
