@@ -69,7 +69,7 @@ fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), Hu
             "--cargo-test takes the NAME of one test here (flakehunt suite takes the whole suite)",
         ));
     }
-    let binaries = cargo_build(package)?;
+    let binaries = cargo_build(package, None)?;
     let mut found: Vec<(&TestBinary, String)> = Vec::new();
     for bin in &binaries {
         let list = Command::new(&bin.executable)
@@ -106,10 +106,14 @@ fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), Hu
     Ok((target, Adapter::CargoTest { test, binary, package: package.map(str::to_owned), dir }))
 }
 
-/// `cargo test --no-run --message-format=json [-p PKG]` once: the test executables it built.
-pub(crate) fn cargo_build(package: Option<&str>) -> Result<Vec<TestBinary>, HuntError> {
+/// `cargo test --no-run --message-format=json [-p PKG]` once (in `dir`, else here): the test
+/// executables it built.
+pub(crate) fn cargo_build(package: Option<&str>, dir: Option<&Path>) -> Result<Vec<TestBinary>, HuntError> {
     let mut build = Command::new("cargo");
     build.args(["test", "--no-run", "--message-format=json"]);
+    if let Some(dir) = dir {
+        build.current_dir(dir);
+    }
     if let Some(p) = package {
         build.args(["-p", p]);
     }
@@ -279,6 +283,37 @@ pub fn go_argv(binary: &str, test: Option<&str>, subtests: Option<&str>) -> Vec<
         argv.extend(["-test.run".into(), pattern]);
     }
     argv
+}
+
+/// `go test -c [-race] -o BINARY .` in the package directory `dir`: the test binary of the
+/// package's code as it is now (`verify` after a fix), into `binary`. Go's own messages (compile
+/// errors) go to our stderr.
+pub(crate) fn go_rebuild(dir: &Path, binary: &Path, race: bool) -> Result<(), HuntError> {
+    let cache = go_cache()?;
+    if let Some(parent) = binary.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| HuntError::io(format!("cannot create {}", parent.display()), e))?;
+    }
+    let mut cmd = go_command(cache.as_ref());
+    cmd.args(["test", "-c"]);
+    if race {
+        cmd.arg("-race");
+    }
+    let status = cmd
+        .arg("-o")
+        .arg(binary)
+        .arg(".")
+        .current_dir(dir)
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+    if !status.success() {
+        return Err(HuntError::usage(format!(
+            "`go test -c` failed in {} ({status}): fix the build first",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// A `go` command with a usable build cache: without `GOCACHE`, `HOME` and `XDG_CACHE_HOME`, go

@@ -162,7 +162,7 @@ fn verify(a: &VerifyArgs, config: Config, config_path: Option<&Path>) -> HuntSpe
         },
         oracle: OracleRequest::default(),
         seed: a.seed,
-        shard: None,
+        shard: a.shard,
         record: record(a.resume.as_deref(), a.record.as_deref()),
         slurm: None,
         config,

@@ -209,7 +209,7 @@ fn go_minor(version: &str) -> Option<u32> {
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
 /// given, picks among several by file name).
 fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
-    let binaries = crate::kind::adapter::cargo_build(package)?;
+    let binaries = crate::kind::adapter::cargo_build(package, None)?;
     let mut with_tests = Vec::new();
     for bin in binaries {
         let out = Command::new(&bin.executable)
