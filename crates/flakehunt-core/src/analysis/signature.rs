@@ -61,9 +61,12 @@ pub fn of_oracle(outcome: Outcome, exit_code: Option<i32>, reason: &str) -> Stri
     format!("{head}: {}", normalise(reason))
 }
 
+/// The signature of an attempt that hung or timed out.
+pub const HANG: &str = "timeout";
+
 fn head(outcome: Outcome, exit_code: Option<i32>, signal: Option<i32>) -> String {
     match (outcome, exit_code, signal) {
-        (Outcome::Timeout, _, _) => "timeout".to_owned(),
+        (Outcome::Timeout, _, _) => HANG.to_owned(),
         (_, _, Some(sig)) => format!("signal {}", signal_name(sig)),
         (_, Some(code), _) => format!("exit {code}"),
         _ => outcome.name().to_owned(),
@@ -119,6 +122,44 @@ pub fn normalise(line: &str) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
+}
+
+/// Whether two signatures name the same failure, coarser than equality: the failure is the
+/// same when its status is and so is the start of its message (its error and its first clause,
+/// `AssertionError: lost updates after <n> transfers`), once directories (`/src/app/`) and
+/// source locations (`x.py:12`, `lib.rs:10:5`, `line 9`) are masked. A fix that moves code
+/// changes the line a failure reports, a copy of the project its paths, and a race the details
+/// it lost (which accounts), not the failure; another exception, assertion or exit status is
+/// another failure. `verify` asks it of a failure now and each one of the record it verifies.
+pub fn same_failure(a: &str, b: &str) -> bool {
+    a == b || coarse(a) == coarse(b)
+}
+
+/// `signature` with its directories and source locations masked (see [`same_failure`]).
+fn coarse(signature: &str) -> String {
+    static RULES: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        [
+            // A path's directories (a copy of the project elsewhere), keeping its file's name.
+            (r"(?:[A-Za-z]:)?(?:[\w.~<>@+-]*[/\\])+", "<dir>/"),
+            // A source location: a file with a source extension, its line (and column).
+            (r"\b[\w-]+\.(?:py|go|rs|c|cc|cpp|h|hpp|js|ts|java|rb|sh|pl|php)(?::<n>)+", "<loc>"),
+            (r"\bline <n>(?:, column <n>)?", "line <n>"),
+            (r"\s+", " "),
+        ]
+        .into_iter()
+        .map(|(re, with)| (Regex::new(re).expect("signature rules are valid regexes"), with))
+        .collect()
+    });
+    // The status as it is (`exit 1`, `signal SIGSEGV`), the message with its numbers masked.
+    let signature = signature.trim_end_matches('…');
+    let (head, message) = signature.split_once(": ").unwrap_or((signature, ""));
+    let mut text = format!("{head}: {}", normalise(message));
+    for (re, with) in rules {
+        text = re.replace_all(&text, *with).into_owned();
+    }
+    // The status, the error and its first clause.
+    text.trim().splitn(4, ": ").take(3).collect::<Vec<_>>().join(": ")
 }
 
 /// The conventional name of a signal (`SIGSEGV`), or its number.
@@ -186,5 +227,34 @@ mod tests {
             normalise("\x1b[31mfailed\x1b[0m at 0x7ffd1234 in /tmp/x/y.txt uuid 123e4567-e89b-12d3-a456-426614174000"),
             "failed at <hex> in <tmp> uuid <uuid>"
         );
+    }
+
+    #[test]
+    fn the_same_failure_elsewhere_in_the_code_is_the_same_and_another_is_not() {
+        let at = |path: &str, line: u32| {
+            let tail = format!("thread 'transfer' panicked at {path}:{line}:5:\nassertion failed: total == 100\n");
+            of(Outcome::Fail, Some(101), None, &tail)
+        };
+        // The fix moved the assertion, or the project was copied elsewhere.
+        assert!(same_failure(&at("src/lib.rs", 10), &at("src/lib.rs", 42)));
+        let go = |path: &str| format!("exit 1: {path}:<n>: balance <n> != <n>");
+        assert!(same_failure(&go("/home/a/ledger/ledger_test.go"), &go("/srv/ci/ledger/ledger_test.go")));
+        let py = |file: &str| format!("exit 1: File \"{file}\", line <n>, in test_x: AssertionError: lost update");
+        assert!(same_failure(&py("/src/old/t.py"), &py("/src/new/t.py")));
+        assert!(same_failure("exit 1: t.py:12: lost update", "exit 1: t.py:40: lost update"));
+        // A race loses other updates each time: the same failure.
+        let ledger = |lost: &str| {
+            format!("exit 1: AssertionError: lost updates after <n> transfers: {lost}; total money changed by +<n>")
+        };
+        assert!(same_failure(
+            &ledger("alice off by -<n>, bob off by +<n>"),
+            &ledger("bob off by +<n>, carol off by -<n>")
+        ));
+        // Another failure: another test, another exception, another message, another status.
+        assert!(!same_failure("exit 1: AssertionError: lost update", "exit 1: KeyError: 'audit'"));
+        assert!(!same_failure("exit 1: AssertionError: lost update", "exit 2: AssertionError: lost update"));
+        assert!(!same_failure("exit 1: AssertionError: lost update", "timeout"));
+        assert!(!same_failure("signal SIGSEGV", "signal SIGABRT"));
+        assert!(!same_failure("exit 1: tests/a.py::test_x: assert <n>", "exit 1: tests/b.py::test_x: assert <n>"));
     }
 }

@@ -11,6 +11,7 @@
 //! from the attempt's output.
 
 pub mod go;
+pub mod python;
 
 use std::path::Path;
 
@@ -28,6 +29,10 @@ pub struct Checks {
     /// Go (`--go-test --race`): the test binary is built with the race detector.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub race: bool,
+    /// Python targets: an exception that ends a thread, or that Python cannot raise (in
+    /// `__del__`, a callback), fails the attempt (pytest: its warnings about them are errors).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub thread_exceptions: bool,
 }
 
 impl Checks {
@@ -45,6 +50,9 @@ impl Checks {
         if self.race {
             on.push("data races (the race detector, --race)");
         }
+        if self.thread_exceptions {
+            on.push("exceptions in threads (--no-thread-check turns it off)");
+        }
         (!on.is_empty()).then(|| format!("checks: {}", on.join(", ")))
     }
 
@@ -56,6 +64,9 @@ impl Checks {
         }
         if self.race {
             names.push("data races");
+        }
+        if self.thread_exceptions {
+            names.push("exceptions in threads");
         }
         names
     }
@@ -69,6 +80,8 @@ pub struct ChecksRequest {
     pub goroutine_leaks: Option<bool>,
     /// `--race`.
     pub race: bool,
+    /// `--thread-check` (`Some(true)`) or `--no-thread-check` (`Some(false)`).
+    pub thread_exceptions: Option<bool>,
 }
 
 /// The summary's account of the checks: which were on, and the attempts what they found failed.
@@ -105,6 +118,10 @@ pub enum Check {
     GoroutineLeak,
     /// A data race Go's race detector reported.
     Race,
+    /// An exception that ended a Python thread.
+    ThreadException,
+    /// An exception Python could not raise (in `__del__`, a callback) and only printed.
+    Unraisable,
 }
 
 impl Check {
@@ -113,6 +130,7 @@ impl Check {
         match self {
             Check::GoroutineLeak => "goroutine leak check",
             Check::Race => "race detector",
+            Check::ThreadException | Check::Unraisable => "thread check",
         }
     }
 }
@@ -168,6 +186,8 @@ fn words(check: Check, places: &[&str]) -> String {
     match check {
         Check::GoroutineLeak => format!("leaked goroutines blocked at {}", places.join(", ")),
         Check::Race => format!("data race between {}", places.join(" and ")),
+        Check::ThreadException => format!("exception in a thread: {}", places.join(", ")),
+        Check::Unraisable => format!("unraisable exception: {}", places.join(", ")),
     }
 }
 
@@ -217,16 +237,27 @@ pub struct CheckRun {
     /// The checks that are on.
     pub checks: Checks,
     dir: tempfile::TempDir,
+    /// The Python thread check's hook directory, when the target is Python and the check is on.
+    python_hook: Option<std::path::PathBuf>,
 }
 
 impl CheckRun {
-    /// The checks of a plan, with their directory; none when no check is on.
-    pub fn new(checks: Checks) -> std::io::Result<Option<Self>> {
+    /// The checks of a plan, with their directory; none when no check is on. A `python`
+    /// target gets the thread check's hook.
+    pub fn new(checks: Checks, python: bool) -> std::io::Result<Option<Self>> {
         if checks.is_none() {
             return Ok(None);
         }
         let dir = tempfile::Builder::new().prefix("flakehunt-checks-").tempdir()?;
-        Ok(Some(Self { checks, dir }))
+        let python_hook = match checks.thread_exceptions && python {
+            true => {
+                let hook = dir.path().join("python");
+                python::write_hook(&hook)?;
+                Some(hook)
+            }
+            false => None,
+        };
+        Ok(Some(Self { checks, dir, python_hook }))
     }
 
     /// The directory the target's checks write to (`FLAKEHUNT_CHECK_DIR`).
@@ -234,9 +265,15 @@ impl CheckRun {
         self.dir.path()
     }
 
-    /// The variables every attempt gets.
-    pub fn env(&self) -> Vec<(String, String)> {
-        vec![("FLAKEHUNT_CHECK_DIR".to_owned(), self.dir().display().to_string())]
+    /// The variables every attempt gets, after `pythonpath`, its own `PYTHONPATH` (if any):
+    /// the Python hook goes first on it.
+    pub fn env(&self, pythonpath: Option<std::ffi::OsString>) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut env = vec![("FLAKEHUNT_CHECK_DIR".into(), self.dir().as_os_str().to_owned())];
+        if let Some(hook) = &self.python_hook {
+            env.push((python::MARKER.into(), "1".into()));
+            env.push(("PYTHONPATH".into(), python::pythonpath(hook, pythonpath)));
+        }
+        env
     }
 
     /// What the checks found in the attempt `tag` (its `FLAKEHUNT_ATTEMPT`), which printed

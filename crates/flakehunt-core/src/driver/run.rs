@@ -142,9 +142,9 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
         }
         (RecordRequest::New(record), HuntKind::Verify(req)) => {
-            let verify = crate::kind::verify::prepare::new(spec, req, sink)?;
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
+            let verify = crate::kind::verify::prepare::new(spec, req, &dir, sink)?;
             let seed = spec.seed.unwrap_or_else(random_seed);
             let (manifest, recorder) = create_record(
                 kind,
@@ -154,7 +154,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 verify.extra,
                 verify.oracle,
                 seed,
-                None,
+                spec.shard,
                 &dir,
             )?;
             Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
@@ -188,7 +188,8 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 Some((target, adapter, built)) => (target, Some(adapter), built),
                 None => {
                     let target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
-                    (target, None, crate::kind::adapter::Built::default())
+                    let built = crate::kind::adapter::Built::of_command(&target, spec.asked_checks());
+                    (target, None, built)
                 }
             };
             if let Some(note) = &built.note {

@@ -19,6 +19,16 @@ pub struct Built {
     pub note: Option<String>,
 }
 
+impl Built {
+    /// What applies of `asked` to a command given as it is: the thread check, when it looks
+    /// like Python (its hook is loaded by the interpreter; a command that is not one is not
+    /// checked).
+    pub fn of_command(target: &Target, asked: Checks) -> Self {
+        let thread_exceptions = asked.thread_exceptions && target.looks_like_python();
+        Self { checks: Checks { thread_exceptions, ..Checks::default() }, note: None }
+    }
+}
+
 /// The plugins that alter re-runs or order, disabled for `--pytest` (a `-p no:X` for a plugin
 /// that is not installed is accepted by pytest).
 pub const PYTEST_NO_PLUGINS: [&str; 4] = ["randomly", "rerunfailures", "flaky", "cacheprovider"];
@@ -45,7 +55,7 @@ pub fn target(
                 "--pytest takes one node id here (flakehunt suite takes the paths to collect)",
             ));
         };
-        return pytest(node, args.python.as_deref(), timeout).map(|(t, a)| Some((t, a, Built::default())));
+        return pytest(node, args.python.as_deref(), asked, timeout).map(Some);
     }
     Ok(None)
 }
@@ -59,7 +69,7 @@ fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), Hu
             "--cargo-test takes the NAME of one test here (flakehunt suite takes the whole suite)",
         ));
     }
-    let binaries = cargo_build(package)?;
+    let binaries = cargo_build(package, None)?;
     let mut found: Vec<(&TestBinary, String)> = Vec::new();
     for bin in &binaries {
         let list = Command::new(&bin.executable)
@@ -96,10 +106,14 @@ fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), Hu
     Ok((target, Adapter::CargoTest { test, binary, package: package.map(str::to_owned), dir }))
 }
 
-/// `cargo test --no-run --message-format=json [-p PKG]` once: the test executables it built.
-pub(crate) fn cargo_build(package: Option<&str>) -> Result<Vec<TestBinary>, HuntError> {
+/// `cargo test --no-run --message-format=json [-p PKG]` once (in `dir`, else here): the test
+/// executables it built.
+pub(crate) fn cargo_build(package: Option<&str>, dir: Option<&Path>) -> Result<Vec<TestBinary>, HuntError> {
     let mut build = Command::new("cargo");
     build.args(["test", "--no-run", "--message-format=json"]);
+    if let Some(dir) = dir {
+        build.current_dir(dir);
+    }
     if let Some(p) = package {
         build.args(["-p", p]);
     }
@@ -269,6 +283,37 @@ pub fn go_argv(binary: &str, test: Option<&str>, subtests: Option<&str>) -> Vec<
         argv.extend(["-test.run".into(), pattern]);
     }
     argv
+}
+
+/// `go test -c [-race] -o BINARY .` in the package directory `dir`: the test binary of the
+/// package's code as it is now (`verify` after a fix), into `binary`. Go's own messages (compile
+/// errors) go to our stderr.
+pub(crate) fn go_rebuild(dir: &Path, binary: &Path, race: bool) -> Result<(), HuntError> {
+    let cache = go_cache()?;
+    if let Some(parent) = binary.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| HuntError::io(format!("cannot create {}", parent.display()), e))?;
+    }
+    let mut cmd = go_command(cache.as_ref());
+    cmd.args(["test", "-c"]);
+    if race {
+        cmd.arg("-race");
+    }
+    let status = cmd
+        .arg("-o")
+        .arg(binary)
+        .arg(".")
+        .current_dir(dir)
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+    if !status.success() {
+        return Err(HuntError::usage(format!(
+            "`go test -c` failed in {} ({status}): fix the build first",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// A `go` command with a usable build cache: without `GOCACHE`, `HOME` and `XDG_CACHE_HOME`, go
@@ -496,8 +541,14 @@ pub fn pytest_argv(python: &str, node: &str) -> Vec<String> {
 
 /// `--pytest NODEID`, with the interpreter the user means (`--python`, `$VIRTUAL_ENV`,
 /// `./.venv`, `python3`), after checking that it can import pytest and that NODEID names at
-/// least one test (collected as the suite collects, within `timeout`).
-fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Target, Adapter), HuntError> {
+/// least one test (collected as the suite collects, within `timeout`). The thread check of
+/// `asked` makes pytest's warnings about exceptions in threads errors, as far as that pytest has them.
+fn pytest(
+    node: &str,
+    explicit: Option<&Path>,
+    asked: Checks,
+    timeout: Duration,
+) -> Result<(Target, Adapter, Built), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
     let python = crate::exec::python::interpreter(explicit, venv.as_deref(), &cwd)?;
@@ -530,7 +581,15 @@ fn pytest(node: &str, explicit: Option<&Path>, timeout: Duration) -> Result<(Tar
     if collected.items.is_none_or(|items| items.is_empty()) {
         return Err(HuntError::usage(format!("--pytest: '{node}' names no test (pytest collected none for it)")));
     }
-    Ok((Target::argv(pytest_argv(&program, node)), Adapter::Pytest { node: node.to_owned() }))
+    let mut argv = pytest_argv(&program, node);
+    let mut built = Built::default();
+    if asked.thread_exceptions {
+        let support = crate::checks::python::PytestSupport::of(&python.program);
+        let at = argv.len() - 1;
+        argv.splice(at..at, support.options);
+        built = Built { checks: Checks { thread_exceptions: true, ..Checks::default() }, note: support.note };
+    }
+    Ok((Target::argv(argv), Adapter::Pytest { node: node.to_owned() }, built))
 }
 
 #[cfg(test)]

@@ -34,12 +34,15 @@ if _report:
     _atexit.register(_write)
     del _write
 
-# Chain to the sitecustomize this file shadows, so the user's own keeps working.
+# Chain to the sitecustomize this file shadows (on the path after this directory), so the
+# user's own, or another of flakehunt's (the thread check's), keeps working.
 def _chain():
     import importlib.machinery
     import importlib.util
     here = _os.path.dirname(_os.path.abspath(__file__))
-    path = [p for p in _sys.path if _os.path.abspath(p or ".") != here]
+    dirs = [_os.path.abspath(p or ".") for p in _sys.path]
+    after = _sys.path[dirs.index(here) + 1:] if here in dirs else _sys.path
+    path = [p for p in after if _os.path.abspath(p or ".") != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is not None and spec.loader is not None:
         module = importlib.util.module_from_spec(spec)

@@ -78,6 +78,9 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
     if let Some(h) = crate::kind::adaptive::record::AdaptiveDetails::of(summary) {
         adaptive_card(&mut out, summary, h);
     }
+    if let Some(v) = crate::kind::verify::VerifyDetails::of(summary) {
+        verify_card(&mut out, v);
+    }
     match &summary.suite {
         Some(tests) => suite_card(&mut out, tests),
         None => signatures_card(&mut out, summary),
@@ -765,6 +768,76 @@ fn seconds_tick(t: f64) -> String {
     } else {
         format!("{t:.0} s")
     }
+}
+
+/// A verification: per condition, the rate the verified record measured and the rate now, each
+/// with its 95 % interval on one axis (with no failure now, the bound at the level instead).
+fn verify_card(out: &mut String, v: &crate::kind::verify::VerifyDetails) {
+    use crate::kind::verify::summary::level_text;
+    let hint = format!(
+        "each condition's failure rate then ({} {}) and now, with its 95 % interval; with no failure now, the bound at {}",
+        v.verified.kind,
+        v.verified.run_id,
+        level_text(v.level)
+    );
+    card(out, "verify", "Before and after the fix", &hint, |out| {
+        let rows: Vec<_> = v.conditions.iter().take(MAX_ROWS).collect();
+        let lw = label_width(rows.iter().map(|c| c.cell.chars().count()));
+        let (left, right, top) = (lw, W - 140.0, 8.0);
+        let h = top + 2.0 * ROW * rows.len() as f64 + 28.0;
+        let x = |r: f64| left + (right - left) * r.clamp(0.0, 1.0);
+        let _ = write!(
+            out,
+            "<svg id=\"chart-verify\" class=\"chart\" viewBox=\"0 0 {W} {h:.0}\" role=\"img\" aria-label=\"failure rate then and now per condition\">"
+        );
+        for i in 0..=4 {
+            let gx = x(f64::from(i) / 4.0);
+            let _ = write!(
+                out,
+                "<line x1=\"{gx:.1}\" x2=\"{gx:.1}\" y1=\"{top}\" y2=\"{:.1}\" class=\"grid\"/><text x=\"{gx:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
+                h - 22.0,
+                h - 6.0,
+                format_rate(f64::from(i) / 4.0)
+            );
+        }
+        for (i, c) in rows.iter().enumerate() {
+            let y0 = top + 2.0 * ROW * i as f64;
+            label(out, left - 10.0, y0 + ROW / 2.0 + 4.0, &c.cell, lw, false);
+            let now_hi = c.bound.unwrap_or(c.now.ci95[1]);
+            let now_text = match c.bound {
+                Some(b) => format!("now < {} ({})", format_rate(b), c.verdict),
+                None => format!("now {} ({})", format_rate(c.now.rate), c.verdict),
+            };
+            let then_text = format!("then {}", format_rate(c.then.rate));
+            let bars = [
+                (y0 + ROW / 2.0, c.then.ci95[0], c.then.ci95[1], c.then.rate, "#cf222e", then_text),
+                (y0 + ROW * 1.5, c.now.ci95[0].min(now_hi), now_hi, c.now.rate, "#0969da", now_text),
+            ];
+            for (cy, lo, hi, rate, colour, text) in bars {
+                let (lo, hi) = (x(lo), x(hi));
+                let _ = write!(
+                    out,
+                    "<g class=\"verify-row\"><title>{}: {}</title>\
+                     <rect x=\"{lo:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"10\" rx=\"5\" fill=\"{colour}\" opacity=\"0.18\"/>\
+                     <circle cx=\"{:.1}\" cy=\"{cy:.1}\" r=\"4.5\" fill=\"{colour}\"/>\
+                     <text x=\"{:.1}\" y=\"{:.1}\" class=\"value\">{}</text></g>",
+                    esc(&c.cell),
+                    esc(&text),
+                    cy - 5.0,
+                    (hi - lo).max(1.0),
+                    x(rate),
+                    right + 8.0,
+                    cy + 4.0,
+                    esc(&text)
+                );
+            }
+        }
+        out.push_str("</svg>\n<ul>\n");
+        for c in &rows {
+            let _ = writeln!(out, "<li>{}</li>", esc(&c.text));
+        }
+        out.push_str("</ul>\n");
+    });
 }
 
 fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {

@@ -136,7 +136,10 @@ impl AttemptRunner<'_> {
             env.push(("FLAKEHUNT_WORKER".into(), Some(w.to_string().into())));
         }
         if let Some(c) = self.checks {
-            env.extend(c.env().into_iter().map(|(k, v)| (k.into(), Some(v.into()))));
+            // The attempt's own PYTHONPATH (a room's, a suite run's plugins), else flakehunt's.
+            let given = env.iter().rev().find(|(k, _)| k == "PYTHONPATH").map(|(_, v)| v.clone());
+            let pythonpath = given.unwrap_or_else(|| std::env::var_os("PYTHONPATH"));
+            env.extend(c.env(pythonpath).into_iter().map(|(k, v)| (k, Some(v))));
         }
         let mut launch = Launch {
             program,

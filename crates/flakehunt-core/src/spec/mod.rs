@@ -246,7 +246,11 @@ impl HuntSpec {
     pub fn asked_checks(&self) -> crate::checks::Checks {
         let asked = self.settings.checks;
         let on = |given: Option<bool>| given.unwrap_or(self.kind.checks_by_default());
-        crate::checks::Checks { goroutine_leaks: on(asked.goroutine_leaks), race: asked.race }
+        crate::checks::Checks {
+            goroutine_leaks: on(asked.goroutine_leaks),
+            race: asked.race,
+            thread_exceptions: on(asked.thread_exceptions),
+        }
     }
 
     /// Refuses a check given by its option for a target it cannot apply to (the Go checks
@@ -257,6 +261,11 @@ impl HuntSpec {
         if asked.race && !go {
             return Err(HuntError::usage(
                 "--race builds a Go test binary with the race detector: give --go-test PKG (or drop --race)",
+            ));
+        }
+        if asked.thread_exceptions == Some(true) && go {
+            return Err(HuntError::usage(
+                "--thread-check checks Python targets and --cargo-test; Go's goroutines have --leak-check (drop --thread-check)",
             ));
         }
         if asked.goroutine_leaks == Some(true) && !go {

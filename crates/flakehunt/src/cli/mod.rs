@@ -197,6 +197,14 @@ pub struct HuntArgs {
     /// report fails the attempt, named by its two places. It slows the test several times over.
     #[arg(long, group = "plan", help_heading = "Checks")]
     pub race: bool,
+    /// Python targets and --cargo-test: fail an attempt in which an exception ended a thread, or Python could
+    /// not raise one (`__del__`, a callback), or a thread other than the test's panicked, naming where (default in
+    /// `hunt` and `suite`; pytest's warnings about them become errors, see the README).
+    #[arg(long, overrides_with = "no_thread_check", group = "plan", help_heading = "Checks")]
+    pub thread_check: bool,
+    /// Do not check threads for exceptions and panics (default in `sweep` and `matrix`).
+    #[arg(long, overrides_with = "thread_check", group = "plan", help_heading = "Checks")]
+    pub no_thread_check: bool,
     /// Print the summary as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,

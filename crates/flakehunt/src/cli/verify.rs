@@ -41,6 +41,10 @@ pub struct VerifyArgs {
     /// Start every attempt in a new process (default: as the verified record ran).
     #[arg(long, overrides_with = "warm", group = "plan")]
     pub no_warm: bool,
+    /// Run only shard I of N of the verification's attempts (join the records with `flakehunt
+    /// merge`; give every shard the same --seed).
+    #[arg(long, value_name = "I/N", group = "plan")]
+    pub shard: Option<flakehunt_core::plan::Shard>,
     /// Write the verify record here (default: .flakehunt/runs/verify-<timestamp>).
     #[arg(long, value_name = "DIR", group = "plan")]
     pub record: Option<PathBuf>,

@@ -277,3 +277,142 @@ fn a_go_check_asked_for_another_target_is_refused_in_one_line() {
         assert!(!dir.path().join("rec").exists(), "nothing is written");
     }
 }
+
+/// The first attempt whose checks found something, and what.
+fn first_found(attempts: &[Value]) -> &Value {
+    &flagged(attempts).first().unwrap_or_else(|| panic!("no attempt flagged: {attempts:#?}"))["hidden"][0]
+}
+
+#[test]
+fn an_exception_that_ends_a_scripts_thread_fails_the_attempt_cold_and_warm_named_where_raised() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/python", dir.path());
+    for mode in ["--no-warm", "--warm"] {
+        let args = ["--profiles", "default,tight-gil", "--runs", "6", "--thread-check", mode, "--", "python3"];
+        let ran = hunt(&project, "sweep", &[&args[..], &["thread_raises.py", "3"]].concat(), &[]);
+        assert_eq!(ran.code, 1, "{}", ran.stderr);
+        // Iterations 3 and 6 of each cell: the worker dies, the script exits 0.
+        assert_eq!(ran.summary["failures"], 4, "{mode}: {}", ran.summary);
+        assert_eq!(
+            signatures(&ran.summary),
+            [("exit 0: exception in a thread: ValueError at thread_raises.py:17 in work".to_owned(), 4)],
+            "{mode}"
+        );
+        let failed: Vec<u64> =
+            ran.attempts.iter().filter(|a| a["outcome"] == "fail").map(|a| a["iteration"].as_u64().unwrap()).collect();
+        assert_eq!(failed.iter().filter(|i| *i % 3 == 0).count(), 4, "{failed:?}");
+        let recorded = if mode == "--warm" { "warm" } else { "cold" };
+        assert!(ran.attempts.iter().all(|a| a["mode"] == recorded), "{mode}");
+        let found = first_found(&ran.attempts);
+        assert_eq!(found["check"], "thread-exception");
+        assert!(found["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("exception in thread worker: ValueError: lost update in iteration"));
+        let report = found["report"].as_str().unwrap();
+        assert!(report.contains("Traceback") && report.contains("lost update"), "{report}");
+        assert_eq!(ran.manifest["plan"]["checks"]["thread_exceptions"], true);
+        assert_eq!(ran.summary["checks"]["failed"], 4);
+        assert!(
+            ran.stderr.contains("checks: exceptions in threads (--no-thread-check turns it off)"),
+            "{}",
+            ran.stderr
+        );
+        // tight-gil's own hook chains with the check's: its switch interval still applied.
+        assert!(ran.stderr.contains("switch 1e-6s"), "{}", ran.stderr);
+    }
+    // Off (a sweep's default, or said): the exit status alone, as before.
+    for off in [&[][..], &["--no-thread-check"][..]] {
+        let args = [&["--profiles", "default", "--runs", "6"][..], off, &["--", "python3", "thread_raises.py", "3"]];
+        let ran = hunt(&project, "sweep", &args.concat(), &[]);
+        assert_eq!(ran.summary["failures"], 0, "{}", ran.stderr);
+        assert!(ran.manifest["plan"]["checks"].get("thread_exceptions").is_none());
+    }
+}
+
+#[test]
+fn an_unraisable_exception_fails_the_attempt_named_where_raised() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/python", dir.path());
+    let args = ["--profiles", "default", "--runs", "4", "--thread-check", "--", "python3", "thread_raises.py", "2"];
+    let ran = hunt(&project, "sweep", &[&args[..], &["unraisable"]].concat(), &[]);
+    assert_eq!(ran.summary["failures"], 2, "{}", ran.stderr);
+    assert_eq!(
+        signatures(&ran.summary),
+        [("exit 0: unraisable exception: RuntimeError at thread_raises.py:24 in __del__".to_owned(), 2)]
+    );
+    assert_eq!(first_found(&ran.attempts)["check"], "unraisable");
+}
+
+#[test]
+fn a_pytest_tests_worker_exception_fails_its_attempt_cold_and_warm_and_a_clean_one_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/python", dir.path());
+    for mode in ["--no-warm", "--warm"] {
+        let args = ["--profiles", "default", "--thread-check", mode];
+        let ran = hunt(
+            &project,
+            "sweep",
+            &[&args[..], &["--runs", "6", "--pytest", "test_worker.py::test_raises"]].concat(),
+            &[],
+        );
+        assert_eq!(ran.summary["failures"], 2, "{mode}: {}", ran.stderr);
+        let (signature, count) = &signatures(&ran.summary)[0];
+        assert_eq!(*count, 2);
+        assert!(signature.contains("PytestUnhandledThread"), "{signature}");
+        let argv = ran.manifest["target"]["argv"].as_array().unwrap();
+        assert!(argv.iter().any(|a| a == "-Werror::pytest.PytestUnhandledThreadExceptionWarning"), "{argv:?}");
+        let clean = hunt(
+            &project,
+            "sweep",
+            &[&args[..], &["--runs", "12", "--pytest", "test_worker.py::test_clean"]].concat(),
+            &[],
+        );
+        assert_eq!(clean.summary["failures"], 0, "{mode}: {}", clean.stderr);
+    }
+    let off = hunt(
+        &project,
+        "sweep",
+        &["--profiles", "default", "--runs", "3", "--pytest", "test_worker.py::test_raises"],
+        &[],
+    );
+    assert_eq!(off.summary["failures"], 0, "{}", off.stderr);
+}
+
+#[test]
+fn the_suite_checks_pytest_threads_by_default_and_no_thread_check_turns_it_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/python", dir.path());
+    let on = hunt(&project, "suite", &["--runs", "3", "--quiet", "--pytest", "test_worker.py"], &[]);
+    assert_eq!(on.manifest["plan"]["checks"]["thread_exceptions"], true, "{}", on.stderr);
+    let options = on.manifest["extra"]["suite"]["runner"]["pytest"]["options"].to_string();
+    assert!(options.contains("PytestUnhandledThreadExceptionWarning"), "{:#}", on.manifest["extra"]);
+    let off =
+        hunt(&project, "suite", &["--runs", "3", "--quiet", "--no-thread-check", "--pytest", "test_worker.py"], &[]);
+    assert!(off.manifest["plan"]["checks"].get("thread_exceptions").is_none());
+}
+
+#[test]
+fn no_clean_python_fixture_is_flagged_by_the_thread_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/python", dir.path());
+    // 200 attempts of a script whose four workers never raise.
+    let ran = hunt(
+        &project,
+        "sweep",
+        &["--profiles", "default", "--runs", "200", "--thread-check", "--warm", "--", "python3", "clean.py"],
+        &[],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(ran.summary["attempts"], 200);
+    assert_eq!(ran.summary["failures"], 0, "{}", ran.summary);
+    // A script that fails on its own is named by its own failure, not by the check.
+    let fails = hunt(
+        &project,
+        "sweep",
+        &["--profiles", "default", "--runs", "2", "--thread-check", "--", "python3", "-c", "raise SystemExit(3)"],
+        &[],
+    );
+    assert_eq!(fails.summary["failures"], 2);
+    assert!(flagged(&fails.attempts).is_empty());
+}

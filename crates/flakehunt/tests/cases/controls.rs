@@ -273,3 +273,22 @@ fn a_suite_of_clean_pytest_tests_finds_no_failing_test() {
     );
     h.expect_no_false_alarm();
 }
+
+#[test]
+fn a_script_that_handles_its_threads_exception_with_its_own_excepthook_is_not_flagged() {
+    let c = Controls::new();
+    let py = python();
+    let script = c.dir("own_excepthook.py");
+    let h = c.run("", &[], &["hunt", "--budget", "15s", "--seed", "19", "--", &py, script.to_str().unwrap()]);
+    h.expect_no_false_alarm();
+    assert!(h.attempts.iter().all(|a| a["hidden"].is_null()), "{}", h.table());
+}
+
+#[test]
+fn a_pytest_test_that_handles_its_threads_exception_with_its_own_excepthook_is_not_flagged() {
+    let c = Controls::new();
+    let py = python();
+    let node = "test_own_excepthook.py::test_worker_error_is_handled";
+    let h = c.run("pytest", &[], &["hunt", "--budget", "15s", "--seed", "20", "--python", &py, "--pytest", node]);
+    h.expect_no_false_alarm();
+}

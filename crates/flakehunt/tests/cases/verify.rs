@@ -115,6 +115,47 @@ fn a_fix_that_makes_the_condition_inert_is_inconclusive() {
 }
 
 #[test]
+fn a_fix_that_hangs_is_judged_by_the_hang_rule_and_is_neither_fixed_nor_not_fixed() {
+    let sweep = sweep();
+    // Fixed, but the fourth attempt sleeps for an hour: after three passes the hang rule judges
+    // it at a limit derived from them, not at the default timeout of ten minutes.
+    let run = verify(&sweep, &[("GIL_RACE_HANGS_AT", "4")], &[]);
+    run.expect_code(3);
+    let summary = run.json();
+    assert_eq!(summary["verdict"], "inconclusive", "{}", run.stderr);
+    let c = condition(&summary, "tight-gil");
+    assert_eq!(c["hung"].as_u64(), Some(1), "{c}");
+    assert_eq!(c["now"]["failures"].as_u64(), Some(0), "a hang is not the race: {c}");
+    let text = summary["verdict_text"].as_str().unwrap();
+    assert!(text.contains("hung in 1 of") && text.contains("never did"), "{text}");
+    let attempts = crate::harness::attempts_in(&run.dir);
+    let hung = attempts.iter().find(|a| a["iteration"] == 4).unwrap();
+    assert_eq!(hung["outcome"], "timeout");
+    assert!(hung["hang"]["idle"] == true && hung["hang"]["limit"].as_f64().unwrap() < 600.0, "{hung}");
+}
+
+#[test]
+fn a_condition_inert_in_the_verified_record_is_never_proved_fixed() {
+    // Negative control: the program set its own switch interval and failed anyway, so the
+    // record's failures under tight-gil were not tight-gil's.
+    let inert = Hunt::sweep()
+        .args(["--profiles", "tight-gil", "--runs", "16", "--seed", "3"])
+        .env("GIL_RACE_OWN_INTERVAL", "1")
+        .env("GIL_RACE_ANY_INTERVAL", "1")
+        .command(race())
+        .run();
+    assert!(inert.cell("tight-gil")["inert"] == true, "{}", inert.stderr);
+    // The fix removes both: tight-gil now takes effect, and nothing fails under it.
+    let run = verify(&inert, &[("GIL_RACE_FIXED", "1")], &[]);
+    run.expect_code(3);
+    let summary = run.json();
+    assert_eq!(summary["verdict"], "inconclusive", "{}", run.stderr);
+    let c = condition(&summary, "tight-gil");
+    assert!(c["inert"].is_null() && c["now"]["failures"] == 0, "{c}");
+    assert!(summary["verdict_text"].as_str().unwrap().contains("had no effect in the verified record"), "{summary}");
+}
+
+#[test]
 fn a_budget_that_cannot_fit_the_attempts_says_what_it_costs_and_ends_inconclusive() {
     let sweep = sweep();
     let run = verify(&sweep, &[("GIL_RACE_FIXED", "1")], &["--budget", "1ms"]);
@@ -184,6 +225,11 @@ fn a_cut_verification_resumes_to_its_verdict_and_reports_then_against_now() {
     let term = run_in(&run.dir, &["report", "."]);
     let term = String::from_utf8_lossy(&term.stdout);
     assert!(term.contains("then") && term.contains("50.0% (8/16)") && term.contains("verdict: fixed"), "{term}");
+    // The HTML page sets the two rates side by side, each with its interval (now: the bound).
+    let html = run_in(&run.dir, &["report", ".", "--format", "html"]);
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(html.contains("id=\"chart-verify\"") && html.contains("then 50.0%"), "{html}");
+    assert!(html.contains("now &lt; ") && html.contains("(fixed)"), "the bound now");
 }
 
 #[test]
@@ -208,6 +254,27 @@ fn a_matrix_is_verified_under_its_smallest_reproducing_overlay() {
     let unfixed = verify(&matrix, &[], &[]);
     unfixed.expect_code(1);
     assert_eq!(unfixed.json()["verdict"], "not-fixed");
+}
+
+#[test]
+fn shards_of_a_verification_merge_into_its_verdict() {
+    let sweep = sweep();
+    let needed = attempts_for(8, 16, 0.99);
+    let shard = |i: &str| verify(&sweep, &[("GIL_RACE_FIXED", "1")], &["--shard", i, "--seed", "7"]);
+    let (one, two) = (shard("1/2"), shard("2/2"));
+    // Half the attempts prove nothing yet.
+    for part in [&one, &two] {
+        part.expect_code(3);
+        assert_eq!(part.json()["verdict"], "inconclusive", "{}", part.stderr);
+    }
+    let out = tempfile::tempdir().unwrap();
+    let merged = out.path().join("merged");
+    let m = run_in(out.path(), &["merge", one.dir.to_str().unwrap(), two.dir.to_str().unwrap(), "--into", "merged"]);
+    assert_eq!(m.status.code(), Some(0), "{}", String::from_utf8_lossy(&m.stderr));
+    let report = run_in(&merged, &["report", ".", "--format", "json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(summary["verdict"], "fixed", "{summary}");
+    assert_eq!(condition(&summary, "tight-gil")["now"]["attempts"].as_u64(), Some(needed));
 }
 
 /// Replaces `from` with `to` in the file at `path` (a fix, made as a user makes one).
@@ -279,4 +346,51 @@ fn a_suites_reproducers_are_verified_test_by_test() {
     // A suite's reproducers are its commands.
     let out = crate::harness::flakehunt().args(["verify", "rec", "--", "true"]).current_dir(&project).output();
     refused_with(&out, 2, "whose reproducers are the commands verify runs");
+}
+
+#[test]
+fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("go");
+    let copied =
+        std::process::Command::new("cp").arg("-r").arg(crate::harness::fixture("suite/go")).arg(&project).status();
+    assert!(copied.unwrap().success());
+    let env = [
+        ("GOCACHE", dir.path().join("gocache")),
+        ("GOPATH", dir.path().join("gopath")),
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOPROXY", "off".into()),
+        ("GOFLAGS", "".into()),
+    ];
+    let run = |args: &[&str]| {
+        let out = crate::harness::flakehunt().args(args).envs(env.iter().cloned()).current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let (code, _, stderr) =
+        run(&["suite", "--runs", "6", "--seed", "2", "--json", "--quiet", "--record", "rec", "--go-test", "."]);
+    assert_eq!(code, Some(1), "{stderr}");
+    // The victim's fix: it clears what an earlier test left registered. The suite's own binary,
+    // built before the fix, would still fail it.
+    edit(&project.join("beta_test.go"), "\tif len(handlers) != 0 {", "\thandlers = nil\n\tif len(handlers) != 0 {");
+    let (code, partly, stderr) = run(&["verify", "rec", "--json", "--record", "v1"]);
+    assert_eq!((code, partly["verdict"].as_str()), (Some(1), Some("not-fixed")), "{stderr}");
+    assert_eq!(condition(&partly, "TestVictim")["verdict"], "fixed", "{stderr}");
+    for test in ["TestBrittle", "TestNonIdempotent"] {
+        assert_eq!(condition(&partly, test)["verdict"], "not-fixed", "{test}");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(project.join("v1/manifest.json")).unwrap()).unwrap();
+    let cells = manifest["cells"].to_string();
+    assert!(cells.contains("v1/go-test/") && !cells.contains("rec/go-test/"), "the new binary runs: {cells}");
+    edit(
+        &project.join("beta_test.go"),
+        "\tif settings[\"encoding\"]",
+        "\tsettings[\"encoding\"] = \"utf-8\"\n\tif settings[\"encoding\"]",
+    );
+    edit(&project.join("gamma_test.go"), "\truns++\n", "\truns = 1\n");
+    let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
+    assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
 }

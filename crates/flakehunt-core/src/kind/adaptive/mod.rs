@@ -25,5 +25,5 @@ pub use calibration::{
     Arms, Calibration, CalibrationError, Family, Intensity, Measurement, RuntimeKind, Sharing, Skipped, JITTER_RATES,
     MIN_QUOTA_PERCENT, NOISE_PER_CPU, STRETCHES,
 };
-pub use hang::{hang_timeout, HANG_FACTOR, MIN_HANG, MIN_PASSED};
+pub use hang::{confirm_limit, hang_timeout, p99_rank, HANG_FACTOR, MIN_HANG, MIN_PASSED, SLOW_GROWTH};
 pub use hunt::Adaptive;

@@ -66,7 +66,9 @@ pub(crate) fn prepare(
     let python_path = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
     let mut checks = crate::kind::adapter::Built::default();
     let (target, runner, selection, adapter) = if let Some(paths) = &t.pytest {
-        let (target, runner, selection) = pytest(t.python.as_deref(), paths, collection_limit(spec))?;
+        let (target, runner, selection, built) =
+            pytest(t.python.as_deref(), paths, spec.asked_checks(), collection_limit(spec))?;
+        checks = built;
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
         let (built, adapter, applied) =
@@ -118,8 +120,9 @@ pub(crate) fn cells(
 fn pytest(
     explicit: Option<&Path>,
     paths: &[String],
+    asked: crate::checks::Checks,
     timeout: Duration,
-) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
+) -> Result<(Target, SuiteRunner, Vec<String>, crate::kind::adapter::Built), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
     let interpreter = python::interpreter(explicit, venv.as_deref(), &cwd)?;
@@ -140,6 +143,14 @@ fn pytest(
         collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
     }
     let ids = collected.items.unwrap_or_default();
+    let mut built = crate::kind::adapter::Built::default();
+    if asked.thread_exceptions {
+        // After the collection, which the check has nothing to do with.
+        let support = crate::checks::python::PytestSupport::of(&interpreter.program);
+        pytest.options.extend(support.options);
+        built.checks.thread_exceptions = true;
+        built.note = support.note;
+    }
     let mut argv = vec![program, "-m".into(), "pytest".into()];
     argv.extend(paths.iter().cloned());
     let mut target = Target::argv(argv);
@@ -148,7 +159,7 @@ fn pytest(
         target = target.in_dir(crate::kind::adapter::relative_to_cwd(&root)?);
         pytest.root = Some(root.display().to_string());
     }
-    Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids))
+    Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids, built))
 }
 
 /// `--go-test PKG`: the binary the adapter built, its framing and its test list, each run within
@@ -198,7 +209,7 @@ fn go_minor(version: &str) -> Option<u32> {
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
 /// given, picks among several by file name).
 fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
-    let binaries = crate::kind::adapter::cargo_build(package)?;
+    let binaries = crate::kind::adapter::cargo_build(package, None)?;
     let mut with_tests = Vec::new();
     for bin in binaries {
         let out = Command::new(&bin.executable)

@@ -9,12 +9,16 @@ use crate::record::{Record, RecordError};
 pub struct Verify;
 
 impl crate::kind::Hunt for Verify {
+    fn plan(&self, manifest: &crate::record::Manifest) -> Box<dyn crate::plan::Plan> {
+        Box::new(super::VerifyPlan::new(manifest))
+    }
+
     fn summarize(&self, record: &Record) -> Result<Summary, RecordError> {
-        let mut plan = crate::plan::schedule(&record.manifest);
+        let mut plan = super::VerifyPlan::new(&record.manifest);
         let pass = Pass::over(record, &mut plan, |_| true, None)?;
         let mut summary = pass.summary(record, &mut plan)?;
         if let Some(options) = &record.manifest.extra.verify {
-            super::summary::apply(&mut summary, options);
+            super::summary::apply(&mut summary, options, &super::summary::hangs_by_cell(record)?);
         }
         pass.checks(record, &mut summary);
         pass.finish(&mut summary);

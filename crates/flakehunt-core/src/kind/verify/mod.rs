@@ -7,10 +7,13 @@
 pub mod attempts;
 mod hunt;
 pub mod options;
+pub mod plan;
 pub mod prepare;
+pub mod rebuild;
 pub mod source;
 pub mod summary;
 
 pub use hunt::Verify;
 pub use options::{Condition, Role, VerifyOptions, DEFAULT_LEVEL};
+pub use plan::VerifyPlan;
 pub use summary::VerifyDetails;

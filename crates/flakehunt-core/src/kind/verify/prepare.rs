@@ -30,7 +30,14 @@ pub struct Prepared {
 
 /// Prepares a new verification of `req.record`, saying to `sink` how many attempts it runs and
 /// why (and what a `--budget` that cannot fit them costs).
-pub fn new(spec: &HuntSpec, req: &VerifyRequest, sink: &mut dyn EventSink) -> Result<Prepared, HuntError> {
+/// A Go or Rust record's test binary is built again from the code as it is now (Go's into the
+/// verification's record `dir`), unless a command is given.
+pub fn new(
+    spec: &HuntSpec,
+    req: &VerifyRequest,
+    dir_new: &std::path::Path,
+    sink: &mut dyn EventSink,
+) -> Result<Prepared, HuntError> {
     if !(req.level > 0.0 && req.level < 1.0) {
         return Err(HuntError::usage("--level is a confidence in percent, above 0 and below 100 (e.g. 99, 99.9)"));
     }
@@ -39,9 +46,9 @@ pub fn new(spec: &HuntSpec, req: &VerifyRequest, sink: &mut dyn EventSink) -> Re
             "give the record to verify: `flakehunt verify .flakehunt/runs/hunt-...` (or --resume DIR)",
         ));
     };
-    let source = source::read(dir, req.level)?;
-    let verified = &source.record.manifest;
     let command_given = !spec.target.command.is_empty() || spec.target.shell.is_some();
+    let source = source::read(dir, req.level, (!command_given).then_some(dir_new))?;
+    let verified = &source.record.manifest;
     if command_given && source.target.is_some() {
         return Err(HuntError::usage(format!(
             "{} is a suite record, whose reproducers are the commands verify runs: drop the command after `--` (and --shell)",
@@ -55,14 +62,12 @@ pub fn new(spec: &HuntSpec, req: &VerifyRequest, sink: &mut dyn EventSink) -> Re
     } else if command_given {
         crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?
     } else {
-        if let Some(a @ (Adapter::GoTest { .. } | Adapter::CargoTest { .. })) = &adapter {
-            return Err(HuntError::usage(format!(
-                "{} ran a test binary that {} built before the fix, which would not show it: give the command that runs the test after `--` (e.g. `-- go test -count=1 -run '^TestX$' ./pkg`)",
-                dir.display(),
-                if a.name() == "go-test" { "go test -c" } else { "cargo" }
-            )));
+        // The test binary built again from the code as it is now, in the place of the old one.
+        let mut target = verified.target.clone();
+        if let Some(rebuilt) = &source.rebuilt {
+            target.argv = rebuilt.apply(&target.argv);
         }
-        in_hunts_directory(verified.target.clone(), &source.record)?
+        in_hunts_directory(target, &source.record)?
     };
     let mut settings = verified.plan.clone();
     settings.runs = source.options.attempts;

@@ -27,13 +27,17 @@ pub struct Source {
     /// The command that runs the cells, when it is not the record's (a suite's reproducers: each
     /// cell's is its `{reproducer}` placeholder).
     pub target: Option<Target>,
+    /// The record's test binary built again from the code as it is now (its suite's
+    /// reproducers already run it).
+    pub rebuilt: Option<super::rebuild::Rebuilt>,
 }
 
 /// The placeholder a suite verification's cells fill with their test's reproducer.
 const REPRODUCER: &str = "reproducer";
 
-/// Reads the record in `dir` and decides what verifies a fix of its failure at `level`.
-pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
+/// Reads the record in `dir` and decides what verifies a fix of its failure at `level`; its test
+/// binary, when it ran one, is built again into `rebuild_into` (none: the user gave the command).
+pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Source, HuntError> {
     let record = Record::open(dir)?;
     let kind = record.manifest.kind;
     match kind {
@@ -68,13 +72,17 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
             summary.verdict
         )));
     }
+    let rebuilt = match rebuild_into {
+        Some(into) => super::rebuild::rebuild(&record, into)?,
+        None => None,
+    };
     let mut signatures = signatures_by_cell(&record)?;
     let mut suite_cells = None;
     let mut conditions = match kind {
         Kind::Adaptive => hunt_conditions(&summary),
         Kind::Matrix => matrix_conditions(&summary),
         Kind::Suite => {
-            let (conditions, cells, by_test) = suite_conditions(dir, &summary, &record)?;
+            let (conditions, cells, by_test) = suite_conditions(&summary, &record, rebuilt.as_ref())?;
             suite_cells = Some(cells);
             signatures = by_test;
             conditions
@@ -122,7 +130,7 @@ pub fn read(dir: &Path, level: f64) -> Result<Source, HuntError> {
         command_given: false,
     };
     let target = suite_cells.map(|_| Target::shell(format!("{{{REPRODUCER}}}")));
-    Ok(Source { options, cells, record, target })
+    Ok(Source { options, cells, record, target, rebuilt })
 }
 
 /// A condition from a cell's counts in `summary`.
@@ -138,16 +146,24 @@ fn from_cell(c: &CellSummary, role: Role, source: &str) -> Condition {
         mean_seconds: c.mean_seconds,
         signatures: Vec::new(),
         test: None,
+        inert_then: c.inert.then(|| c.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into())),
     }
 }
 
 /// A sweep's conditions: the cells that bring the failure out, or, where the sweep singled out
-/// none (a flaky or deterministic verdict, or profiles that only hide it), every cell that failed.
+/// none (a flaky or deterministic verdict, or profiles that only hide it), every cell that failed
+/// whose condition took effect (an inert one's failures are the default's), or failing that,
+/// the inert ones, which can then prove nothing (see [`Condition::inert_then`]).
 fn sweep_conditions(summary: &Summary) -> Vec<Condition> {
     let amplifying: Vec<&CellSummary> =
         summary.cells.iter().filter(|c| c.sensitive && c.direction.as_deref() == Some("amplifies")).collect();
-    let cells: Vec<&CellSummary> =
-        if amplifying.is_empty() { summary.cells.iter().filter(|c| c.failures > 0).collect() } else { amplifying };
+    let failed = || summary.cells.iter().filter(|c| c.failures > 0);
+    let effective: Vec<&CellSummary> = failed().filter(|c| !c.inert).collect();
+    let cells: Vec<&CellSummary> = match (amplifying.is_empty(), effective.is_empty()) {
+        (false, _) => amplifying,
+        (true, false) => effective,
+        (true, true) => failed().collect(),
+    };
     cells.into_iter().map(|c| from_cell(c, Role::Condition, "the sweep")).collect()
 }
 
@@ -174,22 +190,16 @@ fn matrix_conditions(summary: &Summary) -> Vec<Condition> {
 /// A suite's conditions: each classified test's reproducer (its polluters then it, it alone, it
 /// twice in one process), at the rate its reproducer checks failed, each a cell that runs the
 /// reproducer through its `{reproducer}` placeholder; with the cells and the signatures of those
-/// checks, by test. Only a pytest suite's: a Go or Rust reproducer runs the test binary the suite
-/// built before the fix.
+/// checks, by test. A Go or Rust reproducer runs the test binary `rebuilt` from the code as it
+/// is now, not the one the suite built before the fix.
 #[expect(clippy::type_complexity, reason = "the three parts of one reading of the record")]
 fn suite_conditions(
-    dir: &Path,
     summary: &Summary,
     record: &Record,
+    rebuilt: Option<&super::rebuild::Rebuilt>,
 ) -> Result<(Vec<Condition>, Vec<CellSpec>, BTreeMap<String, BTreeSet<String>>), HuntError> {
     use crate::kind::suite::record::Role as SuiteRole;
     let Some(suite) = &summary.suite else { return Ok(Default::default()) };
-    if suite.framework != crate::kind::suite::Framework::Pytest {
-        return Err(HuntError::usage(format!(
-            "{}: a Go or Rust suite's reproducers run the test binary the suite built before the fix: verify a pytest suite, or hunt the test again",
-            dir.display()
-        )));
-    }
     let mut checks: BTreeMap<String, (u64, u64, BTreeSet<String>)> = BTreeMap::new();
     for attempt in record.attempts()? {
         let attempt = attempt?;
@@ -219,13 +229,16 @@ fn suite_conditions(
             mean_seconds: summary.cells.first().map_or(0.0, |c| c.mean_seconds),
             signatures: Vec::new(),
             test: Some(t.id.clone()),
+            inert_then: None,
         });
         cells.push(CellSpec {
             name: t.id.clone(),
             profile: None,
             overlay: vec![Setting::Placeholder {
                 name: REPRODUCER.into(),
-                value: crate::plan::shell_words(&t.reproducer),
+                value: crate::plan::shell_words(
+                    &rebuilt.map_or_else(|| t.reproducer.clone(), |r| r.apply(&t.reproducer)),
+                ),
             }],
         });
         signatures.insert(t.id.clone(), sigs);

@@ -4,10 +4,13 @@
 //! `inconclusive` (too few attempts, or a condition that took no effect here). Pure. Main type:
 //! [`VerifyDetails`]; main function: [`apply`].
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 
 use super::attempts;
 use super::options::{Condition, Role, VerifyOptions};
+use crate::analysis::signature;
 use crate::analysis::stats::{self, format_p, format_rate};
 use crate::analysis::Summary;
 use crate::record::Kind;
@@ -99,6 +102,15 @@ pub struct ConditionResult {
     pub signatures: Vec<SeenSignature>,
     /// Why the cell's condition had no effect here, when it had none.
     pub inert: Option<String>,
+    /// Attempts that hung (no CPU, no output past flakehunt's hang limit) when the verified
+    /// record saw no hang: neither its failure nor a pass, so left out of `now`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hung: u64,
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ConditionResult {
@@ -130,27 +142,33 @@ pub fn level_text(level: f64) -> String {
 
 /// Gives `summary` (built from the verification's record like any hunt's) the verification's
 /// verdict and details. The cells are compared with the verified record, not with each other:
-/// the per-cell comparison with the first cell is dropped.
-pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
+/// the per-cell comparison with the first cell is dropped. `hangs` counts, per cell, the
+/// attempts that a limit of flakehunt's own found hung (see [`hangs_by_cell`]).
+pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<String, u64>) {
     let level = options.level;
-    // A failure is the one the record saw when its signature appeared there under any of the
-    // conditions (a hunt's arm's failure showing under the baseline is still that failure).
-    let seen: std::collections::BTreeSet<&String> = options.conditions.iter().flat_map(|c| &c.signatures).collect();
+    // A failure is the one the record saw when its signature, moved lines and paths aside,
+    // appeared there under any of the conditions (a hunt's arm's failure showing under the
+    // baseline is still that failure).
+    let seen: BTreeSet<&String> = options.conditions.iter().flat_map(|c| &c.signatures).collect();
+    let seen_before = |signature: &str| seen.iter().any(|s| signature::same_failure(s, signature));
+    // A hang is the record's failure only when the record hung too.
+    let hung_then = seen_before(signature::HANG);
     let mut results = Vec::new();
     for c in &options.conditions {
         let Some(cell) = summary.cell(&c.cell) else { continue };
-        let now = Rate::of(cell.failures, cell.judged());
+        let hung = if hung_then { 0 } else { hangs.get(&c.cell).copied().unwrap_or(0).min(cell.failures) };
+        let now = Rate::of(cell.failures - hung, cell.judged() - hung);
         let inert = cell.inert.then(|| cell.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into()));
         let signatures = summary
             .signatures
             .iter()
-            .filter(|s| s.cells.contains(&c.cell))
+            .filter(|s| s.cells.contains(&c.cell) && (hung_then || s.signature != signature::HANG))
             .map(|s| {
                 let names_test = c.test.as_ref().is_some_and(|t| s.signature.contains(&format!(" {t}: ")));
-                SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen.contains(&s.signature) }
+                SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen_before(&s.signature) }
             })
             .collect();
-        results.push(judge(c, now, inert, signatures, level));
+        results.push(judge(c, Now { rate: now, hung, inert, signatures }, level));
     }
     for cell in &mut summary.cells {
         cell.p_value = None;
@@ -187,14 +205,37 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions) {
     summary.details = crate::analysis::Details::Verify(Box::new(details));
 }
 
-/// One cell's verdict.
-fn judge(
-    c: &Condition,
-    now: Rate,
+/// Per cell, the attempts that hung: `timeout` at a limit flakehunt set (the hang rule, or its
+/// default timeout), not at the user's `--timeout`, whose end is a failure the user defined.
+pub fn hangs_by_cell(record: &crate::record::Record) -> Result<BTreeMap<String, u64>, crate::record::RecordError> {
+    let mut hangs = BTreeMap::new();
+    if record.manifest.plan.user_timeout() {
+        return Ok(hangs);
+    }
+    for attempt in record.attempts()? {
+        let attempt = attempt?;
+        if attempt.outcome == crate::record::Outcome::Timeout {
+            *hangs.entry(attempt.cell).or_insert(0) += 1;
+        }
+    }
+    Ok(hangs)
+}
+
+/// What a verification saw under one cell.
+struct Now {
+    /// Its failures in its attempts, hangs left out.
+    rate: Rate,
+    /// Its hangs (none when the verified record hung too: they are then its failure).
+    hung: u64,
+    /// Why its condition had no effect here.
     inert: Option<String>,
+    /// The signatures of its failures.
     signatures: Vec<SeenSignature>,
-    level: f64,
-) -> ConditionResult {
+}
+
+/// One cell's verdict.
+fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
+    let Now { rate: now, hung, inert, signatures } = seen;
     let then = Rate::of(c.failures, c.attempts);
     let at = level_text(level);
     let name = &c.cell;
@@ -220,8 +261,23 @@ fn judge(
             _ => format!("the same signature, and a new one: {}", first_new()),
         };
         ("not-fixed", format!("{name} still fails: {} now, was {}, {} ({which})", now.text(), then.text(), format_p(p)))
+    } else if hung > 0 {
+        (
+            "inconclusive",
+            format!(
+                "{name} hung in {hung} of {} attempts (no CPU, no output past the hang limit), which the verified record never did: a hang is neither its failure nor a pass; hunt it with `flakehunt hunt`",
+                now.attempts + hung
+            ),
+        )
     } else if let Some(why) = &inert {
         ("inconclusive", format!("{name} had no effect here ({why}): its clean attempts are no evidence"))
+    } else if let Some(why) = c.inert_then.as_ref().filter(|_| c.role == Role::Condition) {
+        (
+            "inconclusive",
+            format!(
+                "{name} had no effect in the verified record ({why}): its failures there were not its condition's, and clean attempts under it prove no fix; hunt again for a condition that takes effect"
+            ),
+        )
     } else if c.role == Role::Baseline {
         ("clean", format!("{name} {} now, was {}", now.text(), then.text()))
     } else {
@@ -265,6 +321,7 @@ fn judge(
         p_value,
         signatures,
         inert,
+        hung,
     }
 }
 
@@ -285,14 +342,42 @@ mod tests {
             mean_seconds: 0.1,
             signatures: vec!["exit 1: AssertionError".into()],
             test: None,
+            inert_then: None,
         }
+    }
+
+    fn now(rate: Rate, inert: Option<String>, signatures: Vec<SeenSignature>) -> Now {
+        Now { rate, hung: 0, inert, signatures }
+    }
+
+    #[test]
+    fn a_hang_is_neither_the_failure_nor_a_pass() {
+        let c = condition(8, 11);
+        let n = c.needed.unwrap();
+        // Enough clean attempts, and one that hung: no proof of a fix, and not the race again.
+        let r = judge(&c, Now { hung: 1, ..now(Rate::of(0, n), None, Vec::new()) }, 0.99);
+        assert_eq!(r.verdict, "inconclusive", "{}", r.text);
+        assert!(r.text.contains(&format!("hung in 1 of {} attempts", n + 1)), "{}", r.text);
+        // The race as well: not fixed, whatever hung.
+        let same = vec![SeenSignature { signature: "exit 1: AssertionError".into(), seen_before: true }];
+        let r = judge(&c, Now { hung: 1, ..now(Rate::of(2, n), None, same) }, 0.99);
+        assert_eq!(r.verdict, "not-fixed", "{}", r.text);
+    }
+
+    #[test]
+    fn a_condition_inert_in_the_verified_record_proves_nothing() {
+        let c = Condition { inert_then: Some("the program set its own switch interval".into()), ..condition(8, 16) };
+        let n = c.needed.unwrap();
+        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99);
+        assert_eq!(r.verdict, "inconclusive", "{}", r.text);
+        assert!(r.text.contains("had no effect in the verified record"), "{}", r.text);
     }
 
     #[test]
     fn enough_clean_attempts_are_fixed_with_the_bound() {
         let c = condition(8, 11);
         let n = c.needed.unwrap();
-        let r = judge(&c, Rate::of(0, n), None, Vec::new(), 0.99);
+        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99);
         assert_eq!(r.verdict, "fixed");
         assert!(r.text.starts_with("failure rate under tight-gil now < "), "{}", r.text);
         assert!(r.text.contains(&format!("at 99 % (0/{n}), was 72.7% (8/11)")), "{}", r.text);
@@ -301,7 +386,7 @@ mod tests {
     #[test]
     fn too_few_clean_attempts_are_inconclusive_and_say_what_they_rule_out() {
         let c = condition(8, 11);
-        let r = judge(&c, Rate::of(0, 2), None, Vec::new(), 0.99);
+        let r = judge(&c, now(Rate::of(0, 2), None, Vec::new()), 0.99);
         assert_eq!(r.verdict, "inconclusive", "{}", r.text);
         assert!(r.text.contains("rule it out at only"), "{}", r.text);
     }
@@ -309,7 +394,7 @@ mod tests {
     #[test]
     fn an_inert_condition_is_no_evidence() {
         let c = condition(8, 11);
-        let r = judge(&c, Rate::of(0, 100), Some("no interval reported".into()), Vec::new(), 0.99);
+        let r = judge(&c, now(Rate::of(0, 100), Some("no interval reported".into()), Vec::new()), 0.99);
         assert_eq!(r.verdict, "inconclusive");
     }
 
@@ -317,11 +402,11 @@ mod tests {
     fn a_failure_now_is_not_fixed_and_says_which_signature() {
         let c = condition(8, 11);
         let same = vec![SeenSignature { signature: "exit 1: AssertionError".into(), seen_before: true }];
-        let r = judge(&c, Rate::of(3, 10), None, same, 0.99);
+        let r = judge(&c, now(Rate::of(3, 10), None, same), 0.99);
         assert_eq!(r.verdict, "not-fixed");
         assert!(r.text.contains("(the same signature)") && r.p_value.is_some(), "{}", r.text);
         let new = vec![SeenSignature { signature: "exit 2: KeyError".into(), seen_before: false }];
-        let r = judge(&c, Rate::of(1, 10), Some("inert".into()), new, 0.99);
+        let r = judge(&c, now(Rate::of(1, 10), Some("inert".into()), new), 0.99);
         assert_eq!(r.verdict, "not-fixed", "a failure is evidence whatever the condition did");
         assert!(r.text.contains("a new signature: exit 2: KeyError"), "{}", r.text);
     }

@@ -1,0 +1,87 @@
+//! The test binary of a Go or Rust record, built again from the code as it is now: a
+//! verification that ran the binary built before the fix would call a fixed test `not-fixed`,
+//! or an unchanged one `fixed` if the old binary were gone. Go's goes into the verify record
+//! (`go test -c` in the package's directory), Rust's where cargo puts it (`cargo test
+//! --no-run` where the record's ran). Main function: [`rebuild`].
+
+use std::path::{Path, PathBuf};
+
+use crate::kind::adapter::{go_binary_name, GO_BUILD_DIR};
+use crate::kind::suite::setup::SuiteRunner;
+use crate::record::{Adapter, Record};
+use crate::spec::HuntError;
+
+/// The old binary's path, as the record's commands name it, and the new one's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rebuilt {
+    /// The binary the record ran.
+    pub old: String,
+    /// The one built now.
+    pub new: String,
+}
+
+impl Rebuilt {
+    /// `argv` with the old binary replaced by the new one.
+    pub fn apply(&self, argv: &[String]) -> Vec<String> {
+        argv.iter().map(|a| if *a == self.old { self.new.clone() } else { a.clone() }).collect()
+    }
+}
+
+/// Rebuilds the test binary `record` ran, when it ran one (`--go-test`, `--cargo-test`, and
+/// their suites), into `into` for Go; none for any other record.
+pub fn rebuild(record: &Record, into: &Path) -> Result<Option<Rebuilt>, HuntError> {
+    let m = &record.manifest;
+    let race = m.plan.checks.race;
+    let suite = m.extra.suite.as_ref().map(|s| &s.runner);
+    match (suite, &m.extra.adapter) {
+        (Some(SuiteRunner::Go { go, .. }), Some(Adapter::GoTest { dir, .. })) => {
+            go_again(&go.binary, &go.package, &in_hunts_directory(dir, record), race, into).map(Some)
+        }
+        (Some(SuiteRunner::Libtest { binary }), _) => {
+            cargo_again(binary, None, m.target.dir.as_deref(), record).map(Some)
+        }
+        (None, Some(Adapter::GoTest { binary, package, dir, .. })) => {
+            go_again(Path::new(binary), package, &in_hunts_directory(dir, record), race, into).map(Some)
+        }
+        (None, Some(Adapter::CargoTest { binary, package, dir, .. })) => {
+            cargo_again(Path::new(binary), package.as_deref(), Some(dir), record).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// `dir` as the record's hunt named it: relative to the directory it ran in.
+fn in_hunts_directory(dir: &Path, record: &Record) -> PathBuf {
+    if dir.is_absolute() {
+        return dir.to_owned();
+    }
+    let cwd = record.snapshot().ok().flatten().and_then(|s| s.get("cwd").and_then(|c| c.as_str()).map(PathBuf::from));
+    cwd.map_or_else(|| dir.to_owned(), |c| c.join(dir))
+}
+
+fn go_again(old: &Path, package: &str, dir: &Path, race: bool, into: &Path) -> Result<Rebuilt, HuntError> {
+    let binary = std::path::absolute(into.join(GO_BUILD_DIR).join(go_binary_name(package)))
+        .map_err(|e| HuntError::io("cannot name the Go test binary", e))?;
+    crate::kind::adapter::go_rebuild(dir, &binary, race)?;
+    Ok(Rebuilt { old: old.display().to_string(), new: binary.display().to_string() })
+}
+
+/// Cargo names a test binary `NAME-HASH`: the new one is the one of the same `NAME` (its hash
+/// is the same unless the build's settings changed).
+fn cargo_again(old: &Path, package: Option<&str>, dir: Option<&Path>, record: &Record) -> Result<Rebuilt, HuntError> {
+    let dir = dir.map(|d| in_hunts_directory(d, record));
+    let stem = |p: &Path| {
+        let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        name.rsplit_once('-').map_or(name.clone(), |(n, _)| n.to_owned())
+    };
+    let built = crate::kind::adapter::cargo_build(package, dir.as_deref())?;
+    let new =
+        built.iter().find(|b| b.executable == old).or_else(|| built.iter().find(|b| stem(&b.executable) == stem(old)));
+    let Some(new) = new else {
+        return Err(HuntError::usage(format!(
+            "`cargo test --no-run` no longer builds a test binary named {}: verify needs the record's test binary rebuilt",
+            stem(old)
+        )));
+    };
+    Ok(Rebuilt { old: old.display().to_string(), new: new.executable.display().to_string() })
+}
