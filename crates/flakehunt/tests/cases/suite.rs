@@ -459,3 +459,30 @@ fn every_kind_of_pytest_item_gets_a_checked_reproducer_judged_by_its_own_result(
     assert!(summary["tests"].as_array().unwrap().is_empty(), "{summary}");
     assert_eq!(std::fs::read_dir(&noise).unwrap().count(), 2, "the noise happened");
 }
+
+#[test]
+fn the_collected_order_runs_first_and_scoped_shuffles_keep_a_class_together() {
+    // `fixtures/suite/pytest-scoped`: test_b passes after test_a in their class (a class
+    // fixture's registry), fails alone, and fails whenever a global shuffle splits the class.
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("pytest-scoped", dir.path());
+    let record = dir.path().join("rec");
+    let args = ["--pytest", "--runs", "4", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap()];
+    let (code, summary, stderr) = suite(&project, &args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let tests = by_id(&summary);
+    let brittle = "tests/test_scoped.py::TestRegistry::test_b_needs_the_flag";
+    assert_eq!(tests.keys().collect::<Vec<_>>(), [brittle], "the clean tests never failed: {stderr}");
+    assert_eq!(tests[brittle]["category"], "order-dependent-brittle", "passes as collected: not deterministic");
+    assert_eq!(strings(&tests[brittle]["state_setters"]), ["tests/test_scoped.py::TestRegistry::test_a_sets_the_flag"]);
+    let shuffled: Vec<Value> = attempts_in(&record).into_iter().filter(|a| a["suite"]["role"] == "shuffled").collect();
+    let strategies: Vec<&str> = shuffled.iter().map(|a| a["suite"]["strategy"].as_str().unwrap()).collect();
+    assert_eq!(strategies, ["collected", "by-scope", "global", "by-scope"]);
+    let collected = strings(&shuffled[0]["suite"]["order"]);
+    assert_eq!(collected[..2], ["tests/test_scoped.py::TestRegistry::test_a_sets_the_flag", brittle]);
+    for a in shuffled.iter().filter(|a| a["suite"]["strategy"] == "by-scope") {
+        let order = strings(&a["suite"]["order"]);
+        let at: Vec<usize> = (0..order.len()).filter(|&i| order[i].contains("::TestRegistry::")).collect();
+        assert_eq!(at[1], at[0] + 1, "the class stays together: {order:?}");
+    }
+}

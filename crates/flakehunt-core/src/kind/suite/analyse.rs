@@ -357,6 +357,7 @@ mod tests {
                 unreported: vec![],
                 incomplete: None,
                 failed_otherwise: None,
+                strategy: None,
             })
         }
     }
@@ -414,6 +415,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         let mut replay = Replay::default();
         replay.add(t.clone());
@@ -442,6 +444,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         assert_eq!(second_run_failed(&t).into_iter().collect::<Vec<_>>(), ["a"]);
     }

@@ -12,12 +12,100 @@ use crate::plan::Rng;
 /// the same seed.
 const ORDER_SALT: u64 = 0x5017_e0de;
 
-/// The order attempt `attempt` runs the selection in: a seeded shuffle (the project's
-/// SplitMix64, Fisher–Yates), the same for the same seed and attempt on every machine, so a
-/// shard, a resumed hunt and a replay run what the first run ran.
+/// How an attempt's order was made from the collected selection, recorded with each pytest
+/// attempt (`suite.strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrderStrategy {
+    /// The order pytest collected, unchanged: the baseline every order-dependence study starts
+    /// from (a test that passes there and fails alone is not deterministic).
+    Collected,
+    /// Shuffled by scope, as pytest-randomly and pytest-random-order's buckets do: the modules,
+    /// then the classes and lone tests within each module, then the tests within each class,
+    /// so that a class's tests stay together under their class fixture.
+    ByScope,
+    /// The whole selection shuffled: any test may meet any other.
+    Global,
+}
+
+impl OrderStrategy {
+    /// The strategy of plan position `attempt`: the collected order first, then by scope and
+    /// globally by turns.
+    pub fn of_attempt(attempt: u64) -> Self {
+        match attempt {
+            0 => OrderStrategy::Collected,
+            n if n % 2 == 1 => OrderStrategy::ByScope,
+            _ => OrderStrategy::Global,
+        }
+    }
+
+    /// The name in the record (`collected`, `by-scope`, `global`).
+    pub fn name(self) -> &'static str {
+        match self {
+            OrderStrategy::Collected => "collected",
+            OrderStrategy::ByScope => "by-scope",
+            OrderStrategy::Global => "global",
+        }
+    }
+}
+
+/// The order attempt `attempt` runs the selection in, by [`OrderStrategy::of_attempt`]: seeded
+/// (the project's SplitMix64, Fisher–Yates), the same for the same seed and attempt on every
+/// machine, so a shard, a resumed hunt and a replay run what the first run ran.
 pub fn attempt_order(selection: &[TestId], seed: u64, attempt: u64) -> Vec<TestId> {
-    let mut order = selection.to_vec();
-    Rng::stream(seed ^ ORDER_SALT, attempt).shuffle(&mut order);
+    let mut rng = Rng::stream(seed ^ ORDER_SALT, attempt);
+    match OrderStrategy::of_attempt(attempt) {
+        OrderStrategy::Collected => selection.to_vec(),
+        OrderStrategy::Global => {
+            let mut order = selection.to_vec();
+            rng.shuffle(&mut order);
+            order
+        }
+        OrderStrategy::ByScope => by_scope(selection, &mut rng),
+    }
+}
+
+/// A pytest node id's module (`path`) and class (`path::Class`, none for a test outside a
+/// class); a parametrized id's brackets may hold `::` and are left out.
+fn scope(id: &str) -> (&str, Option<&str>) {
+    let name = id.split_once('[').map_or(id, |(head, _)| head);
+    let mut parts = name.match_indices("::").map(|(i, _)| i);
+    let module_end = parts.next().unwrap_or(name.len());
+    let class = parts.next().map(|end| &id[..end]);
+    (&id[..module_end], class)
+}
+
+/// A class's tests (named by the class) or one lone test (no name).
+type Unit<'a> = (Option<&'a str>, Vec<TestId>);
+
+/// `selection` shuffled by scope (see [`OrderStrategy::ByScope`]).
+fn by_scope(selection: &[TestId], rng: &mut Rng) -> Vec<TestId> {
+    // Per module, in collection order: its units.
+    let mut modules: Vec<(&str, Vec<Unit>)> = Vec::new();
+    for id in selection {
+        let (module, class) = scope(id);
+        let at = match modules.iter().position(|(m, _)| *m == module) {
+            Some(at) => at,
+            None => {
+                modules.push((module, Vec::new()));
+                modules.len() - 1
+            }
+        };
+        let units = &mut modules[at].1;
+        match units.iter_mut().find(|(c, _)| class.is_some() && *c == class) {
+            Some((_, tests)) => tests.push(id.clone()),
+            None => units.push((class, vec![id.clone()])),
+        }
+    }
+    rng.shuffle(&mut modules);
+    let mut order = Vec::with_capacity(selection.len());
+    for (_, units) in &mut modules {
+        rng.shuffle(units);
+        for (_, tests) in units.iter_mut() {
+            rng.shuffle(tests);
+            order.append(tests);
+        }
+    }
     order
 }
 
@@ -345,11 +433,51 @@ mod tests {
     }
 
     #[test]
+    fn the_first_order_is_the_collected_one_then_by_scope_and_global_by_turns() {
+        let sel: Vec<TestId> = [
+            "a.py::test_1",
+            "a.py::TestK::test_x",
+            "a.py::test_2",
+            "a.py::TestK::test_y",
+            "a.py::TestK::test_z",
+            "b.py::test_p[x::y]",
+            "b.py::test_p[z]",
+            "b.py::TestL::test_w",
+            "c.py::c.doc",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(attempt_order(&sel, 7, 0), sel);
+        let names: Vec<&str> = (0..5).map(|a| OrderStrategy::of_attempt(a).name()).collect();
+        assert_eq!(names, ["collected", "by-scope", "global", "by-scope", "global"]);
+        assert_eq!(scope("b.py::test_p[x::y]"), ("b.py", None));
+        assert_eq!(scope("a.py::TestK::test_x"), ("a.py", Some("a.py::TestK")));
+        assert_eq!(scope("c.py::c.doc"), ("c.py", None));
+        for attempt in [1, 3, 5, 7] {
+            let order = attempt_order(&sel, 7, attempt);
+            let mut sorted = order.clone();
+            sorted.sort();
+            let mut want = sel.clone();
+            want.sort();
+            assert_eq!(sorted, want);
+            // Each module's tests, and each class's, are contiguous.
+            for unit in ["a.py::", "b.py::", "a.py::TestK::"] {
+                let at: Vec<usize> =
+                    order.iter().enumerate().filter(|(_, t)| t.starts_with(unit)).map(|(i, _)| i).collect();
+                assert_eq!(at.last().unwrap() - at[0] + 1, at.len(), "{unit} in {order:?}");
+            }
+        }
+        let orders: std::collections::BTreeSet<Vec<TestId>> =
+            [1, 3, 5, 7].iter().map(|&a| attempt_order(&sel, 7, a)).collect();
+        assert!(orders.len() > 1, "seeded by attempt");
+    }
+
+    #[test]
     fn an_attempts_order_is_a_seeded_permutation() {
         let sel = ids(50);
-        let a = attempt_order(&sel, 7, 3);
-        assert_eq!(a, attempt_order(&sel, 7, 3), "same seed and attempt, same order");
-        assert_ne!(a, attempt_order(&sel, 7, 4), "another attempt, another order");
+        let a = attempt_order(&sel, 7, 4);
+        assert_eq!(a, attempt_order(&sel, 7, 4), "same seed and attempt, same order");
+        assert_ne!(a, attempt_order(&sel, 7, 6), "another attempt, another order");
         assert_ne!(a, sel);
         let mut sorted = a.clone();
         sorted.sort();

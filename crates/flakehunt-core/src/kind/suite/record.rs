@@ -40,6 +40,9 @@ pub struct AttemptTests {
     /// The top-level tests in the order they ran (pytest: the order given; Go: read back from
     /// the event stream, since Go shuffles itself).
     pub order: Vec<TestId>,
+    /// pytest's shuffled attempts: how the order was made (`collected`, `by-scope`, `global`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<super::order::OrderStrategy>,
     /// Go: the `-test.shuffle` seed, which with `-test.run` replays any subset of the order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shuffle: Option<u64>,
@@ -274,6 +277,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         }
     }
 
@@ -293,6 +297,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         t.add(4, "default", &alone(Pass));
         t.add(5, "default", &alone(Pass));
@@ -306,6 +311,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         t.add(6, "default", &repeat);
         let all = AttemptTests {
@@ -318,6 +324,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         t.add(7, "default", &all);
         let bisect = AttemptTests {
@@ -330,6 +337,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         t.add(8, "default", &bisect);
 

@@ -153,7 +153,13 @@ impl Execute for SuiteExecution<'_> {
         _extra_env: &[(String, String)],
     ) -> Result<Finished, std::io::Error> {
         let req = self.ids.written_request(&self.setup.shuffled(self.seed, spec.id));
-        self.run_request(spec, cell, worker, slot, &req)
+        let mut finished = self.run_request(spec, cell, worker, slot, &req)?;
+        if let (Some(t), super::setup::SuiteRunner::Pytest { .. }) =
+            (finished.attempt.suite.as_deref_mut(), &self.setup.runner)
+        {
+            t.strategy = Some(super::order::OrderStrategy::of_attempt(spec.id));
+        }
+        Ok(finished)
     }
 
     fn cancel(&self) -> &Cancel {

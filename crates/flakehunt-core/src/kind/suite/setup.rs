@@ -410,6 +410,7 @@ impl SuiteSetup {
             unreported,
             incomplete,
             failed_otherwise,
+            strategy: None,
         }
     }
 
@@ -579,6 +580,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         assert_eq!(Request::of_record(&recorded), req);
         assert_eq!(s.order_reproducer(&req.tests, None).last().unwrap(), "b.py::test_v");

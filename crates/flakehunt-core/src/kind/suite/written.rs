@@ -125,6 +125,7 @@ mod tests {
             unreported: vec![],
             incomplete: None,
             failed_otherwise: None,
+            strategy: None,
         };
         ids.write_tests(&mut t);
         assert_eq!(Request::of_record(&t), req, "the record holds the request the classification made");
