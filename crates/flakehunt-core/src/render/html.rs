@@ -862,7 +862,7 @@ fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
             );
         }
         out.push_str("</tbody>\n</table>\n");
-        let states = crate::kind::suite::state::lines(s);
+        let states = s.state_lines();
         if !states.is_empty() {
             out.push_str("<ul class=\"state\">\n");
             for line in &states {

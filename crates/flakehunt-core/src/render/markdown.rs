@@ -141,7 +141,7 @@ fn suite(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
             md_cell(&condition(t))
         );
     }
-    let states = crate::kind::suite::state::lines(s);
+    let states = s.state_lines();
     if !states.is_empty() {
         let _ = writeln!(out, "\n### The state they trip over\n");
         for line in &states {

@@ -83,7 +83,7 @@ fn ids_text(ids: &[u64]) -> String {
 /// that ended before all their tests reported.
 pub fn table(s: &SuiteSummary) -> String {
     let mut out = tests_table(s);
-    for line in crate::kind::suite::state::lines(s) {
+    for line in s.state_lines() {
         out.push_str(&format!("{line}\n"));
     }
     let incomplete = incomplete(s);

@@ -26,7 +26,7 @@ impl crate::kind::Hunt for Suite {
                 std::io::ErrorKind::InvalidData => crate::record::RecordError::Corrupt(path.clone(), e.to_string()),
                 _ => crate::record::RecordError::Io { path: path.clone(), source: e },
             })?;
-            super::state::apply(suite, findings);
+            suite.apply_state(findings);
         }
         pass.checks(record, &mut summary);
         // A suite is complete when its classification is too.

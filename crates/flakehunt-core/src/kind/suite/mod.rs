@@ -19,6 +19,7 @@ pub mod repeat;
 pub mod run;
 pub mod setup;
 pub mod state;
+mod state_search;
 pub mod summary;
 pub mod written;
 

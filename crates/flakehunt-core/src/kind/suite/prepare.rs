@@ -336,7 +336,7 @@ pub(crate) fn execute(
         return Err(run_error(RunError::Spawn { program: setup_program(setup), source }, manifest));
     }
     // What the order-dependent tests trip over (pytest): its own runs, not recorded attempts.
-    super::state::search(&exec, &live.cell, &mut live.ids, &analysis.summary, dir)
+    super::state_search::search(&exec, &live.cell, &mut live.ids, &analysis.summary, dir)
         .map_err(|e| HuntError::io("cannot search the state an order-dependent test trips over", e))?;
     Ok(exec.inner.cancel.is_stopping())
 }

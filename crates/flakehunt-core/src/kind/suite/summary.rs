@@ -329,6 +329,46 @@ impl SuiteSummary {
     }
 }
 
+/// The state search's findings on the summary (see [`super::state`]).
+impl SuiteSummary {
+    /// Puts each finding on its test in the summary, without its cost (a measurement of the
+    /// machine, kept in the record's [`super::state::FILE`]: the summary says what was found).
+    pub fn apply_state(&mut self, findings: Vec<super::state::StateFinding>) {
+        for mut finding in findings {
+            finding.cost = None;
+            if let Some(t) = self.tests.iter_mut().find(|t| t.id == finding.test) {
+                t.state = Some(finding);
+            }
+        }
+    }
+
+    /// The lines the terminal and the reports print under the table: one per finding.
+    pub fn state_lines(&self) -> Vec<String> {
+        self.tests.iter().filter_map(|t| t.state.as_ref()).map(super::state::StateFinding::sentence).collect()
+    }
+
+    /// The tests of `summary` whose state is searched: each order-dependent pytest test with its
+    /// polluters (or state-setters), and whether it is brittle.
+    pub fn state_wanted(&self) -> Vec<(TestId, Vec<TestId>, bool)> {
+        use super::classify::Category;
+        if self.framework != super::Framework::Pytest {
+            return Vec::new();
+        }
+        self.tests
+            .iter()
+            .filter_map(|t| match t.category {
+                Category::OrderDependentVictim if !t.polluters.is_empty() => {
+                    Some((t.id.clone(), t.polluters.clone(), false))
+                }
+                Category::OrderDependentBrittle if !t.state_setters.is_empty() => {
+                    Some((t.id.clone(), t.state_setters.clone(), true))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
