@@ -276,12 +276,16 @@ impl CheckRun {
         env
     }
 
-    /// What the checks found in the attempt `tag` (its `FLAKEHUNT_ATTEMPT`), which printed
-    /// `stderr`; the files its processes wrote are removed.
-    pub fn findings(&self, tag: &str, _stdout: &str, stderr: &str) -> Vec<Finding> {
+    /// What the checks found in the attempt `tag` (its `FLAKEHUNT_ATTEMPT`), whose standard
+    /// error `stderr` gives (read only when the race detector's reports are looked for); the
+    /// files its processes wrote are removed.
+    pub fn findings(&self, tag: &str, stderr: impl FnOnce() -> String) -> Vec<Finding> {
         let mut found = take_reports(self.dir(), tag);
-        if self.checks.race && stderr.contains("WARNING: DATA RACE") {
-            found.extend(go::races(stderr));
+        if self.checks.race {
+            let stderr = stderr();
+            if stderr.contains("WARNING: DATA RACE") {
+                found.extend(go::races(&stderr));
+            }
         }
         for f in &mut found {
             cut(&mut f.report, REPORT_LIMIT);

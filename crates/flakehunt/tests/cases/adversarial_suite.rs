@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::suite::suite;
-use crate::harness::{attempts_in, flakehunt};
+use crate::harness::{attempts_in, flakehunt, go_env};
 
 /// A project of `files` (path, text) in a new directory `name` of `dir`.
 fn make_project(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
@@ -281,17 +281,6 @@ fn test_names_that_match_nothing_are_refused_before_any_attempt() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("names no subtest of TestSubs"), "{stderr}");
     assert!(!record.exists());
-}
-
-/// A Go environment inside `dir`: its own build cache and GOPATH, no network.
-fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
-    vec![
-        ("GOCACHE", dir.join("gocache")),
-        ("GOPATH", dir.join("gopath")),
-        ("GOTOOLCHAIN", "local".into()),
-        ("GOPROXY", "off".into()),
-        ("GOFLAGS", "".into()),
-    ]
 }
 
 const GO_FORGE: &str = r#"package forge

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::harness::{attempts_in, bin, fixture, read_json};
+use crate::harness::{attempts_in, bin, fixture, go_env, read_json};
 
 /// Copies `fixtures/checks/NAME` into a fresh directory, so builds and caches stay out of the tree.
 fn copy_fixture(name: &str, into: &Path) -> PathBuf {
@@ -15,17 +15,6 @@ fn copy_fixture(name: &str, into: &Path) -> PathBuf {
     let status = std::process::Command::new("cp").arg("-r").arg(fixture(name)).arg(&to).status().unwrap();
     assert!(status.success());
     to
-}
-
-/// A Go environment inside `dir`: its own build cache and GOPATH, no network.
-fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
-    vec![
-        ("GOCACHE", dir.join("gocache")),
-        ("GOPATH", dir.join("gopath")),
-        ("GOTOOLCHAIN", "local".into()),
-        ("GOPROXY", "off".into()),
-        ("GOFLAGS", "".into()),
-    ]
 }
 
 /// What one hunt left: its exit code, summary, manifest, attempts and stderr.

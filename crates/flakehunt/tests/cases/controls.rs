@@ -6,12 +6,12 @@
 //! whatever the machine's load. `scripts/bench-false-alarms.sh` runs the same controls with
 //! budgets of a minute and more, under several seeds, through `hunt`, `sweep` and `suite`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::Value;
 
-use crate::harness::{attempts_in, fixture, flakehunt, stderr_of, summary_of};
+use crate::harness::{attempts_in, fixture, flakehunt, go_env, stderr_of, summary_of};
 
 /// A copy of `fixtures/controls/` in a fresh directory: building the Go and Rust tests, and
 /// pytest's caches, write beside them.
@@ -217,18 +217,6 @@ fn a_clean_c_program_with_pthreads_is_not_reproduced_under_jitter() {
         }
         assert!(a["effect"]["inert"].is_null(), "{a:#}");
     }
-}
-
-/// A Go environment inside `dir`: its own build cache and GOPATH, no network, no toolchain
-/// switching.
-fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
-    vec![
-        ("GOCACHE", dir.join("gocache")),
-        ("GOPATH", dir.join("gopath")),
-        ("GOTOOLCHAIN", "local".into()),
-        ("GOPROXY", "off".into()),
-        ("GOFLAGS", "".into()),
-    ]
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::harness::{attempts_in, fixture, flakehunt, read_json};
+use crate::harness::{attempts_in, fixture, flakehunt, go_env, read_json};
 
 const POLLUTER: &str = "tests/test_alpha.py::test_polluter";
 const SETTER: &str = "tests/test_alpha.py::test_state_setter";
@@ -146,17 +146,6 @@ fn pytest_suite_names_each_category_its_culprit_and_a_reproducer_that_fails() {
     let md = report("md");
     assert!(md.contains("| `tests/test_beta.py::test_victim` | order-dependent-victim |"), "{md}");
     assert!(report("html").contains("Tests that failed"));
-}
-
-/// A Go environment inside `dir`: its own build cache and GOPATH, no network.
-fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
-    vec![
-        ("GOCACHE", dir.join("gocache")),
-        ("GOPATH", dir.join("gopath")),
-        ("GOTOOLCHAIN", "local".into()),
-        ("GOPROXY", "off".into()),
-        ("GOFLAGS", "".into()),
-    ]
 }
 
 #[test]

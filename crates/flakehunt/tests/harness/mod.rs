@@ -217,6 +217,18 @@ pub fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// A Go environment inside `dir`: its own build cache and GOPATH (nothing written to the
+/// user's), no network, no toolchain switching, the user's GOFLAGS cleared.
+pub fn go_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    vec![
+        ("GOCACHE", dir.join("gocache")),
+        ("GOPATH", dir.join("gopath")),
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOPROXY", "off".into()),
+        ("GOFLAGS", "".into()),
+    ]
+}
+
 /// Whether process `pid` is gone: no longer in `/proc`, or a zombie.
 pub fn is_gone(pid: impl std::fmt::Display) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

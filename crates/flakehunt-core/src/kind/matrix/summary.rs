@@ -226,6 +226,21 @@ pub struct MatrixCellDetails {
     pub minimal_overlay: Option<BTreeMap<String, String>>,
 }
 
+impl MatrixCellDetails {
+    /// The details of the summary's cell `c`.
+    pub fn of(c: &crate::analysis::CellSummary) -> Self {
+        Self {
+            name: c.name.clone(),
+            overlay: c.overlay.clone(),
+            attempts: c.attempts,
+            failures: c.failures,
+            reproduced: c.reproduced,
+            confirmations: c.confirmations,
+            minimal_overlay: c.minimal_overlay.clone(),
+        }
+    }
+}
+
 /// Failures and attempts per dimension value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {
@@ -346,19 +361,7 @@ pub fn apply(summary: &mut Summary, dimensions: &[Dimension], cells: &[CellSpec]
     summary.attribution = Some(attribution.clone());
     let details = MatrixDetails {
         dimensions: dimensions.iter().cloned().map(Axis::Grid).collect(),
-        cells: summary
-            .cells
-            .iter()
-            .map(|c| MatrixCellDetails {
-                name: c.name.clone(),
-                overlay: c.overlay.clone(),
-                attempts: c.attempts,
-                failures: c.failures,
-                reproduced: c.reproduced,
-                confirmations: c.confirmations,
-                minimal_overlay: c.minimal_overlay.clone(),
-            })
-            .collect(),
+        cells: summary.cells.iter().map(MatrixCellDetails::of).collect(),
         reproduced: summary.cells.iter().filter(|c| c.reproduced == Some(true)).map(|c| c.name.clone()).collect(),
         minimal_overlay: minimal_overlays.first().map(|(m, _)| m.clone()),
         minimal_overlays: sentences,

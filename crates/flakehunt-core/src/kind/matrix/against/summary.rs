@@ -171,19 +171,7 @@ pub fn apply(summary: &mut Summary, against: &Against, runs: u64, confirm: u64, 
         .collect();
     let details = MatrixDetails {
         dimensions,
-        cells: summary
-            .cells
-            .iter()
-            .map(|c| MatrixCellDetails {
-                name: c.name.clone(),
-                overlay: c.overlay.clone(),
-                attempts: c.attempts,
-                failures: c.failures,
-                reproduced: c.reproduced,
-                confirmations: c.confirmations,
-                minimal_overlay: c.minimal_overlay.clone(),
-            })
-            .collect(),
+        cells: summary.cells.iter().map(MatrixCellDetails::of).collect(),
         reproduced: summary.cells.iter().filter(|c| c.reproduced == Some(true)).map(|c| c.name.clone()).collect(),
         minimal_overlay: minimal_map.clone(),
         minimal_overlays: if verdict == "reproduced" { vec![summary.verdict_text.clone()] } else { Vec::new() },
