@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import time
 import types
@@ -227,12 +228,12 @@ def _files(root, skip):
             except OSError:
                 continue
             digest = "%d" % st.st_size
-            if st.st_size <= _MAX_FILE_BYTES and os.path.isfile(path) and not os.path.islink(path):
-                try:
-                    with open(path, "rb") as f:
-                        digest = hashlib.blake2b(f.read(), digest_size=12).hexdigest()
-                except OSError:
-                    pass
+            if stat.S_ISLNK(st.st_mode):
+                digest = "-> %s" % _link(path)
+            elif stat.S_ISREG(st.st_mode):
+                data = _read_regular(path, _MAX_FILE_BYTES)
+                if data is not None:
+                    digest = hashlib.blake2b(data, digest_size=12).hexdigest()
             found[path] = (st.st_size, digest)
     return found
 
@@ -244,22 +245,35 @@ def _mtime(path):
         return 0.0
 
 
-def _content(path):
+def _read_regular(path, limit):
+    """The bytes of `path` when it is a regular file of at most `limit` bytes, else None: never
+    through a symbolic link, never from a FIFO or a device (which could block or never end)."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        return f.read(limit + 1)
+
+
+def _link(path):
+    try:
+        return os.readlink(path)
     except OSError:
         return None
 
 
 def _file_restorer(path, before):
-    content = None
-    if before is not None and before[0] <= _KEEP_FILE_BYTES:
-        try:
-            with open(path, "rb") as f:
-                content = f.read()
-        except OSError:
-            content = None
+    """What puts `path` back as it is now: a small regular file's bytes, a link's target (the
+    link itself, never what it points to); a FIFO, a device or a large file is left as it is."""
+    content, target = None, None
+    if before is not None:
+        target = _link(path)
+        if target is None:
+            content = _read_regular(path, _KEEP_FILE_BYTES)
 
     def restore():
         if before is None:
@@ -267,8 +281,17 @@ def _file_restorer(path, before):
                 os.remove(path)
             except OSError:
                 pass
-        elif content is not None and _content(path) != content:
-            with open(path, "wb") as f:
+        elif target is not None:
+            if _link(path) != target:
+                if os.path.lexists(path):
+                    os.remove(path)
+                os.symlink(target, path)
+        elif content is not None and _read_regular(path, _KEEP_FILE_BYTES) != content:
+            # Written as a file again, never through a link the test left in its place.
+            if os.path.islink(path):
+                os.remove(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as f:
                 f.write(content)
 
     return restore

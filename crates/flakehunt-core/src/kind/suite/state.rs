@@ -61,6 +61,20 @@ pub struct StateDiff {
     pub after: Option<String>,
 }
 
+impl StateDiff {
+    /// Its values as they may be written: a secret-named variable's or attribute's
+    /// (`os.environ['API_TOKEN']`, `settings.SECRET_KEY`) redacted whole, any other with the
+    /// secrets it holds redacted.
+    fn redact(&mut self) {
+        let name = self.path.trim_end_matches([']', '\'', '"']).rsplit(['.', '[', '\'', '"']).next().unwrap_or("");
+        let name = name.to_owned();
+        for value in [&mut self.before, &mut self.after].into_iter().flatten() {
+            *value = crate::redact::env_value(&name, value).into_owned();
+        }
+        crate::redact::in_place(&mut self.path);
+    }
+}
+
 /// What a fingerprint cost, in the fork that took two.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FingerprintCost {
@@ -123,6 +137,15 @@ struct Answer {
 }
 
 impl StateFinding {
+    /// The finding as it may be written (unless `--no-redact`): the values of its state and its
+    /// verdict with their secrets redacted (the test ids are written ones already).
+    pub fn redact(&mut self) {
+        self.state.iter_mut().for_each(StateDiff::redact);
+        if let Some(v) = &mut self.verdict {
+            crate::redact::in_place(v);
+        }
+    }
+
     /// The finding the plugin's answer `text` gives for `req` (ids as written: `test`,
     /// `polluters`); a run that wrote none (it timed out, pytest could not start) is
     /// `unanswered`, said as the verdict.
@@ -239,6 +262,21 @@ pub fn write(dir: &Path, findings: &[StateFinding]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_named_state_is_redacted_whole_and_others_keep_what_is_not_secret() {
+        let diff = |path: &str, after: &str| diff(path, None, Some(after));
+        let mut finding = StateFinding::from_answer("v".into(), vec!["p".into()], false, None, "none");
+        finding.state = vec![
+            diff("os.environ['DEPLOY_API_TOKEN']", "'plain-looking-value'"),
+            diff("settings.SECRET_KEY", "'abc'"),
+            diff("os.environ['PLAIN_CFG']", "'password=hunter2 mode=fast'"),
+            diff("statekit.MODE", "'fast'"),
+        ];
+        finding.redact();
+        let after: Vec<&str> = finding.state.iter().map(|d| d.after.as_deref().unwrap()).collect();
+        assert_eq!(after, ["<redacted>", "<redacted>", "'password=<redacted> mode=fast'", "'fast'"]);
+    }
 
     fn diff(path: &str, before: Option<&str>, after: Option<&str>) -> StateDiff {
         StateDiff {

@@ -57,7 +57,11 @@ pub(crate) fn search(
         }
         let answer = std::fs::read_to_string(&out).ok();
         let unanswered = format!("the state search wrote no answer: {}", super::setup::how_it_ended(&finished.attempt));
-        findings.push(StateFinding::from_answer(test, polluters, brittle, answer.as_deref(), &unanswered));
+        let mut finding = StateFinding::from_answer(test, polluters, brittle, answer.as_deref(), &unanswered);
+        if crate::redact::enabled() {
+            finding.redact();
+        }
+        findings.push(finding);
         write(dir, &findings)?;
     }
     Ok(())

@@ -24,6 +24,11 @@ fn pytest_available() -> bool {
 /// The plugin's finding for `victim` after `polluters` in the fixture suite `suite`, with a
 /// temporary directory of its own as TMPDIR.
 fn search(suite: &str, victim: &str, polluters: &[&str], brittle: bool) -> StateFinding {
+    search_in(&fixture(suite), victim, polluters, brittle)
+}
+
+/// [`search`] in the suite at `project`.
+fn search_in(project: &Path, victim: &str, polluters: &[&str], brittle: bool) -> StateFinding {
     let dir = tempfile::tempdir().unwrap();
     write_plugin(dir.path()).unwrap();
     let tmp = dir.path().join("tmp");
@@ -52,7 +57,7 @@ fn search(suite: &str, victim: &str, polluters: &[&str], brittle: bool) -> State
         .env("PYTHONPATH", dir.path())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("TMPDIR", &tmp)
-        .current_dir(fixture(suite))
+        .current_dir(project)
         .output()
         .unwrap();
     let answer = std::fs::read_to_string(&out).ok();
@@ -74,6 +79,38 @@ fn names(polluter: &str, victim: &str, path: &str, kind: &str) -> StateFinding {
     assert!(cost.entries > 1000 && cost.seconds.iter().all(|s| *s > 0.0), "{cost:?}");
     eprintln!("{}: {} differences, {} trials, fingerprint {:?}", f.sentence(), f.different, f.trials, cost);
     f
+}
+
+// The fingerprint read every file under the working directory through `open`, and kept each
+// small one's bytes to put it back: a FIFO there blocked the search forever, a link to
+// /dev/zero read without end, and a file the test replaced by a link was put back by writing
+// through that link, outside the project.
+#[test]
+fn special_files_and_links_in_the_project_are_neither_read_through_nor_written_through() {
+    if !pytest_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("state");
+    let copied = Command::new("cp").arg("-r").arg(fixture("state")).arg(dir.path()).status().unwrap();
+    assert!(copied.success());
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "outside\n").unwrap();
+    assert!(Command::new("mkfifo").arg(project.join("fifo")).status().unwrap().success());
+    std::os::unix::fs::symlink("/dev/zero", project.join("zero")).unwrap();
+    std::os::unix::fs::symlink("fifo", project.join("to-fifo")).unwrap();
+    std::os::unix::fs::symlink(&outside, project.join("to-outside")).unwrap();
+    std::os::unix::fs::symlink("/no/such/file", project.join("dangling")).unwrap();
+    let f = search_in(
+        &project,
+        "tests/test_victims.py::test_counter_victim",
+        &["tests/test_polluters.py::test_counts"],
+        false,
+    );
+    let named: Vec<&str> = f.state.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(named, ["statekit.COUNTER"], "{}", f.sentence());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
+    assert_eq!(std::fs::read_link(project.join("to-outside")).unwrap(), outside);
 }
 
 #[test]
