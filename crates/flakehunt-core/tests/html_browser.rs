@@ -161,6 +161,7 @@ fn a_suites_long_test_id_wraps_within_the_page() {
         incomplete: vec![],
         unreported: vec![],
         failed_otherwise: vec![],
+        cost: None,
     });
     let page = html::render(&summary, &ctx);
     assert!(page.contains(&id), "the id is shown whole, not cut");

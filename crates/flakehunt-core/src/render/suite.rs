@@ -168,6 +168,7 @@ mod tests {
             incomplete: vec![],
             unreported: vec![],
             failed_otherwise: vec![],
+            cost: None,
         };
         let text = table(&s);
         assert!(text.starts_with("tests that failed (1 of 9 collected):"), "{text}");

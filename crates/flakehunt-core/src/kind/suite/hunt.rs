@@ -17,7 +17,10 @@ impl crate::kind::Hunt for Suite {
             |a: &crate::record::Attempt| a.suite.as_ref().is_none_or(|t| t.role == super::record::Role::Shuffled);
         let pass = crate::analysis::Pass::over(record, &mut plan, shuffled, None)?;
         let mut summary = pass.summary(record, &mut plan)?;
-        if let Some(analysis) = super::analyse::of_record(record)? {
+        let attempts: Vec<crate::record::Attempt> = record.attempts()?.collect::<Result<_, _>>()?;
+        let baseline = record.manifest.cells.first().map(|c| c.name.as_str()).unwrap_or_default();
+        let beside = super::side_by_side::verdict(&attempts, baseline);
+        if let Some(analysis) = super::analyse::of_record(record, beside)? {
             super::summary::apply(&mut summary, analysis);
         }
         if let Some(suite) = summary.suite.as_mut() {
@@ -26,6 +29,14 @@ impl crate::kind::Hunt for Suite {
                 std::io::ErrorKind::InvalidData => crate::record::RecordError::Corrupt(path.clone(), e.to_string()),
                 _ => crate::record::RecordError::Io { path: path.clone(), source: e },
             })?;
+            let runs: Vec<&super::state::SearchRun> = findings.iter().filter_map(|f| f.run.as_ref()).collect();
+            if let Some(setup) = record.manifest.extra.suite.as_ref() {
+                suite.cost = super::side_by_side::cost_of(&attempts, baseline, setup.collect_seconds)
+                    .map(|cost| cost.with_state_search(&runs));
+                if let Some(cost) = suite.cost.as_ref().filter(|_| !suite.tests.is_empty()) {
+                    summary.notes.push(cost.note());
+                }
+            }
             suite.apply_state(findings);
         }
         pass.checks(record, &mut summary);

@@ -26,6 +26,9 @@ pub enum Role {
     Bisect,
     /// A reproducer's check run.
     Reproducer,
+    /// A copy of a shuffled attempt run beside other copies of it: whether the suite's tests
+    /// tolerate running beside themselves, which the classification's runs side by side need.
+    SideBySide,
 }
 
 /// The suite part of one attempt: the attempt line's `suite` object (`"role"`, `"order"`,
@@ -67,6 +70,14 @@ pub struct AttemptTests {
     pub failed_otherwise: Option<String>,
 }
 
+impl Role {
+    /// Whether a run of this role runs the whole selection as a shuffled attempt does (a Go or
+    /// Rust binary then runs without naming its tests).
+    pub fn runs_the_selection(self) -> bool {
+        matches!(self, Role::Shuffled | Role::SideBySide)
+    }
+}
+
 impl AttemptTests {
     /// Whether `test` reported a result here (a subtest's result counts for its parent).
     pub fn reported(&self, test: &str) -> bool {
@@ -84,6 +95,9 @@ pub struct Prefix {
     /// Go's shuffle seed of that attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shuffle: Option<u64>,
+    /// How that attempt's order was made (pytest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<super::order::OrderStrategy>,
 }
 
 /// What the attempts say about each test.
@@ -122,7 +136,7 @@ pub struct IncompleteAttempt {
 
 impl Tallies {
     /// Adds one attempt (its id, its cell's name and its suite part). Skipped tests count
-    /// for nothing; bisection and reproducer runs only for messages.
+    /// for nothing; bisection, reproducer and side-by-side runs only for messages.
     pub fn add(&mut self, attempt: u64, cell: &str, a: &AttemptTests) {
         if let Some(why) = &a.incomplete {
             self.incomplete.push(IncompleteAttempt {
@@ -163,8 +177,7 @@ impl Tallies {
                     t.repeat_failures += u64::from(confirmed);
                 }
             }
-            Role::RepeatAll => {}
-            Role::Bisect | Role::Reproducer => {}
+            Role::RepeatAll | Role::Bisect | Role::Reproducer | Role::SideBySide => {}
         }
     }
 
@@ -193,7 +206,8 @@ impl Tallies {
             else {
                 continue;
             };
-            let prefix = || Prefix { attempt, before: a.order[..pos].to_vec(), shuffle: a.shuffle };
+            let prefix =
+                || Prefix { attempt, before: a.order[..pos].to_vec(), shuffle: a.shuffle, strategy: a.strategy };
             let first = if failed { &mut self.first_failure } else { &mut self.first_pass };
             first.entry(id.clone()).or_insert_with(prefix);
         }
@@ -248,6 +262,7 @@ pub fn role_name(role: Role) -> &'static str {
         Role::RepeatAll => "repeat-all",
         Role::Bisect => "bisect",
         Role::Reproducer => "reproducer",
+        Role::SideBySide => "side-by-side",
     }
 }
 
@@ -360,8 +375,11 @@ mod tests {
         assert_eq!(r(&[("n", Fail), ("n", Fail)]), Some(false), "a first run that failed confirms nothing");
         assert_eq!(r(&[("n", Pass)]), Some(false), "ran once: not repeated");
         assert_eq!(r(&[("x", Pass)]), None);
-        assert_eq!(t.first_failure["v"], Prefix { attempt: 1, before: vec!["p".into()], shuffle: Some(99) });
-        assert_eq!(t.first_pass["v"], Prefix { attempt: 2, before: vec![], shuffle: Some(99) });
+        assert_eq!(
+            t.first_failure["v"],
+            Prefix { attempt: 1, before: vec!["p".into()], shuffle: Some(99), strategy: None }
+        );
+        assert_eq!(t.first_pass["v"], Prefix { attempt: 2, before: vec![], shuffle: Some(99), strategy: None });
         assert_eq!(t.messages["v"], "v failed");
 
         let mut cells = t.clone();

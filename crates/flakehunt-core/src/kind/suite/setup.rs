@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::order::{attempt_order, go_shuffle_seed, libtest_run, GoTest, Invocation, Pytest};
+use super::order::{attempt_order, go_shuffle_seed, libtest_run, GoTest, Invocation, OrderStrategy, Pytest};
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
 use crate::record::Attempt;
@@ -65,8 +65,10 @@ const OUTPUT_FILE: &str = "stdout";
 /// The events file of a pytest run in its scratch directory (see [`super::pytestlog`]).
 const RESULTS_FILE: &str = "results.jsonl";
 
-/// One run of the runner the hunt asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// One run of the runner the hunt asks for. Two requests are the same run when they run the
+/// same tests the same way: how their order was made ([`Self::strategy`]) is recorded with the
+/// run but is no part of what it is.
+#[derive(Debug, Clone)]
 pub struct Request {
     /// Why.
     pub role: Role,
@@ -78,23 +80,65 @@ pub struct Request {
     pub shuffle: Option<u64>,
     /// A reproducer run's exact argv.
     pub argv: Vec<String>,
+    /// How the order its tests keep was made: a shuffled attempt's strategy, and the strategy of
+    /// the attempt a bisection's runs take their tests from (pytest).
+    pub strategy: Option<super::order::OrderStrategy>,
+}
+
+impl PartialEq for Request {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Request {}
+
+impl std::hash::Hash for Request {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
 }
 
 impl Request {
     /// A run about `subject` of `tests` (ending with it).
     pub fn about(role: Role, subject: &TestId, tests: Vec<TestId>, shuffle: Option<u64>) -> Self {
-        Self { role, subject: Some(subject.clone()), tests, shuffle, argv: Vec::new() }
+        Self { role, subject: Some(subject.clone()), tests, shuffle, argv: Vec::new(), strategy: None }
     }
 
     /// A reproducer's check run.
     pub fn reproducer(subject: &TestId, argv: Vec<String>) -> Self {
-        Self { role: Role::Reproducer, subject: Some(subject.clone()), tests: Vec::new(), shuffle: None, argv }
+        Self {
+            role: Role::Reproducer,
+            subject: Some(subject.clone()),
+            tests: Vec::new(),
+            shuffle: None,
+            argv,
+            strategy: None,
+        }
+    }
+
+    /// This request, its order made by `strategy`.
+    pub fn made_by(self, strategy: Option<super::order::OrderStrategy>) -> Self {
+        Self { strategy, ..self }
     }
 
     /// The key a recorded run of this request is found by (see [`Self::of_record`]).
     pub fn of_record(t: &AttemptTests) -> Self {
         let tests = if t.role == Role::Reproducer { Vec::new() } else { t.order.clone() };
-        Self { role: t.role, subject: t.subject.clone(), tests, shuffle: t.shuffle, argv: t.reproducer.clone() }
+        Self {
+            role: t.role,
+            subject: t.subject.clone(),
+            tests,
+            shuffle: t.shuffle,
+            argv: t.reproducer.clone(),
+            strategy: t.strategy,
+        }
+    }
+
+    /// What makes two requests the same run.
+    #[allow(clippy::type_complexity)]
+    fn key(&self) -> (Role, &Option<TestId>, &Vec<TestId>, Option<u64>, &Vec<String>) {
+        (self.role, &self.subject, &self.tests, self.shuffle, &self.argv)
     }
 }
 
@@ -163,12 +207,14 @@ impl SuiteSetup {
     /// The shuffled attempt with plan position `id`: pytest gets the order, Go the seed it
     /// shuffles with, libtest its own name order.
     pub fn shuffled(&self, seed: u64, id: u64) -> Request {
-        let (tests, shuffle) = match &self.runner {
-            SuiteRunner::Pytest { .. } => (attempt_order(&self.selection, seed, id), None),
-            SuiteRunner::Go { .. } => (self.selection.clone(), Some(go_shuffle_seed(seed, id))),
-            SuiteRunner::Libtest { .. } => (self.selection.clone(), None),
+        let (tests, shuffle, strategy) = match &self.runner {
+            SuiteRunner::Pytest { .. } => {
+                (attempt_order(&self.selection, seed, id), None, Some(OrderStrategy::of_attempt(id)))
+            }
+            SuiteRunner::Go { .. } => (self.selection.clone(), Some(go_shuffle_seed(seed, id)), None),
+            SuiteRunner::Libtest { .. } => (self.selection.clone(), None, None),
         };
-        Request { role: Role::Shuffled, subject: None, tests, shuffle, argv: Vec::new() }
+        Request { role: Role::Shuffled, subject: None, tests, shuffle, argv: Vec::new(), strategy }
     }
 
     /// The run of every test twice in one process; none for libtest, which cannot.
@@ -179,6 +225,7 @@ impl SuiteSetup {
             tests: self.selection.clone(),
             shuffle: None,
             argv: Vec::new(),
+            strategy: None,
         })
     }
 
@@ -263,7 +310,7 @@ impl SuiteSetup {
             }
             (SuiteRunner::Pytest { pytest, .. }, _) => pytest.run(&req.tests, plugins, python_path, &results),
             (SuiteRunner::Go { go, narrowed }, role) => {
-                let tests = (role != Role::Shuffled || *narrowed).then_some(req.tests.as_slice());
+                let tests = (!role.runs_the_selection() || *narrowed).then_some(req.tests.as_slice());
                 let inv = match role {
                     Role::Repeat => go.repeat(&req.tests[0]),
                     Role::RepeatAll => go.repeat_all(tests),
@@ -272,7 +319,7 @@ impl SuiteSetup {
                 to_file(inv, &scratch)
             }
             (SuiteRunner::Libtest { binary }, role) => {
-                let tests = (role != Role::Shuffled).then_some(req.tests.as_slice());
+                let tests = (!role.runs_the_selection()).then_some(req.tests.as_slice());
                 to_file(libtest_run(binary, tests), &scratch)
             }
         };
@@ -310,7 +357,7 @@ impl SuiteSetup {
             }
             (SuiteRunner::Go { go, .. }, role) => {
                 let mut run = gotest::go_results(&read(OUTPUT_FILE), &self.selection, count).unwrap_or_default();
-                if role == Role::Shuffled {
+                if role.runs_the_selection() {
                     order = run.order;
                 }
                 // Before Go 1.20 a test's own output can read as the framework's: a binary that
@@ -410,14 +457,14 @@ impl SuiteSetup {
             unreported,
             incomplete,
             failed_otherwise,
-            strategy: None,
+            strategy: req.strategy,
         }
     }
 
     /// The top-level tests a run of `req` must report: the selection for a shuffled attempt of
     /// the whole Go or Rust binary, else the tests it names.
     fn due(&self, req: &Request) -> Vec<TestId> {
-        let whole = req.role == Role::Shuffled
+        let whole = req.role.runs_the_selection()
             && matches!(self.runner, SuiteRunner::Go { narrowed: false, .. } | SuiteRunner::Libtest { .. });
         let tests = if whole { &self.selection } else { &req.tests };
         let mut seen = std::collections::HashSet::new();

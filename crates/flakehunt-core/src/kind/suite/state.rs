@@ -29,21 +29,38 @@ pub fn write_plugin(dir: &Path) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// What the plugin is asked: the test, the tests that ran before it, and where to answer.
+/// What the plugin is asked: the tests, the tests that ran before each, and where to answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct StateRequest {
+    /// The tests whose state is searched, in one run.
+    pub victims: Vec<StateVictim>,
+    /// Confirmations of the smallest state.
+    pub runs: u32,
+    /// The trials' limit, per test.
+    pub max_trials: u32,
+    /// The answer's file.
+    pub out: PathBuf,
+}
+
+/// One test whose state is searched.
+#[derive(Debug, Clone, Serialize)]
+pub struct StateVictim {
     /// The victim (or the brittle test).
     pub victim: TestId,
     /// Its polluters (or state-setters), in the order they run.
     pub polluters: Vec<TestId>,
     /// An order-dependent brittle test: find the state whose setting makes it pass.
     pub brittle: bool,
-    /// Confirmations of the smallest state.
-    pub runs: u32,
-    /// The trials' limit.
-    pub max_trials: u32,
-    /// The answer's file.
-    pub out: PathBuf,
+}
+
+/// The run of the plugin that searched a test's state: its id (of the hunt's attempt ids; the
+/// tests of one set of polluters share one run) and how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRun {
+    /// Its id.
+    pub id: u64,
+    /// Its wall seconds.
+    pub seconds: f64,
 }
 
 /// One piece of state that differs after the polluters.
@@ -115,9 +132,21 @@ pub struct StateFinding {
     /// What a fingerprint cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<FingerprintCost>,
+    /// The run that searched it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<SearchRun>,
 }
 
-/// What the plugin wrote.
+/// What the plugin wrote for a run: one answer per test, or why there is none.
+#[derive(Debug, Deserialize)]
+struct Answers {
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    results: Vec<serde_json::Value>,
+}
+
+/// What the plugin wrote for one test.
 #[derive(Debug, Deserialize)]
 struct Answer {
     #[serde(default)]
@@ -166,6 +195,7 @@ impl StateFinding {
             different: 0,
             trials: 0,
             cost: None,
+            run: None,
         };
         let answer = match text.map(serde_json::from_str::<Answer>) {
             Some(Ok(a)) => a,
@@ -198,6 +228,31 @@ impl StateFinding {
         finding.trials = answer.trials;
         finding.cost = answer.cost;
         finding
+    }
+
+    /// The findings the plugin's answer `text` to a run for `victims` gives (ids as written),
+    /// in order; a run that wrote none is `unanswered`, said as each one's verdict.
+    pub fn from_answers(victims: &[StateVictim], text: Option<&str>, unanswered: &str) -> Vec<Self> {
+        let one = |v: &StateVictim, text: Option<&str>| {
+            Self::from_answer(v.victim.clone(), v.polluters.clone(), v.brittle, text, unanswered)
+        };
+        let answers = match text.map(serde_json::from_str::<Answers>) {
+            None => return victims.iter().map(|v| one(v, None)).collect(),
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                let error = serde_json::json!({ "error": format!("its answer could not be read: {e}") }).to_string();
+                return victims.iter().map(|v| one(v, Some(&error))).collect();
+            }
+        };
+        victims
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match (&answers.error, answers.results.get(i)) {
+                (Some(e), _) => one(v, Some(&serde_json::json!({ "error": e }).to_string())),
+                (None, Some(result)) => one(v, Some(&result.to_string())),
+                (None, None) => one(v, Some(r#"{"error": "the run answered for fewer tests than it was asked"}"#)),
+            })
+            .collect()
     }
 
     /// The finding in the user's words: "`V` fails after `P` because that test leaves
@@ -326,6 +381,23 @@ mod tests {
     }
 
     #[test]
+    fn a_runs_answers_go_to_its_tests_in_order_and_its_error_to_each() {
+        let v = |id: &str| StateVictim { victim: id.into(), polluters: vec!["t::p".into()], brittle: false };
+        let victims = [v("t::a"), v("t::b")];
+        let answer = r#"{"results": [{"verdict": "passes after its polluters in a fork: nothing to explain", "trials": 1}, {"state": [{"path": "m.X", "kind": "module global", "before": "0", "after": "1"}], "confirmed": [2, 2], "trials": 4}]}"#;
+        let found = StateFinding::from_answers(&victims, Some(answer), "-");
+        assert_eq!(found[0].test, "t::a");
+        assert!(found[0].state.is_empty() && found[0].verdict.as_deref().unwrap().starts_with("passes after"));
+        assert_eq!((found[1].state[0].path.as_str(), found[1].trials), ("m.X", 4));
+        let found = StateFinding::from_answers(&victims, Some(r#"{"error": "not collected: t::p"}"#), "-");
+        assert!(found.iter().all(|f| f.verdict.as_deref() == Some("the state search failed: not collected: t::p")));
+        let found = StateFinding::from_answers(&victims, Some(r#"{"results": []}"#), "-");
+        assert!(found[1].verdict.as_deref().unwrap().contains("fewer tests"));
+        let found = StateFinding::from_answers(&victims, None, "the state search timed out");
+        assert_eq!(found[1].verdict.as_deref(), Some("the state search timed out"));
+    }
+
+    #[test]
     fn brittle_and_absent_values_read_as_such() {
         let f = StateFinding {
             test: "t::b".into(),
@@ -337,6 +409,7 @@ mod tests {
             different: 2,
             trials: 4,
             cost: None,
+            run: None,
         };
         assert_eq!(
             f.sentence(),

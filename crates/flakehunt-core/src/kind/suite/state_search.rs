@@ -1,17 +1,23 @@
-//! The state search run for each order-dependent pytest test after its classification (one cold
-//! pytest run with the state plugin, see [`super::state`]), apart from the findings' types so
+//! The state search run for the order-dependent pytest tests after their classification (one cold
+//! pytest run with the state plugin per set of culprits, see [`super::state`]), apart from the findings' types so
 //! that the summary, which holds those, does not import the runner.
 
 use std::io;
 use std::path::Path;
 
-use super::state::{read, write, StateFinding, StateRequest, CONFIRMATIONS, MAX_TRIALS, PLUGIN_MODULE};
+use super::state::{
+    read, write, SearchRun, StateFinding, StateRequest, StateVictim, CONFIRMATIONS, MAX_TRIALS, PLUGIN_MODULE,
+};
 use super::TestId;
 
 /// Searches the state of each test [`wanted`] finds in `summary` that the record's [`FILE`]
-/// does not answer yet, one cold pytest run each (the suite's own options, the baseline cell,
-/// the hunt's timeout, a temporary directory of its own as `TMPDIR`), and writes the findings
-/// into the record at `dir` as each is had.
+/// does not answer yet: one cold pytest run per set of polluters (or state-setters), for all
+/// its tests (the suite's own options, the baseline cell, the hunt's timeout, a temporary
+/// directory of its own as `TMPDIR`), and writes the findings into the record at `dir` as each
+/// run ends.
+///
+/// [`wanted`]: super::summary::SuiteSummary::state_wanted
+/// [`FILE`]: super::state::FILE
 pub(crate) fn search(
     exec: &super::run::SuiteExecution<'_>,
     cell: &crate::plan::CellSpec,
@@ -21,9 +27,21 @@ pub(crate) fn search(
 ) -> io::Result<()> {
     let super::setup::SuiteRunner::Pytest { pytest, .. } = &exec.setup.runner else { return Ok(()) };
     let mut findings = read(dir)?;
+    // The tests of one set of culprits, in the order the summary lists them.
+    let mut groups: Vec<Vec<StateVictim>> = Vec::new();
     for (test, polluters, brittle) in summary.state_wanted() {
-        if findings.iter().any(|f| f.test == test) || exec.inner.cancel.is_stopping() {
+        if findings.iter().any(|f| f.test == test) {
             continue;
+        }
+        let victim = StateVictim { victim: test, polluters, brittle };
+        match groups.iter_mut().find(|g| g[0].polluters == victim.polluters && g[0].brittle == brittle) {
+            Some(g) => g.push(victim),
+            None => groups.push(vec![victim]),
+        }
+    }
+    for victims in groups {
+        if exec.inner.cancel.is_stopping() {
+            break;
         }
         let work = tempfile::Builder::new().prefix("flakehunt-state-").tempdir_in(&exec.plugins)?;
         let tmp = work.path().join("tmp");
@@ -31,17 +49,23 @@ pub(crate) fn search(
         let out = work.path().join("answer.json");
         let raw = |id: &TestId| exec.ids.raw(id).to_owned();
         let request = StateRequest {
-            victim: raw(&test),
-            polluters: polluters.iter().map(raw).collect(),
-            brittle,
+            victims: victims
+                .iter()
+                .map(|v| StateVictim {
+                    victim: raw(&v.victim),
+                    polluters: v.polluters.iter().map(raw).collect(),
+                    brittle: v.brittle,
+                })
+                .collect(),
             runs: CONFIRMATIONS,
             max_trials: MAX_TRIALS,
             out: out.clone(),
         };
         let request_file = work.path().join("request.json");
         std::fs::write(&request_file, serde_json::to_vec(&request).map_err(io::Error::other)?)?;
-        let mut order = request.polluters.clone();
-        order.push(request.victim.clone());
+        // Each test the run names once: the culprits, then the tests.
+        let mut order: Vec<TestId> = request.victims[0].polluters.clone();
+        order.extend(request.victims.iter().map(|v| v.victim.clone()));
         let mut inv =
             pytest.run(&order, &exec.plugins, exec.setup.python_path.as_deref(), &work.path().join("results.jsonl"));
         inv.argv.extend(["-p".into(), PLUGIN_MODULE.into(), "--flakehunt-state".into()]);
@@ -57,11 +81,14 @@ pub(crate) fn search(
         }
         let answer = std::fs::read_to_string(&out).ok();
         let unanswered = format!("the state search wrote no answer: {}", super::setup::how_it_ended(&finished.attempt));
-        let mut finding = StateFinding::from_answer(test, polluters, brittle, answer.as_deref(), &unanswered);
-        if crate::redact::enabled() {
-            finding.redact();
+        let run = SearchRun { id, seconds: (finished.attempt.seconds * 1000.0).round() / 1000.0 };
+        for mut finding in StateFinding::from_answers(&victims, answer.as_deref(), &unanswered) {
+            if crate::redact::enabled() {
+                finding.redact();
+            }
+            finding.run = Some(run.clone());
+            findings.push(finding);
         }
-        findings.push(finding);
         write(dir, &findings)?;
     }
     Ok(())

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::state::{write_plugin, StateFinding, StateRequest, PLUGIN_MODULE};
+use super::state::{write_plugin, StateFinding, StateRequest, StateVictim, PLUGIN_MODULE};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/suite").join(name)
@@ -29,19 +29,19 @@ fn search(suite: &str, victim: &str, polluters: &[&str], brittle: bool) -> State
 
 /// [`search`] in the suite at `project`.
 fn search_in(project: &Path, victim: &str, polluters: &[&str], brittle: bool) -> StateFinding {
+    let victims =
+        [StateVictim { victim: victim.into(), polluters: polluters.iter().map(|p| p.to_string()).collect(), brittle }];
+    search_all(project, &victims, &[]).remove(0)
+}
+
+/// The plugin's findings for `victims`, in one run, in the suite at `project` with `env`.
+fn search_all(project: &Path, victims: &[StateVictim], env: &[(&str, &str)]) -> Vec<StateFinding> {
     let dir = tempfile::tempdir().unwrap();
     write_plugin(dir.path()).unwrap();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let out = dir.path().join("answer.json");
-    let request = StateRequest {
-        victim: victim.into(),
-        polluters: polluters.iter().map(|p| p.to_string()).collect(),
-        brittle,
-        runs: 2,
-        max_trials: 64,
-        out: out.clone(),
-    };
+    let request = StateRequest { victims: victims.to_vec(), runs: 2, max_trials: 64, out: out.clone() };
     let request_file = dir.path().join("request.json");
     std::fs::write(&request_file, serde_json::to_vec(&request).unwrap()).unwrap();
     let mut argv: Vec<String> =
@@ -50,20 +50,47 @@ fn search_in(project: &Path, victim: &str, polluters: &[&str], brittle: bool) ->
             .map(|s| s.to_string())
             .collect();
     argv.push(request_file.display().to_string());
-    argv.extend(polluters.iter().map(|p| p.to_string()));
-    argv.push(victim.into());
+    argv.extend(victims[0].polluters.iter().cloned());
+    argv.extend(victims.iter().map(|v| v.victim.clone()));
     let run = Command::new("python3")
         .args(&argv)
         .env("PYTHONPATH", dir.path())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("TMPDIR", &tmp)
+        .envs(env.iter().copied())
         .current_dir(project)
         .output()
         .unwrap();
     let answer = std::fs::read_to_string(&out).ok();
     assert!(answer.is_some(), "no answer: {}", String::from_utf8_lossy(&run.stdout));
-    let ids = |s: &[&str]| s.iter().map(|p| p.to_string()).collect();
-    StateFinding::from_answer(victim.into(), ids(polluters), brittle, answer.as_deref(), "no answer")
+    StateFinding::from_answers(victims, answer.as_deref(), "no answer")
+}
+
+#[test]
+fn victims_of_one_polluter_share_its_survey_and_try_the_state_found_first() {
+    if !pytest_available() {
+        return;
+    }
+    let polluter = "tests/test_a_config.py::test_strict_mode_refuses_blank_space".to_owned();
+    let victims: Vec<StateVictim> = [
+        "tests/test_b_parse.py::test_parse_blank_space",
+        "tests/test_c_render.py::TestRender::test_render_keeps_order",
+        "tests/test_d_params.py::test_blank_around_a_pair[k=v ]",
+    ]
+    .iter()
+    .map(|v| StateVictim { victim: v.to_string(), polluters: vec![polluter.clone()], brittle: false })
+    .collect();
+    let found = search_all(&fixture("pytest-shared"), &victims, &[("MARKUP_WORK", "0")]);
+    for (f, v) in found.iter().zip(&victims) {
+        assert_eq!(f.test, v.victim);
+        let named: Vec<&str> = f.state.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(named, ["markup.STRICT"], "{}", f.sentence());
+        assert_eq!(f.confirmed, Some([2, 2]));
+    }
+    // The first: the state before (fails), all of it put back, the search, two confirmations.
+    // The others: the state before, the one found for the first, two confirmations.
+    let trials: Vec<u32> = found.iter().map(|f| f.trials).collect();
+    assert!(trials[0] > trials[1] && trials[1..] == [4, 4], "{trials:?}");
 }
 
 /// Asserts that the search for `victim` after `tests/test_polluters.py::polluter` names

@@ -39,6 +39,10 @@ pub struct SuiteSummary {
     /// results, not by the process's status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_otherwise: Vec<IncompleteRuns>,
+    /// What the classification's runs cost against the suite's plain run, and whether they went
+    /// side by side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::cost::ClassificationCost>,
 }
 
 /// Attempts that ended before all their tests reported, for one reason.
@@ -194,6 +198,7 @@ impl SuiteSummary {
             incomplete: Vec::new(),
             unreported: Vec::new(),
             failed_otherwise: Vec::new(),
+            cost: None,
         }
     }
 
@@ -331,11 +336,13 @@ impl SuiteSummary {
 
 /// The state search's findings on the summary (see [`super::state`]).
 impl SuiteSummary {
-    /// Puts each finding on its test in the summary, without its cost (a measurement of the
-    /// machine, kept in the record's [`super::state::FILE`]: the summary says what was found).
+    /// Puts each finding on its test in the summary, without its cost and its run (measurements
+    /// of the machine, kept in the record's [`super::state::FILE`]: the summary says what was
+    /// found, and its `cost` what the state search took).
     pub fn apply_state(&mut self, findings: Vec<super::state::StateFinding>) {
         for mut finding in findings {
             finding.cost = None;
+            finding.run = None;
             if let Some(t) = self.tests.iter_mut().find(|t| t.id == finding.test) {
                 t.state = Some(finding);
             }
