@@ -536,6 +536,7 @@ fn victims_of_one_polluter_cost_one_bisection_and_run_side_by_side() {
         assert!(cost["at_once"].as_u64().unwrap() >= 2, "{cost}");
         assert!(!phase("side-by-side").is_empty());
         assert_eq!(phase("repeat-all").len(), 1, "the run of every test twice ran beside the copies, and counts");
+        assert_eq!(phase("alone").len(), 24, "so did the runs alone");
     }
     let out = flakehunt().args(["report", "-f", "json"]).arg(&record).output();
     let again: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -545,7 +546,8 @@ fn victims_of_one_polluter_cost_one_bisection_and_run_side_by_side() {
 /// A suite with a test that fails in a copy of the suite run beside itself (standing for one
 /// that writes a fixed path or binds a fixed port: here, any run after the hunt's shuffled
 /// attempts fails it) runs its classification one at a time, says why, and does not count the
-/// run of every test twice made beside the copies; the classification is the same.
+/// runs made beside the copies (every test twice, the failing tests alone): they are made again;
+/// the classification is the same.
 #[test]
 fn a_suite_that_fails_beside_itself_is_classified_one_run_at_a_time() {
     if !side_by_side_here() {
@@ -575,6 +577,7 @@ fn a_suite_that_fails_beside_itself_is_classified_one_run_at_a_time() {
     assert!(notes.contains(&format!("one at a time: beside itself (a copy of attempt 0 beside the run of every test twice) the suite failed {beside}")), "{notes}");
     let attempts = attempts_in(&record);
     assert_eq!(attempts.iter().filter(|a| a["phase"] == "repeat-all").count(), 2, "run again alone");
+    assert_eq!(attempts.iter().filter(|a| a["phase"] == "alone").count(), 48, "run again one at a time");
     let out = flakehunt().args(["report", "-f", "json"]).arg(&record).output();
     let again: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(

@@ -39,12 +39,13 @@ pub trait Runs {
     /// The tests about to be classified, once, before their runs (for the display).
     fn classifying(&mut self, _tests: &[TestId]) {}
 
-    /// Before any run: the runs of `tests` failing tests are about to be asked for, the first
-    /// being `repeat_all` (every test twice in one process). A live hunt checks here whether they
-    /// can go side by side: the suite run beside itself, as `repeat_all` beside copies of a
-    /// shuffled attempt (see [`super::cost`]). Whether the suite ran clean so, when it was
-    /// checked: when not, `repeat_all`'s run then is no evidence and it is asked for again.
-    fn side_by_side(&mut self, _tests: usize, _repeat_all: Option<&Request>) -> Option<bool> {
+    /// Before any run: the runs of `tests` failing tests are about to be asked for, `first`
+    /// first (every test twice in one process, and the failing tests alone). A live hunt checks
+    /// here whether they can go side by side: the suite run beside itself, as `first` beside
+    /// copies of a shuffled attempt (see [`super::side_by_side`]). Whether the suite ran clean
+    /// so, when it was checked: when not, `first`'s runs then are no evidence, and are asked for
+    /// again.
+    fn side_by_side(&mut self, _tests: usize, _first: &[Request]) -> Option<bool> {
         None
     }
 
@@ -103,7 +104,7 @@ impl Runs for Replay {
         self.held(req) == 0
     }
 
-    fn side_by_side(&mut self, _tests: usize, _repeat_all: Option<&Request>) -> Option<bool> {
+    fn side_by_side(&mut self, _tests: usize, _first: &[Request]) -> Option<bool> {
         self.beside
     }
 }
@@ -155,18 +156,19 @@ pub fn analyse(setup: &SuiteSetup, mut tallies: Tallies, cells: &[String], runs:
     let shuffled_failing: Vec<TestId> =
         c.tallies.tests.iter().filter(|(_, t)| t.failures > 0).map(|(id, _)| id.clone()).collect();
     let repeat_all = setup.repeat_all();
-    let beside = c.runs.side_by_side(shuffled_failing.len(), repeat_all.as_ref());
     let mut first: Vec<Request> = repeat_all.iter().cloned().collect();
     first.extend(shuffled_failing.iter().flat_map(alone));
+    if c.runs.side_by_side(shuffled_failing.len(), &first) == Some(false) {
+        // They ran beside copies of the suite, which failed there: not counted, asked again.
+        for req in &first {
+            c.runs.run(req);
+        }
+    }
     c.runs.prefetch(&first);
     // Every test twice in one process: the only way a non-idempotent test shows, since each
     // attempt runs each test once.
     let mut second_failed = BTreeSet::new();
     if let Some(req) = &repeat_all {
-        if beside == Some(false) {
-            // It ran beside copies of the suite, which failed there: not counted.
-            c.runs.run(req);
-        }
         if let Some(t) = c.run(req) {
             second_failed = second_run_failed(&t);
         }
@@ -682,12 +684,15 @@ mod tests {
         recorded: Vec<AttemptTests>,
         /// Requests whose run the record lacks (as a record written before they were asked).
         lacking: Vec<Request>,
+        /// What its side-by-side check says, when it makes one (its first runs then go ahead).
+        beside: Option<bool>,
     }
 
     impl Suite {
         fn new(selection: &[&str], fails: fn(&str, &[&str]) -> bool, ahead: bool) -> Self {
             let selection = selection.iter().map(|t| t.to_string()).collect();
-            Self { selection, fails, ahead, memo: Replay::default(), recorded: Vec::new(), lacking: Vec::new() }
+            let (memo, recorded, lacking) = (Replay::default(), Vec::new(), Vec::new());
+            Self { selection, fails, ahead, memo, recorded, lacking, beside: None }
         }
 
         fn execute(&mut self, req: &Request) -> AttemptTests {
@@ -748,7 +753,7 @@ mod tests {
 
         /// The record's runs, replayed.
         fn replay(&self) -> Replay {
-            let mut replay = Replay::default();
+            let mut replay = Replay { beside: self.beside, ..Replay::default() };
             self.recorded.iter().cloned().for_each(|t| replay.add(t));
             replay
         }
@@ -784,6 +789,16 @@ mod tests {
 
         fn lacks(&self, req: &Request) -> bool {
             self.lacking.contains(req)
+        }
+
+        fn side_by_side(&mut self, _tests: usize, first: &[Request]) -> Option<bool> {
+            if self.beside.is_some() {
+                for req in first {
+                    let t = self.execute(req);
+                    self.memo.add(t);
+                }
+            }
+            self.beside
         }
     }
 
@@ -828,6 +843,23 @@ mod tests {
             let again = analyse(&suite.setup(), tallies, &["default".into()], &mut replay);
             assert!(!replay.missing && again.complete);
             assert_eq!(again.summary, analysis.summary, "ahead: {ahead}");
+        }
+    }
+
+    #[test]
+    fn runs_made_beside_a_suite_that_failed_there_are_made_again_and_the_record_agrees() {
+        for beside in [true, false] {
+            let mut suite = Suite::new(&SHARED, eight_victims, beside);
+            suite.beside = Some(beside);
+            let tallies = suite.shuffled(&[&SHARED]);
+            let analysis = analyse(&suite.setup(), tallies.clone(), &["default".into()], &mut suite);
+            assert!(analysis.summary.tests.iter().all(|t| t.category == Category::OrderDependentVictim));
+            let again = if beside { 1 } else { 2 };
+            assert_eq!((suite.count(Role::RepeatAll), suite.count(Role::Alone)), (again, 24 * again));
+            let mut replay = suite.replay();
+            let replayed = analyse(&suite.setup(), tallies, &["default".into()], &mut replay);
+            assert!(!replay.missing);
+            assert_eq!(replayed.summary, analysis.summary, "beside: {beside}");
         }
     }
 

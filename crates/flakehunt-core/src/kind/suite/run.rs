@@ -348,17 +348,19 @@ impl<'a> Live<'a> {
         out
     }
 
-    /// The side-by-side check: the suite run beside itself, `width` processes at once: the run
-    /// of every test twice in one process (`repeat_all`, when the runner has one) and copies of
-    /// the reference attempt (its order, its iteration). The classification's runs go side by
-    /// side when every test that passed in the reference passed in every copy (a test that
-    /// writes a fixed file, binds a fixed port or shares a database fails here, as it would
-    /// beside its own runs). Whether it did.
-    fn check_side_by_side(&mut self, repeat_all: Option<&Request>) -> Option<bool> {
+    /// The side-by-side check: the suite run beside itself, `width` at once: copies of the
+    /// reference attempt (its order, its iteration; one fewer than `width` when `first` holds a
+    /// run of the whole suite, the run of every test twice, which runs beside them) and the runs
+    /// `first` (kept for when the classification asks for them). The classification's runs go
+    /// side by side when every test that passed in the reference passed in every copy (a test
+    /// that writes a fixed file, binds a fixed port or shares a database fails here, as it would
+    /// beside its own runs). Whether it did; none when no copy ran.
+    fn check_side_by_side(&mut self, first: &[Request]) -> Option<bool> {
         let (iteration, reference) = self.reference.clone()?;
         let mut copy = Request::of_record(&reference);
         copy.role = Role::SideBySide;
-        let wanted = self.width - usize::from(repeat_all.is_some());
+        let whole = first.iter().any(|r| r.role == Role::RepeatAll);
+        let wanted = self.width - usize::from(whole);
         let mut copies = Vec::new();
         let mut todo = Vec::new();
         for _ in 0..wanted {
@@ -367,8 +369,15 @@ impl<'a> Live<'a> {
                 None => todo.push((copy.clone(), Some(iteration))),
             }
         }
-        if let Some(req) = repeat_all.filter(|r| self.replay.held(r) == 0) {
-            todo.insert(0, (req.clone(), None));
+        // The copies first: they start at once, the rest as workers come free.
+        let mut held: HashMap<&Request, usize> = HashMap::new();
+        for req in first {
+            let h = held.entry(req).or_insert_with(|| self.replay.held(req));
+            if *h > 0 {
+                *h -= 1;
+            } else {
+                todo.push((req.clone(), None));
+            }
         }
         let ran = self.run_together(&todo, self.width);
         for (t, (req, _)) in ran.into_iter().zip(&todo) {
@@ -407,9 +416,9 @@ impl Runs for Live<'_> {
         }
     }
 
-    fn side_by_side(&mut self, tests: usize, repeat_all: Option<&Request>) -> Option<bool> {
+    fn side_by_side(&mut self, tests: usize, first: &[Request]) -> Option<bool> {
         if tests >= SIDE_BY_SIDE_MIN_TESTS && self.width > 1 {
-            self.check_side_by_side(repeat_all)
+            self.check_side_by_side(first)
         } else {
             None
         }
