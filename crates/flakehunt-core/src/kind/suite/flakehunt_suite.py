@@ -13,6 +13,14 @@ changes what flakehunt reads:
   them) and every collection error in pytest's own words. It also stops the collection at a
   symlink that leads to a directory above it (``{"loop": ...}``): pytest would collect through it
   again and again, each level doubling the paths when there are two such links.
+  The collection also names the paths pytest was given (``session._initialpaths``, the
+  project's own paths or its ``testpaths``).
+- With FLAKEHUNT_SUITE_INITPATHS set in the environment (a JSON list of those paths): the session
+  takes only those as the paths it was given, whatever node ids a run names. pytest treats a
+  file named on its command line specially: it collects it as a test module whatever its name,
+  and rewrites its ``assert`` statements, which changes the message of an AssertionError that a
+  doctest in it expects (zipp's ``Translator('xyz')``). A run that names the node ids of its
+  tests then meets each module as the project's own run does.
 - With FLAKEHUNT_SUITE_RESULTS set in the environment (each attempt's own file): one JSON line per
   event as it happens, flushed, so that a process that dies (a segfault, a kill at a timeout,
   ``os._exit``) leaves every event before its death: ``{"start": ID}``, then one
@@ -28,6 +36,7 @@ import os
 import pytest
 
 _RESULTS = "FLAKEHUNT_SUITE_RESULTS"
+_INITPATHS = "FLAKEHUNT_SUITE_INITPATHS"
 # The longest message written per report: enough for an assertion's first lines.
 _MESSAGE_LIMIT = 2000
 
@@ -155,7 +164,27 @@ def pytest_collectreport(report):
 
 def pytest_collection_finish(session):
     _COLLECTED["items"] = [item.nodeid for item in session.items]
+    _COLLECTED["initialpaths"] = sorted(str(p) for p in getattr(session, "_initialpaths", ()))
     _write_collected(session.config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    given = os.environ.get(_INITPATHS)
+    if not given:
+        return
+    paths = frozenset(os.path.abspath(p) for p in json.loads(given))
+    and_parents = set(paths)
+    for p in paths:
+        while os.path.dirname(p) != p:
+            p = os.path.dirname(p)
+            and_parents.add(p)
+
+    def isinitpath(path, with_parents=False, **_):
+        return os.path.abspath(str(path)) in (and_parents if with_parents else paths)
+
+    # An attribute of this session, which both the collection and the assertion rewriter ask.
+    session.isinitpath = isinitpath
 
 
 def pytest_runtest_logstart(nodeid, location):

@@ -171,6 +171,11 @@ pub struct Pytest {
     /// anywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
+    /// The paths the collection was given, as pytest took them (absolute): every run flakehunt
+    /// reads takes only these as given, whatever node ids it names, as the project's own run
+    /// does ([`pytestlog::INITPATHS_VAR`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub initial_paths: Vec<String>,
 }
 
 impl Pytest {
@@ -229,8 +234,14 @@ impl Pytest {
 
     /// The environment of a run that loads flakehunt's plugins from `plugin_dir` (on
     /// `PYTHONPATH` before `python_path`, the attempt's own value) and writes its events into
-    /// `results`.
-    fn plugin_env(plugin_dir: &Path, python_path: Option<&str>, results: Option<&Path>) -> Vec<(String, String)> {
+    /// `results`: a run flakehunt reads, which meets the files it names as the project's run does
+    /// ([`Self::initial_paths`]).
+    fn plugin_env(
+        &self,
+        plugin_dir: &Path,
+        python_path: Option<&str>,
+        results: Option<&Path>,
+    ) -> Vec<(String, String)> {
         let dir = plugin_dir.display().to_string();
         let path = match python_path {
             Some(p) if !p.is_empty() => format!("{dir}:{p}"),
@@ -239,6 +250,10 @@ impl Pytest {
         let mut env = vec![("PYTHONPATH".to_owned(), path)];
         if let Some(results) = results {
             env.push((pytestlog::RESULTS_VAR.to_owned(), results.display().to_string()));
+            if !self.initial_paths.is_empty() {
+                let paths = serde_json::to_string(&self.initial_paths).unwrap_or_default();
+                env.push((pytestlog::INITPATHS_VAR.to_owned(), paths));
+            }
         }
         env
     }
@@ -251,7 +266,7 @@ impl Pytest {
     pub fn run(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation {
         let mut argv = self.reading();
         argv.extend(order.iter().cloned());
-        Invocation { argv, env: Self::plugin_env(plugin_dir, python_path, Some(results)), dir: None }
+        Invocation { argv, env: self.plugin_env(plugin_dir, python_path, Some(results)), dir: None }
     }
 
     /// `tests` run twice each, in a row, in one session: pytest would run a node id given
@@ -271,7 +286,7 @@ impl Pytest {
             argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
         }
         argv.extend(tests.iter().cloned());
-        let mut inv = Invocation { argv, env: Self::plugin_env(plugin_dir, python_path, results), dir: None };
+        let mut inv = Invocation { argv, env: self.plugin_env(plugin_dir, python_path, results), dir: None };
         if results.is_none() {
             inv.dir = self.root.clone();
         }

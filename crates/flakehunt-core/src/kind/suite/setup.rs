@@ -172,7 +172,8 @@ impl SuiteSetup {
     }
 
     /// The setup without what each machine of a sharded hunt finds for itself: where its files
-    /// and its test binary went, how long the collection took, its `PYTHONPATH`.
+    /// and its test binary went, how long the collection took, its `PYTHONPATH`, the absolute
+    /// paths pytest was given.
     pub fn comparable(&self) -> Self {
         let mut s = self.clone();
         s.files = PathBuf::new();
@@ -184,7 +185,7 @@ impl SuiteSetup {
                 go.test2json = None;
             }
             SuiteRunner::Libtest { binary } => *binary = PathBuf::new(),
-            SuiteRunner::Pytest { .. } => {}
+            SuiteRunner::Pytest { pytest, .. } => pytest.initial_paths.clear(),
         }
         s
     }
