@@ -39,12 +39,12 @@ pub trait Runs {
     /// The tests about to be classified, once, before their runs (for the display).
     fn classifying(&mut self, _tests: &[TestId]) {}
 
-    /// Before any run: the runs of `tests` failing tests are about to be asked for, `first`
-    /// first (every test twice in one process, and the failing tests alone). A live hunt checks
-    /// here whether they can go side by side: the suite run beside itself, as `first` beside
-    /// copies of a shuffled attempt (see [`super::side_by_side`]). Whether the suite ran clean
-    /// so, when it was checked: when not, `first`'s runs then are no evidence, and are asked for
-    /// again.
+    /// Once, when the runs of `tests` failing tests (three or more) are about to be asked for,
+    /// `first` first (every test twice in one process and the failing tests alone, or, when the
+    /// shuffled attempts had too few, the runs after that pass). A live hunt checks here whether
+    /// they can go side by side: the suite run beside itself, as `first` beside copies of a
+    /// shuffled attempt (see [`super::side_by_side`]). Whether the suite ran clean so, when it
+    /// was checked: when not, `first`'s runs then are no evidence, and are asked for again.
     fn side_by_side(&mut self, _tests: usize, _first: &[Request]) -> Option<bool> {
         None
     }
@@ -158,12 +158,22 @@ pub fn analyse(setup: &SuiteSetup, mut tallies: Tallies, cells: &[String], runs:
     let repeat_all = setup.repeat_all();
     let mut first: Vec<Request> = repeat_all.iter().cloned().collect();
     first.extend(shuffled_failing.iter().flat_map(alone));
-    if c.runs.side_by_side(shuffled_failing.len(), &first) == Some(false) {
-        // They ran beside copies of the suite, which failed there: not counted, asked again.
-        for req in &first {
-            c.runs.run(req);
+    // The side-by-side check, once there are tests enough to classify: before the run of
+    // every test twice when the shuffled attempts had them, else after it.
+    let mut checked = false;
+    let mut check = |c: &mut Classifier<'_>, tests: usize, runs: &[Request]| {
+        if checked || tests < super::side_by_side::SIDE_BY_SIDE_MIN_TESTS {
+            return;
         }
-    }
+        checked = true;
+        if c.runs.side_by_side(tests, runs) == Some(false) {
+            // They ran beside copies of the suite, which failed there: not counted, asked again.
+            for req in runs {
+                c.runs.run(req);
+            }
+        }
+    };
+    check(&mut c, shuffled_failing.len(), &first);
     c.runs.prefetch(&first);
     // Every test twice in one process: the only way a non-idempotent test shows, since each
     // attempt runs each test once.
@@ -182,17 +192,35 @@ pub fn analyse(setup: &SuiteSetup, mut tallies: Tallies, cells: &[String], runs:
         .collect();
     c.runs.classifying(&failing);
     let mut next = Vec::new();
+    // A test whose second run failed there is confirmed by the two checks of its reproducer
+    // (the test twice in one process, as printed, which then need not run again), each of
+    // which must pass its first run and fail its second; a record written before such checks
+    // were asked for holds runs twice in one process of flakehunt's own instead.
+    let mut confirm = Vec::new();
     for id in &failing {
         if !shuffled_failing.contains(id) {
             next.extend(alone(id));
         }
         if second_failed.contains(id) {
-            next.extend(repeat(id));
+            match setup.repeat_reproducer(id).map(|argv| Request::reproducer(id, argv)) {
+                Some(check) if !c.runs.lacks(&check) => {
+                    next.extend(std::iter::repeat_n(check.clone(), REPRODUCER_CHECKS));
+                    confirm.push((id.clone(), check));
+                }
+                _ => next.extend(repeat(id)),
+            }
         }
     }
+    check(&mut c, failing.len(), &next);
     c.runs.prefetch(&next);
-    for req in first.iter().skip(usize::from(repeat_all.is_some())).chain(&next) {
+    let plain = first.iter().skip(usize::from(repeat_all.is_some())).chain(&next);
+    for req in plain.filter(|r| r.role != Role::Reproducer) {
         c.run(req);
+    }
+    for (id, check) in confirm {
+        if (0..REPRODUCER_CHECKS).all(|_| c.repeat_check(&check, &id)) {
+            c.checked.insert(id, check.argv);
+        }
     }
     let searches: Vec<Search> = failing.iter().filter_map(|id| c.search_of(id)).collect();
     let shuffles: BTreeMap<TestId, Option<u64>> =
@@ -298,6 +326,18 @@ impl Classifier<'_> {
         } else {
             t.tests.iter().any(|r| r.id == *test && r.outcome.is_failure())
         }
+    }
+
+    /// Whether a check of `test`'s reproducer twice in one process (`check`) confirms that it
+    /// breaks its own state (its first run passed, its second failed), counted as such a run
+    /// when the test reported in it.
+    fn repeat_check(&mut self, check: &Request, test: &TestId) -> bool {
+        let Some(t) = self.run(check) else { return false };
+        let Some(confirmed) = super::record::repeat_confirmed(&t.tests, test) else { return false };
+        let tally = self.tallies.tests.entry(test.clone()).or_default();
+        tally.repeat_runs += 1;
+        tally.repeat_failures += u64::from(confirmed);
+        confirmed
     }
 
     /// The search for `id`'s culprits its runs alone call for, if any: a victim's polluters
@@ -535,9 +575,9 @@ impl Classifier<'_> {
                 _ => None,
             };
             // A non-idempotent test's reproducer must show what its category claims: its first
-            // run passing and its second failing (pytest's results name each run; Go's output
-            // names only the failure).
-            let repeated = category == Some(Category::NonIdempotent) && self.setup.framework() == Framework::Pytest;
+            // run passing and its second failing (pytest's results and Go's verbose output name
+            // each run).
+            let repeated = category == Some(Category::NonIdempotent) && self.setup.framework() != Framework::Libtest;
             if let Some(argv) = argv {
                 checks.push((id, argv, repeated));
             }

@@ -401,14 +401,22 @@ impl GoTest {
     }
 
     /// The reproducer of an order-dependent failure, without test2json:
-    /// `BIN -test.shuffle=SEED -test.run=^(TestP|TestV)$`.
+    /// `BIN -test.paniconexit0 -test.v -test.shuffle=SEED -test.run=^(TestP|TestV)$`. Verbose,
+    /// so that its check reads each test's own result (`--- PASS: TestP`, `--- FAIL: TestV`).
     pub fn reproducer(&self, shuffle: Option<u64>, tests: &[TestId]) -> Vec<String> {
-        self.binary_args(shuffle, Some(tests), 1, false)
+        Self::verbose(self.binary_args(shuffle, Some(tests), 1, false))
     }
 
-    /// The reproducer of a non-idempotent test: `BIN -test.run=^TestX$ -test.count=2`.
+    /// The reproducer of a non-idempotent test: `BIN -test.paniconexit0 -test.v
+    /// -test.run=^TestX$ -test.count=2`, whose check reads each of the two runs' results.
     pub fn repeat_reproducer(&self, test: &TestId) -> Vec<String> {
-        self.binary_args(None, Some(std::slice::from_ref(test)), 2, false)
+        Self::verbose(self.binary_args(None, Some(std::slice::from_ref(test)), 2, false))
+    }
+
+    /// `argv` (a binary's) with plain `-test.v` after the binary and `-test.paniconexit0`.
+    fn verbose(mut argv: Vec<String>) -> Vec<String> {
+        argv.insert(2, "-test.v".into());
+        argv
     }
 }
 
@@ -570,13 +578,14 @@ mod tests {
         );
         assert_eq!(
             go.reproducer(Some(42), &tests).join(" "),
-            "/rec/s.test -test.paniconexit0 -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
+            "/rec/s.test -test.paniconexit0 -test.v -test.shuffle=42 -test.run=^(TestPolluter|TestVictim)$"
         );
         assert_eq!(
             go.repeat_reproducer(&tests[0]).join(" "),
-            "/rec/s.test -test.paniconexit0 -test.run=^TestPolluter$ -test.count=2"
+            "/rec/s.test -test.paniconexit0 -test.v -test.run=^TestPolluter$ -test.count=2"
         );
         let framed = GoTest { framing: true, ..go };
+        assert!(framed.reproducer(None, &tests).contains(&"-test.v".to_owned()), "printed: plain -test.v");
         assert!(framed.run(1, None).argv.contains(&"-test.v=test2json".to_owned()));
         assert_eq!(framed.collect_argv(), ["/rec/s.test", "-test.list", "."]);
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use super::analyse::{Replay, Runs};
 use super::record::{role_name, AttemptTests, Role};
 use super::setup::{Request, SuiteSetup};
-use super::side_by_side::{MAX_AT_ONCE, SIDE_BY_SIDE_MIN_TESTS};
+use super::side_by_side::MAX_AT_ONCE;
 use super::written::WrittenIds;
 use super::TestId;
 use crate::events::{Event, EventSink};
@@ -82,9 +82,7 @@ impl SuiteExecution<'_> {
         if cold && !self.said_cold.swap(true, std::sync::atomic::Ordering::Relaxed) {
             finished.runs_cold = Some(RUNS_COLD.to_owned());
         }
-        let mut output = String::from_utf8_lossy(&finished.stdout).into_owned();
-        output.push('\n');
-        output.push_str(&finished.attempt.stdout_tail);
+        let output = whole_output(&finished.stdout, &finished.attempt.stdout_tail, finished.attempt.stdout_bytes);
         // Read before anything is redacted: a marker in a test's id would hide its result.
         let tests = self.setup.results(req, &prepared, &finished.attempt, &output);
         drop(output);
@@ -93,6 +91,19 @@ impl SuiteExecution<'_> {
         seal_suite_part(&mut finished.attempt, self.ids);
         Ok(finished)
     }
+}
+
+/// An attempt's stdout as far as it was kept: the head when it holds all of it, else the tail
+/// when no head was kept (a passing attempt's), else both (each line once when they meet).
+fn whole_output(head: &[u8], tail: &str, total: u64) -> String {
+    let head = String::from_utf8_lossy(head);
+    if head.len() as u64 >= total {
+        return head.into_owned();
+    }
+    if head.is_empty() || tail.len() as u64 >= total {
+        return tail.to_owned();
+    }
+    format!("{head}\n{tail}")
 }
 
 /// Makes the suite part of a [sealed](Finished::seal) attempt what may be written: its
@@ -416,8 +427,8 @@ impl Runs for Live<'_> {
         }
     }
 
-    fn side_by_side(&mut self, tests: usize, first: &[Request]) -> Option<bool> {
-        if tests >= SIDE_BY_SIDE_MIN_TESTS && self.width > 1 {
+    fn side_by_side(&mut self, _tests: usize, first: &[Request]) -> Option<bool> {
+        if self.width > 1 {
             self.check_side_by_side(first)
         } else {
             None

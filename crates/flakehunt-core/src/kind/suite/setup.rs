@@ -341,6 +341,9 @@ impl SuiteSetup {
         let mut doubtful: Vec<TestId> = Vec::new();
         let mut tests = match (&self.runner, req.role) {
             (SuiteRunner::Pytest { .. }, Role::Reproducer) => pytestlog::pytest_results(&read(RESULTS_FILE)).results,
+            // Each run's own result from the check's verbose output (the printed argv has
+            // `-test.v`): which test failed, and for a test run twice, which of its runs.
+            (SuiteRunner::Go { .. }, Role::Reproducer) => gotest::verbose_results(output, &self.selection),
             (_, Role::Reproducer) => {
                 let subject = req.subject.clone().unwrap_or_default();
                 let failed = reproducer_failed(self.framework(), &subject, output);

@@ -103,7 +103,13 @@ fn side_by_side_of(shuffled: &[&Attempt], runs: &[&Attempt], baseline: &str) -> 
     let copies: Vec<&AttemptTests> =
         runs.iter().filter_map(|a| a.suite.as_deref()).filter(|t| t.role == Role::SideBySide).collect();
     let (attempt, failed) = judged(shuffled, &copies, baseline)?;
-    let repeat_all = runs.iter().any(|a| a.suite.as_deref().is_some_and(|t| t.role == Role::RepeatAll));
+    // Whether the run of every test twice ran with the copies (the check comes after it when the
+    // shuffled attempts had too few failing tests).
+    let span = |a: &&Attempt| start_of(a).map(|s| (s, s + a.seconds));
+    let of = |role| runs.iter().filter(move |a| a.suite.as_deref().is_some_and(|t| t.role == role));
+    let copy_spans: Vec<(f64, f64)> = of(Role::SideBySide).filter_map(span).collect();
+    let repeat_all =
+        of(Role::RepeatAll).filter_map(span).any(|(s, e)| copy_spans.iter().any(|&(cs, ce)| s < ce && cs < e));
     Some(SideBySide { copies: copies.len() as u64, repeat_all, attempt, failed })
 }
 
