@@ -25,6 +25,9 @@ pub struct ClassificationCost {
     /// The check that the suite's tests tolerate running beside themselves, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_by_side: Option<SideBySide>,
+    /// Why its runs went one at a time whatever the suite's tests do (no side-by-side check ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_at_a_time: Option<String>,
     /// Wall seconds of the state search's runs (pytest), when it ran: after the classification,
     /// one run per set of polluters or state-setters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +99,9 @@ impl ClassificationCost {
                 ));
             }
             None => {}
+        }
+        if let Some(why) = &self.one_at_a_time {
+            text.push_str(&format!(", one at a time: {why}"));
         }
         if let Some(seconds) = self.state_search {
             text.push_str(&format!("; then the state search {seconds:.1} s"));

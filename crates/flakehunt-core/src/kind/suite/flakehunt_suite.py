@@ -7,7 +7,8 @@ knows, so that no option of a project (``-v``, ``-q -q``, a plugin that changes 
 changes what flakehunt reads:
 
 - With ``--flakehunt-collect FILE``: once the session is configured, one JSON object naming
-  pytest's rootdir and whether pytest-xdist distributes the tests; once collection is done, the
+  pytest's rootdir, whether pytest-xdist distributes the tests and whether pytest-cov measures
+  them; once collection is done, the
   same object with the node id of every item the session would run (``session.items``, after
   deselection and every plugin's changes: doctests and parametrized ids exactly as pytest names
   them) and every collection error in pytest's own words. It also stops the collection at a
@@ -120,6 +121,8 @@ def pytest_configure(config):
     _COLLECTED["rootdir"] = _rootdir(config)
     numprocesses = getattr(config.option, "numprocesses", None)
     _COLLECTED["xdist"] = bool(numprocesses) and config.pluginmanager.hasplugin("xdist")
+    # pytest-cov registers its plugin only when the options ask for coverage (--cov).
+    _COLLECTED["coverage"] = config.pluginmanager.get_plugin("_cov") is not None and not getattr(config.option, "no_cov", False)
     _write_collected(config)
 
 

@@ -31,8 +31,10 @@ impl crate::kind::Hunt for Suite {
             })?;
             let runs: Vec<&super::state::SearchRun> = findings.iter().filter_map(|f| f.run.as_ref()).collect();
             if let Some(setup) = record.manifest.extra.suite.as_ref() {
-                suite.cost = super::side_by_side::cost_of(&attempts, baseline, setup.collect_seconds)
-                    .map(|cost| cost.with_state_search(&runs));
+                suite.cost = super::side_by_side::cost_of(&attempts, baseline, setup.collect_seconds).map(|cost| {
+                    let one_at_a_time = setup.one_at_a_time().map(str::to_owned);
+                    super::cost::ClassificationCost { one_at_a_time, ..cost.with_state_search(&runs) }
+                });
                 if let Some(cost) = suite.cost.as_ref().filter(|_| !suite.tests.is_empty()) {
                     summary.notes.push(cost.note());
                 }

@@ -176,6 +176,10 @@ pub struct Pytest {
     /// does ([`pytestlog::INITPATHS_VAR`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub initial_paths: Vec<String>,
+    /// pytest-cov measures the runs: each writes its data files into the project's directory
+    /// and combines the ones it finds there, so runs side by side would take each other's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub coverage: bool,
 }
 
 impl Pytest {

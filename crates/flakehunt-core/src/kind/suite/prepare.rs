@@ -150,6 +150,7 @@ fn pytest(
     let seconds = started.elapsed().as_secs_f64();
     let ids = collected.items.unwrap_or_default();
     pytest.initial_paths = collected.initialpaths;
+    pytest.coverage = collected.coverage;
     let mut built = crate::kind::adapter::Built::default();
     if asked.thread_exceptions {
         // After the collection, which the check has nothing to do with.

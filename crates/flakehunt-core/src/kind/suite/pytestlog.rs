@@ -46,6 +46,9 @@ pub struct Collected {
     /// pytest-xdist is loaded and the options ask it to distribute (`-n`).
     #[serde(default)]
     pub xdist: bool,
+    /// pytest-cov measures the runs (`--cov`).
+    #[serde(default)]
+    pub coverage: bool,
     /// The node ids of `session.items`; none when collection did not finish.
     #[serde(default)]
     pub items: Option<Vec<TestId>>,

@@ -250,7 +250,8 @@ pub struct Live<'a> {
     pub error: Option<RecordError>,
     /// The runner could not be started at all.
     pub fatal: Option<std::io::Error>,
-    /// Runs that may go at once on this machine (its CPUs, at most [`MAX_AT_ONCE`]).
+    /// Runs that may go at once on this machine (its CPUs, at most [`MAX_AT_ONCE`]; one when
+    /// the setup says they cannot, [`SuiteSetup::one_at_a_time`]).
     pub width: usize,
     /// The shuffled attempt the side-by-side check copies, with its iteration (see
     /// [`super::side_by_side::reference`]).
@@ -277,7 +278,7 @@ impl<'a> Live<'a> {
             ids,
             error: None,
             fatal: None,
-            width: cpus.clamp(1, MAX_AT_ONCE),
+            width: if exec.setup.one_at_a_time().is_some() { 1 } else { cpus.clamp(1, MAX_AT_ONCE) },
             reference: None,
             at_once: 1,
         }

@@ -200,6 +200,18 @@ impl SuiteSetup {
         })
     }
 
+    /// Why the classification's runs cannot go side by side whatever the suite's tests do, if
+    /// they cannot: pytest-cov's data files, which every run writes into the project's directory
+    /// and combines from there.
+    pub fn one_at_a_time(&self) -> Option<&'static str> {
+        match &self.runner {
+            SuiteRunner::Pytest { pytest, .. } if pytest.coverage => Some(
+                "pytest-cov measures the runs: each writes its data files into the project's directory and combines the ones it finds there, so runs side by side would take each other's",
+            ),
+            _ => None,
+        }
+    }
+
     /// The directory of flakehunt's pytest plugins (the results plugin and the repeat plugin).
     pub fn plugin_dir(&self) -> PathBuf {
         self.files.join(PLUGIN_DIR)

@@ -84,6 +84,7 @@ pub fn cost_of(attempts: &[Attempt], baseline: &str, collect_seconds: f64) -> Op
         ratio: if plain_run > 0.0 { (wall / plain_run * 10.0).round() / 10.0 } else { 0.0 },
         at_once: most_at_once(&side_by_side_runs).max(1),
         side_by_side,
+        one_at_a_time: None,
         state_search: None,
     })
 }
