@@ -16,12 +16,26 @@ pub struct Display {
     per_cell: BTreeMap<String, (u64, u64)>,
     seen: HashSet<String>,
     quiet: bool,
+    /// The notes on how flakehunt runs the attempts, each once, for after the summary.
+    asides: Vec<flakehunt_core::render::events::EventLine>,
 }
 
 impl Display {
     /// A display; `quiet` keeps only the bar and what goes wrong.
     pub fn new(quiet: bool) -> Self {
-        Self { bar: None, failures: 0, per_cell: BTreeMap::new(), seen: HashSet::new(), quiet }
+        Self { bar: None, failures: 0, per_cell: BTreeMap::new(), seen: HashSet::new(), quiet, asides: Vec::new() }
+    }
+
+    /// Prints the notes on how flakehunt ran the attempts, once each, after the summary (a
+    /// newcomer's first lines are about the target, not about flakehunt's warm mode or checks).
+    pub fn print_asides(&self) {
+        for line in &self.asides {
+            if line.always {
+                self.println(&line.text);
+            } else {
+                self.say(&line.text);
+            }
+        }
     }
 
     fn start_bar(&mut self, planned: u64, done: u64) -> &ProgressBar {
@@ -117,6 +131,8 @@ impl EventSink for Display {
             }
             Event::AttemptFinished { attempt, .. } => self.attempt_finished(attempt),
             _ => match flakehunt_core::render::events::line(event) {
+                Some(line) if line.aside && !self.asides.contains(&line) => self.asides.push(line),
+                Some(line) if line.aside => {}
                 Some(line) if line.always => self.println(&line.text),
                 Some(line) => self.say(&line.text),
                 None => {}
