@@ -326,3 +326,23 @@ fn notes_on_how_attempts_run_come_once_after_the_conclusion() {
     assert_eq!(checks, 1, "once: {text}");
     assert!(!lines[0].starts_with("checks: ") && !lines[0].starts_with("flakehunt: "), "{text}");
 }
+
+/// Before any attempt has passed the hang rule has no limit: an attempt that took long then is
+/// said to have run without one, once, while the hunt goes on (a target that hangs on its first
+/// attempts would otherwise wait out its own timers in silence).
+#[test]
+fn a_long_first_attempt_is_said_to_have_had_no_hang_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = script(dir.path(), "slow-failure.sh", "#!/bin/sh\nsleep 6\necho 'deadlock' >&2\nexit 2\n");
+    let out = run_in(dir.path(), &["hunt", "--budget", "9s", "--record", "rec", "--", target.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("no attempt has passed yet")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("--timeout (10m) or the budget's end"), "{}", said[0]);
+    // With --timeout the hang rule does not apply: nothing to say.
+    let out = run_in(
+        dir.path(),
+        &["hunt", "--budget", "9s", "--timeout", "7s", "--record", "rec2", "--", target.to_str().unwrap()],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no attempt has passed yet"));
+}
