@@ -454,6 +454,14 @@ fn every_kind_of_pytest_item_gets_a_checked_reproducer_judged_by_its_own_result(
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(summary["verdict"], "not-reproduced", "{stderr}");
     assert!(summary["tests"].as_array().unwrap().is_empty(), "{summary}");
+    // Every run exited 2 (the conftest), no test failed: the per-cell counts follow the tests.
+    assert_eq!(
+        (summary["cells"][0]["attempts"].as_u64(), summary["cells"][0]["failures"].as_u64()),
+        (Some(3), Some(0))
+    );
+    let shuffled: Vec<Value> =
+        attempts_in(&clean_record).into_iter().filter(|a| a["suite"]["role"] == "shuffled").collect();
+    assert!(shuffled.iter().all(|a| a["exit_code"] == 2 && a["outcome"] == "pass"), "{shuffled:?}");
     assert_eq!(std::fs::read_dir(&noise).unwrap().count(), 2, "the noise happened");
 }
 

@@ -86,6 +86,16 @@ impl SuiteExecution<'_> {
         // Read before anything is redacted: a marker in a test's id would hide its result.
         let tests = self.setup.results(req, &prepared, &finished.attempt, &output);
         drop(output);
+        // A suite's run is judged by its tests' own results: one whose process failed though
+        // every test reported and none failed (a coverage threshold, a plugin) passed, as the
+        // per-cell counts say; its exit status stays in the record, and `failed_otherwise` why.
+        // What a check found (a leak, a thread's exception) still fails it.
+        if finished.attempt.outcome == crate::record::Outcome::Fail
+            && finished.attempt.hidden.is_empty()
+            && tests.failed_otherwise.is_some()
+        {
+            finished.attempt.outcome = crate::record::Outcome::Pass;
+        }
         finished.attempt.suite = Some(Box::new(tests));
         finished.seal();
         seal_suite_part(&mut finished.attempt, self.ids);
