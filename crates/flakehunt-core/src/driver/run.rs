@@ -115,6 +115,18 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
         }
+        (RecordRequest::Resume(dir), HuntKind::Verify(_))
+            if Record::open(dir).is_ok_and(|r| r.manifest.kind == kind && r.manifest.extra.fire.is_some()) =>
+        {
+            // A fire record's verification climbs its ladder again: resumed as fire resumes.
+            let record = open_for_resume(dir, kind)?;
+            let extra = &record.manifest.extra;
+            let steps = extra.verify.as_ref().zip(extra.fire.as_ref()).map(|(v, f)| crate::kind::verify::fire::ladder(f, v));
+            let (options, normalizer, resumed, resumption) = crate::kind::fire::prepare::resume(dir, steps, false)?;
+            let recorder = Recorder::resume(dir, resumption);
+            let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
+        }
         (RecordRequest::Resume(dir), _) => {
             let record = open_for_resume(dir, kind)?;
             let recorder = Recorder::resume(dir, Resumption::default());
@@ -146,6 +158,15 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let new_dir = crate::record::check_new(&dir)?;
             let verify = crate::kind::verify::prepare::new(spec, req, &dir, sink)?;
             let seed = spec.seed.unwrap_or_else(random_seed);
+            // A fire record's verification climbs the ladder its rejected level repeats on.
+            let ladder = match (&verify.extra.verify, &verify.extra.fire) {
+                (Some(v), Some(f)) => Some(Ladder {
+                    options: crate::kind::verify::fire::ladder(f, v),
+                    normalizer: Normalizer::new(&f.ignore, &f.ignore_columns).map_err(HuntError::Normalizer)?,
+                    resumed: None,
+                }),
+                _ => None,
+            };
             let (manifest, recorder) = create_record(
                 kind,
                 verify.target,
@@ -157,7 +178,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 spec.shard,
                 &dir,
             )?;
-            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
         }
         (RecordRequest::New(record), HuntKind::Suite(_)) => {
             crate::kind::suite::prepare::check(spec)?;
@@ -357,6 +378,7 @@ fn execute(
                 normalizer: ladder.normalizer.clone(),
                 sandboxes,
                 token_salt: (manifest.seed >> 32) as u32,
+                budget: session.durations.budget,
             };
             match fire.check_state() {
                 Ok(copied) if fire.options.state.is_some() => sink.event(&Event::StateCopied(&copied))?,

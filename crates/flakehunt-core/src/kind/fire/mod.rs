@@ -18,5 +18,7 @@ pub use level_report::{CheckResult, LevelReport, LEVELS};
 pub use options::{reference_cell, FireOptions};
 pub use resume::{prepare as prepare_resume, Resumed};
 pub use runner::{FireEnd, FireError, FireRunner, FireSinks, SANDBOXES};
-pub use summary::{headline_text, summarize, FireSummary, LevelSummary, ReferenceSummary};
+pub use summary::{
+    headline_text, position_key, summarize, summarize_ladder, FireSummary, LevelRuns, LevelSummary, ReferenceSummary,
+};
 pub use verdict::Verdict;

@@ -1,6 +1,6 @@
 //! Verify as a kind of hunt: its plan is the static schedule of the verified conditions, its
-//! summary the common one with the verdict on the fix ([`super::summary::apply`]). Main type:
-//! [`Verify`].
+//! summary the common one with the verdict on the fix ([`super::summary::apply`]), or, verifying
+//! a fire record, the ladder's ([`super::fire::summarize`]). Main type: [`Verify`].
 
 use crate::analysis::{Pass, Summary};
 use crate::record::{Record, RecordError};
@@ -14,6 +14,10 @@ impl crate::kind::Hunt for Verify {
     }
 
     fn summarize(&self, record: &Record) -> Result<Summary, RecordError> {
+        // A fire record's verification climbs a ladder: its level runs are its attempts.
+        if let (Some(verify), Some(fire)) = (&record.manifest.extra.verify, &record.manifest.extra.fire) {
+            return super::fire::summarize(record, verify, fire);
+        }
         let mut plan = super::VerifyPlan::new(&record.manifest);
         let pass = Pass::over(record, &mut plan, |_| true, None)?;
         let mut summary = pass.summary(record, &mut plan)?;

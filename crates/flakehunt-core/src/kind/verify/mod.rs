@@ -2,9 +2,11 @@
 //! The verified record says which cells reproduced it and at what rate ([`source`]); that rate
 //! says how many clean attempts rule it out ([`attempts`]); the cells run that many times through
 //! the one driver, and the summary judges `fixed`, `not-fixed` or `inconclusive` ([`summary`]).
+//! A fire record's rejected level is run again on its ladder, a level run the attempt ([`fire`]).
 //! Main type: [`VerifyOptions`], what the verify record's manifest keeps.
 
 pub mod attempts;
+pub mod fire;
 mod hunt;
 pub mod options;
 pub mod plan;
@@ -16,4 +18,4 @@ pub mod summary;
 pub use hunt::Verify;
 pub use options::{Condition, Role, VerifyOptions, DEFAULT_LEVEL};
 pub use plan::VerifyPlan;
-pub use summary::VerifyDetails;
+pub use summary::{VerifyDetails, Words};

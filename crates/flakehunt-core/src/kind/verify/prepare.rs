@@ -48,6 +48,9 @@ pub fn new(
     };
     let command_given = !spec.target.command.is_empty() || spec.target.shell.is_some();
     let source = source::read(dir, req.level, (!command_given).then_some(dir_new))?;
+    if source.fire.is_some() {
+        return fire(spec, source, command_given, dir_new, sink);
+    }
     let verified = &source.record.manifest;
     if command_given && source.target.is_some() {
         return Err(HuntError::usage(format!(
@@ -99,6 +102,57 @@ pub fn new(
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
 }
 
+/// A verification of a fire record: the verified command (or the one given), run on the
+/// record's ladder cut after its last rejected level, against fresh sandboxes of its `--state`
+/// as the state is now, the rejected level as many times as its rate needs.
+fn fire(
+    spec: &HuntSpec,
+    source: source::Source,
+    command_given: bool,
+    dir_new: &std::path::Path,
+    sink: &mut dyn EventSink,
+) -> Result<Prepared, HuntError> {
+    let Some(fire) = source.fire else { unreachable!("called for a fire record's source") };
+    if spec.shard.is_some() {
+        return Err(HuntError::usage("a fire record's verification climbs one ladder on one machine: drop --shard"));
+    }
+    if spec.settings.warm == Some(true) {
+        return Err(HuntError::usage("a fire record's runs each start a new process, as fire's did: drop --warm"));
+    }
+    if let Some(state) = &fire.state {
+        crate::state::validate_source(state)
+            .map_err(|error| HuntError::StateGone { state: state.clone(), error: Box::new(error) })?;
+    }
+    crate::kind::fire::prepare::check_record_dir(dir_new, fire.state.as_deref())?;
+    let verified = &source.record.manifest;
+    let target = if command_given {
+        let mut target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?;
+        // Runs start in their sandbox, as fire's do: a relative program path would name nothing there.
+        if !target.shell && target.argv[0].contains('/') && std::path::Path::new(&target.argv[0]).is_relative() {
+            let absolute =
+                std::path::absolute(&target.argv[0]).map_err(|e| HuntError::io(target.argv[0].clone(), e))?;
+            target.argv[0] = absolute.display().to_string();
+        }
+        target
+    } else {
+        verified.target.clone()
+    };
+    let options = VerifyOptions { command_given, ..source.options };
+    let steps = super::fire::ladder(&fire, &options);
+    let mut settings = verified.plan.clone();
+    settings.runs = steps.planned_runs(steps.ladder.0.len());
+    settings.jobs = steps.ladder.0.iter().map(|l| l.workers).max().unwrap_or(1);
+    settings.until_fails = None;
+    settings.budget_seconds = spec.settings.budget.map(|d| d.as_secs_f64());
+    settings.warm = None;
+    if spec.settings.timeout_given {
+        settings.timeout_seconds = spec.settings.timeout.as_secs_f64();
+    }
+    sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
+    let extra = Extra { fire: Some(fire), verify: Some(options), ..Extra::default() };
+    Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
 /// `target` run in the directory the verified hunt ran in (its snapshot's `cwd`), so that its
 /// relative paths name what they named then, wherever the verification is started.
 fn in_hunts_directory(target: Target, record: &crate::record::Record) -> Result<Target, HuntError> {
@@ -124,36 +178,67 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
     use crate::analysis::stats::format_rate;
     let at = level_text(options.level);
     let miss = level_text(1.0 - options.level);
+    let words = super::Words::of(&options.kind);
     let mut lines = Vec::new();
     for c in options.conditions.iter().filter(|c| c.role == Role::Condition) {
         let Some(needed) = c.needed else { continue };
         let low = attempts::rate_to_rule_out(c.failures, c.attempts).unwrap_or(0.0);
+        let (failed, failing, clean) = if words.counts_named {
+            ("was rejected in", "rejected", "level runs without a rejection")
+        } else {
+            ("failed", "failing", "clean attempts")
+        };
         lines.push(format!(
-            "verify: {} failed {}/{} in {} ({}, 95 % interval {} .. {}): were it still failing at {}, {needed} clean attempts in a row would happen less than {miss} of the time, so {needed} attempts prove a fix at {at}",
+            "verify: {} {failed} {}/{}{} in {} ({}, 95 % interval {} .. {}): were it still {failing} at {}, {needed} {clean} in a row would happen less than {miss} of the time, so {} prove a fix at {at}",
             c.cell,
             c.failures,
             c.attempts,
+            if words.counts_named { format!(" {}", words.units) } else { String::new() },
             c.source,
             format_rate(c.rate()),
             format_rate(c.ci95[0]),
             format_rate(c.ci95[1]),
             format_rate(low),
+            words.count(needed),
         ));
     }
     let names: Vec<&str> = options.conditions.iter().map(|c| c.cell.as_str()).collect();
-    let seconds: f64 = options.conditions.iter().map(|c| c.mean_seconds * options.attempts as f64).sum();
-    lines.push(format!(
-        "verify: running {} attempts of each of {} ({} of {} {}, about {})",
-        options.attempts,
-        names.join(", "),
-        options.kind,
-        options.record.display(),
-        options.run_id,
-        duration_text(seconds),
-    ));
+    // A fire record's levels below the rejected one are climbed once each, not `attempts` times.
+    let times =
+        |c: &super::Condition| if words.counts_named && c.role == Role::Baseline { 1 } else { options.attempts };
+    let seconds: f64 = options.conditions.iter().map(|c| c.mean_seconds * times(c) as f64).sum();
+    if words.counts_named {
+        let (conditions, below): (Vec<&super::Condition>, Vec<&super::Condition>) =
+            options.conditions.iter().partition(|c| c.role == Role::Condition);
+        let names = |cs: &[&super::Condition]| cs.iter().map(|c| c.cell.as_str()).collect::<Vec<_>>().join(", ");
+        lines.push(format!(
+            "verify: climbing the ladder {}again: {} of {}{}, each in a fresh sandbox compared with a sequential reference (fire {} {}, about {})",
+            if below.is_empty() { String::new() } else { format!("(the levels below, {}, once each) ", names(&below)) },
+            words.count(options.attempts),
+            names(&conditions),
+            if conditions.len() > 1 { " each" } else { "" },
+            options.record.display(),
+            options.run_id,
+            duration_text(seconds),
+        ));
+    } else {
+        lines.push(format!(
+            "verify: running {} attempts of each of {} ({} of {} {}, about {})",
+            options.attempts,
+            names.join(", "),
+            options.kind,
+            options.record.display(),
+            options.run_id,
+            duration_text(seconds),
+        ));
+    }
     if let Some(budget) = budget.filter(|b| b.as_secs_f64() < seconds) {
-        let per_round: f64 = options.conditions.iter().map(|c| c.mean_seconds).sum();
-        let fits = if per_round > 0.0 { (budget.as_secs_f64() / per_round).floor() as u64 } else { options.attempts };
+        // What runs every round, after what a fire ladder climbs once first.
+        let (once, per_round): (Vec<&super::Condition>, Vec<&super::Condition>) =
+            options.conditions.iter().partition(|c| words.counts_named && c.role == Role::Baseline);
+        let per_round: f64 = per_round.iter().map(|c| c.mean_seconds).sum();
+        let left = budget.as_secs_f64() - once.iter().map(|c| c.mean_seconds).sum::<f64>();
+        let fits = if per_round > 0.0 { (left.max(0.0) / per_round).floor() as u64 } else { options.attempts };
         let weakest = options
             .conditions
             .iter()
@@ -162,9 +247,9 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
             .min_by(f64::total_cmp)
             .unwrap_or(0.0);
         lines.push(format!(
-            "verify: --budget {} fits about {fits} of the {} attempts: {fits} clean ones would rule out {} at only {} (not {at}), and the verdict would be inconclusive; about {} fits them all",
+            "verify: --budget {} fits about {fits} of the {}: {fits} clean ones would rule out {} at only {} (not {at}), and the verdict would be inconclusive; about {} fits them all",
             humantime::format_duration(budget),
-            options.attempts,
+            words.count(options.attempts),
             format_rate(weakest),
             confidence_text(attempts::confidence_after(fits, weakest)),
             duration_text(seconds),

@@ -30,6 +30,9 @@ pub struct Source {
     /// The record's test binary built again from the code as it is now (its suite's
     /// reproducers already run it).
     pub rebuilt: Option<super::rebuild::Rebuilt>,
+    /// A fire record's: the ladder the verification climbs (the record's, cut after its last
+    /// rejected level) with the record's state, masks and checks.
+    pub fire: Option<crate::kind::fire::FireOptions>,
 }
 
 /// The placeholder a suite verification's cells fill with their test's reproducer.
@@ -57,15 +60,18 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
                 record.manifest.extra.verify.as_ref().map_or_else(|| "?".into(), |v| v.record.display().to_string())
             )))
         }
-        Kind::Fire => {
-            return Err(HuntError::usage(format!(
-                "{} is a fire record: verify re-runs the reproduction of a `hunt`, `sweep`, `matrix` or `suite` record so far",
-                dir.display(),
-            )))
-        }
+        Kind::Fire => {}
     }
     let summary = crate::kind::summarize(&record)?;
-    if summary.failures == 0 || matches!(summary.verdict.as_str(), "not-reproduced" | "rumour") {
+    if kind == Kind::Fire && summary.verdict != "reject" {
+        return Err(HuntError::usage(format!(
+            "{} rejected no level of its ladder (verdict {}): there is no failure to prove fixed; verify the record of a fire hunt that rejected one",
+            dir.display(),
+            summary.verdict
+        )));
+    }
+    if kind != Kind::Fire && (summary.failures == 0 || matches!(summary.verdict.as_str(), "not-reproduced" | "rumour"))
+    {
         return Err(HuntError::usage(format!(
             "{} reproduced nothing (verdict {}): there is no failure to prove fixed; verify the record of a hunt that reproduced it",
             dir.display(),
@@ -77,7 +83,7 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         None => None,
     };
     let mut signatures = signatures_by_cell(&record)?;
-    let mut suite_cells = None;
+    let (mut suite_cells, mut fire, mut fire_cells) = (None, None, None);
     let mut conditions = match kind {
         Kind::Adaptive => hunt_conditions(&summary),
         Kind::Matrix => matrix_conditions(&summary),
@@ -85,6 +91,20 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
             let (conditions, cells, by_test) = suite_conditions(&summary, &record, rebuilt.as_ref())?;
             suite_cells = Some(cells);
             signatures = by_test;
+            conditions
+        }
+        Kind::Fire => {
+            let options =
+                record.manifest.extra.fire.as_ref().ok_or_else(|| {
+                    HuntError::Damaged(format!("{}: the manifest holds no fire options", dir.display()))
+                })?;
+            let (conditions, cells, options) = super::fire::conditions(&summary, options).ok_or_else(|| {
+                HuntError::Damaged(format!("{}: its verdict rejects, but no level of its ladder does", dir.display()))
+            })?;
+            // A level's failure is the kind of its rejection, which the conditions hold.
+            signatures = conditions.iter().map(|c| (c.cell.clone(), c.signatures.iter().cloned().collect())).collect();
+            fire_cells = Some(cells);
+            fire = Some(options);
             conditions
         }
         _ => sweep_conditions(&summary),
@@ -107,18 +127,21 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         Some(cells) => cells.clone(),
         None => record.cells()?,
     };
-    let cells = conditions
-        .iter()
-        .map(|c| {
-            all.iter().find(|s| s.name == c.cell).cloned().ok_or_else(|| {
-                HuntError::Damaged(format!(
-                    "{}: its summary names cell {}, which its manifest lacks",
-                    dir.display(),
-                    c.cell
-                ))
+    let cells = match fire_cells {
+        Some(cells) => cells,
+        None => conditions
+            .iter()
+            .map(|c| {
+                all.iter().find(|s| s.name == c.cell).cloned().ok_or_else(|| {
+                    HuntError::Damaged(format!(
+                        "{}: its summary names cell {}, which its manifest lacks",
+                        dir.display(),
+                        c.cell
+                    ))
+                })
             })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let options = VerifyOptions {
         record: std::path::absolute(dir).map_err(|e| HuntError::io(dir.display().to_string(), e))?,
         kind: kind.name().to_owned(),
@@ -129,8 +152,12 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         attempts: most,
         command_given: false,
     };
+    if let Some(fire) = &fire {
+        let steps = super::fire::ladder(fire, &options);
+        crate::bounds::check_runs("the runs of a verification's ladder", steps.planned_runs(steps.ladder.0.len()))?;
+    }
     let target = suite_cells.map(|_| Target::shell(format!("{{{REPRODUCER}}}")));
-    Ok(Source { options, cells, record, target, rebuilt })
+    Ok(Source { options, cells, record, target, rebuilt, fire })
 }
 
 /// A condition from a cell's counts in `summary`.

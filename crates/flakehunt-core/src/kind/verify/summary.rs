@@ -55,13 +55,13 @@ pub struct Rate {
 }
 
 impl Rate {
-    fn of(failures: u64, attempts: u64) -> Self {
+    pub(super) fn of(failures: u64, attempts: u64) -> Self {
         let (lo, hi) = stats::wilson(failures, attempts, stats::Z95);
         let rate = if attempts == 0 { 0.0 } else { failures as f64 / attempts as f64 };
         Self { attempts, failures, rate, ci95: [lo, hi] }
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         format!("{} ({}/{})", format_rate(self.rate), self.failures, self.attempts)
     }
 }
@@ -168,8 +168,13 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<St
                 SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen_before(&s.signature) }
             })
             .collect();
-        results.push(judge(c, Now { rate: now, hung, inert, signatures }, level));
+        results.push(judge(c, Now { rate: now, hung, inert, signatures }, level, Words::ATTEMPTS));
     }
+    conclude(summary, options, results);
+}
+
+/// Gives `summary` the verification's verdict, from each condition's `results`, and its details.
+pub(super) fn conclude(summary: &mut Summary, options: &VerifyOptions, results: Vec<ConditionResult>) {
     for cell in &mut summary.cells {
         cell.p_value = None;
         cell.amplification = None;
@@ -198,7 +203,7 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<St
             run_id: options.run_id.clone(),
             hash: options.hash.clone(),
         },
-        level,
+        level: options.level,
         planned: options.attempts,
         conditions: results,
     };
@@ -221,20 +226,77 @@ pub fn hangs_by_cell(record: &crate::record::Record) -> Result<BTreeMap<String, 
     Ok(hangs)
 }
 
-/// What a verification saw under one cell.
-struct Now {
-    /// Its failures in its attempts, hangs left out.
-    rate: Rate,
-    /// Its hangs (none when the verified record hung too: they are then its failure).
-    hung: u64,
-    /// Why its condition had no effect here.
-    inert: Option<String>,
-    /// The signatures of its failures.
-    signatures: Vec<SeenSignature>,
+/// How a verification's sentences name what it runs and what goes wrong: attempts that fail,
+/// or (a fire record's) level runs that the ladder rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Words {
+    /// One of what runs: `attempt`, `level run`.
+    pub unit: &'static str,
+    /// Several.
+    pub units: &'static str,
+    /// What a failure is called: `failure`, `rejection`.
+    pub failure: &'static str,
+    /// How a condition is named after a failure: `under tight-gil`, `at 8x40`.
+    pub at: &'static str,
+    /// What tells two failures apart: `signature`, `kind of rejection`.
+    pub signature: &'static str,
+    /// A condition that failed again: `still fails`.
+    pub still: &'static str,
+    /// Counts name their unit (`0/20 level runs`); attempts go without (`0/15`).
+    pub counts_named: bool,
 }
 
-/// One cell's verdict.
-fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
+impl Words {
+    /// Attempts that fail (a hunt's, a sweep's, a matrix's or a suite's reproduction).
+    pub const ATTEMPTS: Words = Words {
+        unit: "attempt",
+        units: "attempts",
+        failure: "failure",
+        at: "under",
+        signature: "signature",
+        still: "still fails",
+        counts_named: false,
+    };
+    /// Level runs that the ladder rejects (a fire record's).
+    pub const LEVEL_RUNS: Words = Words {
+        unit: "level run",
+        units: "level runs",
+        failure: "rejection",
+        at: "at",
+        signature: "kind of rejection",
+        still: "is still rejected",
+        counts_named: true,
+    };
+
+    /// The words of a verification of a record of kind `kind` (its name).
+    pub fn of(kind: &str) -> Self {
+        if kind == Kind::Fire.name() {
+            Self::LEVEL_RUNS
+        } else {
+            Self::ATTEMPTS
+        }
+    }
+
+    /// `1 attempt`, `20 level runs`.
+    pub fn count(&self, n: u64) -> String {
+        format!("{n} {}", if n == 1 { self.unit } else { self.units })
+    }
+}
+
+/// What a verification saw under one cell.
+pub(super) struct Now {
+    /// Its failures in its attempts, hangs left out.
+    pub rate: Rate,
+    /// Its hangs (none when the verified record hung too: they are then its failure).
+    pub hung: u64,
+    /// Why its condition had no effect here.
+    pub inert: Option<String>,
+    /// The signatures of its failures.
+    pub signatures: Vec<SeenSignature>,
+}
+
+/// One cell's verdict, said in `words`.
+pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> ConditionResult {
     let Now { rate: now, hung, inert, signatures } = seen;
     let then = Rate::of(c.failures, c.attempts);
     let at = level_text(level);
@@ -255,12 +317,26 @@ fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
             let more = if new.len() > 1 { format!(" (and {} more)", new.len() - 1) } else { String::new() };
             format!("{first}{}{more}", if first.len() < new[0].len() { "..." } else { "" })
         };
-        let which = match (new.len(), signatures.len()) {
-            (0, _) => "the same signature".to_owned(),
-            (n, all) if n == all => format!("a new signature: {}", first_new()),
-            _ => format!("the same signature, and a new one: {}", first_new()),
+        let what = words.signature;
+        // A fire record's kinds of rejection are few and short: say which it is.
+        let same = if words.counts_named {
+            let seen: Vec<&str> = signatures.iter().filter(|s| s.seen_before).map(|s| s.signature.as_str()).collect();
+            format!("the same {what}: {}", seen.join(", "))
+        } else {
+            format!("the same {what}")
         };
-        ("not-fixed", format!("{name} still fails: {} now, was {}, {} ({which})", now.text(), then.text(), format_p(p)))
+        let which = match (new.len(), signatures.len()) {
+            (0, _) => same,
+            (n, all) if n == all && words.counts_named && !c.signatures.is_empty() => {
+                format!("a new {what}: {}, was {}", first_new(), c.signatures.join(", "))
+            }
+            (n, all) if n == all => format!("a new {what}: {}", first_new()),
+            _ => format!("the same {what}, and a new one: {}", first_new()),
+        };
+        (
+            "not-fixed",
+            format!("{name} {}: {} now, was {}, {} ({which})", words.still, now.text(), then.text(), format_p(p)),
+        )
     } else if hung > 0 {
         (
             "inconclusive",
@@ -288,9 +364,12 @@ fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
             (
                 "fixed",
                 format!(
-                    "failure rate under {name} now < {} at {at} (0/{}), was {}",
+                    "{} rate {} {name} now < {} at {at} (0/{}{}), was {}",
+                    words.failure,
+                    words.at,
                     format_rate(b),
                     now.attempts,
+                    if words.counts_named { format!(" {}", words.units) } else { String::new() },
                     then.text()
                 ),
             )
@@ -299,8 +378,10 @@ fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
             (
                 "inconclusive",
                 format!(
-                    "no failure under {name} in {} (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
-                    if now.attempts == 1 { "1 attempt".to_owned() } else { format!("{} attempts", now.attempts) },
+                    "no {} {} {name} in {} (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
+                    words.failure,
+                    words.at,
+                    words.count(now.attempts),
                     format_rate(b),
                     format_rate(rule_out),
                     confidence_text(attempts::confidence_after(now.attempts, rule_out)),
@@ -355,12 +436,12 @@ mod tests {
         let c = condition(8, 11);
         let n = c.needed.unwrap();
         // Enough clean attempts, and one that hung: no proof of a fix, and not the race again.
-        let r = judge(&c, Now { hung: 1, ..now(Rate::of(0, n), None, Vec::new()) }, 0.99);
+        let r = judge(&c, Now { hung: 1, ..now(Rate::of(0, n), None, Vec::new()) }, 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive", "{}", r.text);
         assert!(r.text.contains(&format!("hung in 1 of {} attempts", n + 1)), "{}", r.text);
         // The race as well: not fixed, whatever hung.
         let same = vec![SeenSignature { signature: "exit 1: AssertionError".into(), seen_before: true }];
-        let r = judge(&c, Now { hung: 1, ..now(Rate::of(2, n), None, same) }, 0.99);
+        let r = judge(&c, Now { hung: 1, ..now(Rate::of(2, n), None, same) }, 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "not-fixed", "{}", r.text);
     }
 
@@ -368,7 +449,7 @@ mod tests {
     fn a_condition_inert_in_the_verified_record_proves_nothing() {
         let c = Condition { inert_then: Some("the program set its own switch interval".into()), ..condition(8, 16) };
         let n = c.needed.unwrap();
-        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99);
+        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive", "{}", r.text);
         assert!(r.text.contains("had no effect in the verified record"), "{}", r.text);
     }
@@ -377,7 +458,7 @@ mod tests {
     fn enough_clean_attempts_are_fixed_with_the_bound() {
         let c = condition(8, 11);
         let n = c.needed.unwrap();
-        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99);
+        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "fixed");
         assert!(r.text.starts_with("failure rate under tight-gil now < "), "{}", r.text);
         assert!(r.text.contains(&format!("at 99 % (0/{n}), was 72.7% (8/11)")), "{}", r.text);
@@ -386,7 +467,7 @@ mod tests {
     #[test]
     fn too_few_clean_attempts_are_inconclusive_and_say_what_they_rule_out() {
         let c = condition(8, 11);
-        let r = judge(&c, now(Rate::of(0, 2), None, Vec::new()), 0.99);
+        let r = judge(&c, now(Rate::of(0, 2), None, Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive", "{}", r.text);
         assert!(r.text.contains("rule it out at only"), "{}", r.text);
     }
@@ -394,7 +475,8 @@ mod tests {
     #[test]
     fn an_inert_condition_is_no_evidence() {
         let c = condition(8, 11);
-        let r = judge(&c, now(Rate::of(0, 100), Some("no interval reported".into()), Vec::new()), 0.99);
+        let r =
+            judge(&c, now(Rate::of(0, 100), Some("no interval reported".into()), Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive");
     }
 
@@ -402,11 +484,11 @@ mod tests {
     fn a_failure_now_is_not_fixed_and_says_which_signature() {
         let c = condition(8, 11);
         let same = vec![SeenSignature { signature: "exit 1: AssertionError".into(), seen_before: true }];
-        let r = judge(&c, now(Rate::of(3, 10), None, same), 0.99);
+        let r = judge(&c, now(Rate::of(3, 10), None, same), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "not-fixed");
         assert!(r.text.contains("(the same signature)") && r.p_value.is_some(), "{}", r.text);
         let new = vec![SeenSignature { signature: "exit 2: KeyError".into(), seen_before: false }];
-        let r = judge(&c, now(Rate::of(1, 10), Some("inert".into()), new), 0.99);
+        let r = judge(&c, now(Rate::of(1, 10), Some("inert".into()), new), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "not-fixed", "a failure is evidence whatever the condition did");
         assert!(r.text.contains("a new signature: exit 2: KeyError"), "{}", r.text);
     }
