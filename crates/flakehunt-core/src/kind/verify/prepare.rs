@@ -70,7 +70,7 @@ pub fn new(
         if let Some(rebuilt) = &source.rebuilt {
             target.argv = rebuilt.apply(&target.argv);
         }
-        in_hunts_directory(target, &source.record)?
+        rebase_argv(in_hunts_directory(target, &source.record)?, moved_from(&source.record)?.as_deref())
     };
     let mut settings = verified.plan.clone();
     settings.runs = source.options.attempts;
@@ -119,6 +119,11 @@ fn fire(
     if spec.settings.warm == Some(true) {
         return Err(HuntError::usage("a fire record's runs each start a new process, as fire's did: drop --warm"));
     }
+    let mut fire = fire;
+    let moved = moved_from(&source.record)?;
+    if let (Some(state), Some(from)) = (&fire.state, &moved) {
+        fire.state = Some(rebased(state, from).unwrap_or_else(|| state.clone()));
+    }
     if let Some(state) = &fire.state {
         crate::state::validate_source(state)
             .map_err(|error| HuntError::StateGone { state: state.clone(), error: Box::new(error) })?;
@@ -135,7 +140,7 @@ fn fire(
         }
         target
     } else {
-        verified.target.clone()
+        rebase_argv(verified.target.clone(), moved.as_deref())
     };
     let options = VerifyOptions { command_given, ..source.options };
     let steps = super::fire::ladder(&fire, &options);
@@ -151,6 +156,35 @@ fn fire(
     sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
     let extra = Extra { fire: Some(fire), verify: Some(options), ..Extra::default() };
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// The directory the verified hunt ran in (its snapshot's `cwd`) when it is not here: the
+/// record was made on another machine, or in another checkout (a CI runner verifying a record
+/// committed in the repository). Its paths under that directory are then taken under the
+/// current one ([`rebased`]).
+fn moved_from(record: &crate::record::Record) -> Result<Option<PathBuf>, HuntError> {
+    let cwd = record.snapshot()?.and_then(|s| s.get("cwd").and_then(|c| c.as_str()).map(PathBuf::from));
+    Ok(cwd.filter(|c| c.is_absolute() && !c.is_dir()))
+}
+
+/// `path`, under `from` (where the verified hunt ran, a directory not here), as the same path
+/// under the current directory; none when it is not under `from`.
+fn rebased(path: &std::path::Path, from: &std::path::Path) -> Option<PathBuf> {
+    let relative = path.strip_prefix(from).ok()?;
+    std::path::absolute(relative).ok()
+}
+
+/// `target` with each word of its argv that names a path under `from` (see [`moved_from`])
+/// rebased under the current directory (a fire record's program, made absolute when it was
+/// recorded; a test file named by its full path). A shell string is left as it is.
+fn rebase_argv(mut target: Target, from: Option<&std::path::Path>) -> Target {
+    let Some(from) = from.filter(|_| !target.shell) else { return target };
+    for word in &mut target.argv {
+        if let Some(here) = rebased(std::path::Path::new(word.as_str()), from) {
+            *word = here.display().to_string();
+        }
+    }
+    target
 }
 
 /// `target` run in the directory the verified hunt ran in (its snapshot's `cwd`), so that its
