@@ -156,7 +156,10 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         (RecordRequest::New(record), HuntKind::Verify(req)) => {
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
-            let verify = crate::kind::verify::prepare::new(spec, req, &dir, sink)?;
+            // A verification refused before its record is written (a rebuild that failed, or
+            // lacks a check) leaves nothing of it, its test binary's build included.
+            let verify = crate::kind::verify::prepare::new(spec, req, &dir, sink)
+                .inspect_err(|_| new_dir.discard(&[crate::kind::adapter::GO_BUILD_DIR]))?;
             let seed = spec.seed.unwrap_or_else(random_seed);
             // A fire record's verification climbs the ladder its rejected level repeats on.
             let ladder = match (&verify.extra.verify, &verify.extra.fire) {
