@@ -409,7 +409,7 @@ fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
     let run = |args: &[&str]| {
         let out = crate::harness::flakehunt().args(args).envs(env.iter().cloned()).current_dir(&project).output();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| serde_json::Value::Null);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
         (out.status.code(), json, stderr)
     };
     let (code, swept, stderr) = run(&[
