@@ -323,6 +323,10 @@ fn execute(
             let session = crate::session::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
             let warm = session.warm_cells(manifest);
+            // A suite's verification runs its reproducers as the suite checked them.
+            let reproducers = crate::kind::verify::reproducers::SuiteFiles::of(manifest)?;
+            let _tracked =
+                reproducers.as_ref().and_then(|r| Some(session.watchdog.as_ref()?.track_dir(r.plugins.path())));
             let runner = Runner {
                 attempts: AttemptRunner {
                     warm: warm.as_ref().map(|w| w as _),
@@ -345,7 +349,13 @@ fn execute(
                 }
                 let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
                 sinks.event(&Event::Started { planned: plan.planned(), done })?;
-                Ok::<_, HuntError>(runner.run(plan.as_mut(), &mut sinks))
+                let suite = reproducers.as_ref().and_then(|r| r.execution(runner.attempts.clone(), manifest));
+                Ok::<_, HuntError>(match suite {
+                    Some(attempts) => {
+                        Runner { attempts, jobs: runner.jobs, budget: runner.budget }.run(plan.as_mut(), &mut sinks)
+                    }
+                    None => runner.run(plan.as_mut(), &mut sinks),
+                })
             })?;
             // Joined before the session ends, which kills every process it does not know.
             let snapshot = snapshot.and_then(|s| s.join().ok());

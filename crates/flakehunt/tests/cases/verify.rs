@@ -337,12 +337,32 @@ fn a_suites_reproducers_are_verified_test_by_test() {
         "    SETTINGS[\"encoding\"] = \"utf-8\"\n    assert SETTINGS.get",
     );
     edit(&project.join("tests/test_gamma.py"), "    _RUNS.append(1)\n", "    _RUNS.clear()\n    _RUNS.append(1)\n");
+    // And the session fails after every test passed (as `--cov-fail-under` makes it): a run is
+    // judged by its test's own result, not by the process's exit status.
+    std::fs::write(
+        project.join("conftest.py"),
+        "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 1\n",
+    )
+    .unwrap();
     let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
     assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
     for test in [victim, brittle, repeated] {
         let c = condition(&fixed, test);
         assert_eq!(c["now"]["attempts"], c["needed"], "{test}");
     }
+    let exits: Vec<serde_json::Value> =
+        crate::harness::attempts_in(&project.join("v2")).iter().map(|a| a["exit_code"].clone()).collect();
+    assert!(exits.iter().all(|e| e == 1), "every process failed, every test passed: {exits:?}");
+
+    // The non-idempotent test is gone (renamed): its reproducer reports nothing of it, which is
+    // neither its failure nor a pass.
+    edit(&project.join("tests/test_gamma.py"), "def test_non_idempotent(", "def test_renamed(");
+    let (code, gone, stderr) = run(&["verify", "rec", "--json", "--record", "v3"]);
+    assert_eq!((code, gone["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&gone, repeated);
+    assert_eq!((c["verdict"].as_str(), c["unreported"].as_u64()), (Some("inconclusive"), c["needed"].as_u64()), "{c}");
+    assert!(c["text"].as_str().unwrap().contains("reported no result in "), "{c}");
+    assert_eq!(condition(&gone, victim)["verdict"], "fixed");
     // A suite's reproducers are its commands.
     let out = crate::harness::flakehunt().args(["verify", "rec", "--", "true"]).current_dir(&project).output();
     refused_with(&out, 2, "whose reproducers are the commands verify runs");
@@ -391,6 +411,14 @@ fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() 
         "\tsettings[\"encoding\"] = \"utf-8\"\n\tif settings[\"encoding\"]",
     );
     edit(&project.join("gamma_test.go"), "\truns++\n", "\truns = 1\n");
+    // And the victim prints a line that reads like Go's own report of its failure: its result
+    // is read from test2json's events, where the framework's own end of it comes last.
+    edit(&project.join("beta_test.go"), "import \"testing\"", "import (\n\t\"fmt\"\n\t\"testing\"\n)");
+    edit(
+        &project.join("beta_test.go"),
+        "\thandlers = nil\n",
+        "\thandlers = nil\n\tfmt.Println(\"--- FAIL: TestVictim (0.00s)\")\n",
+    );
     let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
     assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
 }

@@ -61,6 +61,7 @@ pub(super) fn conditions(
             signatures: kinds.into_iter().collect(),
             test: None,
             inert_then: None,
+            reproducer: Vec::new(),
         });
     }
     let options = FireOptions { ladder: Ladder(ladder), all_levels: true, keep: false, ..options.clone() };
@@ -123,7 +124,13 @@ fn apply(summary: &mut Summary, options: &VerifyOptions) {
             .into_iter()
             .map(|k| SeenSignature { signature: k.to_owned(), seen_before: seen.iter().any(|s| s.as_str() == k) })
             .collect();
-        let now = Now { rate: Rate::of(rejected.len() as u64, runs.len() as u64), hung: 0, inert: None, signatures };
+        let now = Now {
+            rate: Rate::of(rejected.len() as u64, runs.len() as u64),
+            hung: 0,
+            unreported: 0,
+            inert: None,
+            signatures,
+        };
         let mut result = judge(c, now, options.level, Words::LEVEL_RUNS);
         // Say what the first rejection now found, as fire says it of a level.
         if let Some(first) = rejected.first() {
@@ -171,6 +178,7 @@ mod tests {
             signatures: vec![],
             test: None,
             inert_then: None,
+            reproducer: Vec::new(),
         }
     }
 
@@ -182,7 +190,7 @@ mod tests {
             ..condition("8x40", Role::Condition)
         };
         let kind = |k: &str, seen_before| vec![SeenSignature { signature: k.into(), seen_before }];
-        let now = |rate, signatures| Now { rate, hung: 0, inert: None, signatures };
+        let now = |rate, signatures| Now { rate, hung: 0, unreported: 0, inert: None, signatures };
         let r = judge(&then, now(Rate::of(2, 20), kind("reject-silent-corruption", true)), 0.99, Words::LEVEL_RUNS);
         assert_eq!(r.verdict, "not-fixed");
         assert!(r.text.starts_with("8x40 is still rejected: 10.0% (2/20) now, was 100.0% (1/1)"), "{}", r.text);

@@ -22,7 +22,9 @@ impl crate::kind::Hunt for Verify {
         let pass = Pass::over(record, &mut plan, |_| true, None)?;
         let mut summary = pass.summary(record, &mut plan)?;
         if let Some(options) = &record.manifest.extra.verify {
-            super::summary::apply(&mut summary, options, &super::summary::hangs_by_cell(record)?);
+            let hangs = super::summary::hangs_by_cell(record)?;
+            let unreported = super::summary::unreported_by_cell(record, options)?;
+            super::summary::apply(&mut summary, options, &hangs, &unreported);
         }
         pass.checks(record, &mut summary);
         pass.finish(&mut summary);

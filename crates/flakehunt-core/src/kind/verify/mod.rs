@@ -12,6 +12,7 @@ pub mod options;
 pub mod plan;
 pub mod prepare;
 pub mod rebuild;
+pub mod reproducers;
 pub mod source;
 pub mod summary;
 

@@ -72,6 +72,10 @@ pub struct Condition {
     /// test's failure (the suite's own runs and a reproducer's output are signed apart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
+    /// That test's reproducer, as the verification runs it (a test binary built again): its
+    /// run is judged by the test's own result in the runner's structured output.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reproducer: Vec<String>,
     /// Why the cell's condition had no effect in the verified record, when it had none: its
     /// failures there were not the condition's, and no clean run under it proves a fix.
     #[serde(default, skip_serializing_if = "Option::is_none")]

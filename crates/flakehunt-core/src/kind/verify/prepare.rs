@@ -93,13 +93,41 @@ pub fn new(
     sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
     // A matrix's cells ran in clean rooms, when it asked for them: so do the verification's.
     let matrix = verified.extra.matrix.clone().map(|m| crate::record::MatrixExtra { confirm: 0, against: None, ..m });
+    let suite = match (&source.target, &verified.extra.suite) {
+        (Some(_), Some(setup)) => Some(suite_setup(setup, source.rebuilt.as_ref(), dir_new)?),
+        _ => None,
+    };
     let extra = Extra {
         adapter: adapter.filter(|a| !command_given && matches!(a, Adapter::Pytest { .. })),
         matrix,
+        suite,
         verify: Some(options),
         ..Extra::default()
     };
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// The verified suite's `setup`, for the verification's runs of its reproducers (see
+/// [`super::reproducers`]): its runner, with the test binary `rebuilt`, and its scratch
+/// directories in the verification's record `dir`.
+fn suite_setup(
+    setup: &crate::kind::suite::setup::SuiteSetup,
+    rebuilt: Option<&super::rebuild::Rebuilt>,
+    dir: &std::path::Path,
+) -> Result<crate::kind::suite::setup::SuiteSetup, HuntError> {
+    use crate::kind::suite::setup::SuiteRunner;
+    let mut setup = setup.clone();
+    setup.files = std::path::absolute(dir).map_err(|e| HuntError::io(dir.display().to_string(), e))?;
+    match (&mut setup.runner, rebuilt) {
+        (SuiteRunner::Go { go, .. }, Some(r)) => go.binary = PathBuf::from(&r.new),
+        (SuiteRunner::Libtest { binary }, Some(r)) => *binary = PathBuf::from(&r.new),
+        _ => {}
+    }
+    // The test2json tool the suite found, if this machine has it (`go tool test2json` if not).
+    if let SuiteRunner::Go { go, .. } = &mut setup.runner {
+        go.test2json = go.test2json.take().filter(|t| std::path::Path::new(t).exists());
+    }
+    Ok(setup)
 }
 
 /// A verification of a fire record: the verified command (or the one given), run on the

@@ -156,7 +156,9 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         let steps = super::fire::ladder(fire, &options);
         crate::bounds::check_runs("the runs of a verification's ladder", steps.planned_runs(steps.ladder.0.len()))?;
     }
-    let target = suite_cells.map(|_| Target::shell(format!("{{{REPRODUCER}}}")));
+    // A suite's reproducers run where its runs ran (a Go package's directory).
+    let target = suite_cells
+        .map(|_| Target { dir: record.manifest.target.dir.clone(), ..Target::shell(format!("{{{REPRODUCER}}}")) });
     Ok(Source { options, cells, record, target, rebuilt, fire })
 }
 
@@ -174,6 +176,7 @@ fn from_cell(c: &CellSummary, role: Role, source: &str) -> Condition {
         signatures: Vec::new(),
         test: None,
         inert_then: c.inert.then(|| c.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into())),
+        reproducer: Vec::new(),
     }
 }
 
@@ -231,8 +234,12 @@ fn suite_conditions(
     for attempt in record.attempts()? {
         let attempt = attempt?;
         let Some(t) = attempt.suite.as_ref().filter(|t| t.role == SuiteRole::Reproducer) else { continue };
-        let Some(subject) = &t.subject else { continue };
-        let entry = checks.entry(subject.clone()).or_default();
+        let Some(subject) = t.subject.clone() else { continue };
+        // Judged as the verification judges its own runs: by the test's own result, when the
+        // check's structured output holds one (see [`super::reproducers::judge_by_the_test`]).
+        let mut attempt = attempt;
+        super::reproducers::judge_by_the_test(&mut attempt, &subject);
+        let entry = checks.entry(subject).or_default();
         if attempt.outcome != crate::record::Outcome::Slow {
             entry.0 += 1;
         }
@@ -244,6 +251,7 @@ fn suite_conditions(
     let (mut conditions, mut cells, mut signatures) = (Vec::new(), Vec::new(), BTreeMap::new());
     for t in suite.tests.iter().filter(|t| !t.reproducer.is_empty()) {
         let Some((attempts, failures, sigs)) = checks.remove(&t.id) else { continue };
+        let reproducer = rebuilt.map_or_else(|| t.reproducer.clone(), |r| r.apply(&t.reproducer));
         let (lo, hi) = crate::analysis::stats::wilson(failures, attempts, crate::analysis::stats::Z95);
         conditions.push(Condition {
             cell: t.id.clone(),
@@ -257,15 +265,15 @@ fn suite_conditions(
             signatures: Vec::new(),
             test: Some(t.id.clone()),
             inert_then: None,
+            reproducer: reproducer.clone(),
         });
+        // The reproducer as a placeholder too, so that the manifest shows what each cell runs.
         cells.push(CellSpec {
             name: t.id.clone(),
             profile: None,
             overlay: vec![Setting::Placeholder {
                 name: REPRODUCER.into(),
-                value: crate::plan::shell_words(
-                    &rebuilt.map_or_else(|| t.reproducer.clone(), |r| r.apply(&t.reproducer)),
-                ),
+                value: crate::plan::shell_words(&reproducer),
             }],
         });
         signatures.insert(t.id.clone(), sigs);

@@ -106,6 +106,11 @@ pub struct ConditionResult {
     /// record saw no hang: neither its failure nor a pass, so left out of `now`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hung: u64,
+    /// A suite's reproducer runs that failed before the verified test reported a result (it
+    /// was not collected, the process died before it ran): neither its failure nor a pass, so
+    /// left out of `now`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unreported: u64,
 }
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
@@ -143,8 +148,14 @@ pub fn level_text(level: f64) -> String {
 /// Gives `summary` (built from the verification's record like any hunt's) the verification's
 /// verdict and details. The cells are compared with the verified record, not with each other:
 /// the per-cell comparison with the first cell is dropped. `hangs` counts, per cell, the
-/// attempts that a limit of flakehunt's own found hung (see [`hangs_by_cell`]).
-pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<String, u64>) {
+/// attempts that a limit of flakehunt's own found hung (see [`hangs_by_cell`]), `unreported`
+/// the reproducer runs that failed before their test reported (see [`unreported_by_cell`]).
+pub fn apply(
+    summary: &mut Summary,
+    options: &VerifyOptions,
+    hangs: &BTreeMap<String, u64>,
+    unreported: &BTreeMap<String, u64>,
+) {
     let level = options.level;
     // A failure is the one the record saw when its signature, moved lines and paths aside,
     // appeared there under any of the conditions (a hunt's arm's failure showing under the
@@ -157,18 +168,21 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<St
     for c in &options.conditions {
         let Some(cell) = summary.cell(&c.cell) else { continue };
         let hung = if hung_then { 0 } else { hangs.get(&c.cell).copied().unwrap_or(0).min(cell.failures) };
-        let now = Rate::of(cell.failures - hung, cell.judged() - hung);
+        let unreported = unreported.get(&c.cell).copied().unwrap_or(0).min(cell.failures - hung);
+        let now = Rate::of(cell.failures - hung - unreported, cell.judged() - hung - unreported);
         let inert = cell.inert.then(|| cell.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into()));
         let signatures = summary
             .signatures
             .iter()
             .filter(|s| s.cells.contains(&c.cell) && (hung_then || s.signature != signature::HANG))
             .map(|s| {
-                let names_test = c.test.as_ref().is_some_and(|t| s.signature.contains(&format!(" {t}: ")));
+                let names_test = c.test.as_ref().is_some_and(|t| {
+                    s.signature.contains(&format!(" {t}: ")) || s.signature.ends_with(&failed_signature("", t))
+                });
                 SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen_before(&s.signature) }
             })
             .collect();
-        results.push(judge(c, Now { rate: now, hung, inert, signatures }, level, Words::ATTEMPTS));
+        results.push(judge(c, Now { rate: now, hung, unreported, inert, signatures }, level, Words::ATTEMPTS));
     }
     conclude(summary, options, results);
 }
@@ -283,12 +297,51 @@ impl Words {
     }
 }
 
+/// The signature of a failure of `test` in a reproducer's run that ended with `status`
+/// (`exit 1: failed: tests/test_b.py::test_victim`), the same then and now (see
+/// [`super::reproducers::judge_by_the_test`]).
+pub fn failed_signature(status: &str, test: &str) -> String {
+    format!("{status}: failed: {test}")
+}
+
+/// Whether `attempt`, a reproducer's run, holds a result of `test` in its structured output.
+pub fn reported(attempt: &crate::record::Attempt, test: &str) -> bool {
+    attempt.suite.as_deref().is_some_and(|t| t.tests.iter().any(|r| r.id == test))
+}
+
+/// Per cell of a suite's verification, its reproducer runs that failed before the verified
+/// test reported a result (the process died before it ran, it was not collected, a fixture
+/// broke the session): none is evidence about the test. A timeout is left to the hang rule.
+pub fn unreported_by_cell(
+    record: &crate::record::Record,
+    options: &VerifyOptions,
+) -> Result<BTreeMap<String, u64>, crate::record::RecordError> {
+    let mut unreported = BTreeMap::new();
+    if options.conditions.iter().all(|c| c.test.is_none()) {
+        return Ok(unreported);
+    }
+    for attempt in record.attempts()? {
+        let attempt = attempt?;
+        let Some(test) = options.conditions.iter().find(|c| c.cell == attempt.cell).and_then(|c| c.test.as_ref())
+        else {
+            continue;
+        };
+        let failed = attempt.outcome.is_failure() && attempt.outcome != crate::record::Outcome::Timeout;
+        if failed && attempt.suite.is_some() && !reported(&attempt, test) {
+            *unreported.entry(attempt.cell).or_insert(0) += 1;
+        }
+    }
+    Ok(unreported)
+}
+
 /// What a verification saw under one cell.
 pub(super) struct Now {
     /// Its failures in its attempts, hangs left out.
     pub rate: Rate,
     /// Its hangs (none when the verified record hung too: they are then its failure).
     pub hung: u64,
+    /// Its reproducer runs in which its test reported nothing, left out of `rate`.
+    pub unreported: u64,
     /// Why its condition had no effect here.
     pub inert: Option<String>,
     /// The signatures of its failures.
@@ -297,7 +350,7 @@ pub(super) struct Now {
 
 /// One cell's verdict, said in `words`.
 pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> ConditionResult {
-    let Now { rate: now, hung, inert, signatures } = seen;
+    let Now { rate: now, hung, unreported, inert, signatures } = seen;
     let then = Rate::of(c.failures, c.attempts);
     let at = level_text(level);
     let name = &c.cell;
@@ -343,6 +396,14 @@ pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> Condi
             format!(
                 "{name} hung in {hung} of {} attempts (no CPU, no output past the hang limit), which the verified record never did: a hang is neither its failure nor a pass; hunt it with `flakehunt hunt`",
                 now.attempts + hung
+            ),
+        )
+    } else if unreported > 0 {
+        (
+            "inconclusive",
+            format!(
+                "{name} reported no result in {unreported} of {} runs of its reproducer, which failed before it ran or reported (it is not collected any more, or the run broke first): such a run is neither its failure nor a pass",
+                now.attempts + unreported
             ),
         )
     } else if let Some(why) = &inert {
@@ -403,6 +464,7 @@ pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> Condi
         signatures,
         inert,
         hung,
+        unreported,
     }
 }
 
@@ -424,11 +486,12 @@ mod tests {
             signatures: vec!["exit 1: AssertionError".into()],
             test: None,
             inert_then: None,
+            reproducer: Vec::new(),
         }
     }
 
     fn now(rate: Rate, inert: Option<String>, signatures: Vec<SeenSignature>) -> Now {
-        Now { rate, hung: 0, inert, signatures }
+        Now { rate, hung: 0, unreported: 0, inert, signatures }
     }
 
     #[test]
