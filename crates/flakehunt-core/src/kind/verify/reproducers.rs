@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::options::Condition;
-use super::summary::{failed_signature, reported};
+use super::summary::failed_signature;
 use crate::exec::{Cancel, Watchdog};
 use crate::kind::suite::run::SuiteExecution;
 use crate::kind::suite::setup::Request;
@@ -141,6 +141,7 @@ mod tests {
     use super::*;
     use crate::kind::suite::record::{AttemptTests, Role};
     use crate::kind::suite::{TestOutcome, TestResult};
+    use crate::kind::verify::summary::reported;
 
     fn run(exit: i32, results: &[(&str, TestOutcome)]) -> Attempt {
         let mut a: Attempt = serde_json::from_value(serde_json::json!({
