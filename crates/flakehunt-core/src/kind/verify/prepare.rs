@@ -320,9 +320,11 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
     lines
 }
 
-/// `12 s`, `3.5 min`, `2.1 h`.
+/// `under 1 s`, `12 s`, `3.5 min`, `2.1 h`.
 fn duration_text(seconds: f64) -> String {
-    if seconds < 120.0 {
+    if seconds < 0.5 {
+        "under 1 s".to_owned()
+    } else if seconds < 120.0 {
         format!("{seconds:.0} s")
     } else if seconds < 7200.0 {
         format!("{:.1} min", seconds / 60.0)
