@@ -27,6 +27,7 @@ pub mod record;
 pub mod redact;
 pub mod render;
 pub mod runner;
+pub mod schema;
 pub mod session;
 pub mod snapshot;
 pub mod spec;

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 /// The core's top-level modules, from the bottom layer up (one module per layer). A module may
 /// import only from modules before it here.
 const LAYERS: &[&str] = &[
-    // Leaves: depend on nothing of the project.
+    // The record's and the summary's types: below everything, importing nothing.
+    "schema",
+    // Leaves: depend on nothing of the project but the schema.
     "error_class",
     "bounds",
     "host",
@@ -60,17 +62,13 @@ const LAYERS: &[&str] = &[
 /// dependency to move or invert; none may be added.
 const UPWARD: &[(&str, &str)] = &[
     ("analysis", "kind"),
-    ("checks", "analysis"),
     ("events", "kind"),
     ("exec", "oracle"),
     ("exec", "profile"),
     ("exec", "state"),
     ("exec", "warm"),
     ("oracle", "analysis"),
-    ("oracle", "record"),
-    ("plan", "record"),
     ("profile", "plan"),
-    ("profile", "record"),
     ("record", "analysis"),
     ("record", "events"),
     ("record", "kind"),
@@ -79,12 +77,12 @@ const UPWARD: &[(&str, &str)] = &[
 ];
 
 /// At most this many top-level modules lie on an import cycle.
-const MODULES_ON_CYCLES: usize = 19;
+const MODULES_ON_CYCLES: usize = 17;
 /// At most this many groups of files import each other in a cycle (strongly connected
 /// components of the file graph)...
-const FILE_CYCLES: usize = 6;
+const FILE_CYCLES: usize = 9;
 /// ...holding at most this many files together.
-const FILES_ON_CYCLES: usize = 55;
+const FILES_ON_CYCLES: usize = 36;
 
 fn core() -> Graph {
     Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))

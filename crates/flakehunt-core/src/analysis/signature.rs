@@ -5,7 +5,25 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::record::Outcome;
+use crate::record::{Attempt, Outcome};
+use crate::schema::process::signal_name;
+
+impl Attempt {
+    /// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded;
+    /// a failure the checks caused (or that exited 0) is named by what they found, not by the
+    /// last line of its output.
+    pub fn signature_of(&self) -> Option<String> {
+        let named_by_checks = !self.hidden.is_empty()
+            && self.oracle.is_none()
+            && self.outcome == Outcome::Fail
+            && (self.exit_code == Some(0) || self.hidden.iter().any(crate::checks::Finding::fails_the_target));
+        self.outcome.is_failure().then(|| match &self.oracle {
+            _ if named_by_checks => crate::checks::signature(self.exit_code, self.signal, &self.hidden),
+            Some(reason) => of_oracle(self.outcome, self.exit_code, reason),
+            None => of_streams(self.outcome, self.exit_code, self.signal, &self.stdout_tail, &self.stderr_tail),
+        })
+    }
+}
 
 /// The signature of a failing attempt, e.g. `exit 1: AssertionError: total <n> != <n>`.
 pub fn of(outcome: Outcome, exit_code: Option<i32>, signal: Option<i32>, stderr_tail: &str) -> String {
@@ -160,31 +178,6 @@ fn coarse(signature: &str) -> String {
     }
     // The status, the error and its first clause.
     text.trim().splitn(4, ": ").take(3).collect::<Vec<_>>().join(": ")
-}
-
-/// The conventional name of a signal (`SIGSEGV`), or its number.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        _ => return sig.to_string(),
-    };
-    name.to_owned()
 }
 
 #[cfg(test)]

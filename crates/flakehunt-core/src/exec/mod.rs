@@ -12,13 +12,14 @@ mod spawn;
 mod tree;
 mod watchdog;
 
+pub use crate::schema::process::{LeakedProcess, Termination};
 pub use activity::Activity;
 pub use cancel::Cancel;
 pub use capture::Capture;
 pub use launch::{idle_priority, ChildSetup, Launch, Limit, Resource};
 pub use program::{check_program, error_repeats, spawn_failure, ProgramError};
-pub use running::{Cutoff, Execution, HangLimit, Limits, Running, Status, Termination};
+pub use running::{Cutoff, Execution, HangLimit, Limits, Running, Status};
 pub use spawn::note_signal_handlers;
 pub(crate) use tree::boot_ticks;
-pub use tree::{LeakedProcess, ProcessTree};
+pub use tree::ProcessTree;
 pub use watchdog::{serve as serve_watchdog, wait_for_previous, DirTracker, TrackedDir, Watchdog};

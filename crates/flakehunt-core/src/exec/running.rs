@@ -9,9 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, PidfdFlags, Signal};
-use serde::{Deserialize, Serialize};
 
-use super::{Cancel, Capture, Launch, LeakedProcess, ProcessTree};
+use super::{Cancel, Capture, Launch, LeakedProcess, ProcessTree, Termination};
 
 /// Per-attempt limits.
 #[derive(Debug, Clone)]
@@ -63,16 +62,6 @@ pub enum Status {
     Exited(i32),
     /// Killed by this signal.
     Signaled(i32),
-}
-
-/// Why flakehunt ended the attempt itself, if it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Termination {
-    /// The timeout passed and the group ended on SIGTERM within the grace period.
-    Sigterm,
-    /// The group had to be killed with SIGKILL after the grace period.
-    Sigkill,
 }
 
 /// A limit flakehunt derived for one attempt: reached, the attempt is judged by what its

@@ -2,18 +2,16 @@
 //! at a time and sees every result, so adaptive plans (confirmation, minimisation, bandits)
 //! fit the same runner as static ones. Main trait: [`Plan`].
 
-mod cell;
 mod rng;
 mod schedule;
 mod settings;
-mod target;
 
-pub use cell::{CellSpec, Setting};
+pub use crate::schema::plan::{CellSpec, Setting};
+pub use crate::schema::target::{shell_words, Target};
 pub use rng::Rng;
 pub(crate) use schedule::RunningMajority;
 pub use schedule::{widest_copies, Schedule};
 pub use settings::{parse_bytes, Durations, Settings, Shard, WarmPlan};
-pub use target::{shell_words, Target};
 
 use crate::record::Attempt;
 

@@ -23,21 +23,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
-
 use crate::exec::{Launch, Limit};
 use crate::record::Effect;
-
-/// A named profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Profile {
-    /// The name users select it by.
-    pub name: String,
-    /// One line on what it does.
-    pub summary: String,
-    /// The mechanisms it composes.
-    pub knobs: Knobs,
-}
+pub use crate::schema::profile::Profile;
 
 /// Share of intercepted calls the built-in `jitter` profile delays.
 pub const JITTER_RATE: f64 = 0.05;

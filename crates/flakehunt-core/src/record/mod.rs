@@ -2,15 +2,14 @@
 //! killed flakehunt leaves a readable prefix, and read back by `report`, `merge` and `--resume`.
 
 mod attempt;
-mod extra;
 mod manifest;
 mod merge;
 mod new_dir;
 mod reader;
 mod writer;
 
+pub use crate::schema::extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use attempt::{Attempt, Effect, HangCheck, Mode, Outcome};
-pub use extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
 pub use merge::{Merge, MergeError, MergedShard};
 pub use new_dir::{check_new, unused_dir, NewDir};

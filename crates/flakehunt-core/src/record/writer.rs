@@ -147,7 +147,7 @@ impl Recorder {
         self.accept()?;
         let status = match (a.exit_code, a.signal) {
             (Some(code), _) => format!("exit {code}"),
-            (None, Some(sig)) => format!("signal {}", crate::analysis::signature::signal_name(sig)),
+            (None, Some(sig)) => format!("signal {}", crate::schema::process::signal_name(sig)),
             (None, None) => "not started".to_owned(),
         };
         let mut line = format!(

@@ -689,7 +689,7 @@ impl Inner<'_> {
         let why = if wait_readable(&self.pidfd, Duration::from_secs(5)) {
             match peek_exit(self.pid) {
                 Some(Status::Signaled(sig)) => {
-                    format!("the warm parent died (killed by {})", crate::analysis::signature::signal_name(sig))
+                    format!("the warm parent died (killed by {})", crate::schema::process::signal_name(sig))
                 }
                 Some(Status::Exited(code)) => format!("the warm parent died (exit code {code})"),
                 None => "the warm parent died".to_owned(),

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::plan::CellSpec;
 use crate::profile::Profile;
 use crate::record::{Attempt, Outcome};
+pub use crate::schema::adaptive::RuntimeKind;
 
 /// What one plain attempt measured.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -37,22 +38,6 @@ impl Measurement {
             cold: a.mode == crate::record::Mode::Cold,
         }
     }
-}
-
-/// What runs the target, as far as the conditions care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuntimeKind {
-    /// CPython: the GIL's switch interval applies.
-    Python,
-    /// A Go binary: its runtime uses futexes, not the C library's locks, so jitter cannot act.
-    Go,
-    /// A dynamically linked native program (the jitter library can be preloaded).
-    Native,
-    /// A statically linked program: `LD_PRELOAD` cannot reach it.
-    Static,
-    /// Not known (a script, a shell command line): nothing is skipped for it.
-    Unknown,
 }
 
 impl RuntimeKind {

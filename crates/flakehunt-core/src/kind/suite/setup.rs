@@ -7,54 +7,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use super::order::{attempt_order, go_shuffle_seed, libtest_run, GoTest, Invocation, Pytest};
+use super::order::{attempt_order, go_shuffle_seed, libtest_run, Invocation};
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
 use crate::record::Attempt;
-
-/// The runner of a suite, as collected and built once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "framework", rename_all = "kebab-case")]
-pub enum SuiteRunner {
-    /// `--pytest [PATH...]`.
-    Pytest {
-        /// The interpreter and its pytest.
-        pytest: Pytest,
-        /// The paths collected (none: pytest's own default).
-        paths: Vec<String>,
-    },
-    /// `--go-test PKG`: the package's test binary, built into the record.
-    Go {
-        /// The binary and how to read it.
-        go: GoTest,
-        /// `-run NAME` narrowed the selection: attempts name their tests.
-        narrowed: bool,
-    },
-    /// `--cargo-test [-p PKG]`: the one test binary with tests.
-    Libtest {
-        /// The test binary.
-        binary: PathBuf,
-    },
-}
-
-/// A suite hunt's setup, in the manifest (`extra.suite`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteSetup {
-    /// The runner.
-    pub runner: SuiteRunner,
-    /// The collected test ids, in collection order.
-    pub selection: Vec<TestId>,
-    /// Where each attempt's scratch directory and the repeat plugin go (the record, absolute),
-    /// so that a printed reproducer that loads the plugin keeps working.
-    pub files: PathBuf,
-    /// `PYTHONPATH` when the hunt started, kept after the plugin's directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub python_path: Option<String>,
-    /// Seconds the collection took (and the Go build, for `--go-test`).
-    pub collect_seconds: f64,
-}
+pub use crate::schema::suite::{SuiteRunner, SuiteSetup};
 
 /// The directory inside the record that holds the repeat plugin.
 pub const PLUGIN_DIR: &str = "suite";
@@ -457,7 +414,7 @@ pub fn how_it_ended(attempt: &Attempt) -> String {
     if attempt.termination.is_some() {
         format!("was ended at its timeout after {:.1} s", attempt.seconds)
     } else if let Some(sig) = attempt.signal {
-        format!("was killed by {}", crate::analysis::signature::signal_name(sig))
+        format!("was killed by {}", crate::schema::process::signal_name(sig))
     } else if let Some(code) = attempt.exit_code {
         format!("exited with code {code}")
     } else {
@@ -536,6 +493,7 @@ pub fn reproducer_failed(framework: Framework, test: &str, output: &str) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::suite::{GoTest, Pytest};
 
     fn setup(runner: SuiteRunner) -> SuiteSetup {
         SuiteSetup {
