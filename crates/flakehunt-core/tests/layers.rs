@@ -62,14 +62,12 @@ const LAYERS: &[&str] = &[
 /// dependency to move or invert; none may be added.
 const UPWARD: &[(&str, &str)] = &[
     ("analysis", "kind"),
-    ("events", "kind"),
     ("exec", "oracle"),
     ("exec", "profile"),
     ("exec", "state"),
     ("exec", "warm"),
     ("oracle", "analysis"),
     ("profile", "plan"),
-    ("record", "analysis"),
     ("record", "events"),
     ("record", "kind"),
     ("record", "state"),
@@ -80,9 +78,9 @@ const UPWARD: &[(&str, &str)] = &[
 const MODULES_ON_CYCLES: usize = 17;
 /// At most this many groups of files import each other in a cycle (strongly connected
 /// components of the file graph)...
-const FILE_CYCLES: usize = 9;
+const FILE_CYCLES: usize = 10;
 /// ...holding at most this many files together.
-const FILES_ON_CYCLES: usize = 36;
+const FILES_ON_CYCLES: usize = 28;
 
 fn core() -> Graph {
     Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))

@@ -1,7 +1,6 @@
 //! Analysis of a record: statistics, failure signatures, tallies and the summary with its
 //! verdict. Pure: attempts in, numbers and words out.
 
-pub mod details;
 pub mod modes;
 pub mod signature;
 pub mod stats;
@@ -9,7 +8,11 @@ pub mod summary;
 pub mod tally;
 pub mod test_failure;
 
-pub use details::Details;
+pub use crate::schema::details::Details;
+pub mod details {
+    //! The summary's typed `details` (the type is the schema's).
+    pub use crate::schema::details::Details;
+}
 pub use summary::{CellSummary, SignatureSummary, Summary};
 pub use tally::Tally;
 

@@ -7,6 +7,7 @@ use regex::Regex;
 
 use crate::record::{Attempt, Outcome};
 use crate::schema::process::signal_name;
+pub use crate::schema::summary::stderr_name;
 
 impl Attempt {
     /// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded;
@@ -62,11 +63,6 @@ pub fn failure_stream<'a>(stdout_tail: &'a str, stderr_tail: &'a str) -> (&'stat
     } else {
         ("stderr", stderr_tail)
     }
-}
-
-/// `stderr`: the stream a signature's example is from in records written before the choice.
-pub fn stderr_name() -> String {
-    "stderr".to_owned()
 }
 
 /// The signature of an attempt an oracle failed: `wrong-output: stdout differs from out.txt`,

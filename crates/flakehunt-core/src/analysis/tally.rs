@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Attempt, Outcome};
+pub use crate::schema::summary::DurationHistogram;
 
 /// Counts for one cell.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -83,40 +84,6 @@ impl AtOnce {
         if self.recent.len() > crate::profile::MAX_COPIES as usize {
             self.recent.remove(0);
         }
-    }
-}
-
-/// Log-scale duration histograms: 4 buckets per power of ten from 1 ms to 10,000 s, so the
-/// distribution of any number of attempts fits in a few hundred counters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DurationHistogram {
-    /// Counts of passing attempts per bucket.
-    pub pass: Vec<u64>,
-    /// Counts of failing attempts per bucket.
-    pub fail: Vec<u64>,
-}
-
-impl DurationHistogram {
-    /// Buckets per power of ten.
-    pub const PER_DECADE: usize = 4;
-    /// Number of buckets: 1 ms .. 10^4 s.
-    pub const BUCKETS: usize = 7 * Self::PER_DECADE + 1;
-
-    /// The bucket of a duration.
-    pub fn bucket(seconds: f64) -> usize {
-        let x = (seconds.max(1e-3) / 1e-3).log10() * Self::PER_DECADE as f64;
-        (x.floor().max(0.0) as usize).min(Self::BUCKETS - 1)
-    }
-
-    /// Lower edge of a bucket, in seconds.
-    pub fn lower_edge(bucket: usize) -> f64 {
-        1e-3 * 10f64.powf(bucket as f64 / Self::PER_DECADE as f64)
-    }
-}
-
-impl Default for DurationHistogram {
-    fn default() -> Self {
-        Self { pass: vec![0; Self::BUCKETS], fail: vec![0; Self::BUCKETS] }
     }
 }
 

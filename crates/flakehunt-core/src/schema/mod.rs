@@ -8,6 +8,7 @@ pub mod adaptive;
 pub mod against;
 pub mod attempt;
 pub mod checks;
+pub mod details;
 pub mod extra;
 pub mod fire;
 pub mod manifest;
@@ -17,5 +18,12 @@ pub mod plan;
 pub mod process;
 pub mod profile;
 pub mod suite;
+pub mod summary;
 pub mod target;
 pub mod verify;
+
+/// Whether a count is zero: serde's `skip_serializing_if` for counts left out when none.
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

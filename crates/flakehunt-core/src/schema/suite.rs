@@ -261,3 +261,237 @@ pub struct GoTest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test2json: Option<String>,
 }
+
+/// What a suite hunt found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSummary {
+    /// The runner.
+    pub framework: Framework,
+    /// Tests collected.
+    pub collected: u64,
+    /// Whether attempts ran the selection in shuffled orders (not for libtest: see
+    /// [`super::order::LIBTEST_ORDER_NOTE`]).
+    pub shuffled: bool,
+    /// Every test that failed at least once, most failures first.
+    pub tests: Vec<TestSummary>,
+    /// Every confirmation run the classification needs is in the record (false: the hunt was
+    /// interrupted before they all ran; `--resume` runs the rest).
+    #[serde(default = "yes")]
+    pub classified: bool,
+    /// The attempts whose tests did not all report (a crash, a hang, an early exit, a runner
+    /// that ran none), grouped by why: what they did not report is no evidence of a pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<IncompleteRuns>,
+    /// The tests that reported nothing in some shuffled attempt they were to run in, with how
+    /// many, most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreported: Vec<UnreportedTest>,
+    /// The runs whose process failed though none of their tests did (a coverage threshold, a
+    /// plugin, a session fixture), grouped by why: each run was judged by its tests' own
+    /// results, not by the process's status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_otherwise: Vec<IncompleteRuns>,
+}
+
+/// Attempts that ended before all their tests reported, for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncompleteRuns {
+    /// Why (how the process ended, the test it ended in, the runner's error).
+    pub why: String,
+    /// Their role (`shuffled`, `repeat-all`, `alone`, ...).
+    pub phase: String,
+    /// Their ids.
+    pub attempts: Vec<u64>,
+}
+
+/// A test that reported nothing in some shuffled attempts it was to run in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreportedTest {
+    /// The test.
+    pub id: TestId,
+    /// The shuffled attempts it reported nothing in.
+    pub attempts: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One test that failed at least once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSummary {
+    /// The test's id (node id, Go or libtest name).
+    pub id: TestId,
+    /// Attempts that ran it.
+    pub attempts: u64,
+    /// Attempts it failed in.
+    pub failures: u64,
+    /// failures / attempts.
+    pub rate: f64,
+    /// Wilson 95 % interval of the rate.
+    pub ci95: [f64; 2],
+    /// Per cell (the baseline first): its runs and failures there, and for the other cells the
+    /// two-sided Fisher exact p against the baseline, as `sweep` compares its cells.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionSummary>,
+    /// Why it fails.
+    pub category: Category,
+    /// The condition it fails more under (`condition-sensitive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// The tests after which it fails (`order-dependent-victim`), in the order they ran.
+    pub polluters: Vec<TestId>,
+    /// The tests after which it passes (`order-dependent-brittle`), in the order they ran.
+    pub state_setters: Vec<TestId>,
+    /// An argv that makes it fail, checked to fail twice before it was recorded; empty when
+    /// none was found (a `flaky` test has no reliable one).
+    pub reproducer: Vec<String>,
+    /// The first failure's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The bisection for its polluters or state-setters, when one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bisection: Option<BisectionSummary>,
+    /// Runs alone, and how many failed.
+    pub alone: [u64; 2],
+    /// Confirmation runs twice in one process in which it reported, and how many of them
+    /// failed its second run after its first passed.
+    pub repeated: [u64; 2],
+    /// Shuffled attempts it was to run in that ended before it reported.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub unreported: u64,
+    /// The state its polluters (or state-setters) leave that it trips over (pytest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateFinding>,
+}
+
+/// One test's runs in one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionSummary {
+    /// The cell.
+    pub name: String,
+    /// Attempts of the cell that ran the test.
+    pub runs: u64,
+    /// Of those, the ones it failed in.
+    pub failures: u64,
+    /// Two-sided Fisher exact p against the baseline (none for the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+}
+
+/// The category of a test that failed at least once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    /// Passes alone, fails when run twice in one process: it pollutes its own state.
+    NonIdempotent,
+    /// Passes alone, fails after some tests (its polluters).
+    OrderDependentVictim,
+    /// Fails alone, passes after some tests (its state-setters).
+    OrderDependentBrittle,
+    /// Fails more under some condition (a profile, an overlay) than in the baseline.
+    ConditionSensitive,
+    /// Fails at some rate with no condition or order found.
+    Flaky,
+    /// Fails every time, alone and in every order.
+    Deterministic,
+}
+
+impl Category {
+    /// The name used in the summary and the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::NonIdempotent => "non-idempotent",
+            Category::OrderDependentVictim => "order-dependent-victim",
+            Category::OrderDependentBrittle => "order-dependent-brittle",
+            Category::ConditionSensitive => "condition-sensitive",
+            Category::Flaky => "flaky",
+            Category::Deterministic => "deterministic",
+        }
+    }
+}
+
+/// How a bisection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BisectStatus {
+    /// The culprits were found, and the result reproduced twice more.
+    Confirmed,
+    /// The whole prefix did not reproduce: the test's outcome does not follow this order.
+    NotReproduced,
+    /// A smallest set was found but did not reproduce twice more (the test is also flaky
+    /// on its own); `culprits` is that set.
+    Unconfirmed,
+    /// The run budget ran out; `culprits` is the smallest set seen to reproduce.
+    BudgetSpent,
+}
+
+/// A bisection's account, for the summary and the measurements.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BisectionSummary {
+    /// `polluters` or `state-setters`.
+    pub searched: String,
+    /// The tests that preceded the test in the order bisected.
+    pub prefix: usize,
+    /// Runs it needed, its two confirmations included.
+    pub runs: u32,
+    /// How it ended.
+    pub status: BisectStatus,
+}
+
+/// One piece of state that differs after the polluters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateDiff {
+    /// Where it is, as Python names it: `mod.Class.attr`, `os.environ['X']`, `os.getcwd()`,
+    /// `sys.modules['m']`, `random.getstate()`, `file PATH`.
+    pub path: String,
+    /// Its kind: `module global`, `class attribute`, `object attribute`, `environment
+    /// variable`, `working directory`, `sys.modules`, `random state`, `file ...`, ...
+    pub kind: String,
+    /// Its value before the polluters (a short repr); none when it did not exist.
+    pub before: Option<String>,
+    /// Its value after them; none when they removed it.
+    pub after: Option<String>,
+}
+
+/// What a fingerprint cost, in the fork that took two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FingerprintCost {
+    /// Seconds of the fingerprint before the polluters and of the one after.
+    pub seconds: [f64; 2],
+    /// Pieces of state in the first one.
+    pub entries: u64,
+    /// KiB the fork's resident memory grew by while it took the first one.
+    pub kib: u64,
+}
+
+/// The state one order-dependent test trips over, or why none was named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateFinding {
+    /// The test (its id as written in the record).
+    pub test: TestId,
+    /// Its polluters or state-setters.
+    pub polluters: Vec<TestId>,
+    /// A brittle test (the state is what makes it pass).
+    #[serde(default)]
+    pub brittle: bool,
+    /// The smallest set of differences whose restoration (brittle: whose setting) makes it
+    /// pass; empty when none was found.
+    #[serde(default)]
+    pub state: Vec<StateDiff>,
+    /// Runs with that state restored that passed, of the runs made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<[u32; 2]>,
+    /// Why no state is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// Differences the fingerprints found.
+    #[serde(default)]
+    pub different: u64,
+    /// Runs of the test the search took (forks), confirmations included.
+    #[serde(default)]
+    pub trials: u32,
+    /// What a fingerprint cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<FingerprintCost>,
+}
