@@ -2,11 +2,10 @@
 //! verdict. Pure: attempts in, numbers and words out.
 
 pub mod modes;
-pub mod signature;
+pub use crate::signature;
 pub mod stats;
 pub mod summary;
 pub mod tally;
-pub mod test_failure;
 
 pub use crate::schema::details::Details;
 pub mod details {

@@ -16,7 +16,6 @@ pub mod python;
 use std::path::Path;
 
 pub use crate::schema::checks::{Check, Checks, ChecksSummary, Finding};
-use crate::schema::process::signal_name;
 
 /// What a hunt asks of the checks, before the target says which apply: each `None` takes the
 /// kind's default (on in `hunt` and `suite`, off in `sweep` and `matrix`).
@@ -34,56 +33,6 @@ pub struct ChecksRequest {
 pub const REPORT_LIMIT: usize = 16 << 10;
 /// The most findings kept per attempt (a test that leaks in a loop would write thousands).
 const FINDINGS_LIMIT: usize = 20;
-
-/// The signature's words for the places a check found: `leaked goroutines blocked at
-/// ledger.go:41 (chan send), ledger.go:57 (select)`.
-fn words(check: Check, places: &[&str]) -> String {
-    match check {
-        Check::GoroutineLeak => format!("leaked goroutines blocked at {}", places.join(", ")),
-        Check::Race => format!("data race between {}", places.join(" and ")),
-        Check::ThreadException => format!("exception in a thread: {}", places.join(", ")),
-        Check::Unraisable => format!("unraisable exception: {}", places.join(", ")),
-    }
-}
-
-/// The signature of an attempt failed by `findings`: the exit status, then what was found where
-/// (`exit 1: leaked goroutines blocked at ledger.go:41 (chan send)`). The places keep their line
-/// numbers, which a rebuilt binary keeps too: a leak at another line is another signature.
-pub fn signature(exit_code: Option<i32>, signal: Option<i32>, findings: &[Finding]) -> String {
-    let head = match (exit_code, signal) {
-        (_, Some(sig)) => format!("signal {}", signal_name(sig)),
-        (Some(code), None) => format!("exit {code}"),
-        (None, None) => "fail".to_owned(),
-    };
-    // Each check's distinct places, in the order found; at most three places per check.
-    let mut by_check: Vec<(Check, Vec<&str>)> = Vec::new();
-    for f in findings {
-        let at = match by_check.iter().position(|(c, _)| *c == f.check) {
-            Some(i) => i,
-            None => {
-                by_check.push((f.check, Vec::new()));
-                by_check.len() - 1
-            }
-        };
-        for p in &f.places {
-            if !by_check[at].1.contains(&p.as_str()) {
-                by_check[at].1.push(p);
-            }
-        }
-    }
-    let parts: Vec<String> = by_check
-        .into_iter()
-        .map(|(check, places)| {
-            let more = places.len().saturating_sub(3);
-            let mut text = words(check, &places[..places.len().min(3)]);
-            if more > 0 {
-                text.push_str(&format!(" and {more} more"));
-            }
-            text
-        })
-        .collect();
-    format!("{head}: {}", parts.join("; "))
-}
 
 /// A hunt's checks while its attempts run: which are on, and the directory the target's own
 /// checks write to, removed with it.
@@ -201,6 +150,7 @@ fn cut(text: &mut String, limit: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::of_findings as signature;
 
     fn leak(places: &[&str]) -> Finding {
         Finding {

@@ -19,6 +19,7 @@
 //! nothing behind and the size check knows what the copy will take.
 
 mod data;
+mod remove;
 mod resolve;
 
 use std::collections::{HashMap, HashSet};
@@ -28,6 +29,7 @@ use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub use crate::schema::fire::CopyStats;
+pub(crate) use remove::remove_tree;
 use resolve::{relative, resolve, Resolved};
 
 /// How links that leave the tree are treated.

@@ -90,7 +90,7 @@ impl Outputs {
         if Self::eligible(a) && a.stdout_hash.as_deref() != Some(majority) {
             a.outcome = Outcome::WrongOutput;
             a.oracle = Some(REASON.to_owned());
-            a.signature = Some(crate::analysis::signature::of_oracle(Outcome::WrongOutput, a.exit_code, REASON));
+            a.signature = Some(crate::signature::of_oracle(Outcome::WrongOutput, a.exit_code, REASON));
         }
     }
 

@@ -9,10 +9,10 @@ pub mod majority;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+pub use crate::exec::Mask;
 use crate::exec::{Capture, Execution};
 use crate::record::Outcome;
 pub use crate::schema::oracle::{ExpectedStdout, OracleSpec};
-use regex::bytes::Regex as BytesRegex;
 use regex::Regex;
 
 /// A bad oracle option.
@@ -140,33 +140,6 @@ pub fn hash_of(bytes: &[u8], mask: Option<Arc<Mask>>) -> String {
     let mut c = Capture::hashing(0, 0, mask);
     c.push(bytes);
     c.hash().unwrap_or_default()
-}
-
-/// `--ignore` patterns, applied to one line at a time: each match becomes `<ignored>`.
-#[derive(Debug, Clone)]
-pub struct Mask {
-    patterns: Vec<BytesRegex>,
-}
-
-impl Mask {
-    /// Compiles the patterns.
-    pub fn new(patterns: &[String]) -> Result<Self, regex::Error> {
-        Ok(Self { patterns: patterns.iter().map(|p| BytesRegex::new(p)).collect::<Result<_, _>>()? })
-    }
-
-    /// The mask of valid `patterns`, or none when there are none.
-    fn of(patterns: &[String]) -> Option<Arc<Mask>> {
-        (!patterns.is_empty()).then(|| Mask::new(patterns).ok().map(Arc::new)).flatten()
-    }
-
-    /// The bytes with every match replaced.
-    pub fn apply(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
-        for re in &self.patterns {
-            out = re.replace_all(&out, &b"<ignored>"[..]).into_owned();
-        }
-        out
-    }
 }
 
 /// What the oracles decided about one attempt.

@@ -2,13 +2,12 @@
 //! at a time and sees every result, so adaptive plans (confirmation, minimisation, bandits)
 //! fit the same runner as static ones. Main trait: [`Plan`].
 
-mod rng;
 mod schedule;
 mod settings;
 
+pub use crate::rng::Rng;
 pub use crate::schema::plan::{CellSpec, Setting};
 pub use crate::schema::target::{shell_words, Target};
-pub use rng::Rng;
 pub(crate) use schedule::RunningMajority;
 pub use schedule::{widest_copies, Schedule};
 pub use settings::{parse_bytes, Durations, Settings, Shard, WarmPlan};

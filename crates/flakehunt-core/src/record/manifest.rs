@@ -26,7 +26,7 @@ impl Manifest {
         }
         // A suite's test ids keep their shape and stay apart, as its attempts write them.
         if let (Some(setup), Some(v)) = (&self.extra.suite, written.pointer_mut("/extra/suite")) {
-            *v = serde_json::to_value(crate::kind::suite::setup::WrittenIds::new(&setup.selection).setup(setup))?;
+            *v = serde_json::to_value(crate::redact::ids::WrittenIds::new(&setup.selection).setup(setup))?;
         }
         if written != raw {
             written["withheld"] = serde_json::Value::Bool(true);

@@ -461,3 +461,6 @@ pub struct CopyStats {
     /// Entries left out: sockets, and links outside the tree with nothing to copy.
     pub left_out: u64,
 }
+
+/// Side file of a fire record holding one [`LevelReport`] per finished level or reference.
+pub const LEVELS: &str = "levels.jsonl";

@@ -205,7 +205,7 @@ impl AdaptiveSummary {
         Self {
             tally: AdaptiveTally::new(&manifest.started_at),
             plan: plan_of(manifest),
-            started: crate::kind::adaptive::reproduction::unix_seconds(&manifest.started_at),
+            started: crate::analysis::tally::unix_seconds(&manifest.started_at),
             timeline: Vec::new(),
             pending: std::collections::BTreeMap::new(),
             reorder: 4 * runner_jobs(options_of(manifest).cpus) as usize,
@@ -222,7 +222,7 @@ impl AdaptiveSummary {
                 self.tally.add(&a);
             }
         }
-        let from = match (self.started, crate::kind::adaptive::reproduction::unix_seconds(&judged.started_at)) {
+        let from = match (self.started, crate::analysis::tally::unix_seconds(&judged.started_at)) {
             (Some(start), Some(began)) => (began - start).max(0.0),
             _ => self.timeline.last().map_or(0.0, |s| s.to),
         };

@@ -83,13 +83,13 @@ pub struct AdaptiveTally {
 impl AdaptiveTally {
     /// A tally for a hunt that started at `started_at` (RFC 3339, the manifest's).
     pub fn new(started_at: &str) -> Self {
-        Self { started: unix_seconds(started_at), ..Self::default() }
+        Self { started: crate::analysis::tally::unix_seconds(started_at), ..Self::default() }
     }
 
     /// Counts one attempt.
     pub fn add(&mut self, a: &Attempt) {
         self.recorded += 1;
-        let end = match (self.started, unix_seconds(&a.started_at)) {
+        let end = match (self.started, crate::analysis::tally::unix_seconds(&a.started_at)) {
             (Some(start), Some(began)) => (began - start + a.seconds).max(0.0),
             // Without times, the attempts' own lengths (as if run one after another).
             _ => self.seconds + a.seconds,
@@ -319,11 +319,6 @@ pub fn reproduction(started_at: &str, attempts: &[Attempt]) -> Option<Reproducti
     let mut t = AdaptiveTally::new(started_at);
     attempts.iter().for_each(|a| t.add(a));
     t.reproduction
-}
-
-pub(crate) fn unix_seconds(rfc3339: &str) -> Option<f64> {
-    let t = humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z')).ok()?;
-    t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs_f64())
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 
 mod hunt;
 mod ladder;
-mod level_report;
 mod options;
 pub(crate) mod prepare;
 mod resume;
@@ -12,9 +11,9 @@ mod runner;
 mod summary;
 mod verdict;
 
+pub use crate::schema::fire::{CheckResult, LevelReport, LEVELS};
 pub use hunt::Fire;
 pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
-pub use level_report::{CheckResult, LevelReport, LEVELS};
 pub use options::{reference_cell, FireOptions};
 pub use resume::{prepare as prepare_resume, Resumed};
 pub use runner::{FireEnd, FireError, FireRunner, FireSinks, SANDBOXES};

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Barrier};
 use std::time::Instant;
 
-use super::level_report::{CheckResult, LevelReport};
 use super::options::{reference_cell, FireOptions};
 use super::resume::Resumed;
 use super::Level;
@@ -18,6 +17,7 @@ use crate::events::{Event, EventSink};
 use crate::plan::{AttemptSpec, CellSpec, Setting};
 use crate::record::{Outcome, Record, RecordError, Recorder};
 use crate::runner::{Execute, Finished, Slot};
+use crate::schema::fire::{CheckResult, LevelReport};
 use crate::state::{
     compare, trace_tokens, Finding, FindingKind, Fingerprint, FingerprintError, Normalizer, Sandbox, SandboxError,
     TokenError,

@@ -2,7 +2,6 @@
 //! signatures, leaks per level) joined with `levels.jsonl` (what the fingerprints found).
 //! Main type: [`FireSummary`]. Its fields are a contract (ARCHITECTURE.md): add, never rename.
 
-use super::level_report::{LevelReport, LEVELS};
 use super::options::reference_cell;
 use super::Verdict;
 use crate::analysis::tally::{CellTally, Tally};
@@ -10,6 +9,7 @@ use crate::analysis::Summary;
 use crate::plan::CellSpec;
 use crate::record::{Outcome, Record, RecordError};
 pub use crate::schema::fire::{FireSummary, LevelSummary, ReferenceSummary};
+use crate::schema::fire::{LevelReport, LEVELS};
 use crate::state::{Finding, FindingKind};
 
 /// Summarises a fire record: the common summary of its cells, with the fire verdict and the

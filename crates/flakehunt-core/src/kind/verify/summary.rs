@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::attempts;
 use super::options::{Condition, Role, VerifyOptions};
-use crate::analysis::signature;
 use crate::analysis::stats::{self, format_p, format_rate};
 use crate::analysis::Summary;
 pub use crate::schema::verify::{ConditionResult, Rate, SeenSignature, Verified, VerifyDetails};
+use crate::signature;
 
 impl Rate {
     fn of(failures: u64, attempts: u64) -> Self {
