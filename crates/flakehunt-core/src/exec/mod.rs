@@ -10,6 +10,7 @@ mod program;
 pub mod python;
 mod running;
 mod spawn;
+mod stdio;
 mod tree;
 mod watchdog;
 

@@ -5,7 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{Attempt, Manifest, RecordError};
+use super::{Attempt, Manifest, RecordError, ATTEMPTS, LOGS, MANIFEST};
 
 /// The writer of one record directory.
 #[derive(Debug)]
@@ -35,10 +35,6 @@ pub struct Resumption {
     /// Directories of the record to remove with what they hold (fire's sandboxes left over).
     pub remove_trees: Vec<PathBuf>,
 }
-
-pub(crate) const MANIFEST: &str = "manifest.json";
-pub(crate) const ATTEMPTS: &str = "attempts.jsonl";
-pub(crate) const LOGS: &str = "logs";
 
 impl Recorder {
     /// Starts a new record in `dir`, which must not hold a record already. The command checks

@@ -19,7 +19,7 @@ impl BanditOptions {
     /// Attempts that may run at once: twice the CPUs (the largest `copies=N` arm's N, and room
     /// for starved attempts, which keep little of a CPU busy, beside the others).
     pub fn window(&self) -> u64 {
-        u64::from(super::record::runner_jobs(self.cpus))
+        u64::from(runner_jobs(self.cpus))
     }
 }
 
@@ -774,6 +774,12 @@ impl Plan for BanditPlan {
     fn limits(&self, cell: usize) -> AttemptLimits {
         self.limits_for(cell)
     }
+}
+
+/// Attempts the runner must be able to run at once for a hunt on `cpus` CPUs: the largest
+/// `copies=N` arm's N (twice the CPUs); the plan itself keeps every other arm to one attempt.
+pub fn runner_jobs(cpus: usize) -> u32 {
+    u32::try_from(cpus.max(1) * 2).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::bandit::{BanditOptions, BanditPlan};
+use super::bandit::{runner_jobs, BanditOptions, BanditPlan};
 use super::calibration::RuntimeKind;
 use super::reproduction::Finding;
 use crate::analysis::Summary;
@@ -172,12 +172,6 @@ pub fn cpus() -> usize {
 
 /// The budget of a hunt not given `--budget`.
 pub const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Attempts the runner must be able to run at once for a hunt on `cpus` CPUs: the largest
-/// `copies=N` arm's N (twice the CPUs); the plan itself keeps every other arm to one attempt.
-pub fn runner_jobs(cpus: usize) -> u32 {
-    u32::try_from(cpus.max(1) * 2).unwrap_or(u32::MAX)
-}
 
 /// The baseline cell every hunt starts with (the plan adds the arms' cells once calibrated).
 pub fn baseline_cell() -> crate::plan::CellSpec {

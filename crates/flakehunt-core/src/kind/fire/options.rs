@@ -8,6 +8,9 @@ pub fn reference_cell(runs: u64) -> String {
     format!("reference-{runs}")
 }
 
+/// Directory of the record where sandboxes are created (and kept with `--keep`).
+pub const SANDBOXES: &str = "sandboxes";
+
 #[cfg(test)]
 mod tests {
     use super::*;

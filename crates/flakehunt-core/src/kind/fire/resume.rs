@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
+use super::options::SANDBOXES;
 use super::options::{reference_cell, FireOptions};
-use super::runner::SANDBOXES;
 use crate::record::{Record, RecordError, Resumption, ATTEMPTS};
 use crate::schema::fire::{LevelReport, LEVELS};
 

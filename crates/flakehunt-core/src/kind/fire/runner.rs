@@ -23,9 +23,6 @@ use crate::state::{
     TokenError,
 };
 
-/// Directory of the record where sandboxes are created (and kept with `--keep`).
-pub const SANDBOXES: &str = "sandboxes";
-
 /// Attempt ids of `--check` runs start here, far above any plan's, so that the marker by which
 /// leaked processes are attributed never names a run.
 const CHECK_IDS: u64 = 1 << 48;
@@ -481,6 +478,7 @@ impl<E: Execute> FireRunner<E> {
 
 #[cfg(test)]
 mod tests {
+    use crate::kind::fire::SANDBOXES;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;

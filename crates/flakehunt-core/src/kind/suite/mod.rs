@@ -77,6 +77,30 @@ impl crate::error_class::Classify for ParseError {
     }
 }
 
+/// A suite hunt's own errors.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteFailure {
+    /// The suite's runner did not say which tests it has.
+    #[error("--pytest")]
+    Collection(#[source] ParseError),
+}
+
+impl crate::error_class::Classify for SuiteFailure {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Collection(e) => e.class(),
+        }
+    }
+}
+
+impl crate::spec::KindError for SuiteFailure {}
+
+impl From<SuiteFailure> for crate::spec::HuntError {
+    fn from(e: SuiteFailure) -> Self {
+        crate::spec::HuntError::of_kind(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
