@@ -73,7 +73,7 @@ impl HuntSpec {
         let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
         let (mut options, command) = self.options();
         let percent = req.level * 100.0;
-        if (percent - crate::kind::verify::DEFAULT_LEVEL).abs() > 1e-9 {
+        if (percent - crate::schema::verify::DEFAULT_LEVEL).abs() > 1e-9 {
             // As given (`99.9`), not as the fraction's product prints (`99.90000000000001`).
             options.splice(0..0, ["--level".to_owned(), format!("{}", (percent * 1e9).round() / 1e9)]);
         }

@@ -71,7 +71,7 @@ impl Execute for Reproducers<'_> {
 pub struct SuiteFiles {
     /// The plugins' directory.
     pub plugins: tempfile::TempDir,
-    ids: crate::kind::suite::setup::WrittenIds,
+    ids: crate::redact::ids::WrittenIds,
 }
 
 impl SuiteFiles {
@@ -89,7 +89,7 @@ impl SuiteFiles {
                 e,
             )
         })?;
-        Ok(Some(Self { plugins, ids: crate::kind::suite::setup::WrittenIds::new(&setup.selection) }))
+        Ok(Some(Self { plugins, ids: crate::redact::ids::WrittenIds::new(&setup.selection) }))
     }
 
     /// The execution of the verification `manifest` records, its attempts run by `inner`.
