@@ -709,7 +709,7 @@ fn adaptive_card(out: &mut String, summary: &Summary, h: &crate::kind::adaptive:
                     right - left
                 );
             }
-            let reproduced = summary.reproduction.as_ref().and_then(Option::as_ref);
+            let reproduced = summary.adaptive.as_ref().and_then(|a| a.reproduction.as_ref());
             for s in &h.timeline {
                 let Some(i) = rows.iter().position(|r| *r == s.cell) else { continue };
                 let cy = top + ROW * i as f64 + ROW / 2.0;

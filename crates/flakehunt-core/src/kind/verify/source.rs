@@ -287,9 +287,9 @@ fn suite_conditions(
 fn hunt_conditions(summary: &Summary) -> Vec<Condition> {
     let base = summary.cells.first();
     let arm = summary
-        .reproduction
-        .clone()
-        .flatten()
+        .adaptive
+        .as_ref()
+        .and_then(|a| a.reproduction.as_ref())
         .and_then(|r| summary.cell(&r.cell))
         .or_else(|| summary.cells.iter().filter(|c| c.failures > 0).max_by(|a, b| a.rate.total_cmp(&b.rate)));
     let (Some(base), Some(arm)) = (base, arm) else { return Vec::new() };
