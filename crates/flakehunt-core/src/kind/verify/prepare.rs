@@ -47,9 +47,9 @@ pub fn new(
         ));
     };
     let command_given = !spec.target.command.is_empty() || spec.target.shell.is_some();
-    let source = source::read(dir, req.level, (!command_given).then_some(dir_new))?;
-    if source.fire.is_some() {
-        return fire(spec, source, command_given, dir_new, sink);
+    let mut source = source::read(dir, req.level, (!command_given).then_some(dir_new))?;
+    if let Some(ladder) = source.fire.take() {
+        return fire(spec, source, ladder, command_given, dir_new, sink);
     }
     let verified = &source.record.manifest;
     if command_given && source.target.is_some() {
@@ -136,18 +136,17 @@ fn suite_setup(
 fn fire(
     spec: &HuntSpec,
     source: source::Source,
+    mut fire: crate::kind::fire::FireOptions,
     command_given: bool,
     dir_new: &std::path::Path,
     sink: &mut dyn EventSink,
 ) -> Result<Prepared, HuntError> {
-    let Some(fire) = source.fire else { unreachable!("called for a fire record's source") };
     if spec.shard.is_some() {
         return Err(HuntError::usage("a fire record's verification climbs one ladder on one machine: drop --shard"));
     }
     if spec.settings.warm == Some(true) {
         return Err(HuntError::usage("a fire record's runs each start a new process, as fire's did: drop --warm"));
     }
-    let mut fire = fire;
     let moved = moved_from(&source.record)?;
     if let (Some(state), Some(from)) = (&fire.state, &moved) {
         fire.state = Some(rebased(state, from).unwrap_or_else(|| state.clone()));
