@@ -2,191 +2,60 @@
 //! signatures, leaks per level) joined with `levels.jsonl` (what the fingerprints found).
 //! Main type: [`FireSummary`]. Its fields are a contract (ARCHITECTURE.md): add, never rename.
 
-use serde::{Deserialize, Serialize};
-
-use super::level_report::{LevelReport, LEVELS};
-use super::options::reference_cell;
+use super::options::{reference_cell, FireOptions};
 use super::Verdict;
 use crate::analysis::tally::{CellTally, Tally};
 use crate::analysis::Summary;
 use crate::plan::CellSpec;
 use crate::record::{Outcome, Record, RecordError};
+pub use crate::schema::fire::{FireSummary, LevelSummary, ReferenceSummary};
+use crate::schema::fire::{LevelReport, LEVELS};
 use crate::state::{Finding, FindingKind};
 
-/// What a fire hunt found, flattened into the summary document (`reference`, `levels`, ...).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FireSummary {
-    /// The ladder as given, `2x10,8x40,20x100`.
-    pub ladder: String,
-    /// All sequential reference runs together.
-    pub reference: ReferenceSummary,
-    /// One sequential reference per distinct run count of the levels climbed.
-    pub references: Vec<ReferenceSummary>,
-    /// The levels evaluated, in order.
-    pub levels: Vec<LevelSummary>,
-    /// The rejected level the hunt stopped at, when it stopped early.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_at: Option<String>,
+/// Where the runs of each level run are counted.
+#[derive(Debug, Clone, Copy)]
+pub enum LevelRuns<'a> {
+    /// In the tally of the level's cell: a fire hunt climbs each level of its ladder once.
+    ByCell,
+    /// In this tally, under [`position_key`] of the level run's position on the ladder (the
+    /// attempts' `level`): a verification runs one level many times, each level run a cell's
+    /// attempts of its own.
+    ByPosition(&'a Tally),
 }
 
-/// A rung of the ladder as the renderers show it: a level evaluated, or one the hunt never
-/// climbed (it stops at the first rejected level).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Rung<'a> {
-    /// An evaluated level.
-    Ran(&'a LevelSummary),
-    /// A level of the ladder beyond the last one evaluated, as the ladder gives it.
-    NotRun {
-        /// Workers at once.
-        workers: Option<u64>,
-        /// Invocations in all.
-        runs: Option<u64>,
-    },
-}
-
-impl FireSummary {
-    /// Every rung of the ladder: the levels evaluated, then the ones the hunt never climbed.
-    pub fn rungs(&self) -> Vec<Rung<'_>> {
-        let mut rungs: Vec<Rung> = self.levels.iter().map(Rung::Ran).collect();
-        for (i, step) in self.ladder.split(',').enumerate().filter(|(_, s)| !s.is_empty()) {
-            if i < rungs.len() {
-                continue;
-            }
-            let mut parts = step.trim().split('x').map(|n| n.parse::<u64>().ok());
-            let (workers, runs) = (parts.next().flatten(), parts.next().flatten());
-            rungs.push(Rung::NotRun { workers, runs });
-        }
-        rungs
-    }
-}
-
-impl Rung<'_> {
-    /// `8x40`: the workers and the runs recorded (or, not run, planned).
-    pub fn name(&self) -> String {
-        match (self.workers(), self.runs()) {
-            (Some(w), Some(r)) => format!("{w}x{r}"),
-            (Some(w), None) => format!("{w} workers"),
-            _ => "level".into(),
-        }
-    }
-
-    /// Workers at once.
-    pub fn workers(&self) -> Option<u64> {
-        match self {
-            Rung::Ran(l) => Some(u64::from(l.workers)),
-            Rung::NotRun { workers, .. } => *workers,
-        }
-    }
-
-    /// Invocations recorded (not run: planned).
-    pub fn runs(&self) -> Option<u64> {
-        match self {
-            Rung::Ran(l) => Some(l.runs),
-            Rung::NotRun { runs, .. } => *runs,
-        }
-    }
-
-    /// Invocations that failed, once run.
-    pub fn failures(&self) -> Option<u64> {
-        match self {
-            Rung::Ran(l) => Some(l.failures),
-            Rung::NotRun { .. } => None,
-        }
-    }
-
-    /// Whether the state differed from the reference, once run.
-    pub fn state_differs(&self) -> Option<bool> {
-        match self {
-            Rung::Ran(l) => Some(l.state_differs),
-            Rung::NotRun { .. } => None,
-        }
-    }
-
-    /// The verdict's machine name, or `not run`.
-    pub fn verdict(&self) -> &'static str {
-        match self {
-            Rung::Ran(l) => l.verdict.name(),
-            Rung::NotRun { .. } => "not run",
-        }
-    }
-
-    /// Whether the level ran.
-    pub fn ran(&self) -> bool {
-        matches!(self, Rung::Ran(_))
-    }
-
-    /// Whether the verdict accepts the level.
-    pub fn accepted(&self) -> bool {
-        matches!(self, Rung::Ran(l) if l.verdict == Verdict::Accept)
-    }
-
-    /// What the level found.
-    pub fn findings(&self) -> &[Finding] {
-        match self {
-            Rung::Ran(l) => &l.findings,
-            Rung::NotRun { .. } => &[],
-        }
-    }
-}
-
-/// A sequential reference.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReferenceSummary {
-    /// Its cell name (`reference-40`); empty for the total.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    /// Runs recorded.
-    pub runs: u64,
-    /// Runs that failed.
-    pub failures: u64,
-    /// What went wrong even without concurrency (failed runs, failing checks, tokens).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<Finding>,
-}
-
-/// One evaluated level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LevelSummary {
-    /// Position on the ladder, from 1.
-    pub level: u32,
-    /// `8x40`.
-    pub name: String,
-    /// Workers at once.
-    pub workers: u32,
-    /// Runs recorded.
-    pub runs: u64,
-    /// Runs that failed (non-zero exit, signal, timeout, could not start).
-    pub failures: u64,
-    /// The final state differs from the reference (state findings, failed checks, leaks).
-    pub state_differs: bool,
-    /// The level's verdict.
-    pub verdict: Verdict,
-    /// What the verdict means.
-    pub verdict_text: String,
-    /// What was found, state findings first, then failed runs by signature.
-    pub findings: Vec<Finding>,
-    /// Wall-clock seconds of the level's runs.
-    pub seconds: f64,
-    /// The reference it was compared with.
-    pub reference: String,
-    /// Where its sandbox was kept, relative to the record (`--keep`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<String>,
-    /// What copying `--state` into its sandbox made and wrote.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub copied: Option<crate::copy::CopyStats>,
+/// The key of the runs of the level run at `position` in a [`LevelRuns::ByPosition`] tally.
+pub fn position_key(position: u32) -> String {
+    format!("#{position}")
 }
 
 /// Summarises a fire record: the common summary of its cells, with the fire verdict and the
 /// ladder.
 pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<Summary, RecordError> {
-    let manifest = &record.manifest;
-    let options = manifest.extra.fire.clone().ok_or_else(|| {
+    let options = record.manifest.extra.fire.clone().ok_or_else(|| {
         RecordError::Corrupt(record.dir.join("manifest.json"), "a fire record without its ladder".into())
     })?;
+    summarize_ladder(record, &options, cells, tally, LevelRuns::ByCell)
+}
+
+/// Summarises the climb of `options`' ladder that `record` holds, each level run's runs counted
+/// where `runs` says: the fire part of a fire hunt's summary, or of a verification of one
+/// (whose ladder runs the rejected level many times).
+pub fn summarize_ladder(
+    record: &Record,
+    options: &FireOptions,
+    cells: &[CellSpec],
+    tally: &Tally,
+    runs: LevelRuns<'_>,
+) -> Result<Summary, RecordError> {
+    let manifest = &record.manifest;
     let reports: Vec<LevelReport> = record.side_lines(LEVELS)?;
     let empty = CellTally::default();
     let cell_tally = |name: &str| tally.cells.get(name).unwrap_or(&empty);
+    let (level_tally, level_key) = match runs {
+        LevelRuns::ByCell => (tally, None),
+        LevelRuns::ByPosition(t) => (t, Some(position_key as fn(u32) -> String)),
+    };
+    let key_of = |position: u32, name: &str| level_key.map_or_else(|| name.to_owned(), |k| k(position));
     let mut notes = Vec::new();
 
     let mut references = Vec::new();
@@ -223,7 +92,8 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
     for (i, level) in options.ladder.0.iter().enumerate() {
         let index = i as u32 + 1;
         let name = level.name();
-        let t = cell_tally(&name);
+        let key = key_of(index, &name);
+        let t = level_tally.cells.get(&key).unwrap_or(&empty);
         let Some(report) = reports.iter().find(|r| r.level == index) else {
             if t.attempts > 0 {
                 notes.push(format!(
@@ -252,7 +122,7 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
             ));
         }
         let state_differs = !findings.is_empty();
-        findings.extend(failed_runs(tally, &name));
+        findings.extend(failed_runs(level_tally, &key));
         let failures = failures(t);
         let verdict = Verdict::of(failures > 0, state_differs);
         levels.push(LevelSummary {

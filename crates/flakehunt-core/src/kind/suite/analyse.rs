@@ -8,15 +8,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use super::bisect::{BisectStatus, Bisection, Bisector};
 use super::classify::{classify, Category};
-use super::order::OrderStrategy;
 use super::record::{AttemptTests, Prefix, Role, Tallies};
 use super::setup::{Request, SuiteSetup};
 use super::summary::SuiteSummary;
 use super::{Framework, TestId};
+pub use crate::schema::suite::BisectionSummary;
 
 /// Confirmation runs of a failing test alone: "passes alone" needs several.
 pub const ALONE_RUNS: usize = 3;
@@ -107,27 +105,6 @@ impl Runs for Replay {
     fn side_by_side(&mut self, _tests: usize, _first: &[Request]) -> Option<bool> {
         self.beside
     }
-}
-
-/// A bisection's account, for the summary and the measurements.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BisectionSummary {
-    /// `polluters` or `state-setters`.
-    pub searched: String,
-    /// The tests that preceded the test in the order bisected.
-    pub prefix: usize,
-    /// Runs it needed, its two confirmations included.
-    pub runs: u32,
-    /// How it ended.
-    pub status: BisectStatus,
-    /// How the order bisected was made (pytest: `collected`, `by-scope`, `global`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<OrderStrategy>,
-    /// The culprits are ones already found for another test, shown by one run of them then this
-    /// test and confirmed by two more (a victim's: its reproducer's two checks): no bisection
-    /// ran.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub known: bool,
 }
 
 /// What the classification found.

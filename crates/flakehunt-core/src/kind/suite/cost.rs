@@ -1,59 +1,12 @@
 //! What a suite's classification cost against the suite's own plain run, and whether its runs
-//! went side by side (the summary's `cost`); computed from the record by
-//! [`super::side_by_side::cost_of`]. Main type: [`ClassificationCost`].
+//! went side by side (the summary's `cost`, a type of the schema): its note. Computed from the
+//! record by [`super::side_by_side::cost_of`]. Main type: [`ClassificationCost`].
 
-use serde::{Deserialize, Serialize};
-
-use super::TestId;
-
-/// What the classification cost (`cost` in the summary).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClassificationCost {
-    /// Seconds of the suite's plain run: the median shuffled attempt of the baseline cell, plus,
-    /// when those ran warm, the collection (a cold run's interpreter start, imports and
-    /// collection, which a fork skips).
-    pub plain_run: f64,
-    /// Wall seconds of the classification's runs, from the first one's start to the last one's end.
-    pub seconds: f64,
-    /// Its runs (the side-by-side check's included).
-    pub runs: u64,
-    /// `seconds / plain_run`.
-    pub ratio: f64,
-    /// The most of its runs seen running at once, the side-by-side check's apart (its copies
-    /// and the run of every test twice, which run at once to make the check).
-    pub at_once: u64,
-    /// The check that the suite's tests tolerate running beside themselves, when it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub side_by_side: Option<SideBySide>,
-    /// Why its runs went one at a time whatever the suite's tests do (no side-by-side check ran).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub one_at_a_time: Option<String>,
-    /// Wall seconds of the state search's runs (pytest), when it ran: after the classification,
-    /// one run per set of polluters or state-setters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_search: Option<f64>,
-}
-
-/// The suite run beside itself: copies of one of its shuffled attempts at once, beside the run
-/// of every test twice in one process when the runner has one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SideBySide {
-    /// Copies of the attempt run at once.
-    pub copies: u64,
-    /// The run of every test twice in one process ran beside them.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub repeat_all: bool,
-    /// The shuffled attempt they copied.
-    pub attempt: u64,
-    /// The tests that passed in that attempt and failed, or did not report, in a copy: empty
-    /// when the suite tolerates running beside itself (the classification's runs then went side
-    /// by side).
-    pub failed: Vec<TestId>,
-}
+pub use crate::schema::suite::{ClassificationCost, SideBySide};
 
 impl ClassificationCost {
     /// With the state search's `runs` (each once, though several findings name it).
-    pub fn with_state_search(mut self, runs: &[&super::state::SearchRun]) -> Self {
+    pub fn with_state_search(mut self, runs: &[&crate::schema::suite::SearchRun]) -> Self {
         let mut seen = Vec::new();
         let mut seconds = 0.0;
         for run in runs {

@@ -18,28 +18,6 @@ struct Event {
     output: Option<String>,
 }
 
-/// The results a Go test binary's plain `-test.v` output gives (a reproducer's check: the
-/// argv as printed, read as pasted, without test2json): one per run of a top-level test of
-/// `known`, in the order its `--- PASS`, `--- FAIL` or `--- SKIP` line came. Subtests are
-/// indented and left out (a subtest's failure fails its parent); a test that never ended has no
-/// result, so it did not report.
-pub fn verbose_results(output: &str, known: &[TestId]) -> Vec<TestResult> {
-    let known: HashSet<&str> = known.iter().map(String::as_str).collect();
-    let mut results = Vec::new();
-    for line in output.lines() {
-        let Some(rest) = line.strip_prefix("--- ") else { continue };
-        let outcome = [("PASS: ", TestOutcome::Pass), ("FAIL: ", TestOutcome::Fail), ("SKIP: ", TestOutcome::Skip)]
-            .into_iter()
-            .find_map(|(word, outcome)| rest.strip_prefix(word).map(|name| (name, outcome)));
-        let Some((rest, outcome)) = outcome else { continue };
-        let name = rest.split(" (").next().unwrap_or(rest);
-        if known.contains(name) {
-            results.push(TestResult::new(name, outcome, None));
-        }
-    }
-    results
-}
-
 /// What one Go attempt's event stream said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GoRun {
@@ -179,20 +157,6 @@ fn own_output(lines: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_checks_verbose_output_gives_each_runs_result_of_the_known_top_level_tests() {
-        let known: Vec<TestId> = ["TestA", "TestB"].map(String::from).to_vec();
-        let out = "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n=== RUN   TestB/sub\n    --- FAIL: TestB/sub (0.00s)\n--- FAIL: TestB (0.01s)\n=== RUN   TestA\n    a_test.go:9: --- FAIL: TestOther (printed)\n--- FAIL: TestA (0.00s)\nFAIL\n";
-        let results = verbose_results(out, &known);
-        let got: Vec<(&str, TestOutcome)> = results.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
-        assert_eq!(
-            got,
-            [("TestA", TestOutcome::Pass), ("TestB", TestOutcome::Fail), ("TestA", TestOutcome::Fail)],
-            "each run in order; subtests and indented lines left out"
-        );
-        assert!(verbose_results("=== RUN   TestA\npanic: boom\n", &known).is_empty(), "never ended: no result");
-    }
 
     /// go 1.19's `go tool test2json -t -p PKG BIN -test.v -test.shuffle=7 -test.run ...` on the
     /// fixture suite (times shortened), with `TestNonIdempotent` run twice (`-test.count=2`)

@@ -69,10 +69,8 @@ pub fn cost_of(attempts: &[Attempt], baseline: &str, collect_seconds: f64) -> Op
     };
     let warm = base.iter().filter(|a| a.mode == Mode::Warm).count();
     let plain_run = median + if warm * 2 > base.len() { collect_seconds } else { 0.0 };
-    let span = |a: &&&Attempt| start_of(a).map(|s| (s, s + a.seconds.max(0.0)));
-    let spans: Vec<(f64, f64)> = runs.iter().filter_map(|a| span(&a)).collect();
-    let checked = |a: &&&Attempt| matches!(role(a), Some(Role::SideBySide | Role::RepeatAll));
-    let side_by_side_runs: Vec<(f64, f64)> = runs.iter().filter(|a| !checked(a)).filter_map(|a| span(&a)).collect();
+    let span = |a: &&Attempt| start_of(a).map(|s| (s, s + a.seconds.max(0.0)));
+    let spans: Vec<(f64, f64)> = runs.iter().filter_map(span).collect();
     let first = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
     let last = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
     let wall = if spans.is_empty() { 0.0 } else { (last - first).max(0.0) };
@@ -82,7 +80,7 @@ pub fn cost_of(attempts: &[Attempt], baseline: &str, collect_seconds: f64) -> Op
         seconds: round(wall),
         runs: runs.len() as u64,
         ratio: if plain_run > 0.0 { (wall / plain_run * 10.0).round() / 10.0 } else { 0.0 },
-        at_once: most_at_once(&side_by_side_runs).max(1),
+        at_once: most_at_once(&spans).max(1),
         side_by_side,
         one_at_a_time: None,
         state_search: None,
