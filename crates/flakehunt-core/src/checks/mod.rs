@@ -8,10 +8,12 @@
 //! The Go leak check and the Python hooks run inside the target and write what they find, one
 //! JSON object a line, to `$FLAKEHUNT_CHECK_DIR/$FLAKEHUNT_ATTEMPT.PID`: a file, so that neither
 //! a test runner's output capture nor the size of the output can hide it. The others are read
-//! from the attempt's output.
+//! from the attempt's output: the race detector's reports from its stderr, the panics of a
+//! Rust test's threads from libtest's stdout.
 
 pub mod go;
 pub mod python;
+pub mod rust;
 
 use std::path::Path;
 
@@ -33,6 +35,10 @@ pub struct Checks {
     /// `__del__`, a callback), fails the attempt (pytest: its warnings about them are errors).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub thread_exceptions: bool,
+    /// Rust (`--cargo-test`): a panic of a thread other than the test's own fails the attempt
+    /// (libtest runs with `--show-output`, which prints it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub thread_panics: bool,
 }
 
 impl Checks {
@@ -53,6 +59,9 @@ impl Checks {
         if self.thread_exceptions {
             on.push("exceptions in threads (--no-thread-check turns it off)");
         }
+        if self.thread_panics {
+            on.push("panics in threads (--no-thread-check turns it off)");
+        }
         (!on.is_empty()).then(|| format!("checks: {}", on.join(", ")))
     }
 
@@ -68,6 +77,9 @@ impl Checks {
         if self.thread_exceptions {
             names.push("exceptions in threads");
         }
+        if self.thread_panics {
+            names.push("panics in threads");
+        }
         names
     }
 }
@@ -80,8 +92,9 @@ pub struct ChecksRequest {
     pub goroutine_leaks: Option<bool>,
     /// `--race`.
     pub race: bool,
-    /// `--thread-check` (`Some(true)`) or `--no-thread-check` (`Some(false)`).
-    pub thread_exceptions: Option<bool>,
+    /// `--thread-check` (`Some(true)`) or `--no-thread-check` (`Some(false)`): exceptions in
+    /// Python threads, panics in a Rust test's threads.
+    pub threads: Option<bool>,
 }
 
 /// The summary's account of the checks: which were on, and the attempts what they found failed.
@@ -122,6 +135,8 @@ pub enum Check {
     ThreadException,
     /// An exception Python could not raise (in `__del__`, a callback) and only printed.
     Unraisable,
+    /// A panic of a thread other than a passing Rust test's own.
+    ThreadPanic,
 }
 
 impl Check {
@@ -130,7 +145,7 @@ impl Check {
         match self {
             Check::GoroutineLeak => "goroutine leak check",
             Check::Race => "race detector",
-            Check::ThreadException | Check::Unraisable => "thread check",
+            Check::ThreadException | Check::Unraisable | Check::ThreadPanic => "thread check",
         }
     }
 }
@@ -188,6 +203,7 @@ fn words(check: Check, places: &[&str]) -> String {
         Check::Race => format!("data race between {}", places.join(" and ")),
         Check::ThreadException => format!("exception in a thread: {}", places.join(", ")),
         Check::Unraisable => format!("unraisable exception: {}", places.join(", ")),
+        Check::ThreadPanic => format!("panic in a thread: {}", places.join(", ")),
     }
 }
 
@@ -277,10 +293,22 @@ impl CheckRun {
     }
 
     /// What the checks found in the attempt `tag` (its `FLAKEHUNT_ATTEMPT`), whose standard
-    /// error `stderr` gives (read only when the race detector's reports are looked for); the
-    /// files its processes wrote are removed.
-    pub fn findings(&self, tag: &str, stderr: impl FnOnce() -> String) -> Vec<Finding> {
+    /// output and error `stdout` and `stderr` give (each read only when a check reads it: the
+    /// Rust thread check libtest's output, the race detector's reports); the files its
+    /// processes wrote are removed.
+    pub fn findings(
+        &self,
+        tag: &str,
+        stdout: impl FnOnce() -> String,
+        stderr: impl FnOnce() -> String,
+    ) -> Vec<Finding> {
         let mut found = take_reports(self.dir(), tag);
+        if self.checks.thread_panics {
+            let stdout = stdout();
+            if stdout.contains("panicked at") {
+                found.extend(rust::panics(&stdout));
+            }
+        }
         if self.checks.race {
             let stderr = stderr();
             if stderr.contains("WARNING: DATA RACE") {

@@ -397,7 +397,7 @@ fn execute(
 /// collect and build their own.
 fn placeholder_setup() -> crate::kind::suite::setup::SuiteSetup {
     crate::kind::suite::setup::SuiteSetup {
-        runner: crate::kind::suite::setup::SuiteRunner::Libtest { binary: PathBuf::new() },
+        runner: crate::kind::suite::setup::SuiteRunner::Libtest { binary: PathBuf::new(), show_output: false },
         selection: Vec::new(),
         files: PathBuf::new(),
         python_path: None,

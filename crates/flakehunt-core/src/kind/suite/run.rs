@@ -13,7 +13,7 @@ use super::TestId;
 use crate::events::{Event, EventSink};
 use crate::exec::{Cancel, Watchdog};
 use crate::plan::{AttemptSpec, CellSpec, Shard, Target};
-use crate::record::RecordError;
+use crate::record::{Outcome, RecordError};
 use crate::runner::{AttemptRunner, Execute, Finished, Slot};
 
 /// Runs suite attempts: a plan's attempt runs the selection in the order its id and the seed
@@ -82,9 +82,16 @@ impl SuiteExecution<'_> {
         output.push('\n');
         output.push_str(&finished.attempt.stdout_tail);
         // Read before anything is redacted: a marker in a test's id would hide its result.
-        let tests = self.setup.results(req, &prepared, &finished.attempt, &output);
+        let (tests, hidden) = self.setup.results(req, &prepared, &finished.attempt, &output);
         drop(output);
         finished.attempt.suite = Some(Box::new(tests));
+        if !hidden.is_empty() {
+            // A Rust test whose threads panicked passed: the check fails it, and the attempt.
+            if matches!(finished.attempt.outcome, Outcome::Pass | Outcome::Leak) {
+                finished.attempt.outcome = Outcome::Fail;
+            }
+            finished.attempt.hidden.extend(hidden);
+        }
         finished.seal();
         seal_suite_part(&mut finished.attempt, self.ids);
         Ok(finished)
