@@ -11,6 +11,7 @@
 //! from the attempt's output: the race detector's reports from its stderr, the panics of a
 //! Rust test's threads from libtest's stdout.
 
+pub mod deliberate;
 pub mod go;
 pub mod python;
 pub mod rust;
@@ -255,17 +256,19 @@ pub struct CheckRun {
     dir: tempfile::TempDir,
     /// The Python thread check's hook directory, when the target is Python and the check is on.
     python_hook: Option<std::path::PathBuf>,
+    /// Where the target runs, from which the Rust thread check finds the sources of panics.
+    source: std::path::PathBuf,
 }
 
 impl CheckRun {
-    /// The checks of a plan, with their directory; none when no check is on. A `python`
-    /// target gets the thread check's hook.
-    pub fn new(checks: Checks, python: bool) -> std::io::Result<Option<Self>> {
+    /// The checks of a plan for `target`, with their directory; none when no check is on. A
+    /// Python target gets the thread check's hook.
+    pub fn new(checks: Checks, target: &crate::plan::Target) -> std::io::Result<Option<Self>> {
         if checks.is_none() {
             return Ok(None);
         }
         let dir = tempfile::Builder::new().prefix("flakehunt-checks-").tempdir()?;
-        let python_hook = match checks.thread_exceptions && python {
+        let python_hook = match checks.thread_exceptions && target.looks_like_python() {
             true => {
                 let hook = dir.path().join("python");
                 python::write_hook(&hook)?;
@@ -273,7 +276,8 @@ impl CheckRun {
             }
             false => None,
         };
-        Ok(Some(Self { checks, dir, python_hook }))
+        let source = target.dir.clone().unwrap_or_else(|| ".".into());
+        Ok(Some(Self { checks, dir, python_hook, source }))
     }
 
     /// The directory the target's checks write to (`FLAKEHUNT_CHECK_DIR`).
@@ -306,7 +310,7 @@ impl CheckRun {
         if self.checks.thread_panics {
             let stdout = stdout();
             if stdout.contains("panicked at") {
-                found.extend(rust::panics(&stdout));
+                found.extend(rust::panics(&stdout, &self.source));
             }
         }
         if self.checks.race {

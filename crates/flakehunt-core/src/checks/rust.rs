@@ -1,8 +1,11 @@
 //! The Rust thread check: libtest captures what a test prints, the panic messages of the threads
 //! it spawns included (they inherit its capture), and throws a passing test's away unless it runs
 //! with `--show-output`, which the check adds. A panic printed there by a thread other than the
-//! test's own is a failure its exit status hid: a worker that died while the test went on.
+//! test's own is a failure its exit status hid: a worker that died while the test went on,
+//! unless the test's own code raised it on purpose (see [`super::deliberate`]).
 //! Main function: [`panics`].
+
+use std::path::Path;
 
 use super::{Check, Finding};
 
@@ -30,9 +33,10 @@ struct Panic {
 /// places are each panic's message and location (`lost update at src/lib.rs:12:9`). A test's
 /// own thread is named after the test (and is `main` where an old libtest ran a lone test on
 /// the main thread): its panic is the test's own failure, or expected (`#[should_panic]`,
-/// `catch_unwind`) when the test passed anyway. A failing test's section is not read: its
-/// failure is the evidence.
-pub fn panics(output: &str) -> Vec<Finding> {
+/// `catch_unwind`) when the test passed anyway. A `panic!` written in test code is a test of
+/// panics (its sources found from `root`, where the test ran). A failing test's section is not
+/// read: its failure is the evidence.
+pub fn panics(output: &str, root: &Path) -> Vec<Finding> {
     let lines: Vec<&str> = output.lines().collect();
     let mut by_test: Vec<(&str, Vec<Panic>)> = Vec::new();
     let mut in_successes = false;
@@ -54,7 +58,7 @@ pub fn panics(output: &str) -> Vec<Finding> {
         let (true, Some(test)) = (in_successes, section) else { continue };
         let Some((panic, next)) = panic_at(&lines, i - 1) else { continue };
         i = next;
-        if panic.thread == test || panic.thread == "main" {
+        if panic.thread == test || panic.thread == "main" || super::deliberate::on_purpose(&panic.location, root) {
             continue;
         }
         match by_test.iter_mut().find(|(t, _)| *t == test) {
@@ -169,7 +173,7 @@ mod tests {
 
     #[test]
     fn a_passing_tests_other_thread_is_found_and_its_own_never() {
-        let found = panics(OUTPUT);
+        let found = panics(OUTPUT, Path::new("/nonexistent"));
         assert_eq!(found.len(), 1, "{found:#?}");
         let f = &found[0];
         assert_eq!(f.check, Check::ThreadPanic);
@@ -177,7 +181,8 @@ mod tests {
         assert_eq!(f.summary, "thread '<unnamed>' panicked at src/lib.rs:5:39: lost update in iteration 3");
         assert_eq!(f.places, ["lost update in iteration <n> at src/lib.rs:5:39"]);
         assert!(f.report.starts_with("thread '<unnamed>' (29951) panicked") && f.report.ends_with("a backtrace"));
-        assert!(panics("running 1 test\ntest t ... ok\n\ntest result: ok. 1 passed\n").is_empty());
+        assert!(panics("running 1 test\ntest t ... ok\n\ntest result: ok. 1 passed\n", Path::new("/nonexistent"))
+            .is_empty());
     }
 
     #[test]
@@ -185,7 +190,7 @@ mod tests {
         // Before Rust 1.73: the message in quotes on the panic's line.
         let old = "successes:\n\n---- t stdout ----\nthread '<unnamed>' panicked at 'lost update: 3 != 4', src/lib.rs:7:13\n\
                    note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\nsuccesses:\n    t\n";
-        let found = panics(old);
+        let found = panics(old, Path::new("/nonexistent"));
         assert_eq!(found[0].places, ["lost update: <n> != <n> at src/lib.rs:7:13"]);
         assert_eq!(found[0].summary, "thread '<unnamed>' panicked at src/lib.rs:7:13: lost update: 3 != 4");
         // Four workers, two places, a backtrace each; a dependency's absolute path by its file.
@@ -198,7 +203,7 @@ mod tests {
                  note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n"
             ));
         }
-        let found = panics(&text);
+        let found = panics(&text, Path::new("/nonexistent"));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].places, ["job <n> failed at src/pool.rs:9:5", "job <n> failed at q.rs:4:1"]);
         assert_eq!(
@@ -211,6 +216,6 @@ mod tests {
     #[test]
     fn a_lone_test_on_the_main_thread_is_its_own() {
         let text = "successes:\n\n---- t stdout ----\nthread 'main' panicked at src/lib.rs:1:1:\nexpected\n\nsuccesses:\n    t\n";
-        assert!(panics(text).is_empty());
+        assert!(panics(text, Path::new("/nonexistent")).is_empty());
     }
 }

@@ -449,7 +449,7 @@ fn a_rust_tests_thread_that_panics_fails_the_attempt_named_by_its_message_and_pl
     let named = hunt(&project, "sweep", &args, &env);
     assert_eq!(
         signatures(&named.summary),
-        [("exit 0: panic in a thread: ledger writer gave up at entry <n> at src/lib.rs:44:21".to_owned(), 2)]
+        [("exit 0: panic in a thread: ledger writer gave up at entry <n> at src/lib.rs:45:17".to_owned(), 2)]
     );
     assert!(first_found(&named.attempts)["summary"].as_str().unwrap().starts_with("thread 'ledger-writer' panicked"));
 
@@ -469,8 +469,9 @@ fn a_panic_a_rust_test_means_is_never_flagged_and_a_propagated_one_names_its_thr
     let project = copy_fixture("checks/rust", dir.path());
     let env = cargo_env(dir.path());
     // The test's own thread panics by design (#[should_panic]), or catches its panic on
-    // purpose; joined workers print and never panic.
-    for test in ["panics_by_design", "catches_its_own_panic", "joined_workers"] {
+    // purpose; a spawned thread panics on purpose (a `panic!` in the test's code) to poison a
+    // lock; joined workers print and never panic.
+    for test in ["panics_by_design", "poisons_a_lock_on_purpose", "catches_its_own_panic", "joined_workers"] {
         let args = ["--profiles", "default", "--runs", "12", "--thread-check", "--cargo-test", test];
         let ran = hunt(&project, "sweep", &args, &env);
         assert_eq!((ran.code, ran.summary["failures"].as_u64()), (0, Some(0)), "{test}: {}", ran.stderr);

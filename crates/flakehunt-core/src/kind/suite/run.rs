@@ -82,7 +82,8 @@ impl SuiteExecution<'_> {
         output.push('\n');
         output.push_str(&finished.attempt.stdout_tail);
         // Read before anything is redacted: a marker in a test's id would hide its result.
-        let (tests, hidden) = self.setup.results(req, &prepared, &finished.attempt, &output);
+        let source = self.inner.target.dir.as_deref().unwrap_or(Path::new("."));
+        let (tests, hidden) = self.setup.results(req, &prepared, &finished.attempt, &output, source);
         drop(output);
         finished.attempt.suite = Some(Box::new(tests));
         if !hidden.is_empty() {

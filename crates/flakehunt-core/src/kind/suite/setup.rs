@@ -289,13 +289,15 @@ impl SuiteSetup {
     /// tail of its stdout). `attempt` says how its process ended. The tests it was to run and
     /// that reported nothing are `unreported`, with why in `incomplete`. With it come what the
     /// checks read in that output found: a passing Rust test whose other threads panicked, which
-    /// fails that test.
+    /// fails that test (unless its own code meant it: its sources are found from `source`,
+    /// where the run started).
     pub fn results(
         &self,
         req: &Request,
         prepared: &PreparedRun,
         attempt: &Attempt,
         output: &str,
+        source: &Path,
     ) -> (AttemptTests, Vec<Finding>) {
         let read = |name: &str| std::fs::read_to_string(prepared.scratch.join(name)).unwrap_or_default();
         let panics_shown = matches!(self.runner, SuiteRunner::Libtest { show_output: true, .. });
@@ -314,7 +316,7 @@ impl SuiteSetup {
                 let outcome = if failed { TestOutcome::Fail } else { TestOutcome::Pass };
                 let mut results = vec![TestResult { id: subject, outcome, message: None }];
                 if panics_shown {
-                    hidden = fail_by_panics(&mut results, output);
+                    hidden = fail_by_panics(&mut results, output, source);
                 }
                 results
             }
@@ -354,7 +356,7 @@ impl SuiteSetup {
                     results.retain(|r| !doubtful.contains(&r.id));
                 }
                 if panics_shown {
-                    hidden = fail_by_panics(&mut results, &text);
+                    hidden = fail_by_panics(&mut results, &text, source);
                 }
                 results
             }
@@ -478,8 +480,8 @@ fn failed_top_level(results: &[TestResult], outcomes: &[TestOutcome], top: fn(&s
 /// The panics of other threads that libtest's `output` shows of the passing tests of
 /// `results`, each of which then fails with the panic as its message (as a Go test the leak
 /// check fails): the failure the exit status hid is the test's.
-fn fail_by_panics(results: &mut [TestResult], output: &str) -> Vec<Finding> {
-    let mut found = crate::checks::rust::panics(output);
+fn fail_by_panics(results: &mut [TestResult], output: &str, source: &Path) -> Vec<Finding> {
+    let mut found = crate::checks::rust::panics(output, source);
     found.retain(|f| {
         let Some(r) = results.iter_mut().find(|r| Some(&r.id) == f.test.as_ref()) else { return false };
         if r.outcome != TestOutcome::Pass {
@@ -649,7 +651,7 @@ mod tests {
             "{\"Action\":\"run\",\"Test\":\"TestV\"}\n{\"Action\":\"fail\",\"Test\":\"TestV\"}\n",
         )
         .unwrap();
-        let (got, _) = s.results(&alone, &p, &ended(Some(1), None), "");
+        let (got, _) = s.results(&alone, &p, &ended(Some(1), None), "", Path::new("."));
         assert_eq!(got.tests[0].outcome, TestOutcome::Fail);
         assert!(got.unreported.is_empty() && got.incomplete.is_none());
         assert!(!dir.path().join("scratch/6").exists(), "the scratch directory is removed");
@@ -680,7 +682,7 @@ mod tests {
             "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n{\"start\": \"b.py::test_v\"}\n",
         )
         .unwrap();
-        let (got, _) = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "");
+        let (got, _) = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "", Path::new("."));
         let outcomes: Vec<(&str, TestOutcome)> = got.tests.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
         assert_eq!(outcomes, [("a.py::test_p", TestOutcome::Pass), ("b.py::test_v", TestOutcome::Error)]);
         assert_eq!(got.tests[1].message.as_deref(), Some("the process was killed by SIGSEGV while this test ran"));
@@ -694,7 +696,7 @@ mod tests {
         let p = s.prepare(&req, 4, Path::new("/plugins")).unwrap();
         let mut usage = ended(Some(4), None);
         usage.stderr_tail = "ERROR: file or directory not found: a.py::test_p\n\n".into();
-        let (got, _) = s.results(&req, &p, &usage, "");
+        let (got, _) = s.results(&req, &p, &usage, "", Path::new("."));
         assert_eq!(got.unreported.len(), 3);
         assert_eq!(
             got.incomplete.as_deref(),
@@ -710,7 +712,13 @@ mod tests {
             "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n",
         )
         .unwrap();
-        let (got, _) = s.results(&Request { tests: vec!["a.py::test_p".into()], ..req }, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(
+            &Request { tests: vec!["a.py::test_p".into()], ..req },
+            &p,
+            &ended(Some(0), None),
+            "",
+            Path::new("."),
+        );
         assert!(got.unreported.is_empty() && got.incomplete.is_none(), "{got:?}");
     }
 
@@ -725,7 +733,7 @@ mod tests {
         // `std::process::exit(0)` in t::b: its status never came, t::c never ran.
         std::fs::write(dir.path().join("scratch/1/stdout"), "running 3 tests\ntest t::a ... ok\ntest t::b ... ")
             .unwrap();
-        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("."));
         assert_eq!(got.tests[1].outcome, TestOutcome::Error);
         assert_eq!(got.unreported, ["t::c"]);
         assert!(got.incomplete.unwrap().starts_with("the process exited with code 0 while t::b ran"));
@@ -733,7 +741,7 @@ mod tests {
         let p = s.prepare(&req, 2, Path::new("/plugins")).unwrap();
         let forged = "test t::a ... FAILED\ntest t::a ... ok\ntest t::b ... FAILED\ntest t::c ... ok\n";
         std::fs::write(dir.path().join("scratch/2/stdout"), forged).unwrap();
-        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("."));
         assert_eq!(got.tests.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["t::a", "t::c"]);
         assert_eq!(got.unreported, ["t::b"]);
         assert!(got.incomplete.unwrap().contains("yet its output reads as failures of t::b"));
