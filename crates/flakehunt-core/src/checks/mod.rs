@@ -167,6 +167,10 @@ pub struct Finding {
     /// The stacks or traceback behind it, cut to [`REPORT_LIMIT`] bytes.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub report: String,
+    /// The test runner failed `test` for it: pytest, whose warning about it the thread check
+    /// made an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runner_failed: bool,
 }
 
 /// The most of a finding's report kept in the record: the stacks of a few goroutines.
@@ -181,9 +185,10 @@ fn non_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D
 
 impl Finding {
     /// Whether the check itself makes the target exit non-zero (the Go leak check fails the
-    /// test; the race detector too), so that a failing exit status is its doing.
+    /// test; the race detector too; pytest, for the thread check's warnings), so that a failing
+    /// exit status is its doing.
     pub fn fails_the_target(&self) -> bool {
-        matches!(self.check, Check::GoroutineLeak | Check::Race)
+        self.runner_failed || matches!(self.check, Check::GoroutineLeak | Check::Race)
     }
 
     /// The line the live display shows under a new failure this finding caused:
@@ -386,6 +391,7 @@ mod tests {
             summary: format!("leaked goroutines: {}, blocked at {}", places.len(), places.join(", ")),
             places: places.iter().map(|p| (*p).to_owned()).collect(),
             report: String::new(),
+            runner_failed: false,
         }
     }
 

@@ -94,6 +94,7 @@ fn finding(test: &str, panics: &[Panic]) -> Finding {
         },
         places,
         report: panics.iter().map(|p| p.report.as_str()).collect::<Vec<_>>().join("\n\n"),
+        runner_failed: false,
     }
 }
 

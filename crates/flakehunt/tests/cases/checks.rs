@@ -346,11 +346,40 @@ fn a_pytest_tests_worker_exception_fails_its_attempt_cold_and_warm_and_a_clean_o
             &[],
         );
         assert_eq!(ran.summary["failures"], 2, "{mode}: {}", ran.stderr);
-        let (signature, count) = &signatures(&ran.summary)[0];
-        assert_eq!(*count, 2);
-        assert!(signature.contains("PytestUnhandledThread"), "{signature}");
+        // pytest fails the test with its warning made an error; the signature names the
+        // exception behind it and where it was raised, as for a script.
+        assert_eq!(
+            signatures(&ran.summary),
+            [("exit 1: exception in a thread: ValueError at test_worker.py:16 in work".to_owned(), 2)],
+            "{mode}"
+        );
+        let found = first_found(&ran.attempts);
+        assert_eq!(found["check"], "thread-exception");
+        assert_eq!(found["test"], "test_worker.py::test_raises");
+        assert_eq!(found["runner_failed"], true);
+        let summary = found["summary"].as_str().unwrap();
+        assert!(summary.starts_with("exception in thread Thread-"), "{summary}");
+        assert!(
+            summary.ends_with("ValueError: lost update in iteration 3, raised at test_worker.py:16 in work"),
+            "{summary}"
+        );
+        assert!(found["report"].as_str().unwrap().contains("Traceback"), "{found}");
+        assert_eq!(ran.summary["checks"]["failed"], 2, "{mode}: the note counts them");
         let argv = ran.manifest["target"]["argv"].as_array().unwrap();
         assert!(argv.iter().any(|a| a == "-Werror::pytest.PytestUnhandledThreadExceptionWarning"), "{argv:?}");
+        let unraisable = hunt(
+            &project,
+            "sweep",
+            &[&args[..], &["--runs", "4", "--pytest", "test_worker.py::test_unraisable"]].concat(),
+            &[],
+        );
+        assert_eq!(
+            signatures(&unraisable.summary),
+            [("exit 1: unraisable exception: RuntimeError at test_worker.py:29 in __del__".to_owned(), 2)],
+            "{mode}: {}",
+            unraisable.stderr
+        );
+        assert_eq!(first_found(&unraisable.attempts)["check"], "unraisable");
         let clean = hunt(
             &project,
             "sweep",
@@ -359,13 +388,10 @@ fn a_pytest_tests_worker_exception_fails_its_attempt_cold_and_warm_and_a_clean_o
         );
         assert_eq!(clean.summary["failures"], 0, "{mode}: {}", clean.stderr);
     }
-    let off = hunt(
-        &project,
-        "sweep",
-        &["--profiles", "default", "--runs", "3", "--pytest", "test_worker.py::test_raises"],
-        &[],
-    );
-    assert_eq!(off.summary["failures"], 0, "{}", off.stderr);
+    for test in ["test_worker.py::test_raises", "test_worker.py::test_unraisable"] {
+        let off = hunt(&project, "sweep", &["--profiles", "default", "--runs", "3", "--pytest", test], &[]);
+        assert_eq!(off.summary["failures"], 0, "{test}: {}", off.stderr);
+    }
 }
 
 #[test]
@@ -376,9 +402,39 @@ fn the_suite_checks_pytest_threads_by_default_and_no_thread_check_turns_it_off()
     assert_eq!(on.manifest["plan"]["checks"]["thread_exceptions"], true, "{}", on.stderr);
     let options = on.manifest["extra"]["suite"]["runner"]["pytest"]["options"].to_string();
     assert!(options.contains("PytestUnhandledThreadExceptionWarning"), "{:#}", on.manifest["extra"]);
+    // Iteration 2 fails test_unraisable, iteration 3 test_raises: each test's message names the
+    // exception behind pytest's warning, and where it was raised.
+    let tests: Vec<(String, u64, String)> = on.summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let id = t["id"].as_str().unwrap().to_owned();
+            (id, t["failures"].as_u64().unwrap(), t["message"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert_eq!(tests.len(), 2, "{tests:?}");
+    for (id, failures, message) in &tests {
+        assert_eq!(*failures, 1, "{id}");
+        match id.as_str() {
+            "test_worker.py::test_raises" => {
+                assert!(message.ends_with("ValueError: lost update in iteration 3, raised at test_worker.py:16 in work"))
+            }
+            "test_worker.py::test_unraisable" => assert!(
+                message.starts_with("unraisable exception (Exception ignored in: <function Connection.__del__")
+                    && message.ends_with(
+                        "RuntimeError: connection closed twice in iteration 2, raised at test_worker.py:29 in __del__"
+                    ),
+                "{message}"
+            ),
+            other => panic!("{other} failed: {tests:?}"),
+        }
+    }
+    assert_eq!(on.summary["checks"]["failed"], 2, "{}", on.summary);
     let off =
         hunt(&project, "suite", &["--runs", "3", "--quiet", "--no-thread-check", "--pytest", "test_worker.py"], &[]);
     assert!(off.manifest["plan"]["checks"].get("thread_exceptions").is_none());
+    assert_eq!(off.summary["tests"], serde_json::json!([]), "{}", off.stderr);
 }
 
 #[test]

@@ -83,8 +83,16 @@ impl SuiteExecution<'_> {
         output.push_str(&finished.attempt.stdout_tail);
         // Read before anything is redacted: a marker in a test's id would hide its result.
         let source = self.inner.target.dir.as_deref().unwrap_or(Path::new("."));
-        let (tests, hidden) = self.setup.results(req, &prepared, &finished.attempt, &output, source);
+        let (mut tests, hidden) = self.setup.results(req, &prepared, &finished.attempt, &output, source);
         drop(output);
+        // A test pytest failed with the thread check's warning is named by the exception behind
+        // it (pytest's own line names only the warning).
+        for f in finished.attempt.hidden.iter().filter(|f| f.runner_failed) {
+            let failed = tests.tests.iter_mut().find(|r| Some(&r.id) == f.test.as_ref() && r.outcome.is_failure());
+            if let Some(r) = failed {
+                r.message = Some(f.summary.clone());
+            }
+        }
         finished.attempt.suite = Some(Box::new(tests));
         if !hidden.is_empty() {
             // A Rust test whose threads panicked passed: the check fails it, and the attempt.
