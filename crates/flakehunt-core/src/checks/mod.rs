@@ -201,6 +201,19 @@ impl Finding {
     }
 }
 
+impl From<rust::TestPanics> for Finding {
+    fn from(p: rust::TestPanics) -> Self {
+        Finding {
+            check: Check::ThreadPanic,
+            test: Some(p.test),
+            summary: p.summary,
+            places: p.places,
+            report: p.report,
+            runner_failed: false,
+        }
+    }
+}
+
 /// The signature's words for the places a check found: `leaked goroutines blocked at
 /// ledger.go:41 (chan send), ledger.go:57 (select)`.
 fn words(check: Check, places: &[&str]) -> String {
@@ -266,14 +279,15 @@ pub struct CheckRun {
 }
 
 impl CheckRun {
-    /// The checks of a plan for `target`, with their directory; none when no check is on. A
-    /// Python target gets the thread check's hook.
-    pub fn new(checks: Checks, target: &crate::plan::Target) -> std::io::Result<Option<Self>> {
+    /// The checks of a plan, with their directory; none when no check is on. A `python` target
+    /// gets the thread check's hook; `source` is where the target runs (its sources are found
+    /// from there).
+    pub fn new(checks: Checks, python: bool, source: &Path) -> std::io::Result<Option<Self>> {
         if checks.is_none() {
             return Ok(None);
         }
         let dir = tempfile::Builder::new().prefix("flakehunt-checks-").tempdir()?;
-        let python_hook = match checks.thread_exceptions && target.looks_like_python() {
+        let python_hook = match checks.thread_exceptions && python {
             true => {
                 let hook = dir.path().join("python");
                 python::write_hook(&hook)?;
@@ -281,8 +295,7 @@ impl CheckRun {
             }
             false => None,
         };
-        let source = target.dir.clone().unwrap_or_else(|| ".".into());
-        Ok(Some(Self { checks, dir, python_hook, source }))
+        Ok(Some(Self { checks, dir, python_hook, source: source.to_owned() }))
     }
 
     /// The directory the target's checks write to (`FLAKEHUNT_CHECK_DIR`).
@@ -315,7 +328,7 @@ impl CheckRun {
         if self.checks.thread_panics {
             let stdout = stdout();
             if stdout.contains("panicked at") {
-                found.extend(rust::panics(&stdout, &self.source));
+                found.extend(rust::panics(&stdout, &self.source).into_iter().map(Finding::from));
             }
         }
         if self.checks.race {

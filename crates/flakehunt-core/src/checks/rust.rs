@@ -2,18 +2,32 @@
 //! it spawns included (they inherit its capture), and throws a passing test's away unless it runs
 //! with `--show-output`, which the check adds. A panic printed there by a thread other than the
 //! test's own is a failure its exit status hid: a worker that died while the test went on,
-//! unless the test's own code raised it on purpose (see [`super::deliberate`]).
-//! Main function: [`panics`].
+//! unless the test's own code raised it on purpose (see [`super::deliberate`]). It imports
+//! nothing of the checks' types (the suite's runner, which the record holds, builds its argv
+//! from here): [`super::Finding`] is made from its [`TestPanics`]. Main function: [`panics`].
 
 use std::path::Path;
-
-use super::{Check, Finding};
+use std::sync::OnceLock;
 
 /// The libtest option that prints each passing test's captured output.
 pub const SHOW_OUTPUT: &str = "--show-output";
 
 /// The most lines of one panic kept in a finding's report (its message and backtrace).
 const REPORT_LINES: usize = 60;
+
+/// The panics of one passing test's other threads: what a finding of the thread check says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestPanics {
+    /// The test.
+    pub test: String,
+    /// The first panic's line (`thread 'worker' panicked at src/lib.rs:12:9: lost update`),
+    /// counted when there are more.
+    pub summary: String,
+    /// Each distinct panic's message (its numbers masked) and location: the signature's words.
+    pub places: Vec<String>,
+    /// Every panic as printed.
+    pub report: String,
+}
 
 /// One `thread 'NAME' panicked at ...` of libtest's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +50,7 @@ struct Panic {
 /// `catch_unwind`) when the test passed anyway. A `panic!` written in test code is a test of
 /// panics (its sources found from `root`, where the test ran). A failing test's section is not
 /// read: its failure is the evidence.
-pub fn panics(output: &str, root: &Path) -> Vec<Finding> {
+pub fn panics(output: &str, root: &Path) -> Vec<TestPanics> {
     let lines: Vec<&str> = output.lines().collect();
     let mut by_test: Vec<(&str, Vec<Panic>)> = Vec::new();
     let mut in_successes = false;
@@ -66,13 +80,11 @@ pub fn panics(output: &str, root: &Path) -> Vec<Finding> {
             None => by_test.push((test, vec![panic])),
         }
     }
-    by_test.into_iter().map(|(test, panics)| finding(test, &panics)).collect()
+    by_test.into_iter().map(|(test, panics)| test_panics(test, &panics)).collect()
 }
 
-/// The finding of a test whose other threads had these `panics` (at least one): the first
-/// one's line (`thread 'worker' panicked at src/lib.rs:12:9: lost update`, counted when there
-/// are more), each distinct place, and every panic as printed.
-fn finding(test: &str, panics: &[Panic]) -> Finding {
+/// What a test whose other threads had these `panics` (at least one) is found with.
+fn test_panics(test: &str, panics: &[Panic]) -> TestPanics {
     let first = &panics[0];
     let line = format!("thread '{}' panicked at {}: {}", first.thread, first.location, first.message);
     let line = match line.char_indices().nth(300) {
@@ -85,16 +97,14 @@ fn finding(test: &str, panics: &[Panic]) -> Finding {
             places.push(p);
         }
     }
-    Finding {
-        check: Check::ThreadPanic,
-        test: Some(test.to_owned()),
+    TestPanics {
+        test: test.to_owned(),
         summary: match panics.len() {
             1 => line,
             n => format!("{n} threads panicked, first: {line}"),
         },
         places,
         report: panics.iter().map(|p| p.report.as_str()).collect::<Vec<_>>().join("\n\n"),
-        runner_failed: false,
     }
 }
 
@@ -106,12 +116,27 @@ fn place(panic: &Panic) -> String {
         Some(_) => panic.location.rsplit('/').next().unwrap_or(&panic.location),
         None => &panic.location,
     };
-    let message = crate::analysis::signature::normalise(&panic.message);
+    let message = masked(&panic.message);
     let message = match message.char_indices().nth(100) {
         Some((cut, _)) => format!("{}…", &message[..cut]),
         None => message,
     };
     format!("{message} at {location}")
+}
+
+/// `text` with what varies between runs of the same panic masked, as signatures mask it:
+/// addresses (`<hex>`) and numbers (`<n>`), whitespace collapsed.
+fn masked(text: &str) -> String {
+    static RULES: OnceLock<[(regex::Regex, &str); 3]> = OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        [(r"0x[0-9a-fA-F]+", "<hex>"), (r"\d+(\.\d+)?", "<n>"), (r"\s+", " ")]
+            .map(|(re, with)| (regex::Regex::new(re).expect("a valid regex"), with))
+    });
+    let mut text = text.trim().to_owned();
+    for (re, with) in rules {
+        text = re.replace_all(&text, *with).into_owned();
+    }
+    text
 }
 
 /// The panic whose first line is `lines[at]`, if it is one, and the index of the line after it:
@@ -177,8 +202,7 @@ mod tests {
         let found = panics(OUTPUT, Path::new("/nonexistent"));
         assert_eq!(found.len(), 1, "{found:#?}");
         let f = &found[0];
-        assert_eq!(f.check, Check::ThreadPanic);
-        assert_eq!(f.test.as_deref(), Some("tests::worker"));
+        assert_eq!(f.test, "tests::worker");
         assert_eq!(f.summary, "thread '<unnamed>' panicked at src/lib.rs:5:39: lost update in iteration 3");
         assert_eq!(f.places, ["lost update in iteration <n> at src/lib.rs:5:39"]);
         assert!(f.report.starts_with("thread '<unnamed>' (29951) panicked") && f.report.ends_with("a backtrace"));

@@ -99,7 +99,7 @@ impl SuiteExecution<'_> {
             if matches!(finished.attempt.outcome, Outcome::Pass | Outcome::Leak) {
                 finished.attempt.outcome = Outcome::Fail;
             }
-            finished.attempt.hidden.extend(hidden);
+            finished.attempt.hidden.extend(hidden.into_iter().map(crate::checks::Finding::from));
         }
         finished.seal();
         seal_suite_part(&mut finished.attempt, self.ids);

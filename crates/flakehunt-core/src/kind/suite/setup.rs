@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::order::{attempt_order, go_shuffle_seed, libtest_run, GoTest, Invocation, Pytest};
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
-use crate::checks::Finding;
+use crate::checks::rust::TestPanics;
 use crate::record::Attempt;
 
 /// The runner of a suite, as collected and built once.
@@ -298,7 +298,7 @@ impl SuiteSetup {
         attempt: &Attempt,
         output: &str,
         source: &Path,
-    ) -> (AttemptTests, Vec<Finding>) {
+    ) -> (AttemptTests, Vec<TestPanics>) {
         let read = |name: &str| std::fs::read_to_string(prepared.scratch.join(name)).unwrap_or_default();
         let panics_shown = matches!(self.runner, SuiteRunner::Libtest { show_output: true, .. });
         let mut hidden = Vec::new();
@@ -480,10 +480,10 @@ fn failed_top_level(results: &[TestResult], outcomes: &[TestOutcome], top: fn(&s
 /// The panics of other threads that libtest's `output` shows of the passing tests of
 /// `results`, each of which then fails with the panic as its message (as a Go test the leak
 /// check fails): the failure the exit status hid is the test's.
-fn fail_by_panics(results: &mut [TestResult], output: &str, source: &Path) -> Vec<Finding> {
+fn fail_by_panics(results: &mut [TestResult], output: &str, source: &Path) -> Vec<TestPanics> {
     let mut found = crate::checks::rust::panics(output, source);
     found.retain(|f| {
-        let Some(r) = results.iter_mut().find(|r| Some(&r.id) == f.test.as_ref()) else { return false };
+        let Some(r) = results.iter_mut().find(|r| r.id == f.test) else { return false };
         if r.outcome != TestOutcome::Pass {
             return false;
         }
