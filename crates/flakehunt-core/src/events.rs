@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
-use crate::kind::fire::{LevelReport, LevelSummary};
-use crate::kind::matrix::plan::Dimension;
-use crate::plan::CellSpec;
-use crate::record::{Attempt, RecordError};
+use crate::record::{RecordError, Recorder};
+use crate::schema::attempt::Attempt;
+use crate::schema::fire::{LevelReport, LevelSummary};
+use crate::schema::matrix::Dimension;
+use crate::schema::plan::CellSpec;
 
 /// Something that happened during a hunt.
 #[derive(Debug)]
@@ -33,7 +34,7 @@ pub enum Event<'a> {
     /// A verification is about to run: its conditions, the attempts they need and why.
     VerifyPlanned {
         /// What it verifies and how.
-        options: &'a crate::kind::verify::VerifyOptions,
+        options: &'a crate::schema::verify::VerifyOptions,
         /// `--budget`, when given.
         budget: Option<std::time::Duration>,
     },
@@ -55,9 +56,9 @@ pub enum Event<'a> {
         /// The snapshot, as given.
         snapshot: &'a str,
         /// The differences it searches.
-        tried: &'a [crate::kind::matrix::against::Dimension],
+        tried: &'a [crate::schema::against::Dimension],
         /// Those it cannot try here.
-        untried: &'a [crate::kind::matrix::against::Untried],
+        untried: &'a [crate::schema::against::Untried],
         /// Attempts per cell.
         runs: u64,
     },
@@ -73,7 +74,7 @@ pub enum Event<'a> {
     /// `--keep`: the clean rooms stay, here.
     CleanRoomsKept(&'a [String]),
     /// Fire: the state was copied once and fingerprinted (what every sandbox will take).
-    StateCopied(&'a crate::copy::CopyStats),
+    StateCopied(&'a crate::schema::fire::CopyStats),
     /// Fire: a sequential reference starts in a fresh sandbox.
     ReferenceStarted {
         /// Its cell (`reference-40`).
@@ -174,7 +175,7 @@ pub enum Event<'a> {
     /// (a Go package with its own `TestMain`), and why: said once, before the attempts.
     CheckNote(&'a str),
     /// The checks of failures the exit status hides that are on, said before the attempts.
-    ChecksOn(crate::checks::Checks),
+    ChecksOn(crate::schema::checks::Checks),
     /// The user interrupted: running attempts are being ended and will not be recorded.
     Interrupted,
     /// The budget ran out: no new attempts start.
@@ -206,5 +207,24 @@ pub struct Discard;
 impl EventSink for Discard {
     fn event(&mut self, _: &Event<'_>) -> Result<(), RecordError> {
         Ok(())
+    }
+}
+
+/// The recorder takes what the record keeps: each attempt (and its logs), each cell a plan
+/// adds, each level report of fire.
+impl EventSink for Recorder {
+    fn event(&mut self, event: &Event<'_>) -> Result<(), RecordError> {
+        match event {
+            Event::AttemptFinished { attempt, stdout, stderr, token } => {
+                self.append(attempt, stdout, stderr)?;
+                match attempt.worker {
+                    Some(worker) => self.worker_log(attempt, worker, *token),
+                    None => Ok(()),
+                }
+            }
+            Event::CellAdded(cell) => self.append_line(crate::record::CELLS, cell),
+            Event::LevelRecorded(report) => self.append_line(crate::schema::fire::LEVELS, report),
+            _ => Ok(()),
+        }
     }
 }

@@ -8,6 +8,8 @@
 //! so every doubtful case is redacted. Patterns are compiled once, each starts with a literal the
 //! regex engine finds fast, and text without secrets (nearly all of it) is not copied.
 
+pub mod ids;
+
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;

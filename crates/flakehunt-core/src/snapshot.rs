@@ -22,6 +22,7 @@
 pub(crate) mod commands;
 pub mod python;
 pub mod system;
+mod text;
 pub mod toolchains;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::exec::ProcessTree;
 use serde::{Deserialize, Serialize};
+use text::{non_empty, read, unescape_mount_path};
 
 pub use python::Python;
 pub use system::{CgroupLimits, CpuFrequency, Mount};
@@ -528,16 +530,6 @@ pub fn redact(name: &str, value: &str) -> String {
     crate::redact::env_value(name, value).into_owned()
 }
 
-/// Reads a small text file, `None` on any error.
-fn read(path: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(path).ok()
-}
-
-fn non_empty(s: &str) -> Option<String> {
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_owned())
-}
-
 /// A set, non-empty environment variable.
 fn env_var(name: &str) -> Option<String> {
     std::env::var_os(name).and_then(|v| non_empty(&v.to_string_lossy()))
@@ -662,29 +654,6 @@ fn cgroup_mounts(mounts: &str) -> Cgroup {
     cgroup.v1_controllers.sort();
     cgroup.v1_controllers.dedup();
     cgroup
-}
-
-/// Undoes the octal escapes (`\040` for space) of paths in `/proc/mounts`.
-fn unescape_mount_path(path: &str) -> String {
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            let digits = &bytes[i + 1..i + 4];
-            if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
-                let value = digits.iter().fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
-                if let Ok(byte) = u8::try_from(value) {
-                    out.push(byte);
-                    i += 4;
-                    continue;
-                }
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Runs every tool command at once and returns the first line each one printed, `None` for

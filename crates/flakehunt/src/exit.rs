@@ -172,16 +172,10 @@ pub fn message_of(err: &Error) -> String {
 
 /// The record error `err` comes from, if any: advice about `--record` is for the record only.
 fn record_error(err: &Error) -> Option<&RecordError> {
-    use flakehunt_core::kind::fire::FireError;
     use flakehunt_core::record::MergeError;
-    use flakehunt_core::spec::HuntError;
     match err {
-        Error::Record(e)
-        | Error::InRecord { error: e, .. }
-        | Error::Merge(MergeError::Record(e))
-        | Error::Hunt(
-            HuntError::Record(e) | HuntError::Merge(MergeError::Record(e)) | HuntError::Fire(FireError::Record(e)),
-        ) => Some(e),
+        Error::Record(e) | Error::InRecord { error: e, .. } | Error::Merge(MergeError::Record(e)) => Some(e),
+        Error::Hunt(e) => e.record_error(),
         _ => None,
     }
 }

@@ -1,15 +1,17 @@
 //! Analysis of a record: statistics, failure signatures, tallies and the summary with its
 //! verdict. Pure: attempts in, numbers and words out.
 
-pub mod details;
 pub mod modes;
-pub mod signature;
+pub use crate::signature;
 pub mod stats;
 pub mod summary;
 pub mod tally;
-pub mod test_failure;
 
-pub use details::Details;
+pub use crate::schema::details::Details;
+pub mod details {
+    //! The summary's typed `details` (the type is the schema's).
+    pub use crate::schema::details::Details;
+}
 pub use summary::{CellSummary, SignatureSummary, Summary};
 pub use tally::Tally;
 

@@ -4,21 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::stats::{fisher_exact_two_sided, format_p, format_rate};
 use crate::record::{Attempt, Mode};
-
-/// The failures of one mode's attempts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModeRate {
-    /// Attempts.
-    pub attempts: u64,
-    /// Failures among them.
-    pub failures: u64,
-    /// `failures / attempts` (0 without attempts).
-    pub rate: f64,
-}
+pub use crate::schema::summary::{CellModes, ModeRate, ModeSummary};
 
 impl ModeRate {
     /// Counts `attempts` more, `failures` of them failed.
@@ -31,44 +19,6 @@ impl ModeRate {
     fn text(&self) -> String {
         format!("{}/{} ({})", self.failures, self.attempts, format_rate(self.rate))
     }
-}
-
-/// One cell in which both modes ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellModes {
-    /// The cell.
-    pub cell: String,
-    /// Its warm attempts.
-    pub warm: ModeRate,
-    /// Its cold attempts.
-    pub cold: ModeRate,
-    /// Its failures were met in cold attempts and in no warm one.
-    pub only_cold: bool,
-}
-
-/// `modes` in the summary of a hunt that ran warm attempts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModeSummary {
-    /// The hunt's warm attempts.
-    pub warm: ModeRate,
-    /// The hunt's cold attempts.
-    pub cold: ModeRate,
-    /// Two-sided Fisher exact test of warm against cold, when both ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_value: Option<f64>,
-    /// The cells in which both modes ran.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cells: Vec<CellModes>,
-    /// Failures were met in cold attempts and in no warm one: a start-up race.
-    pub only_cold: bool,
-    /// Attempts run again cold because the warm parent died while they ran (flakehunt's own
-    /// helper, not the target: the first run is no result and is not recorded).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub rerun: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// Attempts by cell and mode, as the record is read.

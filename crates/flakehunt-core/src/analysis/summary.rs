@@ -2,165 +2,14 @@
 //! and the verdict, computed from a tally alone so that the live run, `report` and `merge` agree.
 //! Main type: [`Summary`]. Its fields are a contract (ARCHITECTURE.md): add freely, never rename.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
 use super::stats::{self, Amplification};
-use super::tally::{CellTally, DurationHistogram, Tally};
+use super::tally::{CellTally, Tally};
 use crate::plan::CellSpec;
-use crate::record::{Kind, Manifest, Outcome, FORMAT_VERSION};
+use crate::record::{Manifest, Outcome, FORMAT_VERSION};
+pub use crate::schema::summary::{CellSummary, SignatureSummary, Summary};
 
 /// Significance level for calling a cell different from the baseline.
 pub const ALPHA: f64 = 0.01;
-
-/// The summary of a hunt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// Record format version.
-    pub format_version: u32,
-    /// Which hunt.
-    pub kind: Kind,
-    /// `FLAKEHUNT_RUN_ID`.
-    pub run_id: String,
-    /// The command, as typed.
-    pub target: String,
-    /// The verdict's machine name.
-    pub verdict: String,
-    /// The verdict in words.
-    pub verdict_text: String,
-    /// The baseline cell's name.
-    pub baseline: String,
-    /// Attempts recorded.
-    pub attempts: u64,
-    /// Attempts the plan holds (for this shard); fewer recorded means an interrupted or budgeted run.
-    pub planned: u64,
-    /// Failures (fail + crash + timeout).
-    pub failures: u64,
-    /// Whether every planned attempt ran.
-    pub complete: bool,
-    /// Per cell.
-    pub cells: Vec<CellSummary>,
-    /// Failure signatures, most frequent first.
-    pub signatures: Vec<SignatureSummary>,
-    /// Sentences a reader should see (what zero failures rule out, load warnings...).
-    pub notes: Vec<String>,
-    /// `--oracle majority`: the distinct stdouts of the attempts that exited 0, most common
-    /// first, the majority marked.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<crate::oracle::majority::OutputSummary>,
-    /// Matrix: the dimensions of the grid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dimensions: Option<Vec<crate::kind::matrix::plan::Dimension>>,
-    /// Matrix: failures per dimension value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attribution: Option<Vec<crate::kind::matrix::summary::Attribution>>,
-    /// A matrix's, an adaptive hunt's or a verification's part (see [`super::details::Details`]).
-    #[serde(default, skip_serializing_if = "super::details::Details::is_none")]
-    pub details: super::details::Details,
-    /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
-    /// none did); absent from other kinds' summaries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reproduction: Option<Option<crate::kind::adaptive::reproduction::Reproduction>>,
-    /// Warm attempts' failure rate against cold ones', when any attempt ran warm.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modes: Option<super::modes::ModeSummary>,
-    /// The checks of failures the exit status hides that were on (`goroutine leaks`...), and
-    /// how many attempts what they found failed; absent when none was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checks: Option<crate::checks::ChecksSummary>,
-    /// Fire: the reference and the ladder's levels, flattened into the document
-    /// (`reference`, `levels`, ...).
-    #[serde(flatten)]
-    pub fire: Option<crate::kind::fire::FireSummary>,
-    /// Suite: the runner, the tests collected and every test that failed at least once,
-    /// flattened into the document (`framework`, `collected`, `tests`, ...).
-    #[serde(flatten)]
-    pub suite: Option<crate::kind::suite::summary::SuiteSummary>,
-}
-
-/// One cell's statistics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellSummary {
-    /// Name.
-    pub name: String,
-    /// Attempts.
-    pub attempts: u64,
-    /// Failures.
-    pub failures: u64,
-    /// Attempts ended as slow (by a limit flakehunt set, while still at work): among
-    /// `attempts`, but no evidence, so left out of `rate`, `ci95`, `p_value` and
-    /// `amplification`. Absent when none was.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub slow: u64,
-    /// Count per outcome (every outcome present, zeros included).
-    pub outcomes: BTreeMap<String, u64>,
-    /// failures / attempts.
-    pub rate: f64,
-    /// Wilson 95 % interval of the rate.
-    pub ci95: [f64; 2],
-    /// Exact one-sided 95 % upper bound when there were no failures.
-    pub upper_bound: Option<f64>,
-    /// Two-sided Fisher exact p against the baseline (none for the baseline itself).
-    pub p_value: Option<f64>,
-    /// Rate ratio against the baseline.
-    pub amplification: Option<f64>,
-    /// The ratio is a lower bound (the baseline never failed).
-    pub amplification_at_least: bool,
-    /// Differs from the baseline at p < 0.01.
-    pub sensitive: bool,
-    /// `amplifies` or `suppresses`, when sensitive.
-    pub direction: Option<String>,
-    /// What the difference suggests about the bug, when sensitive.
-    pub meaning: Option<String>,
-    /// The profile or overlay had no measurable effect.
-    pub inert: bool,
-    /// Why it is inert.
-    pub inert_reason: Option<String>,
-    /// What the profile measured, aggregated.
-    pub effect: serde_json::Value,
-    /// Mean wall-clock seconds per attempt.
-    pub mean_seconds: f64,
-    /// Mean one-minute load average during its attempts.
-    pub mean_load: Option<f64>,
-    /// Attempts that left processes behind.
-    pub leaking: u64,
-    /// Confirmation attempts among `attempts` (matrix).
-    pub confirmations: u64,
-    /// Duration histograms (see `DurationHistogram`), for renderers.
-    pub durations: DurationHistogram,
-    /// Matrix: the cell's overlay (dimension -> value).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub overlay: Option<BTreeMap<String, String>>,
-    /// Matrix: failed at least twice under its overlay.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reproduced: Option<bool>,
-    /// Matrix: the smallest overlay that still reproduces, for reproduced cells.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minimal_overlay: Option<BTreeMap<String, String>>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// One failure signature.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SignatureSummary {
-    /// The normalised signature.
-    pub signature: String,
-    /// Attempts with it.
-    pub count: u64,
-    /// Cells it appeared in.
-    pub cells: Vec<String>,
-    /// The tail of its first attempt's stream that holds the failure.
-    pub example: String,
-    /// Which stream `example` is: `stderr` or `stdout` (pytest and Go's tests report on stdout).
-    #[serde(default = "super::signature::stderr_name")]
-    pub stream: String,
-    /// Id of its first attempt.
-    pub first_attempt: u64,
-}
 
 impl Summary {
     /// Summarises a tally of `cells` (the first is the baseline); `planned` is the number of
@@ -259,27 +108,6 @@ impl Summary {
             "not-reproduced" | "accept" | "rumour" | "fixed" => 0,
             "inconclusive" => 3,
             _ => 1,
-        }
-    }
-
-    /// The cell summary by name.
-    pub fn cell(&self, name: &str) -> Option<&CellSummary> {
-        self.cells.iter().find(|c| c.name == name)
-    }
-}
-
-impl CellSummary {
-    /// Attempts that are evidence, which its rate counts: all but the slow ones.
-    pub fn judged(&self) -> u64 {
-        self.attempts - self.slow.min(self.attempts)
-    }
-
-    /// Its attempts as the tables show them: those its rate counts, and the slow ones beside
-    /// (`97 +3 slow`).
-    pub fn attempts_text(&self) -> String {
-        match self.slow {
-            0 => self.attempts.to_string(),
-            slow => format!("{} +{slow} slow", self.judged()),
         }
     }
 }

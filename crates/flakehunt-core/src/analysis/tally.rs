@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Attempt, Outcome};
+pub use crate::schema::summary::DurationHistogram;
 
 /// Counts for one cell.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -65,7 +66,7 @@ impl AtOnce {
     /// inside): dropped, it keeps the memory as small as the attempts running at once. The most
     /// a cell can run at once bounds what is kept besides.
     fn add(&mut self, a: &Attempt) {
-        let Some(start) = crate::kind::adaptive::reproduction::unix_seconds(&a.started_at) else { return };
+        let Some(start) = unix_seconds(&a.started_at) else { return };
         let end = start + a.seconds.max(0.0);
         self.measured += 1;
         self.recent.retain(|&(_, e, _)| e > start);
@@ -83,40 +84,6 @@ impl AtOnce {
         if self.recent.len() > crate::profile::MAX_COPIES as usize {
             self.recent.remove(0);
         }
-    }
-}
-
-/// Log-scale duration histograms: 4 buckets per power of ten from 1 ms to 10,000 s, so the
-/// distribution of any number of attempts fits in a few hundred counters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DurationHistogram {
-    /// Counts of passing attempts per bucket.
-    pub pass: Vec<u64>,
-    /// Counts of failing attempts per bucket.
-    pub fail: Vec<u64>,
-}
-
-impl DurationHistogram {
-    /// Buckets per power of ten.
-    pub const PER_DECADE: usize = 4;
-    /// Number of buckets: 1 ms .. 10^4 s.
-    pub const BUCKETS: usize = 7 * Self::PER_DECADE + 1;
-
-    /// The bucket of a duration.
-    pub fn bucket(seconds: f64) -> usize {
-        let x = (seconds.max(1e-3) / 1e-3).log10() * Self::PER_DECADE as f64;
-        (x.floor().max(0.0) as usize).min(Self::BUCKETS - 1)
-    }
-
-    /// Lower edge of a bucket, in seconds.
-    pub fn lower_edge(bucket: usize) -> f64 {
-        1e-3 * 10f64.powf(bucket as f64 / Self::PER_DECADE as f64)
-    }
-}
-
-impl Default for DurationHistogram {
-    fn default() -> Self {
-        Self { pass: vec![0; Self::BUCKETS], fail: vec![0; Self::BUCKETS] }
     }
 }
 
@@ -175,10 +142,10 @@ pub struct SignatureTally {
     /// Per cell.
     pub cells: BTreeMap<String, u64>,
     /// The tail of its first attempt's stream that holds the failure (see
-    /// [`super::signature::failure_stream`]).
+    /// [`crate::signature::failure_stream`]).
     pub example: String,
     /// Which stream `example` is: `stderr` or `stdout`.
-    #[serde(default = "super::signature::stderr_name")]
+    #[serde(default = "crate::signature::stderr_name")]
     pub stream: String,
     /// Id of its first attempt (its logs are in `logs/`).
     pub first_attempt: u64,
@@ -239,7 +206,7 @@ impl Tally {
                 sig.clone()
             };
             let entry = self.signatures.entry(key).or_insert_with(|| {
-                let (stream, example) = super::signature::failure_stream(&a.stdout_tail, &a.stderr_tail);
+                let (stream, example) = crate::signature::failure_stream(&a.stdout_tail, &a.stderr_tail);
                 SignatureTally {
                     example: example.to_owned(),
                     stream: stream.to_owned(),
@@ -308,6 +275,12 @@ impl EffectTally {
     pub fn cpu_share(&self) -> Option<f64> {
         (self.cpu_share_n > 0).then(|| self.cpu_share_sum / self.cpu_share_n as f64)
     }
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 time as the record writes them (`started_at`).
+pub(crate) fn unix_seconds(rfc3339: &str) -> Option<f64> {
+    let t = humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z')).ok()?;
+    t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs_f64())
 }
 
 #[cfg(test)]

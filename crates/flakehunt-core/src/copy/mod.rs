@@ -19,6 +19,7 @@
 //! nothing behind and the size check knows what the copy will take.
 
 mod data;
+mod remove;
 mod resolve;
 
 use std::collections::{HashMap, HashSet};
@@ -27,8 +28,9 @@ use std::io;
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+pub use crate::schema::fire::CopyStats;
+pub(crate) use remove::remove_tree;
 use resolve::{relative, resolve, Resolved};
-use serde::{Deserialize, Serialize};
 
 /// How links that leave the tree are treated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,29 +47,6 @@ pub enum Selection<'a> {
     /// These paths relative to the root (a repository's tracked files), with the directories
     /// that lead to them.
     Listed(&'a [PathBuf]),
-}
-
-/// What a copy made, as recorded with each fire level.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CopyStats {
-    /// Regular files copied (hard links not counted).
-    pub files: u64,
-    /// Their apparent size in bytes.
-    pub bytes: u64,
-    /// Bytes of data actually written: holes and reflinked blocks are not.
-    pub written: u64,
-    /// Files whose blocks are shared with the original (reflinks).
-    pub cloned: u64,
-    /// Symlinks re-pointed inside the copy.
-    pub links: u64,
-    /// Extra names of a file that has several in the tree.
-    pub hard_links: u64,
-    /// FIFOs recreated.
-    pub fifos: u64,
-    /// Links outside the tree whose content was copied (`--follow-outside-links`).
-    pub followed: u64,
-    /// Entries left out: sockets, and links outside the tree with nothing to copy.
-    pub left_out: u64,
 }
 
 /// Why a tree cannot be copied.

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use here::Here;
 
 use crate::plan::Setting;
+pub use crate::schema::against::Change;
 use crate::snapshot::{LimitPair, Snapshot};
 
 /// The groups differences are shown in, in this order.
@@ -57,31 +58,6 @@ impl Group {
             Group::Machine => "machine",
         }
     }
-}
-
-/// How flakehunt makes this machine look like the other in one difference.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Change {
-    /// Set an environment variable (`None`: unset it).
-    Env {
-        /// The variable.
-        name: String,
-        /// Its value there.
-        value: Option<String>,
-    },
-    /// Set a soft resource limit (`None`: unlimited).
-    Rlimit {
-        /// The resource (`nofile`).
-        name: String,
-        /// The soft limit there.
-        value: Option<u64>,
-    },
-    /// Pin to this many CPUs (runtimes size their thread pools from it, as they do there).
-    Cpus {
-        /// CPUs there.
-        count: u32,
-    },
 }
 
 impl Change {

@@ -5,42 +5,19 @@
 
 use std::path::{Path, PathBuf};
 
-use super::HuntEnd;
-use crate::analysis::Summary;
+use super::prepare::{cells_of, default_record_dir, oracle_of, settings_of, stamp, warm_plan};
+use super::{step_summary, HuntEnd, HuntReport};
 use crate::events::{Event, EventSink, Fanout};
-use crate::kind::fire::{FireError, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
+use crate::kind::fire::{FireError, FireFailure, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::oracle::OracleSpec;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
 use crate::record::{
     Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,
 };
+use crate::rng::random_seed;
 use crate::runner::{rfc3339, AttemptRunner, RunError, Runner};
 use crate::spec::{HuntError, HuntKind, HuntSpec, RecordRequest};
 use crate::state::Normalizer;
-
-/// What a finished hunt leaves for the caller to print.
-#[derive(Debug)]
-pub struct HuntReport {
-    /// The summary, as written to `summary.json`.
-    pub summary: Summary,
-    /// The record.
-    pub dir: PathBuf,
-    /// How it ended.
-    pub end: HuntEnd,
-    /// Slurm: the shards that did not complete, to say after the summary.
-    pub incomplete: Option<Incomplete>,
-}
-
-/// Shards of a Slurm hunt that did not complete.
-#[derive(Debug)]
-pub struct Incomplete {
-    /// Their 1-based indices.
-    pub missing: Vec<u32>,
-    /// Shards in all.
-    pub shards: u32,
-    /// The batch script that re-submits them.
-    pub script: PathBuf,
-}
 
 /// A record ready to run, with what its kind needs besides.
 struct Opened {
@@ -63,13 +40,13 @@ struct Ladder {
 /// Runs the hunt `spec` describes, sending its events to `sink` (after the recorder, so the
 /// sink never sees an unrecorded attempt).
 pub fn run(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<HuntReport, HuntError> {
-    let adaptive;
-    let spec = match (&spec.kind, &spec.record) {
-        (HuntKind::Adaptive, RecordRequest::New(_)) => {
-            adaptive = adaptive_defaults(spec);
-            &adaptive
+    let with_defaults;
+    let spec = match &spec.record {
+        RecordRequest::New(_) => {
+            with_defaults = crate::kind::of(spec.kind.record_kind()).defaults(spec.clone());
+            &with_defaults
         }
-        _ => spec,
+        RecordRequest::Resume(_) => spec,
     };
     if let Some(slurm) = &spec.slurm {
         return super::slurm::run(spec, slurm, sink);
@@ -206,64 +183,6 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
     }
 }
 
-/// A new adaptive hunt's own defaults: a budget of 10 minutes unless given, a runner as wide
-/// as its largest `copies=N` arm (the plan keeps every other arm to one attempt at a time), and
-/// a seed fixed now, so that its shards and its plan options agree on it.
-fn adaptive_defaults(spec: &HuntSpec) -> HuntSpec {
-    let mut spec = spec.clone();
-    spec.settings.budget.get_or_insert(crate::kind::adaptive::record::DEFAULT_BUDGET);
-    spec.settings.jobs = crate::kind::adaptive::record::runner_jobs(crate::kind::adaptive::record::cpus());
-    spec.seed = Some(spec.seed.unwrap_or_else(random_seed));
-    spec
-}
-
-/// The cells of a new sweep, matrix or adaptive hunt and what its manifest records about them.
-pub(super) fn cells_of(
-    spec: &HuntSpec,
-    target: &Target,
-    sink: &mut dyn EventSink,
-) -> Result<(Vec<CellSpec>, Extra), HuntError> {
-    match &spec.kind {
-        HuntKind::Sweep { profiles, strict } => {
-            let profiles = crate::probe::select(profiles, &spec.config, target)?;
-            for p in &profiles {
-                if let Some(n) = p.knobs.copies {
-                    crate::bounds::Machine::get()
-                        .check_workers(&format!("copies of profile {}", p.name), u64::from(n))?;
-                }
-            }
-            if *strict {
-                crate::probe::refuse_inert(&profiles, crate::record::Kind::Sweep)?;
-            }
-            Ok((profiles.into_iter().map(CellSpec::for_profile).collect(), Extra::default()))
-        }
-        HuntKind::Matrix(req) if req.against.is_some() && spec.shard.is_some() => {
-            Err(HuntError::usage(crate::spec::args::AGAINST_IS_ONE_MACHINE))
-        }
-        HuntKind::Matrix(req) => {
-            crate::kind::matrix::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
-        }
-        HuntKind::Fire(_) => Ok((Vec::new(), Extra::default())),
-        HuntKind::Verify(_) => Err(HuntError::usage("verify runs on one machine: it cannot be sharded")),
-        HuntKind::Adaptive => {
-            use crate::kind::adaptive::record::{self, TestRunner};
-            let t = &spec.target;
-            let adapter = if !t.go_test.is_empty() {
-                Some(TestRunner::Go)
-            } else if t.pytest.is_some() {
-                Some(TestRunner::Pytest)
-            } else {
-                t.cargo_test.is_some().then_some(TestRunner::Cargo)
-            };
-            let timeout = spec.settings.timeout_given.then_some(spec.settings.timeout);
-            let seed = spec.seed.unwrap_or_default();
-            let options = record::prepare(target, adapter, seed, spec.oracle.majority, timeout);
-            Ok((vec![record::baseline_cell()], Extra { bandit: Some(options), ..Extra::default() }))
-        }
-        HuntKind::Suite(_) => crate::kind::suite::prepare::cells(spec, target, placeholder_setup(), None),
-    }
-}
-
 /// The session, the snapshot and the run itself; `(interrupted, snapshot)`.
 fn execute(
     spec: &HuntSpec,
@@ -364,7 +283,8 @@ fn execute(
                 Err(e) => {
                     // Nothing ran: the caller leaves no record behind for a refused state.
                     let state = fire.options.state.clone();
-                    let error = HuntError::State { error: Box::new(e), sandboxes: fire.sandboxes.clone(), state };
+                    let error =
+                        FireFailure::State { error: Box::new(e), sandboxes: fire.sandboxes.clone(), state }.into();
                     return refuse(session, error);
                 }
             }
@@ -387,82 +307,10 @@ fn execute(
                 Err(FireError::Spawn { program, source }) => {
                     Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
                 }
-                Err(e) => Err(HuntError::Fire(e)),
+                Err(e) => Err(FireFailure::Run(e).into()),
             }
         }
     }
-}
-
-/// The setup a suite's cells are chosen without (Slurm's checks before submitting): the shards
-/// collect and build their own.
-fn placeholder_setup() -> crate::kind::suite::setup::SuiteSetup {
-    crate::kind::suite::setup::SuiteSetup {
-        runner: crate::kind::suite::setup::SuiteRunner::Libtest { binary: PathBuf::new(), show_output: false },
-        selection: Vec::new(),
-        files: PathBuf::new(),
-        python_path: None,
-        collect_seconds: 0.0,
-    }
-}
-
-/// The warm plan of a new hunt of `target` (see [`crate::warm::plan`]); why `--warm` cannot
-/// serve the target is said to `sink`.
-fn warm_plan(spec: &HuntSpec, target: &Target, sink: &mut dyn EventSink) -> Result<Option<plan::WarmPlan>, HuntError> {
-    let (warm, why_cold) =
-        crate::warm::plan(spec.settings.warm, spec.kind.warm_by_default(), target, &spec.config.warm);
-    if let Some(why) = why_cold {
-        sink.event(&Event::RunsCold(&why))?;
-    }
-    Ok(warm)
-}
-
-/// Settings from the shared options, checked.
-pub(super) fn settings_of(spec: &HuntSpec) -> Result<Settings, HuntError> {
-    let s = &spec.settings;
-    if s.runs == 0 {
-        return Err(HuntError::usage("--runs must be at least 1"));
-    }
-    if s.jobs == 0 {
-        return Err(HuntError::usage("--jobs must be at least 1"));
-    }
-    crate::bounds::check_runs("--runs", s.runs)?;
-    crate::bounds::Machine::get().check_workers("--jobs", u64::from(s.jobs))?;
-    if s.until_fails == Some(0) {
-        return Err(HuntError::usage("--until-fails must be at least 1"));
-    }
-    if s.timeout.is_zero() {
-        return Err(HuntError::usage("--timeout must be longer than 0s"));
-    }
-    Ok(Settings {
-        runs: s.runs,
-        jobs: s.jobs,
-        until_fails: s.until_fails,
-        budget_seconds: s.budget.map(|d| d.as_secs_f64()),
-        timeout_seconds: s.timeout.as_secs_f64(),
-        timeout_given: Some(s.timeout_given),
-        grace_seconds: s.grace.as_secs_f64(),
-        capture_bytes: s.capture,
-        warm: None,
-        checks: crate::checks::Checks::default(),
-    })
-}
-
-/// The oracles the options ask for, checked; none when only the exit status judges.
-fn oracle_of(spec: &HuntSpec) -> Result<Option<OracleSpec>, HuntError> {
-    let o = &spec.oracle;
-    if !o.ignore.is_empty() && o.expect_stdout.is_none() && !o.majority {
-        return Err(HuntError::usage(
-            "--ignore masks stdout for --expect-stdout or --oracle majority: give one of them",
-        ));
-    }
-    let oracle = OracleSpec::new(
-        o.fail_if.clone(),
-        o.pass_if.clone(),
-        o.expect_stdout.as_deref(),
-        o.ignore.clone(),
-        o.majority,
-    )?;
-    Ok((!oracle.is_empty()).then_some(oracle))
 }
 
 /// The checked durations of `manifest`'s plan; an error names the record's field.
@@ -556,24 +404,6 @@ fn secret_values_of(cells: &[CellSpec]) -> Vec<String> {
     values
 }
 
-/// `.flakehunt/runs/KIND-STAMP`, where a record goes without `--record`.
-pub fn default_record_dir(kind: Kind) -> PathBuf {
-    let base =
-        PathBuf::from(".flakehunt/runs").join(format!("{}-{}", kind.name(), stamp(std::time::SystemTime::now())));
-    crate::record::unused_dir(&base)
-}
-
-/// A UTC time to the second without separators (`20240105T103000`).
-fn stamp(time: std::time::SystemTime) -> String {
-    humantime::format_rfc3339_seconds(time).to_string().replace([':', '-'], "").trim_end_matches('Z').to_owned()
-}
-
-/// A seed from the clock and the pid, for hunts not given one.
-pub fn random_seed() -> u64 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
-}
-
 /// Removes a record that a failed start left without a single attempt, so that the same
 /// `--record` directory can be used again once the command is fixed. Only what this run
 /// created is removed (see [`NewDir::discard`]).
@@ -584,32 +414,4 @@ fn discard_if_empty(dir: &NewDir) {
     }
     crate::kind::adapter::discard_build(dir.path());
     dir.discard(&[crate::kind::adapter::GO_BUILD_DIR, SANDBOXES]);
-}
-
-/// Appends the Markdown summary of a finished hunt to `$GITHUB_STEP_SUMMARY` when it is set.
-/// A job summary is a courtesy: failing to write it is told to `sink` and never changes the
-/// hunt's result.
-pub fn step_summary(summary: &Summary, dir: &Path, sink: &mut dyn EventSink) {
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return };
-    let result = (|| -> Result<(), String> {
-        let record = Record::open(dir).map_err(|e| crate::spec::error_chain(&e))?;
-        let ctx = crate::render::RenderContext::from_record(&record, 0).map_err(|e| crate::spec::error_chain(&e))?;
-        let text = crate::render::markdown::render(summary, &ctx);
-        // Without blocking: a FIFO with no reader would hold the finished hunt forever (opening
-        // it ignores SIGTERM); only a regular file is a job summary.
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&path)
-            .map_err(|e| e.to_string())?;
-        if !f.metadata().is_ok_and(|m| m.is_file()) {
-            return Err("not a regular file".to_owned());
-        }
-        std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()).map_err(|e| e.to_string())
-    })();
-    if let Err(error) = result {
-        let _ = sink.event(&Event::StepSummaryFailed { path: Path::new(&path), error: &error });
-    }
 }

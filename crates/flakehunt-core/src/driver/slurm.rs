@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use super::{HuntEnd, HuntReport, Incomplete};
 use crate::dispatch::slurm::{script, SlurmJob};
 use crate::events::{Event, EventSink};
-use crate::record::Merge;
 use crate::spec::{HuntError, HuntKind, HuntSpec, RecordRequest, SlurmRequest};
 
 /// The batch script of a `--slurm` hunt, its record directory and working directory, after
@@ -32,8 +31,8 @@ fn prepare(
         }
         _ => crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?,
     };
-    super::run::settings_of(spec)?;
-    let (cells, _) = super::run::cells_of(spec, &target, sink)?;
+    super::prepare::settings_of(spec)?;
+    let (cells, _) = super::prepare::cells_of(spec, &target, sink)?;
     let seed = spec.seed.unwrap_or_else(super::random_seed);
     let program = std::env::current_exe().map_err(|e| HuntError::io("cannot find flakehunt's own executable", e))?;
     // Without --profiles each machine would pick the profiles that apply on it, and shards
@@ -232,7 +231,7 @@ fn finish(
             dir.display()
         )));
     }
-    let (merge, summary) = Merge::run_beside_shards(&shard_dirs, dir)?;
+    let (merge, summary) = super::merge::merge_beside_shards(&shard_dirs, dir)?;
     super::step_summary(&summary, dir, sink);
     let missing: Vec<u32> = merge
         .missing

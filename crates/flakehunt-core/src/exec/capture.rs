@@ -4,10 +4,37 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::oracle::Mask;
+use regex::bytes::Regex as BytesRegex;
 
 /// Longest partial line held back for masking; a longer line is masked in pieces.
 const MAX_LINE: usize = 1 << 20;
+
+/// `--ignore` patterns, applied to one line at a time: each match becomes `<ignored>`.
+#[derive(Debug, Clone)]
+pub struct Mask {
+    patterns: Vec<BytesRegex>,
+}
+
+impl Mask {
+    /// Compiles the patterns.
+    pub fn new(patterns: &[String]) -> Result<Self, regex::Error> {
+        Ok(Self { patterns: patterns.iter().map(|p| BytesRegex::new(p)).collect::<Result<_, _>>()? })
+    }
+
+    /// The mask of valid `patterns`, or none when there are none.
+    pub(crate) fn of(patterns: &[String]) -> Option<Arc<Mask>> {
+        (!patterns.is_empty()).then(|| Mask::new(patterns).ok().map(Arc::new)).flatten()
+    }
+
+    /// The bytes with every match replaced.
+    pub fn apply(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        for re in &self.patterns {
+            out = re.replace_all(&out, &b"<ignored>"[..]).into_owned();
+        }
+        out
+    }
+}
 
 /// One captured stream. The head keeps the first `cap` bytes (what `logs/` gets); the tail keeps
 /// the last `tail_len` bytes of the whole stream, even past the cap, because the end of stderr is

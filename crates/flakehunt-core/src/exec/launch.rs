@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::stdio::dev_null_stdio;
+
 /// One process to start.
 #[derive(Debug, Clone, Default)]
 pub struct Launch {
@@ -181,11 +183,7 @@ impl Launch {
     /// flakehunt, and the `pre_exec` hook for [`Self::setup`].
     pub(crate) fn command(&self, program: &std::ffi::OsStr) -> Command {
         let mut cmd = Command::new(program);
-        cmd.args(&self.args)
-            .process_group(0)
-            .stdin(super::spawn::dev_null_stdio())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(&self.args).process_group(0).stdin(dev_null_stdio()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if self.env_clear {
             cmd.env_clear();
         }

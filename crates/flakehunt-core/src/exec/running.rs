@@ -9,9 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, PidfdFlags, Signal};
-use serde::{Deserialize, Serialize};
 
-use super::{Cancel, Capture, Launch, LeakedProcess, ProcessTree};
+use super::{Cancel, Capture, Launch, LeakedProcess, ProcessTree, Termination};
 
 /// Per-attempt limits.
 #[derive(Debug, Clone)]
@@ -37,7 +36,7 @@ pub struct Limits {
     /// Bytes of each stream's end kept in the record.
     pub tail_len: usize,
     /// Masks applied line by line to stdout before it is hashed (`--ignore`).
-    pub stdout_mask: Option<std::sync::Arc<crate::oracle::Mask>>,
+    pub stdout_mask: Option<std::sync::Arc<super::Mask>>,
 }
 
 impl Default for Limits {
@@ -63,16 +62,6 @@ pub enum Status {
     Exited(i32),
     /// Killed by this signal.
     Signaled(i32),
-}
-
-/// Why flakehunt ended the attempt itself, if it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Termination {
-    /// The timeout passed and the group ended on SIGTERM within the grace period.
-    Sigterm,
-    /// The group had to be killed with SIGKILL after the grace period.
-    Sigkill,
 }
 
 /// A limit flakehunt derived for one attempt: reached, the attempt is judged by what its
@@ -156,8 +145,20 @@ pub struct Running<'t> {
 pub(crate) enum Reap<'t> {
     /// flakehunt's own child.
     Own,
-    /// A warm parent's child.
-    Warm(crate::warm::Reaped<'t>),
+    /// Another process's child, whose end that process reports.
+    Foreign(Box<dyn ForeignReap + 't>),
+}
+
+/// How the end of a process that another process reaps is learned (a warm parent's fork: see
+/// `warm::Reaped`). A trait, so that this layer does not depend on the warm parents above it.
+pub(crate) trait ForeignReap: Send {
+    /// Says that flakehunt has read what it measures of the process (see [`Running::settled`]):
+    /// its reaper may reap it once it exits. Later calls do nothing.
+    fn settle(&self);
+
+    /// The process's end and CPU seconds, once it has exited; `Err` says how its reaper died
+    /// before it could tell.
+    fn status(self: Box<Self>) -> Result<(Status, Option<f64>), String>;
 }
 
 impl<'t> Running<'t> {
@@ -205,7 +206,7 @@ impl<'t> Running<'t> {
         (started, started_at, started_ticks): (Instant, SystemTime, u64),
         tree: &'t ProcessTree,
         marker: String,
-        reaped: crate::warm::Reaped<'t>,
+        reaped: Box<dyn ForeignReap + 't>,
     ) -> Self {
         Self {
             pid,
@@ -217,7 +218,7 @@ impl<'t> Running<'t> {
             tree,
             marker,
             started_ticks,
-            reap: Reap::Warm(reaped),
+            reap: Reap::Foreign(reaped),
         }
     }
 
@@ -230,7 +231,7 @@ impl<'t> Running<'t> {
     /// profile's CPUs and policy): a warm parent keeps its exited fork unreaped until then, as a
     /// cold attempt's exited process stays readable until flakehunt waits for it.
     pub fn settled(&self) {
-        if let Reap::Warm(reaped) = &self.reap {
+        if let Reap::Foreign(reaped) = &self.reap {
             reaped.settle();
         }
     }
@@ -378,7 +379,7 @@ impl<'t> Running<'t> {
         let seconds = self.started.elapsed().as_secs_f64();
         let ((status, cpu_seconds), lost) = match std::mem::replace(&mut self.reap, Reap::Own) {
             Reap::Own => (wait4(self.pid), None),
-            Reap::Warm(reaped) => match reaped.status() {
+            Reap::Foreign(reaped) => match reaped.status() {
                 Ok(ended) => (ended, None),
                 Err(why) => ((Status::Signaled(libc::SIGKILL), None), Some(why)),
             },

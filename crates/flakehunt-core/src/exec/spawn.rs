@@ -17,15 +17,16 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex};
 
 use super::launch::ReadySetup;
+use super::stdio::{above_stdio, dev_null};
 use super::Launch;
 
 /// A started child: its pid (which is also its process group) and the read ends of its output.
@@ -421,30 +422,6 @@ fn c_string(s: &OsStr) -> io::Result<CString> {
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     Ok((above_stdio(read)?, above_stdio(write)?))
-}
-
-fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
-    if fd.as_raw_fd() > 2 {
-        return Ok(fd);
-    }
-    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 3)?)
-}
-
-/// `/dev/null`, opened once per hunt and given to every attempt as its stdin.
-fn dev_null() -> io::Result<BorrowedFd<'static>> {
-    static DEV_NULL: OnceLock<Option<OwnedFd>> = OnceLock::new();
-    DEV_NULL
-        .get_or_init(|| File::open("/dev/null").ok().and_then(|f| above_stdio(OwnedFd::from(f)).ok()))
-        .as_ref()
-        .map(|fd| fd.as_fd())
-        .ok_or_else(|| io::Error::other("/dev/null cannot be opened"))
-}
-
-/// The fd a `Command` child gets as stdin: a duplicate of the shared `/dev/null`.
-pub(crate) fn dev_null_stdio() -> std::process::Stdio {
-    dev_null()
-        .and_then(|fd| fd.try_clone_to_owned())
-        .map_or_else(|_| std::process::Stdio::null(), std::process::Stdio::from)
 }
 
 #[cfg(test)]

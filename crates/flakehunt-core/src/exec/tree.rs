@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitOptions};
 
+use super::LeakedProcess;
+
 /// Bookkeeping shared by every worker that spawns attempts.
 #[derive(Debug, Default)]
 pub struct ProcessTree {
@@ -36,15 +38,6 @@ pub struct ProcessTree {
     /// offset 0, which regenerates it, instead of paying a path lookup, open and close. Locked
     /// while read, so that two sweeps' reads of a long list do not interleave.
     children_file: Mutex<Option<fs::File>>,
-}
-
-/// A process left behind by an attempt, as found before it was killed.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct LeakedProcess {
-    /// Its pid.
-    pub pid: u32,
-    /// Its command name (`/proc/PID/comm`).
-    pub command: String,
 }
 
 impl ProcessTree {

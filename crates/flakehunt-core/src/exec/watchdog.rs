@@ -227,7 +227,7 @@ pub fn serve(input: impl Read, run_id: &str, protect: &[i32]) {
     cleanup(&cgroups, run_id, &protected);
     // After the processes are gone, so none is still writing into a room.
     for dir in &dirs {
-        let _ = crate::state::remove_tree(dir);
+        let _ = crate::copy::remove_tree(dir);
     }
 }
 
@@ -240,7 +240,7 @@ fn cleanup(cgroups: &[PathBuf], run_id: &str, protected: &[i32]) {
     for _round in 0..16 {
         let mut found = false;
         for cg in cgroups {
-            found |= crate::profile::cgroup::kill_all(cg);
+            found |= crate::exec::cgroup::kill_all(cg);
         }
         if let Ok(dir) = std::fs::read_dir("/proc") {
             for p in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {

@@ -5,9 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::record::{Attempt, Outcome};
+pub use crate::schema::oracle::OutputSummary;
 
 /// Distinct outputs beyond this many are counted, not listed.
 const MAX_OUTPUTS: usize = 256;
@@ -16,24 +15,6 @@ const MAX_IDS: usize = 50;
 
 /// The reason and signature of a minority output.
 pub const REASON: &str = "stdout differs from the majority output";
-
-/// One distinct stdout.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct OutputSummary {
-    /// Hash of the (masked) stdout.
-    pub hash: String,
-    /// Attempts that printed it.
-    pub count: u64,
-    /// Whether it is the majority output.
-    pub majority: bool,
-    /// Id of its first attempt (its logs are in `logs/` when the record kept them).
-    pub first_attempt: u64,
-    /// The stdout tail of its first attempt.
-    pub example: String,
-    /// Ids of the attempts that printed it (the first 50), for minority outputs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<u64>,
-}
 
 /// The distinct outputs of the attempts that exited 0, counted.
 #[derive(Debug, Clone, Default)]
@@ -109,7 +90,7 @@ impl Outputs {
         if Self::eligible(a) && a.stdout_hash.as_deref() != Some(majority) {
             a.outcome = Outcome::WrongOutput;
             a.oracle = Some(REASON.to_owned());
-            a.signature = Some(crate::analysis::signature::of_oracle(Outcome::WrongOutput, a.exit_code, REASON));
+            a.signature = Some(crate::signature::of_oracle(Outcome::WrongOutput, a.exit_code, REASON));
         }
     }
 

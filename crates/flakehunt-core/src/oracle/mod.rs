@@ -9,42 +9,11 @@ pub mod majority;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use regex::bytes::Regex as BytesRegex;
-use regex::Regex;
-use serde::{Deserialize, Serialize};
-
+pub use crate::exec::Mask;
 use crate::exec::{Capture, Execution};
 use crate::record::Outcome;
-
-/// The oracles of a hunt, as recorded in the manifest so that `--resume`, `report` and `merge`
-/// judge with the same ones.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct OracleSpec {
-    /// An attempt whose stdout or stderr matches one of these fails.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fail_if: Vec<String>,
-    /// A failing attempt whose stdout or stderr matches one of these counts as a pass.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pass_if: Vec<String>,
-    /// The stdout every attempt must print.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect_stdout: Option<ExpectedStdout>,
-    /// Volatile parts of stdout masked (line by line) before comparing or hashing it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ignore: Vec<String>,
-    /// An attempt whose stdout differs from the most common one is `wrong-output`.
-    #[serde(default)]
-    pub majority: bool,
-}
-
-/// The expected stdout of `--expect-stdout`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExpectedStdout {
-    /// The file, as given.
-    pub path: String,
-    /// The hash of its masked content, as [`Capture::hash`] computes it for an attempt.
-    pub hash: String,
-}
+pub use crate::schema::oracle::{ExpectedStdout, OracleSpec};
+use regex::Regex;
 
 /// A bad oracle option.
 #[derive(Debug, thiserror::Error)]
@@ -171,33 +140,6 @@ pub fn hash_of(bytes: &[u8], mask: Option<Arc<Mask>>) -> String {
     let mut c = Capture::hashing(0, 0, mask);
     c.push(bytes);
     c.hash().unwrap_or_default()
-}
-
-/// `--ignore` patterns, applied to one line at a time: each match becomes `<ignored>`.
-#[derive(Debug, Clone)]
-pub struct Mask {
-    patterns: Vec<BytesRegex>,
-}
-
-impl Mask {
-    /// Compiles the patterns.
-    pub fn new(patterns: &[String]) -> Result<Self, regex::Error> {
-        Ok(Self { patterns: patterns.iter().map(|p| BytesRegex::new(p)).collect::<Result<_, _>>()? })
-    }
-
-    /// The mask of valid `patterns`, or none when there are none.
-    fn of(patterns: &[String]) -> Option<Arc<Mask>> {
-        (!patterns.is_empty()).then(|| Mask::new(patterns).ok().map(Arc::new)).flatten()
-    }
-
-    /// The bytes with every match replaced.
-    pub fn apply(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
-        for re in &self.patterns {
-            out = re.replace_all(&out, &b"<ignored>"[..]).into_owned();
-        }
-        out
-    }
 }
 
 /// What the oracles decided about one attempt.

@@ -2,18 +2,15 @@
 //! at a time and sees every result, so adaptive plans (confirmation, minimisation, bandits)
 //! fit the same runner as static ones. Main trait: [`Plan`].
 
-mod cell;
-mod rng;
 mod schedule;
 mod settings;
-mod target;
 
-pub use cell::{CellSpec, Setting};
-pub use rng::Rng;
+pub use crate::rng::Rng;
+pub use crate::schema::plan::{CellSpec, Setting};
+pub use crate::schema::target::{shell_words, Target};
 pub(crate) use schedule::RunningMajority;
-pub use schedule::{widest_copies, Schedule};
+pub use schedule::{runner_jobs, schedule, schedules_copies, widest_copies, Schedule};
 pub use settings::{parse_bytes, Durations, Settings, Shard, WarmPlan};
-pub use target::{shell_words, Target};
 
 use crate::record::Attempt;
 
@@ -89,33 +86,4 @@ impl AttemptLimits {
             crate::record::Mode::Cold => self.cold,
         }
     }
-}
-
-/// The static plan of `manifest` (a sweep's, a suite's, fire's): its cells interleaved in a seeded
-/// order, with its stop rules. Each kind's plan is [`crate::kind::Hunt::plan`].
-pub fn schedule(manifest: &crate::record::Manifest) -> Schedule {
-    Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
-        .until_fails(manifest.plan.until_fails)
-        .majority(manifest.oracle.as_ref().is_some_and(|o| o.majority))
-        .shard(manifest.shard)
-        .width(manifest.plan.jobs)
-        .copies(schedules_copies(manifest.kind))
-}
-
-/// Whether the plan of a hunt of `kind` runs a `copies=N` cell's N attempts together (the
-/// adaptive hunt's and the sweep's); elsewhere such a cell is inert.
-pub fn schedules_copies(kind: crate::record::Kind) -> bool {
-    matches!(kind, crate::record::Kind::Adaptive | crate::record::Kind::Sweep | crate::record::Kind::Verify)
-}
-
-/// Attempts the runner must be able to run at once for `manifest`'s plan: `--jobs`, or a sweep's
-/// largest `copies=N`, whichever is more. The record keeps `--jobs`, the width the plan gives every
-/// other cell, so a resumed sweep widens its runner again from its cells.
-pub fn runner_jobs(manifest: &crate::record::Manifest) -> usize {
-    let copies = if schedules_copies(manifest.kind) && manifest.kind != crate::record::Kind::Adaptive {
-        widest_copies(&manifest.cells)
-    } else {
-        1
-    };
-    manifest.plan.jobs.max(copies) as usize
 }

@@ -302,6 +302,35 @@ impl RunningMajority {
     }
 }
 
+/// The static plan of `manifest` (a sweep's, a suite's, fire's): its cells interleaved in a seeded
+/// order, with its stop rules. Each kind's plan is [`crate::kind::Hunt::plan`].
+pub fn schedule(manifest: &crate::record::Manifest) -> Schedule {
+    Schedule::new(manifest.cells.clone(), manifest.plan.runs, manifest.seed)
+        .until_fails(manifest.plan.until_fails)
+        .majority(manifest.oracle.as_ref().is_some_and(|o| o.majority))
+        .shard(manifest.shard)
+        .width(manifest.plan.jobs)
+        .copies(schedules_copies(manifest.kind))
+}
+
+/// Whether the plan of a hunt of `kind` runs a `copies=N` cell's N attempts together (the
+/// adaptive hunt's and the sweep's); elsewhere such a cell is inert.
+pub fn schedules_copies(kind: crate::record::Kind) -> bool {
+    matches!(kind, crate::record::Kind::Adaptive | crate::record::Kind::Sweep | crate::record::Kind::Verify)
+}
+
+/// Attempts the runner must be able to run at once for `manifest`'s plan: `--jobs`, or a sweep's
+/// largest `copies=N`, whichever is more. The record keeps `--jobs`, the width the plan gives every
+/// other cell, so a resumed sweep widens its runner again from its cells.
+pub fn runner_jobs(manifest: &crate::record::Manifest) -> usize {
+    let copies = if schedules_copies(manifest.kind) && manifest.kind != crate::record::Kind::Adaptive {
+        widest_copies(&manifest.cells)
+    } else {
+        1
+    };
+    manifest.plan.jobs.max(copies) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;

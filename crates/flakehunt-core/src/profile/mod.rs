@@ -4,7 +4,6 @@
 //! a profile that does nothing is reported inert instead of silently counted. Main type:
 //! [`Profile`].
 
-pub mod cgroup;
 mod gil;
 mod jitter;
 mod knobs;
@@ -23,21 +22,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
-
 use crate::exec::{Launch, Limit};
 use crate::record::Effect;
-
-/// A named profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Profile {
-    /// The name users select it by.
-    pub name: String,
-    /// One line on what it does.
-    pub summary: String,
-    /// The mechanisms it composes.
-    pub knobs: Knobs,
-}
+pub use crate::schema::profile::Profile;
 
 /// Share of intercepted calls the built-in `jitter` profile delays.
 pub const JITTER_RATE: f64 = 0.05;
@@ -298,7 +285,7 @@ impl Profile {
             ));
         }
         if let Some(p) = k.pause {
-            prepared.pause = Some(PauseSchedule::Chaos(p, crate::plan::Rng::stream(env.seed, attempt).next_u64()));
+            prepared.pause = Some(PauseSchedule::Chaos(p, crate::rng::Rng::stream(env.seed, attempt).next_u64()));
         }
         if let Some(interval) = k.python_switch_interval {
             if let Some(hook) = env.gil() {
@@ -320,7 +307,7 @@ impl Profile {
                 .find(|(n, _)| n == "LD_PRELOAD")
                 .map(|(_, v)| v.as_ref().map(|v| v.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| std::env::var("LD_PRELOAD").ok());
-            let seed = crate::plan::Rng::stream(env.seed ^ 0x6a17, attempt).next_u64();
+            let seed = crate::rng::Rng::stream(env.seed ^ 0x6a17, attempt).next_u64();
             launch.env.push(("LD_PRELOAD".into(), Some(lib.ld_preload(existing.as_deref()).into())));
             launch.env.push(("FLAKEHUNT_JITTER_RATE".into(), Some(rate.to_string().into())));
             if let Some([min, max]) = k.jitter_sleep_us {

@@ -191,7 +191,7 @@ impl Drop for QuotaGroup {
                 if fs::remove_dir(dir).is_ok() || !dir.exists() {
                     break;
                 }
-                crate::profile::cgroup::kill_all(dir);
+                crate::exec::cgroup::kill_all(dir);
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
         }

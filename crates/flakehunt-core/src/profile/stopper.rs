@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal};
 
 use super::knobs::Pause;
-use crate::plan::Rng;
+use crate::rng::Rng;
 
 /// What the stopper delivered.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::writer::{write_json, ATTEMPTS};
+use super::writer::write_json;
 use super::{Attempt, Manifest, Record, RecordError, Recorder, CELLS, SUMMARY_FILE};
-use crate::plan::Shard;
+use super::{ATTEMPTS, MANIFEST};
+use crate::schema::plan::Shard;
+use crate::schema::summary::Summary;
 
 /// Why shards cannot be merged. Each message is one line naming what to change.
 #[derive(Debug, thiserror::Error)]
@@ -110,33 +112,18 @@ pub struct MergedShard {
 /// How many missing attempt ids a merge lists per shard.
 pub const LISTED_IDS: usize = 20;
 
-/// The attempts `record`'s plan holds that are not in `done`, counted by replaying the plan as
-/// `--resume` would: `(count, the first LISTED_IDS ids)`.
-fn not_recorded(record: &Record, done: &[Attempt]) -> (u64, Vec<u64>) {
-    let mut plan = crate::kind::plan_of(&record.manifest);
-    for a in done {
-        plan.observe(a);
-    }
-    // A hunt whose attempts already meet its stop rule has its answer: the attempts it chose
-    // before it could know (cut by its budget) are not missing.
-    let mut settled = crate::kind::plan_of(&record.manifest);
-    done.iter().for_each(|a| settled.observe(a));
-    if settled.settled() {
-        return (0, Vec::new());
-    }
-    let (mut count, mut ids) = (0u64, Vec::new());
-    // An adaptive plan (a matrix's confirmations) waits on results that will not come: what it
-    // would run next is then unknown, and not counted.
-    while let crate::plan::Next::Run(spec) = plan.next() {
-        count += 1;
-        if ids.len() < LISTED_IDS {
-            ids.push(spec.id);
-        }
-    }
-    (count, ids)
+/// The result of a merge.
+/// What only the kind of the merged hunt knows, given by the driver (`driver::merge`) so that
+/// the record does not depend on the kinds.
+#[derive(Debug, Clone, Copy)]
+pub struct ByKind {
+    /// The attempts a shard's plan holds that the shard did not record: how many, and the first
+    /// [`LISTED_IDS`] of their ids.
+    pub not_recorded: fn(&Record, &[Attempt]) -> (u64, Vec<u64>),
+    /// The merged record's summary.
+    pub summarize: fn(&Record) -> Result<Summary, RecordError>,
 }
 
-/// The result of a merge.
 #[derive(Debug, Clone, Serialize)]
 pub struct Merge {
     /// The shards joined, by index.
@@ -153,25 +140,25 @@ impl Merge {
     /// Merges the shard records in `dirs` into a new record at `out` (a new or empty directory,
     /// as for any new record), whose summary (also written as `summary.json`) comes back with
     /// the merge.
-    pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
+    pub fn run(dirs: &[PathBuf], out: &Path, by_kind: &ByKind) -> Result<(Self, Summary), MergeError> {
         super::check_new(out).map_err(|e| match e {
             RecordError::Exists(dir) => MergeError::OutExists(dir),
             RecordError::NotEmpty(dir) | RecordError::NotADirectory(dir) => MergeError::OutNotEmpty(dir),
             other => MergeError::Record(other),
         })?;
-        Self::join(dirs, out)
+        Self::join(dirs, out, by_kind)
     }
 
     /// Merges into the directory a `--slurm` hunt created for its shards, which holds them and
     /// their logs: only a record already there is refused.
-    pub fn run_beside_shards(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
-        if out.join(super::writer::MANIFEST).exists() || out.join(ATTEMPTS).exists() {
+    pub fn run_beside_shards(dirs: &[PathBuf], out: &Path, by_kind: &ByKind) -> Result<(Self, Summary), MergeError> {
+        if out.join(MANIFEST).exists() || out.join(ATTEMPTS).exists() {
             return Err(MergeError::OutExists(out.to_owned()));
         }
-        Self::join(dirs, out)
+        Self::join(dirs, out, by_kind)
     }
 
-    fn join(dirs: &[PathBuf], out: &Path) -> Result<(Self, crate::analysis::Summary), MergeError> {
+    fn join(dirs: &[PathBuf], out: &Path, by_kind: &ByKind) -> Result<(Self, Summary), MergeError> {
         let mut records = Vec::new();
         for dir in dirs {
             let record = Record::open(dir)?;
@@ -218,7 +205,7 @@ impl Merge {
         let mut merged_from = Vec::new();
         for (shard, r) in &records {
             let held: Vec<Attempt> = r.attempts()?.collect::<Result<_, _>>()?;
-            let (missing_attempts, missing_ids) = not_recorded(r, &held);
+            let (missing_attempts, missing_ids) = (by_kind.not_recorded)(r, &held);
             merged_from.push(MergedShard {
                 dir: r.dir.clone(),
                 shard: *shard,
@@ -255,7 +242,7 @@ impl Merge {
         let merge = Merge { merged_from, missing, missing_attempts };
         recorder.write_document(super::MERGE_FILE, &merge)?;
         let record = Record::open(out)?;
-        let summary = crate::kind::summarize(&record)?;
+        let summary = (by_kind.summarize)(&record)?;
         recorder.write_document(SUMMARY_FILE, &summary)?;
         Ok((merge, summary))
     }

@@ -2,25 +2,29 @@
 //! killed flakehunt leaves a readable prefix, and read back by `report`, `merge` and `--resume`.
 
 mod attempt;
-mod extra;
 mod manifest;
 mod merge;
 mod new_dir;
 mod reader;
 mod writer;
 
+pub use crate::schema::extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use attempt::{Attempt, Effect, HangCheck, Mode, Outcome};
-pub use extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
 pub use manifest::{Kind, Manifest, FORMAT_VERSION};
-pub use merge::{Merge, MergeError, MergedShard};
+pub use merge::{ByKind, Merge, MergeError, MergedShard, LISTED_IDS};
 pub use new_dir::{check_new, unused_dir, NewDir};
 pub(crate) use reader::read_text;
 pub use reader::{Record, SealPart};
-pub(crate) use writer::ATTEMPTS;
 pub use writer::{Recorder, Resumption};
 
 use std::path::{Path, PathBuf};
 
+/// The head of a record, written before its first attempt.
+pub(crate) const MANIFEST: &str = "manifest.json";
+/// One line per attempt, flushed as each ends.
+pub(crate) const ATTEMPTS: &str = "attempts.jsonl";
+/// The kept output of attempts.
+pub(crate) const LOGS: &str = "logs";
 /// Side file listing cells an adaptive plan added while running.
 pub const CELLS: &str = "cells.jsonl";
 /// Side document of a merged record naming the shards it was made from.

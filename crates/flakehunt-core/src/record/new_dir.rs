@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::writer::{ATTEMPTS, LOGS, MANIFEST};
 use super::RecordError;
+use super::{ATTEMPTS, LOGS, MANIFEST};
 
 /// A directory checked to take a new record, remembering whether it existed, so that a refused
 /// run removes what it created and nothing else.

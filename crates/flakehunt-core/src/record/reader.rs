@@ -5,8 +5,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::writer::{ATTEMPTS, MANIFEST};
 use super::{Attempt, Manifest, RecordError, CELLS, FORMAT_VERSION};
+use super::{ATTEMPTS, MANIFEST};
 use crate::plan::CellSpec;
 
 /// A record directory opened for reading.

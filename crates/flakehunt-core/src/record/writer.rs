@@ -5,8 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{Attempt, Manifest, RecordError};
-use crate::events::{Event, EventSink};
+use super::{Attempt, Manifest, RecordError, ATTEMPTS, LOGS, MANIFEST};
 
 /// The writer of one record directory.
 #[derive(Debug)]
@@ -36,10 +35,6 @@ pub struct Resumption {
     /// Directories of the record to remove with what they hold (fire's sandboxes left over).
     pub remove_trees: Vec<PathBuf>,
 }
-
-pub(crate) const MANIFEST: &str = "manifest.json";
-pub(crate) const ATTEMPTS: &str = "attempts.jsonl";
-pub(crate) const LOGS: &str = "logs";
 
 impl Recorder {
     /// Starts a new record in `dir`, which must not hold a record already. The command checks
@@ -95,7 +90,7 @@ impl Recorder {
             }
         }
         for tree in &pending.remove_trees {
-            let _ = crate::state::remove_tree(tree);
+            let _ = crate::copy::remove_tree(tree);
         }
         match fs::remove_file(self.dir.join(super::SUMMARY_FILE)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -143,11 +138,11 @@ impl Recorder {
 
     /// Appends a finished run's line to `logs/worker-N.log`: what each worker of a fire level
     /// ran, in order.
-    fn worker_log(&mut self, a: &Attempt, worker: u32, token: Option<&str>) -> Result<(), RecordError> {
+    pub(crate) fn worker_log(&mut self, a: &Attempt, worker: u32, token: Option<&str>) -> Result<(), RecordError> {
         self.accept()?;
         let status = match (a.exit_code, a.signal) {
             (Some(code), _) => format!("exit {code}"),
-            (None, Some(sig)) => format!("signal {}", crate::analysis::signature::signal_name(sig)),
+            (None, Some(sig)) => format!("signal {}", crate::schema::process::signal_name(sig)),
             (None, None) => "not started".to_owned(),
         };
         let mut line = format!(
@@ -221,21 +216,4 @@ pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<
     bytes.push(b'\n');
     fs::write(&tmp, bytes).map_err(|e| RecordError::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| RecordError::io(path, e))
-}
-
-impl EventSink for Recorder {
-    fn event(&mut self, event: &Event<'_>) -> Result<(), RecordError> {
-        match event {
-            Event::AttemptFinished { attempt, stdout, stderr, token } => {
-                self.append(attempt, stdout, stderr)?;
-                match attempt.worker {
-                    Some(worker) => self.worker_log(attempt, worker, *token),
-                    None => Ok(()),
-                }
-            }
-            Event::CellAdded(cell) => self.append_line(super::CELLS, cell),
-            Event::LevelRecorded(report) => self.append_line(crate::kind::fire::LEVELS, report),
-            _ => Ok(()),
-        }
-    }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{non_empty, read, unescape_mount_path};
+use super::text::{non_empty, read, unescape_mount_path};
 
 /// The `/proc/sys` settings that change how a race plays out, by sysctl name: the scheduler's
 /// knobs, address-space randomisation, NUMA balancing, memory overcommit, the pid and thread

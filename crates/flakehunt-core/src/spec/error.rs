@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use crate::cleanroom::CleanRoomError;
 use crate::error_class::{Classify, ErrorClass};
 use crate::exec::ProgramError;
-use crate::kind::fire::{FireError, LadderError};
 use crate::oracle::OracleError;
 use crate::record::{MergeError, RecordError};
 use crate::state::{NormalizerError, SandboxError};
@@ -69,9 +68,6 @@ pub enum HuntError {
     /// `--python` names no interpreter.
     #[error(transparent)]
     Python(#[from] crate::exec::python::PythonError),
-    /// The suite's runner did not say which tests it has.
-    #[error("--pytest")]
-    Collection(#[source] crate::kind::suite::ParseError),
     /// A clean room cannot be made or set up.
     #[error(transparent)]
     CleanRoom(#[from] CleanRoomError),
@@ -81,9 +77,6 @@ pub enum HuntError {
     /// An oracle option is refused.
     #[error(transparent)]
     Oracle(#[from] OracleError),
-    /// `--ladder` is refused.
-    #[error("--ladder")]
-    Ladder(#[source] LadderError),
     /// An `--ignore` or `--ignore-column` of fire is refused.
     #[error("{}", normalizer_line(.0))]
     Normalizer(NormalizerError),
@@ -99,19 +92,9 @@ pub enum HuntError {
         #[source]
         error: Box<SandboxError>,
     },
-    /// The state cannot be copied or fingerprinted when the hunt starts.
-    #[error("{}", crate::kind::fire::prepare::state_error(.error, .sandboxes, .state.as_ref()))]
-    State {
-        /// What failed.
-        error: Box<FireError>,
-        /// Where the sandboxes go (their paths are shown as the user's).
-        sandboxes: PathBuf,
-        /// The user's state directory.
-        state: Option<PathBuf>,
-    },
-    /// Fire's levels could not run.
+    /// An error of one kind of hunt's own (fire's ladder and state, a suite's collection).
     #[error(transparent)]
-    Fire(#[from] FireError),
+    Kind(KindFailure),
     /// A Slurm script cannot carry what the hunt needs.
     #[error(transparent)]
     SlurmScript(#[from] crate::dispatch::slurm::SlurmScriptError),
@@ -120,9 +103,6 @@ pub enum HuntError {
         "the record's manifest.json holds plan.{0}: it was edited or damaged (fix the value, or start a new hunt)"
     )]
     DamagedPlan(crate::bounds::BoundError),
-    /// A recorded fire ladder that no hunt writes.
-    #[error("the manifest's ladder")]
-    DamagedLadder(#[source] LadderError),
     /// An error about the record in `dir`, which the message names first.
     #[error("{}", .dir.display())]
     InRecord {
@@ -139,7 +119,7 @@ impl Classify for HuntError {
         match self {
             Self::Usage(_) => ErrorClass::Usage,
             Self::Refused(_) => ErrorClass::Refused,
-            Self::Damaged(_) | Self::DamagedPlan(_) | Self::DamagedLadder(_) => ErrorClass::Damaged,
+            Self::Damaged(_) | Self::DamagedPlan(_) => ErrorClass::Damaged,
             Self::Io { .. } => ErrorClass::Io,
             // A target that cannot start will not start the next time either.
             Self::Spawn { .. } | Self::Tool { .. } => ErrorClass::Usage,
@@ -148,16 +128,13 @@ impl Classify for HuntError {
             Self::Bound(e) => e.class(),
             Self::Program(e) => e.class(),
             Self::Python(e) => e.class(),
-            Self::Collection(e) => e.class(),
             Self::CleanRoom(e) => e.class(),
             Self::Against(e) => e.class(),
             Self::Oracle(e) => e.class(),
-            Self::Ladder(e) => e.class(),
             Self::Normalizer(e) => e.class(),
             Self::StateOption(e) => e.class(),
             Self::StateGone { error, .. } => error.class(),
-            Self::State { error, .. } => error.class(),
-            Self::Fire(e) => e.class(),
+            Self::Kind(e) => e.0.class(),
             Self::SlurmScript(e) => e.class(),
             Self::InRecord { error, .. } => error.class(),
         }
@@ -178,6 +155,61 @@ impl HuntError {
     /// `self`, said of the record in `dir`.
     pub fn in_record(self, dir: &Path) -> Self {
         Self::InRecord { dir: dir.to_owned(), error: Box::new(self) }
+    }
+
+    /// An error of one kind of hunt's own.
+    pub fn of_kind(error: impl KindError) -> Self {
+        Self::Kind(KindFailure(Box::new(error)))
+    }
+
+    /// The record error this one comes from, if any: what to do about a record that cannot be
+    /// written is said of the record only.
+    pub fn record_error(&self) -> Option<&RecordError> {
+        match self {
+            Self::Record(e) | Self::Merge(MergeError::Record(e)) => Some(e),
+            Self::Kind(k) => k.0.record_error(),
+            Self::InRecord { error, .. } => error.record_error(),
+            _ => None,
+        }
+    }
+}
+
+/// An error that one kind of hunt defines in its home (`kind/NAME`), with its own class (an
+/// exhaustive match of its variants, as every error here has). Held boxed in
+/// [`HuntError::Kind`], so that the errors of a hunt do not depend on each kind's code: a new
+/// kind adds its errors without touching this file.
+pub trait KindError: std::error::Error + Classify + Send + Sync + 'static {
+    /// The record error it comes from, if any (see [`HuntError::record_error`]).
+    fn record_error(&self) -> Option<&RecordError> {
+        None
+    }
+}
+
+/// A kind's error, as [`HuntError::Kind`] holds it: its message and its sources are the error's.
+pub struct KindFailure(Box<dyn KindError>);
+
+impl KindFailure {
+    /// The kind's error itself, to tell which it is.
+    pub fn get(&self) -> &dyn KindError {
+        self.0.as_ref()
+    }
+}
+
+impl std::fmt::Debug for KindFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Display for KindFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for KindFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 

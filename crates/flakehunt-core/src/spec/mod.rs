@@ -10,7 +10,7 @@ mod target;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use error::{error_chain, HuntError};
+pub use error::{error_chain, HuntError, KindError, KindFailure};
 pub use target::target_from;
 
 use crate::config::Config;

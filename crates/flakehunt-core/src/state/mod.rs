@@ -17,6 +17,5 @@ pub use compare::compare;
 pub use finding::{Finding, FindingKind};
 pub use fingerprint::{Database, Entry, Fingerprint, FingerprintError, Line, Lines, Table};
 pub use normalizer::{Normalizer, NormalizerError, PLACEHOLDER};
-pub(crate) use sandbox::remove_tree;
 pub use sandbox::{validate_source, Sandbox, SandboxError};
 pub use tokens::{trace_tokens, TokenError};

@@ -3,10 +3,9 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::copy::{CopyError, CopyOptions, CopyPlan, CopyStats, Selection};
+use crate::copy::{remove_tree, CopyError, CopyOptions, CopyPlan, CopyStats, Selection};
 use crate::exec::{TrackedDir, Watchdog};
 
 /// A fresh copy of a state directory, removed on drop unless
@@ -265,37 +264,6 @@ fn copy_permissions(from: &Path, to: &Path) -> Result<(), SandboxError> {
         .map_err(|source| CopyError::Write { path: from.to_owned(), dest: to.to_owned(), source }.into())
 }
 
-/// Removes a directory tree, first making its directories writable when a
-/// run (or a read-only source) left some that forbid unlinking.
-pub(crate) fn remove_tree(path: &Path) -> io::Result<()> {
-    match fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(_) => {
-            make_dirs_writable(path);
-            fs::remove_dir_all(path)
-        }
-    }
-}
-
-fn make_dirs_writable(dir: &Path) {
-    // Errors are ignored: the retried removal reports what still fails.
-    let Ok(meta) = fs::symlink_metadata(dir) else {
-        return;
-    };
-    if !meta.is_dir() {
-        return;
-    }
-    let mut perms = meta.permissions();
-    perms.set_mode(perms.mode() | 0o700);
-    let _ = fs::set_permissions(dir, perms);
-    if let Ok(entries) = fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            make_dirs_writable(&entry.path());
-        }
-    }
-}
-
 /// Formats a byte count for error messages.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -316,7 +284,7 @@ fn human_bytes(bytes: u64) -> String {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
-    use std::os::unix::fs::{symlink, MetadataExt};
+    use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 
     /// Every entry under `dir` with its mode and content or link target, to
     /// compare whole trees.

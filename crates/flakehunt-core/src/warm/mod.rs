@@ -620,7 +620,7 @@ impl<'t> WarmParent<'t> {
             (started, started_at, started_ticks),
             self.inner.tree,
             marker,
-            reaped,
+            Box::new(reaped),
         ))
     }
 }
@@ -635,9 +635,9 @@ pub(crate) struct Reaped<'t> {
     settled: std::sync::atomic::AtomicBool,
 }
 
-impl Reaped<'_> {
+impl crate::exec::ForeignReap for Reaped<'_> {
     /// Tells the parent it may reap the child once it exits (once: later calls do nothing).
-    pub(crate) fn settle(&self) {
+    fn settle(&self) {
         if self.settled.swap(true, Ordering::Relaxed) {
             return;
         }
@@ -653,7 +653,7 @@ impl Reaped<'_> {
     /// exited (its pidfd is readable): the parent reaps it at once and writes the line. `Err`
     /// says how the parent died before it could: the child's end is then unknown, and says
     /// nothing of the target (flakehunt's own helper is gone).
-    pub(crate) fn status(mut self) -> Result<(Status, Option<f64>), String> {
+    fn status(mut self: Box<Self>) -> Result<(Status, Option<f64>), String> {
         self.settle();
         let mut text = Vec::new();
         let _ = self.status.read_to_end(&mut text);
@@ -689,7 +689,7 @@ impl Inner<'_> {
         let why = if wait_readable(&self.pidfd, Duration::from_secs(5)) {
             match peek_exit(self.pid) {
                 Some(Status::Signaled(sig)) => {
-                    format!("the warm parent died (killed by {})", crate::analysis::signature::signal_name(sig))
+                    format!("the warm parent died (killed by {})", crate::schema::process::signal_name(sig))
                 }
                 Some(Status::Exited(code)) => format!("the warm parent died (exit code {code})"),
                 None => "the warm parent died".to_owned(),

@@ -6,70 +6,20 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::beta::beta;
-use super::calibration::{Calibration, Cost, Intensity, Measurement, RuntimeKind, Sharing, Skipped};
+use super::calibration::{Calibration, Cost, Intensity, Measurement, Sharing, Skipped};
 use super::hang::{confirm_limit, hang_timeout, p99_rank, MIN_PASSED, SLOW_GROWTH};
 use crate::analysis::stats::fisher_exact_two_sided;
 use crate::exec::HangLimit;
 use crate::plan::{AttemptLimits, AttemptSpec, CellSpec, Next, Plan, Rng, RunningMajority};
 use crate::profile::Profile;
 use crate::record::{Attempt, Mode, Outcome};
-
-/// What the hunt is given besides its target. Serialisable, so a record can hold it and a
-/// resumed hunt rebuilds the same plan.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, rename_all = "kebab-case")]
-pub struct BanditOptions {
-    /// Seed of every decision.
-    pub seed: u64,
-    /// CPUs flakehunt may use.
-    pub cpus: usize,
-    /// What runs the target.
-    pub runtime: RuntimeKind,
-    /// Plain attempts measured before any arm runs.
-    pub calibration_attempts: u64,
-    /// Least share of attempts that go to the baseline, so the comparison stays possible.
-    pub baseline_share: f64,
-    /// Confirmation attempts per side (arm, baseline) at most.
-    pub confirm_max: u64,
-    /// Pairs after which confirmation gives up when the arm has failed no more often than the
-    /// baseline (a failure no condition explains need not spend the whole confirmation budget).
-    pub confirm_futile_after: u64,
-    /// The p-value below which confirmation says the arm is the condition.
-    pub alpha: f64,
-    /// `--oracle majority`: an output unlike the majority formed so far counts as a failure.
-    pub majority: bool,
-    /// `--timeout`, when the user gave one (the hang rule then does not apply).
-    pub timeout: Option<Duration>,
-    /// The hunt's attempts run warm (a Python target's forks of a warm parent): one calibration
-    /// attempt then starts cold, to measure what a cold start adds. From the manifest's plan,
-    /// not kept with these options.
-    #[serde(skip)]
-    pub warm: bool,
-}
+pub use crate::schema::adaptive::BanditOptions;
 
 impl BanditOptions {
     /// Attempts that may run at once: twice the CPUs (the largest `copies=N` arm's N, and room
     /// for starved attempts, which keep little of a CPU busy, beside the others).
     pub fn window(&self) -> u64 {
-        u64::from(super::record::runner_jobs(self.cpus))
-    }
-}
-
-impl Default for BanditOptions {
-    fn default() -> Self {
-        Self {
-            seed: 0,
-            cpus: 1,
-            runtime: RuntimeKind::Unknown,
-            calibration_attempts: 5,
-            baseline_share: 0.1,
-            confirm_max: 100,
-            confirm_futile_after: 20,
-            alpha: 0.01,
-            majority: false,
-            timeout: None,
-            warm: false,
-        }
+        u64::from(runner_jobs(self.cpus))
     }
 }
 
@@ -826,10 +776,17 @@ impl Plan for BanditPlan {
     }
 }
 
+/// Attempts the runner must be able to run at once for a hunt on `cpus` CPUs: the largest
+/// `copies=N` arm's N (twice the CPUs); the plan itself keeps every other arm to one attempt.
+pub fn runner_jobs(cpus: usize) -> u32 {
+    u32::try_from(cpus.max(1) * 2).unwrap_or(u32::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::record::{Effect, Outcome};
+    use crate::schema::adaptive::RuntimeKind;
 
     /// What the fake executor decides for an attempt: its outcome, its length, why its
     /// mechanism was inert (if it was), and its stdout hash.

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::plan::CellSpec;
 use crate::profile::Profile;
 use crate::record::{Attempt, Outcome};
+pub use crate::schema::adaptive::RuntimeKind;
+pub use crate::schema::adaptive::{Calibration, ColdStart, Skipped};
 
 /// What one plain attempt measured.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -37,22 +39,6 @@ impl Measurement {
             cold: a.mode == crate::record::Mode::Cold,
         }
     }
-}
-
-/// What runs the target, as far as the conditions care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuntimeKind {
-    /// CPython: the GIL's switch interval applies.
-    Python,
-    /// A Go binary: its runtime uses futexes, not the C library's locks, so jitter cannot act.
-    Go,
-    /// A dynamically linked native program (the jitter library can be preloaded).
-    Native,
-    /// A statically linked program: `LD_PRELOAD` cannot reach it.
-    Static,
-    /// Not known (a script, a shell command line): nothing is skipped for it.
-    Unknown,
 }
 
 impl RuntimeKind {
@@ -108,39 +94,6 @@ pub enum CalibrationError {
     /// No attempt ran to its end.
     #[error("no calibration attempt ran to its end (all timed out or could not start)")]
     NoMeasurement,
-}
-
-/// The target as measured on this machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// Median wall time of the attempts that ran to their end, in seconds.
-    pub median_seconds: f64,
-    /// CPU seconds per wall second (1.0: one CPU busy throughout), when measured.
-    pub cpu_per_wall: Option<f64>,
-    /// The most threads seen, when sampled.
-    pub threads: Option<u32>,
-    /// What runs the target.
-    pub runtime: RuntimeKind,
-    /// CPUs flakehunt may use.
-    pub cpus: usize,
-    /// Attempts measured.
-    pub attempts: u64,
-    /// Of which failed.
-    pub failures: u64,
-    /// What a cold start (a new process) adds to a warm attempt, measured by a calibration
-    /// attempt started cold in a hunt whose attempts run warm: the hang limit of an arm that
-    /// runs cold is the warm baseline's stretched by it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cold_start: Option<ColdStart>,
-}
-
-/// What a cold start adds to an attempt, over the median warm one.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ColdStart {
-    /// Wall seconds.
-    pub seconds: f64,
-    /// CPU seconds, when measured.
-    pub cpu_seconds: Option<f64>,
 }
 
 /// What an arm costs an attempt, so the hang limit of its attempts can be the baseline's
@@ -216,15 +169,6 @@ pub struct Family {
     pub name: &'static str,
     /// Its levels, weakest first.
     pub levels: Vec<Intensity>,
-}
-
-/// A family that does not apply to this target on this machine, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    /// The family's name.
-    pub family: String,
-    /// Why it was left out.
-    pub reason: String,
 }
 
 /// The arms of a hunt: the baseline family first, then each family that applies.

@@ -5,15 +5,14 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use super::bandit::{BanditOptions, BanditPlan};
-use super::calibration::{Calibration, RuntimeKind, Skipped};
+use super::bandit::{runner_jobs, BanditOptions, BanditPlan};
+use super::calibration::RuntimeKind;
 use super::reproduction::Finding;
 use crate::analysis::Summary;
-use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, Reproduction, Tried};
+use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, Reproduction};
 use crate::plan::{Plan, Target};
 use crate::record::{Attempt, Manifest};
+pub use crate::schema::adaptive::{AdaptiveDetails, Retired, Stretch, TIMELINE_MAX};
 
 /// The options a hunt's manifest holds (defaults for a record without them).
 pub fn options_of(manifest: &Manifest) -> BanditOptions {
@@ -174,78 +173,9 @@ pub fn cpus() -> usize {
 /// The budget of a hunt not given `--budget`.
 pub const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Attempts the runner must be able to run at once for a hunt on `cpus` CPUs: the largest
-/// `copies=N` arm's N (twice the CPUs); the plan itself keeps every other arm to one attempt.
-pub fn runner_jobs(cpus: usize) -> u32 {
-    u32::try_from(cpus.max(1) * 2).unwrap_or(u32::MAX)
-}
-
 /// The baseline cell every hunt starts with (the plan adds the arms' cells once calibrated).
 pub fn baseline_cell() -> crate::plan::CellSpec {
     crate::plan::CellSpec::for_profile(crate::profile::Profile::default_profile())
-}
-
-/// An arm retired because its mechanism had no effect here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Retired {
-    /// The arm's cell.
-    pub cell: String,
-    /// Why.
-    pub reason: String,
-}
-
-/// A hunt's `summary.json` `details`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AdaptiveDetails {
-    /// The one-line conclusion.
-    pub conclusion: String,
-    /// What the calibration measured, once its attempts were in.
-    pub calibration: Option<Calibration>,
-    /// Families left out, with the reason.
-    pub skipped: Vec<Skipped>,
-    /// Arms retired as inert.
-    pub retired: Vec<Retired>,
-    /// Every cell's attempts outside confirmation, in the order first tried.
-    pub tried: Vec<Tried>,
-    /// The confirmation attempts of the reproducing cell against the baseline.
-    pub confirmation: ConfirmCounts,
-    /// Two-sided Fisher p of the confirmation attempts alone, once both sides ran.
-    pub p_value: Option<f64>,
-    /// The hunt stopped with its plan unfinished (budget spent or interrupted).
-    pub stopped_early: bool,
-    /// The arms tried over time: runs of consecutive attempts of one cell and phase, for the
-    /// HTML report's chart (at most [`TIMELINE_MAX`]; later ones are left out).
-    #[serde(default)]
-    pub timeline: Vec<Stretch>,
-}
-
-/// Stretches of the timeline kept at most: a chart cannot show more, and a summary of a long
-/// hunt must stay small.
-pub const TIMELINE_MAX: usize = 1500;
-
-/// Consecutive attempts of one cell in one phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stretch {
-    /// The cell (its name carries the level).
-    pub cell: String,
-    /// `calibrate`, `confirm`, or absent for exploration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    /// Seconds from the hunt's start to the first attempt's start.
-    pub from: f64,
-    /// Seconds from the hunt's start to the latest attempt's end.
-    pub to: f64,
-    /// Attempts.
-    pub attempts: u64,
-    /// Failures among them.
-    pub failures: u64,
-}
-
-impl AdaptiveDetails {
-    /// The details of `summary`, when it is a hunt's.
-    pub fn of(summary: &Summary) -> Option<&Self> {
-        summary.details.adaptive().filter(|_| summary.kind == crate::record::Kind::Adaptive)
-    }
 }
 
 /// Feeds a hunt's judged attempts to what its summary needs. The plan folds attempts in id
@@ -269,7 +199,7 @@ impl AdaptiveSummary {
         Self {
             tally: AdaptiveTally::new(&manifest.started_at),
             plan: plan_of(manifest),
-            started: crate::kind::adaptive::reproduction::unix_seconds(&manifest.started_at),
+            started: crate::analysis::tally::unix_seconds(&manifest.started_at),
             timeline: Vec::new(),
             pending: std::collections::BTreeMap::new(),
             reorder: 4 * runner_jobs(options_of(manifest).cpus) as usize,
@@ -286,7 +216,7 @@ impl AdaptiveSummary {
                 self.tally.add(&a);
             }
         }
-        let from = match (self.started, crate::kind::adaptive::reproduction::unix_seconds(&judged.started_at)) {
+        let from = match (self.started, crate::analysis::tally::unix_seconds(&judged.started_at)) {
             (Some(start), Some(began)) => (began - start).max(0.0),
             _ => self.timeline.last().map_or(0.0, |s| s.to),
         };

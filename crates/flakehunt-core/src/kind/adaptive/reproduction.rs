@@ -5,38 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
-
 use crate::record::{Attempt, Outcome};
-
-/// `"reproduction"` in a hunt's `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reproduction {
-    /// The cell that first failed twice.
-    pub cell: String,
-    /// Seconds from the hunt's start to the end of that second failure.
-    pub seconds: f64,
-    /// Attempts recorded until then, that one included.
-    pub attempts: u64,
-}
-
-/// One cell's attempts outside confirmation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tried {
-    /// The cell.
-    pub cell: String,
-    /// Attempts that are evidence (slow ones are not among them).
-    pub attempts: u64,
-    /// Failures among them.
-    pub failures: u64,
-    /// Attempts ended as slow by the hang rule or the budget: no evidence either way.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub slow: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
+pub use crate::schema::adaptive::{ConfirmCounts, Reproduction, Tried};
 
 /// One failure of the cell that failed twice, before it did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,19 +38,6 @@ pub enum Finding {
 /// Distinct signatures kept per kind of attempt: a failure that prints a unique value every
 /// time cannot grow memory without bound.
 const MAX_SIGNATURES: usize = 256;
-
-/// The confirmation attempts of the reproducing cell and of the baseline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ConfirmCounts {
-    /// The cell's confirmation attempts.
-    pub cell_attempts: u64,
-    /// Its failures among them.
-    pub cell_failures: u64,
-    /// The baseline's confirmation attempts.
-    pub base_attempts: u64,
-    /// Its failures among them.
-    pub base_failures: u64,
-}
 
 impl ConfirmCounts {
     /// Two-sided Fisher exact p on these attempts alone.
@@ -126,13 +83,13 @@ pub struct AdaptiveTally {
 impl AdaptiveTally {
     /// A tally for a hunt that started at `started_at` (RFC 3339, the manifest's).
     pub fn new(started_at: &str) -> Self {
-        Self { started: unix_seconds(started_at), ..Self::default() }
+        Self { started: crate::analysis::tally::unix_seconds(started_at), ..Self::default() }
     }
 
     /// Counts one attempt.
     pub fn add(&mut self, a: &Attempt) {
         self.recorded += 1;
-        let end = match (self.started, unix_seconds(&a.started_at)) {
+        let end = match (self.started, crate::analysis::tally::unix_seconds(&a.started_at)) {
             (Some(start), Some(began)) => (began - start + a.seconds).max(0.0),
             // Without times, the attempts' own lengths (as if run one after another).
             _ => self.seconds + a.seconds,
@@ -362,11 +319,6 @@ pub fn reproduction(started_at: &str, attempts: &[Attempt]) -> Option<Reproducti
     let mut t = AdaptiveTally::new(started_at);
     attempts.iter().for_each(|a| t.add(a));
     t.reproduction
-}
-
-pub(crate) fn unix_seconds(rfc3339: &str) -> Option<f64> {
-    let t = humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z')).ok()?;
-    t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs_f64())
 }
 
 #[cfg(test)]

@@ -5,6 +5,17 @@
 pub struct Fire;
 
 impl crate::kind::Hunt for Fire {
+    /// None: a fire hunt's cells are its ladder's levels, which its own preparation makes
+    /// (`prepare::new`).
+    fn cells(
+        &self,
+        _: &crate::spec::HuntSpec,
+        _: &crate::plan::Target,
+        _: &mut dyn crate::events::EventSink,
+    ) -> Result<(Vec<crate::plan::CellSpec>, crate::record::Extra), crate::spec::HuntError> {
+        Ok((Vec::new(), crate::record::Extra::default()))
+    }
+
     fn summarize(
         &self,
         record: &crate::record::Record,

@@ -1,39 +1,12 @@
 //! The concurrency ladder: `WxR,...`, levels of W workers sharing R runs, climbed in order.
 //! Main type: [`Ladder`].
 
-use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+pub use crate::schema::fire::{Ladder, Level};
 
 /// The ladder `flakehunt fire` climbs when none is given.
 pub const DEFAULT_LADDER: &str = "2x10,8x40,20x100";
-
-/// One rung: `workers` processes at once sharing `runs` invocations in total.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Level {
-    /// Worker threads, each running one invocation at a time.
-    pub workers: u32,
-    /// Invocations in total, shared by the workers.
-    pub runs: u64,
-}
-
-impl Level {
-    /// The level's name as users write it, `8x40`; also its cell name in the record.
-    pub fn name(self) -> String {
-        self.to_string()
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}x{}", self.workers, self.runs)
-    }
-}
-
-/// The levels in the order they run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Ladder(pub Vec<Level>);
 
 /// Why a ladder does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,13 +105,6 @@ impl Ladder {
         let total = self.0.iter().map(|l| l.runs).chain(counts).fold(0u64, u64::saturating_add);
         crate::bounds::check_runs(&format!("runs of {self} with its references"), total)?;
         Ok(())
-    }
-}
-
-impl fmt::Display for Ladder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<String> = self.0.iter().map(|l| l.name()).collect();
-        f.write_str(&names.join(","))
     }
 }
 

@@ -2,9 +2,9 @@
 //! ladder runs W workers sharing R runs against a sandbox copy of the state; the final state is
 //! compared with the state R sequential runs leave. Main type: [`FireRunner`].
 
+mod failure;
 mod hunt;
 mod ladder;
-mod level_report;
 mod options;
 pub(crate) mod prepare;
 mod resume;
@@ -12,11 +12,12 @@ mod runner;
 mod summary;
 mod verdict;
 
+pub use crate::schema::fire::{CheckResult, LevelReport, LEVELS};
+pub use failure::FireFailure;
 pub use hunt::Fire;
 pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
-pub use level_report::{CheckResult, LevelReport, LEVELS};
-pub use options::{reference_cell, FireOptions};
+pub use options::{reference_cell, FireOptions, SANDBOXES};
 pub use resume::{prepare as prepare_resume, Resumed};
-pub use runner::{FireEnd, FireError, FireRunner, FireSinks, SANDBOXES};
+pub use runner::{FireEnd, FireError, FireRunner, FireSinks};
 pub use summary::{headline_text, summarize, FireSummary, LevelSummary, ReferenceSummary};
 pub use verdict::Verdict;

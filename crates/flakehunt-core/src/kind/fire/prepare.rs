@@ -2,13 +2,13 @@
 //! recorded options, and on `--resume` what the record keeps; and the one line for a state
 //! that cannot be copied or fingerprinted. The levels themselves run in [`crate::kind::fire`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::kind::fire::{prepare_resume, reference_cell, FireError, FireOptions, Ladder, Resumed};
+use crate::kind::fire::{prepare_resume, reference_cell, FireFailure, FireOptions, Ladder, Resumed};
 use crate::plan::{CellSpec, Settings};
 use crate::record::Resumption;
 use crate::spec::{FireRequest, HuntError, SettingsRequest};
-use crate::state::{validate_source, FingerprintError, Normalizer, SandboxError};
+use crate::state::{validate_source, Normalizer};
 
 /// A new fire hunt's options, compiled masks, cells and plan numbers, checked without touching
 /// the disk (but for the state's existence).
@@ -21,7 +21,7 @@ pub(crate) struct NewFire {
 
 /// Checks the options of a new fire hunt, in the order users meet them.
 pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFire, HuntError> {
-    let ladder: Ladder = req.ladder.parse().map_err(HuntError::Ladder)?;
+    let ladder: Ladder = req.ladder.parse().map_err(FireFailure::Ladder)?;
     let normalizer = Normalizer::new(&req.ignore, &req.ignore_columns).map_err(HuntError::Normalizer)?;
     if settings.timeout.is_zero() {
         return Err(HuntError::usage("--timeout must be longer than 0s"));
@@ -94,7 +94,7 @@ pub(crate) fn resume(
 ) -> Result<(FireOptions, Normalizer, Resumed, Resumption), HuntError> {
     let mut options =
         options.ok_or_else(|| HuntError::Damaged(format!("{}: the manifest holds no fire options", dir.display())))?;
-    options.ladder.check().map_err(|e| HuntError::DamagedLadder(e).in_record(dir))?;
+    options.ladder.check().map_err(|e| HuntError::from(FireFailure::DamagedLadder(e)).in_record(dir))?;
     options.follow_outside_links |= follow_outside_links;
     if let Some(state) = &options.state {
         validate_source(state)
@@ -124,27 +124,4 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
     resolved.extend(rest.iter().rev());
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
     resolved.starts_with(dir)
-}
-
-/// One line for a state that cannot be copied or fingerprinted, naming the user's path rather
-/// than the copy's (`sandboxes` holds the copy, `state` is the user's).
-pub(crate) fn state_error(e: &FireError, sandboxes: &Path, state: Option<&PathBuf>) -> String {
-    let original = |p: &Path| -> String {
-        let check = sandboxes.join("check");
-        match (p.strip_prefix(&check), state) {
-            (Ok(rel), Some(state)) => state.join(rel).display().to_string(),
-            _ => p.display().to_string(),
-        }
-    };
-    match e {
-        FireError::Fingerprint(FingerprintError::NotSqlite { path }) => format!(
-            "--state: {} is named like an SQLite database but is not one (rename it, or fix the state)",
-            original(path)
-        ),
-        FireError::Fingerprint(FingerprintError::Sqlite { path, source }) => {
-            format!("--state: cannot open SQLite database {}: {source}", original(path))
-        }
-        FireError::Sandbox(e @ SandboxError::TooLarge { .. }) => format!("--state: {e}: nothing was copied"),
-        other => format!("--state: {}", crate::spec::error_chain(other)),
-    }
 }

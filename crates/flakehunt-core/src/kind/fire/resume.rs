@@ -13,10 +13,10 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use super::level_report::{LevelReport, LEVELS};
+use super::options::SANDBOXES;
 use super::options::{reference_cell, FireOptions};
-use super::runner::SANDBOXES;
 use crate::record::{Record, RecordError, Resumption, ATTEMPTS};
+use crate::schema::fire::{LevelReport, LEVELS};
 
 /// What a resumed fire hunt keeps of its record.
 #[derive(Debug, Clone, Default, PartialEq)]

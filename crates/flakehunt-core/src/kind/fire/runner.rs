@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Barrier};
 use std::time::Instant;
 
-use super::level_report::{CheckResult, LevelReport};
 use super::options::{reference_cell, FireOptions};
 use super::resume::Resumed;
 use super::Level;
@@ -18,13 +17,11 @@ use crate::events::{Event, EventSink};
 use crate::plan::{AttemptSpec, CellSpec, Setting};
 use crate::record::{Outcome, Record, RecordError, Recorder};
 use crate::runner::{Execute, Finished, Slot};
+use crate::schema::fire::{CheckResult, LevelReport};
 use crate::state::{
     compare, trace_tokens, Finding, FindingKind, Fingerprint, FingerprintError, Normalizer, Sandbox, SandboxError,
     TokenError,
 };
-
-/// Directory of the record where sandboxes are created (and kept with `--keep`).
-pub const SANDBOXES: &str = "sandboxes";
 
 /// Attempt ids of `--check` runs start here, far above any plan's, so that the marker by which
 /// leaked processes are attributed never names a run.
@@ -481,6 +478,7 @@ impl<E: Execute> FireRunner<E> {
 
 #[cfg(test)]
 mod tests {
+    use crate::kind::fire::SANDBOXES;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;

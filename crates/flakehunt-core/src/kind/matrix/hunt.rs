@@ -10,6 +10,20 @@ use crate::record::{Manifest, Record, RecordError};
 pub struct Matrix;
 
 impl crate::kind::Hunt for Matrix {
+    /// The grid of the dimensions given (`-D`, `--rlimit`, ...), or `--against`'s search.
+    fn cells(
+        &self,
+        spec: &crate::spec::HuntSpec,
+        target: &crate::plan::Target,
+        sink: &mut dyn crate::events::EventSink,
+    ) -> Result<(Vec<crate::plan::CellSpec>, crate::record::Extra), crate::spec::HuntError> {
+        let crate::spec::HuntKind::Matrix(req) = &spec.kind else { unreachable!("a matrix's spec") };
+        if req.against.is_some() && spec.shard.is_some() {
+            return Err(crate::spec::HuntError::usage(crate::spec::args::AGAINST_IS_ONE_MACHINE));
+        }
+        super::prepare::cells(req, spec.settings.runs, &spec.config, target, sink)
+    }
+
     fn plan(&self, manifest: &Manifest) -> Box<dyn Plan> {
         let confirm = manifest.extra.confirm();
         match manifest.extra.against() {

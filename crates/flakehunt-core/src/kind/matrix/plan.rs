@@ -4,33 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Schedule, Setting, Shard};
 use crate::record::Attempt;
-
-/// What a dimension changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DimensionKind {
-    /// An environment variable (`unset` removes it).
-    Env,
-    /// A resource limit (`unlimited` allowed).
-    Rlimit,
-    /// A `{name}` placeholder in the argv.
-    Placeholder,
-}
-
-/// One dimension of the grid; its first value is the baseline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dimension {
-    /// Variable, limit or placeholder name.
-    pub name: String,
-    /// What it changes.
-    pub kind: DimensionKind,
-    /// Its values as written (`unset`, `unlimited` included).
-    pub values: Vec<String>,
-}
+pub use crate::schema::matrix::{Dimension, DimensionKind};
 
 impl Dimension {
     /// The setting for value `i`.

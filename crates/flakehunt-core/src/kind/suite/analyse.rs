@@ -7,14 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use super::bisect::{BisectStatus, Bisection, Bisector};
 use super::classify::{classify, Category};
 use super::record::{AttemptTests, Prefix, Role, Tallies};
 use super::setup::{Request, SuiteSetup};
 use super::summary::SuiteSummary;
 use super::{Framework, TestId};
+pub use crate::schema::suite::BisectionSummary;
 
 /// Confirmation runs of a failing test alone: "passes alone" needs several.
 pub const ALONE_RUNS: usize = 3;
@@ -63,19 +62,6 @@ impl Runs for Replay {
         self.missing |= found.is_none();
         found
     }
-}
-
-/// A bisection's account, for the summary and the measurements.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BisectionSummary {
-    /// `polluters` or `state-setters`.
-    pub searched: String,
-    /// The tests that preceded the test in the order bisected.
-    pub prefix: usize,
-    /// Runs it needed, its two confirmations included.
-    pub runs: u32,
-    /// How it ended.
-    pub status: BisectStatus,
 }
 
 /// What the classification found.

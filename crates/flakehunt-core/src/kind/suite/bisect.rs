@@ -11,21 +11,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::TestId;
-
-/// How a bisection ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BisectStatus {
-    /// The culprits were found, and the result reproduced twice more.
-    Confirmed,
-    /// The whole prefix did not reproduce: the test's outcome does not follow this order.
-    NotReproduced,
-    /// A smallest set was found but did not reproduce twice more (the test is also flaky
-    /// on its own); `culprits` is that set.
-    Unconfirmed,
-    /// The run budget ran out; `culprits` is the smallest set seen to reproduce.
-    BudgetSpent,
-}
+pub use crate::schema::suite::BisectStatus;
 
 /// What a bisection found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

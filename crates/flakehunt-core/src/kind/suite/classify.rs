@@ -6,38 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::TestId;
 use crate::analysis::stats;
 use crate::analysis::summary::ALPHA;
-
-/// The category of a test that failed at least once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Category {
-    /// Passes alone, fails when run twice in one process: it pollutes its own state.
-    NonIdempotent,
-    /// Passes alone, fails after some tests (its polluters).
-    OrderDependentVictim,
-    /// Fails alone, passes after some tests (its state-setters).
-    OrderDependentBrittle,
-    /// Fails more under some condition (a profile, an overlay) than in the baseline.
-    ConditionSensitive,
-    /// Fails at some rate with no condition or order found.
-    Flaky,
-    /// Fails every time, alone and in every order.
-    Deterministic,
-}
-
-impl Category {
-    /// The name used in the summary and the tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            Category::NonIdempotent => "non-idempotent",
-            Category::OrderDependentVictim => "order-dependent-victim",
-            Category::OrderDependentBrittle => "order-dependent-brittle",
-            Category::ConditionSensitive => "condition-sensitive",
-            Category::Flaky => "flaky",
-            Category::Deterministic => "deterministic",
-        }
-    }
-}
+pub use crate::schema::suite::Category;
 
 /// Runs of a test twice in one process that must all show its second run failing after its
 /// first passed before it is called `non-idempotent`: one such run can be noise (a timing test

@@ -124,7 +124,7 @@ pub(crate) fn collect_pytest(
 
 /// A collection that gave no test ids (shown after `--pytest: `).
 fn collection(why: String) -> HuntError {
-    HuntError::Collection(crate::kind::suite::ParseError::Collection(why))
+    HuntError::from(crate::kind::suite::SuiteFailure::Collection(crate::kind::suite::ParseError::Collection(why)))
 }
 
 /// The last non-empty line of `text`, cut to a message's length.

@@ -6,6 +6,24 @@
 pub struct Suite;
 
 impl crate::kind::Hunt for Suite {
+    /// The suite's cells (its conditions) before its collection: the setup is a placeholder, as
+    /// a Slurm job's checks before it submits need (each shard collects and builds its own).
+    fn cells(
+        &self,
+        spec: &crate::spec::HuntSpec,
+        target: &crate::plan::Target,
+        _: &mut dyn crate::events::EventSink,
+    ) -> Result<(Vec<crate::plan::CellSpec>, crate::record::Extra), crate::spec::HuntError> {
+        let placeholder = super::setup::SuiteSetup {
+            runner: super::setup::SuiteRunner::Libtest { binary: std::path::PathBuf::new(), show_output: false },
+            selection: Vec::new(),
+            files: std::path::PathBuf::new(),
+            python_path: None,
+            collect_seconds: 0.0,
+        };
+        super::prepare::cells(spec, target, placeholder, None)
+    }
+
     fn summarize(
         &self,
         record: &crate::record::Record,

@@ -30,82 +30,7 @@ mod state_tests;
 
 pub use hunt::Suite;
 
-use serde::{Deserialize, Serialize};
-
-/// A test's id as its runner names it: a pytest node id (`tests/test_a.py::test_x`), a Go
-/// test name (`TestX`, `TestX/sub` for a subtest) or a libtest path (`tests::x`).
-pub type TestId = String;
-
-/// The test runner of a suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Framework {
-    /// `--pytest`.
-    Pytest,
-    /// `--go-test`.
-    Go,
-    /// `--cargo-test` (libtest).
-    Libtest,
-}
-
-impl Framework {
-    /// The name used in the record and the reports (`pytest`, `go`, `libtest`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Framework::Pytest => "pytest",
-            Framework::Go => "go",
-            Framework::Libtest => "libtest",
-        }
-    }
-
-    /// Whether an attempt can run the selection in an order flakehunt chooses. libtest cannot on
-    /// stable Rust: it runs tests in name order (with `--test-threads=1`) or concurrently, and
-    /// its `--shuffle` needs `-Z unstable-options`; Rust suites get per-test tallies and
-    /// conditions without order analysis.
-    pub fn orders(self) -> bool {
-        !matches!(self, Framework::Libtest)
-    }
-}
-
-/// How one run of one test ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TestOutcome {
-    /// Passed.
-    Pass,
-    /// Its assertions failed (pytest `failure`, Go `fail`, libtest `FAILED`).
-    Fail,
-    /// It could not run properly: a fixture's setup or teardown raised (pytest `error`), or the
-    /// process died while it ran (Go: `run` with no end).
-    Error,
-    /// Skipped or ignored.
-    Skip,
-}
-
-impl TestOutcome {
-    /// Whether this run counts as a failure of the test.
-    pub fn is_failure(self) -> bool {
-        matches!(self, TestOutcome::Fail | TestOutcome::Error)
-    }
-}
-
-/// One run of one test, as an attempt's structured output reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TestResult {
-    /// The test.
-    pub id: TestId,
-    /// How it ended.
-    pub outcome: TestOutcome,
-    /// The failure's message (pytest's `message`, the first lines of Go's or libtest's output).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-impl TestResult {
-    fn new(id: impl Into<TestId>, outcome: TestOutcome, message: Option<String>) -> Self {
-        Self { id: id.into(), outcome, message }
-    }
-}
+pub use crate::schema::suite::{Framework, TestId, TestOutcome, TestResult};
 
 /// The longest message kept per failing test: enough for an assertion's first lines.
 pub const MESSAGE_LIMIT: usize = 400;
@@ -149,6 +74,30 @@ impl crate::error_class::Classify for ParseError {
             // What the user's test runner printed, not flakehunt's data or the machine's.
             Self::Collection(_) | Self::GoEvent { .. } => crate::error_class::ErrorClass::Usage,
         }
+    }
+}
+
+/// A suite hunt's own errors.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteFailure {
+    /// The suite's runner did not say which tests it has.
+    #[error("--pytest")]
+    Collection(#[source] ParseError),
+}
+
+impl crate::error_class::Classify for SuiteFailure {
+    fn class(&self) -> crate::error_class::ErrorClass {
+        match self {
+            Self::Collection(e) => e.class(),
+        }
+    }
+}
+
+impl crate::spec::KindError for SuiteFailure {}
+
+impl From<SuiteFailure> for crate::spec::HuntError {
+    fn from(e: SuiteFailure) -> Self {
+        crate::spec::HuntError::of_kind(e)
     }
 }
 

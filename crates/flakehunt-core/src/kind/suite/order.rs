@@ -2,31 +2,17 @@
 //! of each runner's attempt, bisection run, repetition and reproducer. Main types:
 //! [`Pytest`], [`GoTest`], [`Invocation`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::TestId;
 use super::{pytestlog, repeat};
 use crate::plan::Rng;
+pub use crate::schema::suite::OrderStrategy;
+pub use crate::schema::suite::{GoTest, Pytest};
 
 /// Separates the order's random stream from the interleaving's and the profiles' streams of
 /// the same seed.
 const ORDER_SALT: u64 = 0x5017_e0de;
-
-/// How an attempt's order was made from the collected selection, recorded with each pytest
-/// attempt (`suite.strategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OrderStrategy {
-    /// The order pytest collected, unchanged: the baseline every order-dependence study starts
-    /// from (a test that passes there and fails alone is not deterministic).
-    Collected,
-    /// Shuffled by scope, as pytest-randomly and pytest-random-order's buckets do: the modules,
-    /// then the classes and lone tests within each module, then the tests within each class,
-    /// so that a class's tests stay together under their class fixture.
-    ByScope,
-    /// The whole selection shuffled: any test may meet any other.
-    Global,
-}
 
 impl OrderStrategy {
     /// The strategy of plan position `attempt`: the collected order first, then by scope and
@@ -36,15 +22,6 @@ impl OrderStrategy {
             0 => OrderStrategy::Collected,
             n if n % 2 == 1 => OrderStrategy::ByScope,
             _ => OrderStrategy::Global,
-        }
-    }
-
-    /// The name in the record (`collected`, `by-scope`, `global`).
-    pub fn name(self) -> &'static str {
-        match self {
-            OrderStrategy::Collected => "collected",
-            OrderStrategy::ByScope => "by-scope",
-            OrderStrategy::Global => "global",
         }
     }
 }
@@ -153,24 +130,6 @@ impl Invocation {
         argv.extend(self.argv.iter().cloned());
         argv
     }
-}
-
-/// pytest, run as `PYTHON -m pytest` from the suite's root directory (pytest's rootdir: node ids
-/// are relative to it).
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Pytest {
-    /// The interpreter the user means (`--python`, `$VIRTUAL_ENV`, `./.venv`, `python3`).
-    pub python: String,
-    /// Options every run whose results flakehunt reads adds to the project's own: `-n0` when
-    /// the project's options have pytest-xdist distribute the tests (each attempt must run its
-    /// tests in its order, in one process).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<String>,
-    /// pytest's rootdir, where every run starts, when it is not the directory the hunt was
-    /// started in: printed reproducers then start with `env -C ROOT`, so that they run from
-    /// anywhere.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub root: Option<String>,
 }
 
 impl Pytest {
@@ -302,25 +261,6 @@ impl Pytest {
         argv.extend(tests.iter().cloned());
         Invocation { argv, env: Vec::new(), dir: self.root.clone() }.reproducer()
     }
-}
-
-/// A Go package's test binary, built once (`go test -c`), run in the package's directory.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GoTest {
-    /// The `go` command (for `go tool test2json`).
-    pub go: String,
-    /// The package's import path (test2json's `-p`).
-    pub package: String,
-    /// The test binary.
-    pub binary: PathBuf,
-    /// Go 1.20 or later: `-test.v=test2json`, whose framing keeps a test's output that looks
-    /// like `--- FAIL` from being read as a result; older binaries reject the value and get
-    /// plain `-test.v`.
-    pub framing: bool,
-    /// The test2json tool itself (`go tool -n test2json`), run directly: `go tool` costs a
-    /// start of the go command per attempt, more than a small package's tests take.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test2json: Option<String>,
 }
 
 impl GoTest {

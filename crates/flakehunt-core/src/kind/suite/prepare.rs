@@ -16,7 +16,7 @@ use crate::kind::suite::run::{Ids, Live, SuiteExecution};
 use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
 use crate::kind::suite::written::WrittenIds;
 use crate::kind::suite::{pytestlog, repeat};
-use crate::plan::{CellSpec, Target};
+use crate::plan::{CellSpec, Plan, Target};
 use crate::record::{Adapter, Extra, Manifest, Record, Recorder};
 use crate::runner::{AttemptRunner, RunError, Runner};
 use crate::snapshot::commands::{self, Probe, Ran};
@@ -269,7 +269,8 @@ pub(crate) fn execute(
             dir.display()
         ))
     })?;
-    let mut plan = crate::kind::plan_of(manifest);
+    // A suite's plan is the static schedule of its shuffled attempts (`Suite` keeps `Hunt::plan`'s).
+    let mut plan = crate::plan::schedule(manifest);
     let mut done = 0u64;
     let mut replay = Replay::default();
     let mut last = None;
@@ -313,7 +314,7 @@ pub(crate) fn execute(
     let runner = Runner { attempts: exec.clone(), jobs: manifest.plan.jobs as usize, budget: session.durations.budget };
     let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
     sinks.event(&Event::Started { planned: plan.planned(), done })?;
-    let end = runner.run(plan.as_mut(), &mut sinks).map_err(|e| run_error(e, manifest))?;
+    let end = runner.run(&mut plan, &mut sinks).map_err(|e| run_error(e, manifest))?;
     if end.interrupted {
         return Ok(true);
     }

@@ -5,86 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::classify::{ConditionTally, TestTally};
 use super::{TestId, TestOutcome, TestResult};
-
-/// Why an attempt ran what it ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// The hunt's attempt: the selection (or a shard of it) in a shuffled order.
-    Shuffled,
-    /// A confirmation run of `subject` alone.
-    Alone,
-    /// `subject` twice in a row in one process.
-    Repeat,
-    /// Every test twice in a row in one process (the pass that looks for non-idempotent tests).
-    RepeatAll,
-    /// A bisection's candidate run: some of the tests that preceded `subject`, then it.
-    Bisect,
-    /// A reproducer's check run.
-    Reproducer,
-}
-
-/// The suite part of one attempt: the attempt line's `suite` object (`"role"`, `"order"`,
-/// `"tests"`, ...), so that a failing order can be replayed from the record alone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AttemptTests {
-    /// Why it ran.
-    pub role: Role,
-    /// The test a confirmation, repeat, bisection or reproducer run is about.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subject: Option<TestId>,
-    /// The top-level tests in the order they ran (pytest: the order given; Go: read back from
-    /// the event stream, since Go shuffles itself).
-    pub order: Vec<TestId>,
-    /// pytest's shuffled attempts: how the order was made (`collected`, `by-scope`, `global`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<super::order::OrderStrategy>,
-    /// Go: the `-test.shuffle` seed, which with `-test.run` replays any subset of the order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shuffle: Option<u64>,
-    /// Every result, in the order the tests ended (a repeated test appears twice).
-    pub tests: Vec<TestResult>,
-    /// A reproducer's check run: the exact argv it ran, as printed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reproducer: Vec<String>,
-    /// The tests it was to run that reported no result (the process died, hung, exited early,
-    /// or ran none): no evidence either way, never a pass.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unreported: Vec<TestId>,
-    /// Why not every test it was to run reported, in one line (how the process ended, the test
-    /// it ended in, pytest's error): set whenever `unreported` is not empty or a test did not
-    /// finish.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete: Option<String>,
-    /// How the process ended when it failed though every test reported and none failed (a
-    /// coverage threshold, a plugin, a session fixture's error): each test is judged by its own
-    /// result, and this says why the process's status was not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_otherwise: Option<String>,
-}
-
-impl AttemptTests {
-    /// Whether `test` reported a result here (a subtest's result counts for its parent).
-    pub fn reported(&self, test: &str) -> bool {
-        !self.unreported.iter().any(|t| t == test)
-    }
-}
-
-/// Where a test's outcome can be replayed from: the attempt and the tests that ran before it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Prefix {
-    /// The attempt's id.
-    pub attempt: u64,
-    /// The tests that ran before the test, in order.
-    pub before: Vec<TestId>,
-    /// Go's shuffle seed of that attempt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shuffle: Option<u64>,
-}
+pub use crate::schema::suite::{AttemptTests, Prefix, Role};
 
 /// What the attempts say about each test.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -3,63 +3,14 @@
 //! back: the shuffled attempts, and each confirmation, repetition, bisection and reproducer
 //! run. Main types: [`SuiteSetup`], [`Request`].
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use super::order::{attempt_order, go_shuffle_seed, libtest_run, GoTest, Invocation, Pytest};
+use super::order::{attempt_order, go_shuffle_seed, libtest_run, Invocation};
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
 use crate::checks::rust::TestPanics;
 use crate::record::Attempt;
-
-/// The runner of a suite, as collected and built once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "framework", rename_all = "kebab-case")]
-pub enum SuiteRunner {
-    /// `--pytest [PATH...]`.
-    Pytest {
-        /// The interpreter and its pytest.
-        pytest: Pytest,
-        /// The paths collected (none: pytest's own default).
-        paths: Vec<String>,
-    },
-    /// `--go-test PKG`: the package's test binary, built into the record.
-    Go {
-        /// The binary and how to read it.
-        go: GoTest,
-        /// `-run NAME` narrowed the selection: attempts name their tests.
-        narrowed: bool,
-    },
-    /// `--cargo-test [-p PKG]`: the one test binary with tests.
-    Libtest {
-        /// The test binary.
-        binary: PathBuf,
-        /// Runs print each passing test's output (`--show-output`), where the thread check
-        /// reads the panics of its threads (see [`crate::checks::rust`]).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        show_output: bool,
-    },
-}
-
-/// A suite hunt's setup, in the manifest (`extra.suite`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteSetup {
-    /// The runner.
-    pub runner: SuiteRunner,
-    /// The collected test ids, in collection order.
-    pub selection: Vec<TestId>,
-    /// Where each attempt's scratch directory and the repeat plugin go (the record, absolute),
-    /// so that a printed reproducer that loads the plugin keeps working.
-    pub files: PathBuf,
-    /// `PYTHONPATH` when the hunt started, kept after the plugin's directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub python_path: Option<String>,
-    /// Seconds the collection took (and the Go build, for `--go-test`).
-    pub collect_seconds: f64,
-}
+pub use crate::schema::suite::{SuiteRunner, SuiteSetup};
 
 /// The directory inside the record that holds the repeat plugin.
 pub const PLUGIN_DIR: &str = "suite";
@@ -500,7 +451,7 @@ pub fn how_it_ended(attempt: &Attempt) -> String {
     if attempt.termination.is_some() {
         format!("was ended at its timeout after {:.1} s", attempt.seconds)
     } else if let Some(sig) = attempt.signal {
-        format!("was killed by {}", crate::analysis::signature::signal_name(sig))
+        format!("was killed by {}", crate::schema::process::signal_name(sig))
     } else if let Some(code) = attempt.exit_code {
         format!("exited with code {code}")
     } else {
@@ -579,6 +530,7 @@ pub fn reproducer_failed(framework: Framework, test: &str, output: &str) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::suite::{GoTest, Pytest};
 
     fn setup(runner: SuiteRunner) -> SuiteSetup {
         SuiteSetup {
@@ -745,80 +697,5 @@ mod tests {
         assert_eq!(got.tests.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["t::a", "t::c"]);
         assert_eq!(got.unreported, ["t::b"]);
         assert!(got.incomplete.unwrap().contains("yet its output reads as failures of t::b"));
-    }
-}
-
-/// The written form of each id of a selection, and back.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WrittenIds {
-    pub(super) written: HashMap<TestId, TestId>,
-    pub(super) raw: HashMap<TestId, TestId>,
-}
-
-impl WrittenIds {
-    /// The written ids of `selection`, in its order (the first of two ids made equal keeps the
-    /// plain form). Empty when redaction is off or no id holds a secret.
-    pub fn new(selection: &[TestId]) -> Self {
-        let mut ids = Self::default();
-        if !crate::redact::enabled() {
-            return ids;
-        }
-        let mut seen: HashMap<String, u32> = HashMap::new();
-        for id in selection {
-            let Cow::Owned(mut written) = crate::redact::test_id(id) else { continue };
-            let n = seen.entry(written.clone()).or_default();
-            *n += 1;
-            if *n > 1 {
-                written = numbered(&written, *n);
-            }
-            ids.raw.insert(written.clone(), id.clone());
-            ids.written.insert(id.clone(), written);
-        }
-        ids
-    }
-
-    /// How `id` is written: its entry, else redacted without a number (an id the selection did
-    /// not hold, such as a Go subtest), else itself.
-    pub fn written<'a>(&self, id: &'a str) -> Cow<'a, str> {
-        match self.written.get(id) {
-            Some(w) => Cow::Owned(w.clone()),
-            None if crate::redact::enabled() => crate::redact::test_id(id),
-            None => Cow::Borrowed(id),
-        }
-    }
-
-    /// The real id a written one stands for (an id that was not redacted stands for itself).
-    pub fn raw<'a>(&'a self, written: &'a str) -> &'a str {
-        self.raw.get(written).map_or(written, String::as_str)
-    }
-
-    /// Whether an id of the selection was redacted.
-    pub fn is_empty(&self) -> bool {
-        self.written.is_empty()
-    }
-
-    /// `setup` as the manifest holds it: its selection written, every other string redacted.
-    pub fn setup(&self, setup: &SuiteSetup) -> SuiteSetup {
-        if !crate::redact::enabled() {
-            return setup.clone();
-        }
-        let mut written = match serde_json::to_value(setup) {
-            Ok(mut v) => {
-                crate::redact::json(&mut v);
-                serde_json::from_value(v).unwrap_or_else(|_| setup.clone())
-            }
-            Err(_) => setup.clone(),
-        };
-        written.selection = setup.selection.iter().map(|id| self.written(id).into_owned()).collect();
-        written
-    }
-}
-
-/// `id` with `#n` before its closing bracket (or at its end): the `n`th id of the selection
-/// that redaction wrote the same way.
-fn numbered(id: &str, n: u32) -> String {
-    match id.strip_suffix(']') {
-        Some(open) => format!("{open}#{n}]"),
-        None => format!("{id}#{n}"),
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::TestId;
+pub use crate::schema::suite::{FingerprintCost, StateDiff, StateFinding};
 
 /// The plugin's source.
 pub const PLUGIN_SOURCE: &str = include_str!("flakehunt_state.py");
@@ -46,21 +47,6 @@ pub struct StateRequest {
     pub out: PathBuf,
 }
 
-/// One piece of state that differs after the polluters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateDiff {
-    /// Where it is, as Python names it: `mod.Class.attr`, `os.environ['X']`, `os.getcwd()`,
-    /// `sys.modules['m']`, `random.getstate()`, `file PATH`.
-    pub path: String,
-    /// Its kind: `module global`, `class attribute`, `object attribute`, `environment
-    /// variable`, `working directory`, `sys.modules`, `random state`, `file ...`, ...
-    pub kind: String,
-    /// Its value before the polluters (a short repr); none when it did not exist.
-    pub before: Option<String>,
-    /// Its value after them; none when they removed it.
-    pub after: Option<String>,
-}
-
 impl StateDiff {
     /// Its values as they may be written: a secret-named variable's or attribute's
     /// (`os.environ['API_TOKEN']`, `settings.SECRET_KEY`) redacted whole, any other with the
@@ -73,48 +59,6 @@ impl StateDiff {
         }
         crate::redact::in_place(&mut self.path);
     }
-}
-
-/// What a fingerprint cost, in the fork that took two.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FingerprintCost {
-    /// Seconds of the fingerprint before the polluters and of the one after.
-    pub seconds: [f64; 2],
-    /// Pieces of state in the first one.
-    pub entries: u64,
-    /// KiB the fork's resident memory grew by while it took the first one.
-    pub kib: u64,
-}
-
-/// The state one order-dependent test trips over, or why none was named.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StateFinding {
-    /// The test (its id as written in the record).
-    pub test: TestId,
-    /// Its polluters or state-setters.
-    pub polluters: Vec<TestId>,
-    /// A brittle test (the state is what makes it pass).
-    #[serde(default)]
-    pub brittle: bool,
-    /// The smallest set of differences whose restoration (brittle: whose setting) makes it
-    /// pass; empty when none was found.
-    #[serde(default)]
-    pub state: Vec<StateDiff>,
-    /// Runs with that state restored that passed, of the runs made.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confirmed: Option<[u32; 2]>,
-    /// Why no state is named.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<String>,
-    /// Differences the fingerprints found.
-    #[serde(default)]
-    pub different: u64,
-    /// Runs of the test the search took (forks), confirmations included.
-    #[serde(default)]
-    pub trials: u32,
-    /// What a fingerprint cost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<FingerprintCost>,
 }
 
 /// What the plugin wrote.

@@ -4,132 +4,10 @@
 //! `framework`, ... beside the common fields), so other kinds' documents do not change. Its
 //! fields are a contract (ARCHITECTURE.md, "Contracts"): add freely, never rename.
 
-use serde::{Deserialize, Serialize};
-
 use super::classify::{classify, Category, TestTally};
 use super::{Framework, TestId};
 use crate::analysis::stats;
-
-/// What a suite hunt found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteSummary {
-    /// The runner.
-    pub framework: Framework,
-    /// Tests collected.
-    pub collected: u64,
-    /// Whether attempts ran the selection in shuffled orders (not for libtest: see
-    /// [`super::order::LIBTEST_ORDER_NOTE`]).
-    pub shuffled: bool,
-    /// Every test that failed at least once, most failures first.
-    pub tests: Vec<TestSummary>,
-    /// Every confirmation run the classification needs is in the record (false: the hunt was
-    /// interrupted before they all ran; `--resume` runs the rest).
-    #[serde(default = "yes")]
-    pub classified: bool,
-    /// The attempts whose tests did not all report (a crash, a hang, an early exit, a runner
-    /// that ran none), grouped by why: what they did not report is no evidence of a pass.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub incomplete: Vec<IncompleteRuns>,
-    /// The tests that reported nothing in some shuffled attempt they were to run in, with how
-    /// many, most first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unreported: Vec<UnreportedTest>,
-    /// The runs whose process failed though none of their tests did (a coverage threshold, a
-    /// plugin, a session fixture), grouped by why: each run was judged by its tests' own
-    /// results, not by the process's status.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed_otherwise: Vec<IncompleteRuns>,
-}
-
-/// Attempts that ended before all their tests reported, for one reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IncompleteRuns {
-    /// Why (how the process ended, the test it ended in, the runner's error).
-    pub why: String,
-    /// Their role (`shuffled`, `repeat-all`, `alone`, ...).
-    pub phase: String,
-    /// Their ids.
-    pub attempts: Vec<u64>,
-}
-
-/// A test that reported nothing in some shuffled attempts it was to run in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnreportedTest {
-    /// The test.
-    pub id: TestId,
-    /// The shuffled attempts it reported nothing in.
-    pub attempts: u64,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// One test that failed at least once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TestSummary {
-    /// The test's id (node id, Go or libtest name).
-    pub id: TestId,
-    /// Attempts that ran it.
-    pub attempts: u64,
-    /// Attempts it failed in.
-    pub failures: u64,
-    /// failures / attempts.
-    pub rate: f64,
-    /// Wilson 95 % interval of the rate.
-    pub ci95: [f64; 2],
-    /// Per cell (the baseline first): its runs and failures there, and for the other cells the
-    /// two-sided Fisher exact p against the baseline, as `sweep` compares its cells.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<ConditionSummary>,
-    /// Why it fails.
-    pub category: Category,
-    /// The condition it fails more under (`condition-sensitive`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub condition: Option<String>,
-    /// The tests after which it fails (`order-dependent-victim`), in the order they ran.
-    pub polluters: Vec<TestId>,
-    /// The tests after which it passes (`order-dependent-brittle`), in the order they ran.
-    pub state_setters: Vec<TestId>,
-    /// An argv that makes it fail, checked to fail twice before it was recorded; empty when
-    /// none was found (a `flaky` test has no reliable one).
-    pub reproducer: Vec<String>,
-    /// The first failure's message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The bisection for its polluters or state-setters, when one ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bisection: Option<super::analyse::BisectionSummary>,
-    /// Runs alone, and how many failed.
-    pub alone: [u64; 2],
-    /// Confirmation runs twice in one process in which it reported, and how many of them
-    /// failed its second run after its first passed.
-    pub repeated: [u64; 2],
-    /// Shuffled attempts it was to run in that ended before it reported.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unreported: u64,
-    /// The state its polluters (or state-setters) leave that it trips over (pytest).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<super::state::StateFinding>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// One test's runs in one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConditionSummary {
-    /// The cell.
-    pub name: String,
-    /// Attempts of the cell that ran the test.
-    pub runs: u64,
-    /// Of those, the ones it failed in.
-    pub failures: u64,
-    /// Two-sided Fisher exact p against the baseline (none for the baseline).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_value: Option<f64>,
-}
+pub use crate::schema::suite::{ConditionSummary, IncompleteRuns, SuiteSummary, TestSummary, UnreportedTest};
 
 impl TestSummary {
     /// The entry of a test from its tally, or none when it never failed.
@@ -446,7 +324,7 @@ mod tests {
     #[test]
     fn flattens_beside_the_common_fields() {
         // The way it joins the summary document: `#[serde(flatten)] suite: Option<SuiteSummary>`.
-        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
         struct Doc {
             kind: String,
             #[serde(flatten)]

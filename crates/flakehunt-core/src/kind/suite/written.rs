@@ -13,7 +13,7 @@ use super::record::AttemptTests;
 use super::setup::Request;
 use super::TestId;
 
-pub use super::setup::WrittenIds;
+pub use crate::redact::ids::WrittenIds;
 
 impl WrittenIds {
     /// `t` with every id written: its subject, order, results and the reproducer's words.

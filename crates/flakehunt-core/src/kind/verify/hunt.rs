@@ -9,6 +9,17 @@ use crate::record::{Record, RecordError};
 pub struct Verify;
 
 impl crate::kind::Hunt for Verify {
+    /// None: a verification's cells are the verified record's conditions (`prepare::new`), on
+    /// one machine.
+    fn cells(
+        &self,
+        _: &crate::spec::HuntSpec,
+        _: &crate::plan::Target,
+        _: &mut dyn crate::events::EventSink,
+    ) -> Result<(Vec<crate::plan::CellSpec>, crate::record::Extra), crate::spec::HuntError> {
+        Err(crate::spec::HuntError::usage("verify runs on one machine: it cannot be sharded"))
+    }
+
     fn plan(&self, manifest: &crate::record::Manifest) -> Box<dyn crate::plan::Plan> {
         Box::new(super::VerifyPlan::new(manifest))
     }

@@ -6,53 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
 use super::attempts;
 use super::options::{Condition, Role, VerifyOptions};
-use crate::analysis::signature;
 use crate::analysis::stats::{self, format_p, format_rate};
 use crate::analysis::Summary;
-use crate::record::Kind;
-
-/// `summary.json`'s `details` of a verification.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VerifyDetails {
-    /// The verified record, as the manifest names it.
-    pub verified: Verified,
-    /// The confidence asked for, as a fraction.
-    pub level: f64,
-    /// Attempts each cell was to run.
-    pub planned: u64,
-    /// Per cell, in the record's order.
-    pub conditions: Vec<ConditionResult>,
-}
-
-/// The verified record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verified {
-    /// Its path.
-    pub record: String,
-    /// Its kind's name.
-    pub kind: String,
-    /// Its run id.
-    pub run_id: String,
-    /// Its content hash when verified.
-    pub hash: String,
-}
-
-/// Failures in attempts, with the rate's Wilson 95 % interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rate {
-    /// Attempts that are evidence (slow ones left out).
-    pub attempts: u64,
-    /// Failures among them.
-    pub failures: u64,
-    /// failures / attempts.
-    pub rate: f64,
-    /// Wilson 95 % interval.
-    pub ci95: [f64; 2],
-}
+pub use crate::schema::verify::{ConditionResult, Rate, SeenSignature, Verified, VerifyDetails};
+use crate::signature;
 
 impl Rate {
     fn of(failures: u64, attempts: u64) -> Self {
@@ -66,64 +25,10 @@ impl Rate {
     }
 }
 
-/// A failure signature seen in this verification.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SeenSignature {
-    /// The signature.
-    pub signature: String,
-    /// Whether the verified record saw it under this cell.
-    pub seen_before: bool,
-}
-
-/// One cell's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConditionResult {
-    /// The cell.
-    pub cell: String,
-    /// Why it ran.
-    pub role: Role,
-    /// `fixed`, `not-fixed`, `inconclusive`, or `clean` (a baseline without failure).
-    pub verdict: String,
-    /// The verdict in words.
-    pub text: String,
-    /// What the verified record saw, and from which of its attempts.
-    pub then: Rate,
-    /// Which attempts `then` counts.
-    pub then_source: String,
-    /// What this verification saw.
-    pub now: Rate,
-    /// Clean attempts needed to rule the rate then out at the level.
-    pub needed: Option<u64>,
-    /// With no failure now: the rate it is below, at the level.
-    pub bound: Option<f64>,
-    /// With failures now: two-sided Fisher exact p of now against then.
-    pub p_value: Option<f64>,
-    /// The signatures of the failures now.
-    pub signatures: Vec<SeenSignature>,
-    /// Why the cell's condition had no effect here, when it had none.
-    pub inert: Option<String>,
-    /// Attempts that hung (no CPU, no output past flakehunt's hang limit) when the verified
-    /// record saw no hang: neither its failure nor a pass, so left out of `now`.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub hung: u64,
-}
-
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 impl ConditionResult {
     /// The rate then, as a table shows it (`50.0% (8/16)`).
     pub fn then_text(&self) -> String {
         self.then.text()
-    }
-}
-
-impl VerifyDetails {
-    /// The details of `summary`, when it is a verification's.
-    pub fn of(summary: &Summary) -> Option<&Self> {
-        summary.details.verify().filter(|_| summary.kind == Kind::Verify)
     }
 }
 

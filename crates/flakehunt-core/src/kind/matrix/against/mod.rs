@@ -16,67 +16,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 pub(crate) mod prepare;
 pub mod summary;
 
-pub use crate::drift::Change;
-
 use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Setting};
 use crate::record::Attempt;
-
-/// One applicable difference: a dimension of the search.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dimension {
-    /// Its group (`environment`, `limits`, `locale-time`, ...): groups are searched first.
-    pub group: String,
-    /// What differs (`TZ`, `nofile`, `CPUs`).
-    pub name: String,
-    /// This machine's value (`None`: unset here).
-    pub here: Option<String>,
-    /// The other machine's.
-    pub there: Option<String>,
-    /// How it is applied.
-    pub change: Change,
-}
-
-/// A difference that could not be tried here, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Untried {
-    /// Its group.
-    pub group: String,
-    /// What differs.
-    pub name: String,
-    /// This machine's value.
-    pub here: Option<String>,
-    /// The other machine's.
-    pub there: Option<String>,
-    /// Why it cannot be applied here, and what to do instead.
-    pub why: Option<String>,
-}
-
-/// What a `matrix --against` records in its manifest: the other machine, the differences it
-/// searches (its dimensions) and those it could not try.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Against {
-    /// The snapshot, as given.
-    pub snapshot: String,
-    /// The other machine's host name.
-    #[serde(default)]
-    pub host: Option<String>,
-    /// When its snapshot was taken.
-    #[serde(default)]
-    pub captured_at: Option<String>,
-    /// The applicable differences, in their groups' order.
-    pub dimensions: Vec<Dimension>,
-    /// The differences that could not be tried here.
-    #[serde(default)]
-    pub untried: Vec<Untried>,
-    /// What to do about groups that could not be tried (a scratch virtualenv's pip line).
-    #[serde(default)]
-    pub remedies: Vec<String>,
-}
+pub use crate::schema::against::{Against, Change, Dimension, Untried};
 
 /// Attempts a cell's decision takes: reproduced at two failures; not after `runs` attempts
 /// without one, or `runs + confirm` with one; `None` while undecided.

@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::kind::adaptive::record::AdaptiveDetails;
-use crate::kind::matrix::summary::MatrixDetails;
-use crate::kind::verify::VerifyDetails;
+use super::adaptive::AdaptiveDetails;
+use super::matrix::MatrixDetails;
+use super::verify::VerifyDetails;
 
 /// `summary.json`'s `details`: absent for the kinds that have none (sweep, fire, suite).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -1,11 +1,34 @@
 //! Failure signatures: the exit status plus the telling line of stderr, normalised so that the
-//! same failure with other numbers, addresses or paths groups together.
+//! same failure with other numbers, addresses or paths groups together; or, for a failure the
+//! checks found, what they found where. Pure: a leaf above the schema.
+
+pub mod test_failure;
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::record::Outcome;
+use crate::schema::attempt::{Attempt, Outcome};
+use crate::schema::checks::{Check, Finding};
+use crate::schema::process::signal_name;
+pub use crate::schema::summary::stderr_name;
+
+impl Attempt {
+    /// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded;
+    /// a failure the checks caused (or that exited 0) is named by what they found, not by the
+    /// last line of its output.
+    pub fn signature_of(&self) -> Option<String> {
+        let named_by_checks = !self.hidden.is_empty()
+            && self.oracle.is_none()
+            && self.outcome == Outcome::Fail
+            && (self.exit_code == Some(0) || self.hidden.iter().any(Finding::fails_the_target));
+        self.outcome.is_failure().then(|| match &self.oracle {
+            _ if named_by_checks => of_findings(self.exit_code, self.signal, &self.hidden),
+            Some(reason) => of_oracle(self.outcome, self.exit_code, reason),
+            None => of_streams(self.outcome, self.exit_code, self.signal, &self.stdout_tail, &self.stderr_tail),
+        })
+    }
+}
 
 /// The signature of a failing attempt, e.g. `exit 1: AssertionError: total <n> != <n>`.
 pub fn of(outcome: Outcome, exit_code: Option<i32>, signal: Option<i32>, stderr_tail: &str) -> String {
@@ -26,7 +49,7 @@ pub fn of_streams(
     stdout_tail: &str,
     stderr_tail: &str,
 ) -> String {
-    match super::test_failure::of(stdout_tail, stderr_tail) {
+    match test_failure::of(stdout_tail, stderr_tail) {
         Some(named) => format!("{}: {}", head(outcome, exit_code, signal), normalise(&named)),
         None => of(outcome, exit_code, signal, stderr_tail),
     }
@@ -36,19 +59,14 @@ pub fn of_streams(
 /// failure report is in (pytest and `go test` write theirs to stdout), else stderr unless it is
 /// blank and stdout is not.
 pub fn failure_stream<'a>(stdout_tail: &'a str, stderr_tail: &'a str) -> (&'static str, &'a str) {
-    let named_in_stdout = super::test_failure::of(stdout_tail, "").is_some();
-    let named_in_stderr = super::test_failure::of("", stderr_tail).is_some();
+    let named_in_stdout = test_failure::of(stdout_tail, "").is_some();
+    let named_in_stderr = test_failure::of("", stderr_tail).is_some();
     let stdout_only = stderr_tail.trim().is_empty() && !stdout_tail.trim().is_empty();
     if (named_in_stdout && !named_in_stderr) || stdout_only {
         ("stdout", stdout_tail)
     } else {
         ("stderr", stderr_tail)
     }
-}
-
-/// `stderr`: the stream a signature's example is from in records written before the choice.
-pub fn stderr_name() -> String {
-    "stderr".to_owned()
 }
 
 /// The signature of an attempt an oracle failed: `wrong-output: stdout differs from out.txt`,
@@ -162,29 +180,55 @@ fn coarse(signature: &str) -> String {
     text.trim().splitn(4, ": ").take(3).collect::<Vec<_>>().join(": ")
 }
 
-/// The conventional name of a signal (`SIGSEGV`), or its number.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        _ => return sig.to_string(),
+/// The signature's words for the places a check found: `leaked goroutines blocked at
+/// ledger.go:41 (chan send), ledger.go:57 (select)`.
+fn words(check: Check, places: &[&str]) -> String {
+    match check {
+        Check::GoroutineLeak => format!("leaked goroutines blocked at {}", places.join(", ")),
+        Check::Race => format!("data race between {}", places.join(" and ")),
+        Check::ThreadException => format!("exception in a thread: {}", places.join(", ")),
+        Check::Unraisable => format!("unraisable exception: {}", places.join(", ")),
+        Check::ThreadPanic => format!("panic in a thread: {}", places.join(", ")),
+    }
+}
+
+/// The signature of an attempt failed by `findings`: the exit status, then what was found where
+/// (`exit 1: leaked goroutines blocked at ledger.go:41 (chan send)`). The places keep their line
+/// numbers, which a rebuilt binary keeps too: a leak at another line is another signature.
+pub fn of_findings(exit_code: Option<i32>, signal: Option<i32>, findings: &[Finding]) -> String {
+    let head = match (exit_code, signal) {
+        (_, Some(sig)) => format!("signal {}", signal_name(sig)),
+        (Some(code), None) => format!("exit {code}"),
+        (None, None) => "fail".to_owned(),
     };
-    name.to_owned()
+    // Each check's distinct places, in the order found; at most three places per check.
+    let mut by_check: Vec<(Check, Vec<&str>)> = Vec::new();
+    for f in findings {
+        let at = match by_check.iter().position(|(c, _)| *c == f.check) {
+            Some(i) => i,
+            None => {
+                by_check.push((f.check, Vec::new()));
+                by_check.len() - 1
+            }
+        };
+        for p in &f.places {
+            if !by_check[at].1.contains(&p.as_str()) {
+                by_check[at].1.push(p);
+            }
+        }
+    }
+    let parts: Vec<String> = by_check
+        .into_iter()
+        .map(|(check, places)| {
+            let more = places.len().saturating_sub(3);
+            let mut text = words(check, &places[..places.len().min(3)]);
+            if more > 0 {
+                text.push_str(&format!(" and {more} more"));
+            }
+            text
+        })
+        .collect();
+    format!("{head}: {}", parts.join("; "))
 }
 
 #[cfg(test)]

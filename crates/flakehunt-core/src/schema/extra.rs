@@ -10,9 +10,12 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kind::adaptive::BanditOptions;
-use crate::kind::fire::FireOptions;
-use crate::kind::matrix::plan::Dimension;
+use super::adaptive::BanditOptions;
+use super::against::Against;
+use super::fire::FireOptions;
+use super::matrix::Dimension;
+use super::suite::SuiteSetup;
+use super::verify::VerifyOptions;
 
 /// Hunt-specific manifest data.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -27,9 +30,9 @@ pub struct Extra {
     pub bandit: Option<BanditOptions>,
     /// A suite hunt's runner, selection and where its files go, from which every attempt's
     /// argv is rebuilt (by a resumed hunt, and by the analysis replaying its classification).
-    pub suite: Option<crate::kind::suite::setup::SuiteSetup>,
+    pub suite: Option<SuiteSetup>,
     /// A verification's record, level and conditions.
-    pub verify: Option<crate::kind::verify::VerifyOptions>,
+    pub verify: Option<VerifyOptions>,
 }
 
 /// The test runner an adapter resolved, and how.
@@ -89,7 +92,7 @@ pub struct MatrixExtra {
     pub clean_room: Option<CleanRoomSpec>,
     /// `--against SNAPSHOT`: the differences searched instead of a grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub against: Option<crate::kind::matrix::against::Against>,
+    pub against: Option<Against>,
 }
 
 /// How each cell's clean room is made.
@@ -120,9 +123,9 @@ struct Repr {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bandit: Option<BanditOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    suite: Option<crate::kind::suite::setup::SuiteSetup>,
+    suite: Option<SuiteSetup>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    verify: Option<crate::kind::verify::VerifyOptions>,
+    verify: Option<VerifyOptions>,
 }
 
 impl Extra {
@@ -142,7 +145,7 @@ impl Extra {
     }
 
     /// What a `matrix --against` searches, none for other hunts.
-    pub fn against(&self) -> Option<&crate::kind::matrix::against::Against> {
+    pub fn against(&self) -> Option<&Against> {
         self.matrix.as_ref().and_then(|m| m.against.as_ref())
     }
 
@@ -191,7 +194,7 @@ impl<'de> Deserialize<'de> for Extra {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Manifest;
+    use crate::schema::manifest::Manifest;
 
     /// Manifests written by flakehunt before `extra` was typed (sweep with the pytest and the
     /// go-test adapters, matrix with and without clean rooms, fire) read back into the types,

@@ -43,6 +43,12 @@ impl Rng {
     }
 }
 
+/// A seed from the clock and the pid, for hunts not given one.
+pub fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    Rng::new(nanos ^ (u64::from(std::process::id()) << 32)).next_u64()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,209 @@
+//! The adaptive hunt's (`flakehunt hunt`) part of the record: the options its plan is rebuilt
+//! from, and its part of the summary.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What the hunt is given besides its target. Serialisable, so a record can hold it and a
+/// resumed hunt rebuilds the same plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
+pub struct BanditOptions {
+    /// Seed of every decision.
+    pub seed: u64,
+    /// CPUs flakehunt may use.
+    pub cpus: usize,
+    /// What runs the target.
+    pub runtime: RuntimeKind,
+    /// Plain attempts measured before any arm runs.
+    pub calibration_attempts: u64,
+    /// Least share of attempts that go to the baseline, so the comparison stays possible.
+    pub baseline_share: f64,
+    /// Confirmation attempts per side (arm, baseline) at most.
+    pub confirm_max: u64,
+    /// Pairs after which confirmation gives up when the arm has failed no more often than the
+    /// baseline (a failure no condition explains need not spend the whole confirmation budget).
+    pub confirm_futile_after: u64,
+    /// The p-value below which confirmation says the arm is the condition.
+    pub alpha: f64,
+    /// `--oracle majority`: an output unlike the majority formed so far counts as a failure.
+    pub majority: bool,
+    /// `--timeout`, when the user gave one (the hang rule then does not apply).
+    pub timeout: Option<Duration>,
+    /// The hunt's attempts run warm (a Python target's forks of a warm parent): one calibration
+    /// attempt then starts cold, to measure what a cold start adds. From the manifest's plan,
+    /// not kept with these options.
+    #[serde(skip)]
+    pub warm: bool,
+}
+
+impl Default for BanditOptions {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            cpus: 1,
+            runtime: RuntimeKind::Unknown,
+            calibration_attempts: 5,
+            baseline_share: 0.1,
+            confirm_max: 100,
+            confirm_futile_after: 20,
+            alpha: 0.01,
+            majority: false,
+            timeout: None,
+            warm: false,
+        }
+    }
+}
+
+/// What runs the target, as far as the conditions care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeKind {
+    /// CPython: the GIL's switch interval applies.
+    Python,
+    /// A Go binary: its runtime uses futexes, not the C library's locks, so jitter cannot act.
+    Go,
+    /// A dynamically linked native program (the jitter library can be preloaded).
+    Native,
+    /// A statically linked program: `LD_PRELOAD` cannot reach it.
+    Static,
+    /// Not known (a script, a shell command line): nothing is skipped for it.
+    Unknown,
+}
+
+/// An arm retired because its mechanism had no effect here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retired {
+    /// The arm's cell.
+    pub cell: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// A hunt's `summary.json` `details`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveDetails {
+    /// The one-line conclusion.
+    pub conclusion: String,
+    /// What the calibration measured, once its attempts were in.
+    pub calibration: Option<Calibration>,
+    /// Families left out, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Arms retired as inert.
+    pub retired: Vec<Retired>,
+    /// Every cell's attempts outside confirmation, in the order first tried.
+    pub tried: Vec<Tried>,
+    /// The confirmation attempts of the reproducing cell against the baseline.
+    pub confirmation: ConfirmCounts,
+    /// Two-sided Fisher p of the confirmation attempts alone, once both sides ran.
+    pub p_value: Option<f64>,
+    /// The hunt stopped with its plan unfinished (budget spent or interrupted).
+    pub stopped_early: bool,
+    /// The arms tried over time: runs of consecutive attempts of one cell and phase, for the
+    /// HTML report's chart (at most [`TIMELINE_MAX`]; later ones are left out).
+    #[serde(default)]
+    pub timeline: Vec<Stretch>,
+}
+
+/// Stretches of the timeline kept at most: a chart cannot show more, and a summary of a long
+/// hunt must stay small.
+pub const TIMELINE_MAX: usize = 1500;
+
+/// Consecutive attempts of one cell in one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stretch {
+    /// The cell (its name carries the level).
+    pub cell: String,
+    /// `calibrate`, `confirm`, or absent for exploration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Seconds from the hunt's start to the first attempt's start.
+    pub from: f64,
+    /// Seconds from the hunt's start to the latest attempt's end.
+    pub to: f64,
+    /// Attempts.
+    pub attempts: u64,
+    /// Failures among them.
+    pub failures: u64,
+}
+
+/// The target as measured on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Median wall time of the attempts that ran to their end, in seconds.
+    pub median_seconds: f64,
+    /// CPU seconds per wall second (1.0: one CPU busy throughout), when measured.
+    pub cpu_per_wall: Option<f64>,
+    /// The most threads seen, when sampled.
+    pub threads: Option<u32>,
+    /// What runs the target.
+    pub runtime: RuntimeKind,
+    /// CPUs flakehunt may use.
+    pub cpus: usize,
+    /// Attempts measured.
+    pub attempts: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// What a cold start (a new process) adds to a warm attempt, measured by a calibration
+    /// attempt started cold in a hunt whose attempts run warm: the hang limit of an arm that
+    /// runs cold is the warm baseline's stretched by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<ColdStart>,
+}
+
+/// What a cold start adds to an attempt, over the median warm one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ColdStart {
+    /// Wall seconds.
+    pub seconds: f64,
+    /// CPU seconds, when measured.
+    pub cpu_seconds: Option<f64>,
+}
+
+/// A family that does not apply to this target on this machine, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// The family's name.
+    pub family: String,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+/// `"reproduction"` in a hunt's `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reproduction {
+    /// The cell that first failed twice.
+    pub cell: String,
+    /// Seconds from the hunt's start to the end of that second failure.
+    pub seconds: f64,
+    /// Attempts recorded until then, that one included.
+    pub attempts: u64,
+}
+
+/// One cell's attempts outside confirmation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tried {
+    /// The cell.
+    pub cell: String,
+    /// Attempts that are evidence (slow ones are not among them).
+    pub attempts: u64,
+    /// Failures among them.
+    pub failures: u64,
+    /// Attempts ended as slow by the hang rule or the budget: no evidence either way.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub slow: u64,
+}
+
+/// The confirmation attempts of the reproducing cell and of the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ConfirmCounts {
+    /// The cell's confirmation attempts.
+    pub cell_attempts: u64,
+    /// Its failures among them.
+    pub cell_failures: u64,
+    /// The baseline's confirmation attempts.
+    pub base_attempts: u64,
+    /// Its failures among them.
+    pub base_failures: u64,
+}
