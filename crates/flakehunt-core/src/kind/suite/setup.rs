@@ -698,4 +698,36 @@ mod tests {
         assert_eq!(got.unreported, ["t::b"]);
         assert!(got.incomplete.unwrap().contains("yet its output reads as failures of t::b"));
     }
+
+    #[test]
+    fn a_passing_rust_test_whose_thread_panicked_fails_when_its_output_is_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = "running 2 tests\ntest t::a ... ok\ntest t::b ... ok\n\nsuccesses:\n\n---- t::a stdout ----\n\
+                      thread '<unnamed>' (9) panicked at src/lib.rs:4:9:\nlost update\n\n\nsuccesses:\n    t::a\n    t::b\n\n\
+                      test result: ok. 2 passed; 0 failed\n";
+        for show_output in [true, false] {
+            let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into(), show_output });
+            s.files = dir.path().join(show_output.to_string());
+            s.selection = vec!["t::a".into(), "t::b".into()];
+            let req = s.shuffled(1, 0);
+            let p = s.prepare(&req, 1, Path::new("/plugins")).unwrap();
+            assert_eq!(p.invocation.argv.iter().any(|a| a == "--show-output"), show_output);
+            std::fs::write(s.files.join("scratch/1/stdout"), output).unwrap();
+            let (got, panics) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("/nonexistent"));
+            let outcomes: Vec<TestOutcome> = got.tests.iter().map(|r| r.outcome).collect();
+            if show_output {
+                assert_eq!(outcomes, [TestOutcome::Fail, TestOutcome::Pass]);
+                assert_eq!(
+                    got.tests[0].message.as_deref(),
+                    Some("thread '<unnamed>' panicked at src/lib.rs:4:9: lost update")
+                );
+                assert_eq!(panics.len(), 1);
+                assert_eq!(panics[0].test, "t::a");
+                assert!(got.incomplete.is_none(), "{got:?}");
+            } else {
+                assert_eq!(outcomes, [TestOutcome::Pass, TestOutcome::Pass], "the check is off");
+                assert!(panics.is_empty());
+            }
+        }
+    }
 }
