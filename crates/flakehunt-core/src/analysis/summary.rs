@@ -93,7 +93,7 @@ impl Summary {
             dimensions: None,
             attribution: None,
             details: super::details::Details::None,
-            reproduction: None,
+            adaptive: None,
             modes: None,
             checks: None,
             fire: None,

@@ -92,6 +92,18 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
             let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
         }
+        (RecordRequest::Resume(dir), HuntKind::Verify(_))
+            if Record::open(dir).is_ok_and(|r| r.manifest.kind == kind && r.manifest.extra.fire.is_some()) =>
+        {
+            // A fire record's verification climbs its ladder again: resumed as fire resumes.
+            let record = open_for_resume(dir, kind)?;
+            let extra = &record.manifest.extra;
+            let steps = extra.verify.as_ref().zip(extra.fire.as_ref()).map(|(v, f)| crate::kind::verify::fire::ladder(f, v));
+            let (options, normalizer, resumed, resumption) = crate::kind::fire::prepare::resume(dir, steps, false)?;
+            let recorder = Recorder::resume(dir, resumption);
+            let ladder = Some(Ladder { options, normalizer, resumed: Some(resumed) });
+            Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder })
+        }
         (RecordRequest::Resume(dir), _) => {
             let record = open_for_resume(dir, kind)?;
             let recorder = Recorder::resume(dir, Resumption::default());
@@ -121,8 +133,20 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         (RecordRequest::New(record), HuntKind::Verify(req)) => {
             let dir = record.clone().unwrap_or_else(|| default_record_dir(kind));
             let new_dir = crate::record::check_new(&dir)?;
-            let verify = crate::kind::verify::prepare::new(spec, req, &dir, sink)?;
+            // A verification refused before its record is written (a rebuild that failed, or
+            // lacks a check) leaves nothing of it, its test binary's build included.
+            let verify = crate::kind::verify::prepare::new(spec, req, &dir, sink)
+                .inspect_err(|_| new_dir.discard(&[crate::kind::adapter::GO_BUILD_DIR]))?;
             let seed = spec.seed.unwrap_or_else(random_seed);
+            // A fire record's verification climbs the ladder its rejected level repeats on.
+            let ladder = match (&verify.extra.verify, &verify.extra.fire) {
+                (Some(v), Some(f)) => Some(Ladder {
+                    options: crate::kind::verify::fire::ladder(f, v),
+                    normalizer: Normalizer::new(&f.ignore, &f.ignore_columns).map_err(HuntError::Normalizer)?,
+                    resumed: None,
+                }),
+                _ => None,
+            };
             let (manifest, recorder) = create_record(
                 kind,
                 verify.target,
@@ -134,7 +158,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 spec.shard,
                 &dir,
             )?;
-            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder: None })
+            Ok(Opened { dir, manifest, recorder, new_dir: Some(new_dir), ladder })
         }
         (RecordRequest::New(record), HuntKind::Suite(_)) => {
             crate::kind::suite::prepare::check(spec)?;
@@ -218,6 +242,10 @@ fn execute(
             let session = crate::session::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
             let warm = session.warm_cells(manifest);
+            // A suite's verification runs its reproducers as the suite checked them.
+            let reproducers = crate::kind::verify::reproducers::SuiteFiles::of(manifest)?;
+            let _tracked =
+                reproducers.as_ref().and_then(|r| Some(session.watchdog.as_ref()?.track_dir(r.plugins.path())));
             let runner = Runner {
                 attempts: AttemptRunner {
                     warm: warm.as_ref().map(|w| w as _),
@@ -240,7 +268,13 @@ fn execute(
                 }
                 let mut sinks = Fanout(vec![recorder as &mut dyn EventSink, sink]);
                 sinks.event(&Event::Started { planned: plan.planned(), done })?;
-                Ok::<_, HuntError>(runner.run(plan.as_mut(), &mut sinks))
+                let suite = reproducers.as_ref().and_then(|r| r.execution(runner.attempts.clone(), manifest));
+                Ok::<_, HuntError>(match suite {
+                    Some(attempts) => {
+                        Runner { attempts, jobs: runner.jobs, budget: runner.budget }.run(plan.as_mut(), &mut sinks)
+                    }
+                    None => runner.run(plan.as_mut(), &mut sinks),
+                })
             })?;
             // Joined before the session ends, which kills every process it does not know.
             let snapshot = snapshot.and_then(|s| s.join().ok());
@@ -276,6 +310,7 @@ fn execute(
                 normalizer: ladder.normalizer.clone(),
                 sandboxes,
                 token_salt: (manifest.seed >> 32) as u32,
+                budget: session.durations.budget,
             };
             match fire.check_state() {
                 Ok(copied) if fire.options.state.is_some() => sink.event(&Event::StateCopied(&copied))?,

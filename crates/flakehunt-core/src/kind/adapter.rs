@@ -294,35 +294,125 @@ pub fn go_argv(binary: &str, test: Option<&str>, subtests: Option<&str>) -> Vec<
     argv
 }
 
-/// `go test -c [-race] -o BINARY .` in the package directory `dir`: the test binary of the
-/// package's code as it is now (`verify` after a fix), into `binary`. Go's own messages (compile
-/// errors) go to our stderr.
-pub(crate) fn go_rebuild(dir: &Path, binary: &Path, race: bool) -> Result<(), HuntError> {
+/// `go test -c -o BINARY .` in the package directory `dir`: the test binary of the package's
+/// code as it is now (`verify` after a fix), into `binary`, with the `checks` the verified
+/// record's binary was built with (the goroutine leak check's overlay, the race detector): a
+/// binary without the check that found a leak would pass that leak unseen, so a check that
+/// cannot be built in any more refuses the rebuild. Go's own messages go to our stderr.
+pub(crate) fn go_rebuild(dir: &Path, binary: &Path, checks: Checks) -> Result<(), HuntError> {
     let cache = go_cache()?;
     if let Some(parent) = binary.parent() {
         std::fs::create_dir_all(parent).map_err(|e| HuntError::io(format!("cannot create {}", parent.display()), e))?;
     }
-    let mut cmd = go_command(cache.as_ref());
-    cmd.args(["test", "-c"]);
-    if race {
-        cmd.arg("-race");
-    }
-    let status = cmd
-        .arg("-o")
-        .arg(binary)
-        .arg(".")
+    let list = go_command(cache.as_ref())
+        .args(["list", "-f", GO_LIST_FORMAT, "."])
         .current_dir(dir)
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .status()
-        .map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+        .output()
+        .map_err(|e| HuntError::io("cannot run `go list`", e))?;
+    let package = parse_go_list(&String::from_utf8_lossy(&list.stdout)).into_iter().next();
+    let Some(package) = package.filter(|_| list.status.success()) else {
+        return Err(HuntError::usage(format!(
+            "no Go package in {} to build the test binary of: {}",
+            dir.display(),
+            first_line(&list.stderr)
+        )));
+    };
+    let needed = |why: String| {
+        HuntError::usage(format!(
+            "the verified record's test binary ran with the goroutine leak check, which {why}: without it a leak would pass unseen, so verify needs it"
+        ))
+    };
+    if let Some(at) =
+        crate::checks::go::own_test_main(&package.dir, &package.test_files).filter(|_| checks.goroutine_leaks)
+    {
+        return Err(needed(format!(
+            "cannot wrap the TestMain {} has now ({at}): end that TestMain with a check of your own (go.uber.org/goleak's goleak.VerifyTestMain(m) in place of os.Exit(m.Run())) and hunt again",
+            package.import_path
+        )));
+    }
+    let (status, built) = go_build(cache.as_ref(), &package, ".", Some(dir), binary, checks)?;
     if !status.success() {
         return Err(HuntError::usage(format!(
             "`go test -c` failed in {} ({status}): fix the build first",
             dir.display()
         )));
     }
+    if checks.goroutine_leaks && !built.checks.goroutine_leaks {
+        return Err(needed(built.note.unwrap_or_else(|| "could not be built in".into())));
+    }
     Ok(())
+}
+
+/// `go test -c` of `package` (named `pkg` from `cwd`, or from here) into `binary`, with the
+/// checks of `asked`: the goroutine leak check comes in through `-overlay` (see
+/// [`crate::checks::go`]) unless the package has a `TestMain` of its own, or the check cannot be
+/// built into it (then [`Built::note`] says so); the race detector is `-race`. Go's own
+/// messages (compile errors) go to our stderr.
+fn go_build(
+    cache: Option<&tempfile::TempDir>,
+    package: &GoPackage,
+    pkg: &str,
+    cwd: Option<&Path>,
+    binary: &Path,
+    asked: Checks,
+) -> Result<(std::process::ExitStatus, Built), HuntError> {
+    let mut built = Built { checks: Checks { race: asked.race, ..Checks::default() }, note: None };
+    let overlay = if asked.goroutine_leaks {
+        match crate::checks::go::own_test_main(&package.dir, &package.test_files) {
+            Some(at) => {
+                built.note = Some(crate::checks::go::own_test_main_line(&package.import_path, &at));
+                None
+            }
+            None => Some(
+                crate::checks::go::Overlay::write(
+                    &package.name,
+                    &std::path::absolute(&package.dir).unwrap_or_default(),
+                )
+                .map_err(|e| HuntError::io("cannot write the goroutine leak check", e))?,
+            ),
+        }
+    } else {
+        None
+    };
+    let build = |overlay: Option<&crate::checks::go::Overlay>, stderr: Stdio| {
+        let mut cmd = go_command(cache);
+        cmd.args(["test", "-c"]);
+        if let Some(o) = overlay {
+            // vet does not read overlays (go 1.19): it would look for the added file on disk.
+            cmd.arg("-vet=off").arg(format!("-overlay={}", o.file().display()));
+        }
+        if asked.race {
+            cmd.arg("-race");
+        }
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        cmd.arg("-o").arg(binary).arg(pkg).stdout(Stdio::inherit()).stderr(stderr).output()
+    };
+    // go's own messages (compile errors) go to our stderr: the user needs all of them. With the
+    // leak check they are kept until a build without it shows whether they are the check's.
+    let status = match &overlay {
+        Some(o) => {
+            let with = build(Some(o), Stdio::piped()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+            if with.status.success() {
+                built.checks.goroutine_leaks = true;
+                with.status
+            } else {
+                let without = build(None, Stdio::inherit()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
+                if without.status.success() {
+                    built.note = Some(format!(
+                        "the goroutine leak check could not be built into {} ({}): attempts run without it",
+                        package.import_path,
+                        first_line(&with.stderr)
+                    ));
+                }
+                without.status
+            }
+        }
+        None => build(None, Stdio::inherit()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?.status,
+    };
+    drop(overlay);
+    Ok((status, built))
 }
 
 /// A `go` command with a usable build cache: without `GOCACHE`, `HOME` and `XDG_CACHE_HOME`, go
@@ -403,60 +493,8 @@ pub(crate) fn go_test(
     std::fs::create_dir_all(&out_dir).map_err(|e| HuntError::io(format!("cannot create {}", out_dir.display()), e))?;
     let binary = std::path::absolute(out_dir.join(go_binary_name(&package.import_path)))
         .map_err(|e| HuntError::io("cannot name the Go test binary", e))?;
-    let mut built = Built { checks: Checks { race: asked.race, ..Checks::default() }, note: None };
-    let overlay = if asked.goroutine_leaks {
-        match crate::checks::go::own_test_main(&package.dir, &package.test_files) {
-            Some(at) => {
-                built.note = Some(crate::checks::go::own_test_main_line(&package.import_path, &at));
-                None
-            }
-            None => Some(
-                crate::checks::go::Overlay::write(
-                    &package.name,
-                    &std::path::absolute(&package.dir).unwrap_or_default(),
-                )
-                .map_err(|e| HuntError::io("cannot write the goroutine leak check", e))?,
-            ),
-        }
-    } else {
-        None
-    };
     let started = std::time::Instant::now();
-    let build = |overlay: Option<&crate::checks::go::Overlay>, stderr: Stdio| {
-        let mut cmd = go_command(cache.as_ref());
-        cmd.args(["test", "-c"]);
-        if let Some(o) = overlay {
-            // vet does not read overlays (go 1.19): it would look for the added file on disk.
-            cmd.arg("-vet=off").arg(format!("-overlay={}", o.file().display()));
-        }
-        if asked.race {
-            cmd.arg("-race");
-        }
-        cmd.arg("-o").arg(&binary).arg(&pkg).stdout(Stdio::inherit()).stderr(stderr).output()
-    };
-    // go's own messages (compile errors) go to our stderr: the user needs all of them. With the
-    // leak check they are kept until a build without it shows whether they are the check's.
-    let status = match &overlay {
-        Some(o) => {
-            let with = build(Some(o), Stdio::piped()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
-            if with.status.success() {
-                built.checks.goroutine_leaks = true;
-                with.status
-            } else {
-                let without = build(None, Stdio::inherit()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?;
-                if without.status.success() {
-                    built.note = Some(format!(
-                        "the goroutine leak check could not be built into {} ({}): attempts run without it",
-                        package.import_path,
-                        first_line(&with.stderr)
-                    ));
-                }
-                without.status
-            }
-        }
-        None => build(None, Stdio::inherit()).map_err(|e| HuntError::io("cannot run `go test -c`", e))?.status,
-    };
-    drop(overlay);
+    let (status, built) = go_build(cache.as_ref(), &package, &pkg, None, &binary, asked)?;
     let build_seconds = started.elapsed().as_secs_f64();
     drop(cache);
     let refuse = |message: String| {

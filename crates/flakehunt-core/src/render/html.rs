@@ -709,7 +709,7 @@ fn adaptive_card(out: &mut String, summary: &Summary, h: &crate::kind::adaptive:
                     right - left
                 );
             }
-            let reproduced = summary.reproduction.as_ref().and_then(Option::as_ref);
+            let reproduced = summary.adaptive.as_ref().and_then(|a| a.reproduction.as_ref());
             for s in &h.timeline {
                 let Some(i) = rows.iter().position(|r| *r == s.cell) else { continue };
                 let cy = top + ROW * i as f64 + ROW / 2.0;
@@ -774,10 +774,14 @@ fn seconds_tick(t: f64) -> String {
 /// with its 95 % interval on one axis (with no failure now, the bound at the level instead).
 fn verify_card(out: &mut String, v: &crate::kind::verify::VerifyDetails) {
     use crate::kind::verify::summary::level_text;
+    let words = crate::kind::verify::Words::of(&v.verified.kind);
     let hint = format!(
-        "each condition's failure rate then ({} {}) and now, with its 95 % interval; with no failure now, the bound at {}",
+        "each condition's {} rate{} then ({} {}) and now, with its 95 % interval; with no {} now, the bound at {}",
+        words.failure,
+        if words.counts_named { format!(" in {}", words.units) } else { String::new() },
         v.verified.kind,
         v.verified.run_id,
+        words.failure,
         level_text(v.level)
     );
     card(out, "verify", "Before and after the fix", &hint, |out| {

@@ -45,7 +45,8 @@ pub fn render(summary: &Summary, ctx: &RenderContext) -> String {
             suite.add_test_case(test_case(t, ctx));
         }
     }
-    if let Some(fire) = &summary.fire {
+    // A verification's level runs are its conditions' attempts, judged in their cases above.
+    if let Some(fire) = summary.fire.as_ref().filter(|_| verify.is_none()) {
         for level in fire.rungs() {
             let status = if level.accepted() {
                 TestCaseStatus::success()

@@ -84,6 +84,9 @@ fn verify(out: &mut String, v: &crate::kind::verify::VerifyDetails) {
         v.verified.hash,
         level_text(v.level)
     );
+    if crate::kind::verify::Words::of(&v.verified.kind).counts_named {
+        out.push_str("A level run is the attempt: its workers share its runs in a fresh sandbox of the state, which is then compared with a sequential reference; the rates count rejected level runs.\n\n");
+    }
     out.push_str("| condition | then | now | needed | bound now | verdict |\n|---|--:|--:|--:|--:|---|\n");
     let rate = |r: &crate::kind::verify::summary::Rate| {
         format!(

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// What the hunt is given besides its target. Serialisable, so a record can hold it and a
 /// resumed hunt rebuilds the same plan.
@@ -170,6 +170,22 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// An adaptive hunt's (`flakehunt hunt`) part of the summary document, flattened into it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptivePart {
+    /// The cell that first failed twice, when and after how many attempts; `null` when none
+    /// did. Every hunt's summary has the field, which is how a summary read back tells that it
+    /// holds this part: it must be present (`null` included), unlike other optional fields.
+    #[serde(deserialize_with = "present")]
+    pub reproduction: Option<Reproduction>,
+}
+
+/// Reads a field that must be present even when `null` (serde reads a missing `Option` field as
+/// `None` unless the field has its own deserializer).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Option::deserialize(d)
+}
+
 /// `"reproduction"` in a hunt's `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reproduction {
@@ -206,4 +222,28 @@ pub struct ConfirmCounts {
     pub base_attempts: u64,
     /// Its failures among them.
     pub base_failures: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::schema::summary::Summary;
+
+    /// A hunt's summary keeps `reproduction` (`null` included) through a round trip; another
+    /// kind's summary has none and gains none.
+    #[test]
+    fn the_reproduction_field_is_a_hunts_alone_and_null_when_none() {
+        let sweep: Summary = serde_json::from_str(include_str!("../../tests/records/matrix.summary.json")).unwrap();
+        assert_eq!(sweep.adaptive, None);
+        let text = serde_json::to_string(&sweep).unwrap();
+        assert!(!text.contains("\"reproduction\""), "{text}");
+        let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        value["kind"] = "hunt".into();
+        value["reproduction"] = serde_json::Value::Null;
+        let hunt: Summary = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(hunt.adaptive.as_ref().map(|a| a.reproduction.is_none()), Some(true));
+        assert_eq!(serde_json::to_value(&hunt).unwrap(), value, "null is written back");
+        value["reproduction"] = serde_json::json!({"cell": "tight-gil", "seconds": 1.5, "attempts": 12});
+        let hunt: Summary = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(hunt.adaptive.and_then(|a| a.reproduction).map(|r| r.cell), Some("tight-gil".to_owned()));
+    }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{AdaptiveDetails, Reproduction};
+use super::adaptive::{AdaptiveDetails, AdaptivePart};
 use super::checks::ChecksSummary;
 use super::details::Details;
 use super::fire::FireSummary;
@@ -60,10 +60,10 @@ pub struct Summary {
     /// A matrix's, an adaptive hunt's or a verification's part (see [`Details`]).
     #[serde(default, skip_serializing_if = "Details::is_none")]
     pub details: Details,
-    /// Hunt: the cell that first failed twice, when and after how many attempts (`null` when
-    /// none did); absent from other kinds' summaries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reproduction: Option<Option<Reproduction>>,
+    /// Hunt: its part, flattened into the document (`reproduction`); absent from other kinds'
+    /// summaries.
+    #[serde(flatten)]
+    pub adaptive: Option<AdaptivePart>,
     /// Warm attempts' failure rate against cold ones', when any attempt ran warm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<ModeSummary>,

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// The default confidence of a verification, in percent.
+pub const DEFAULT_LEVEL: f64 = 99.0;
+
 /// A verification's plan, as its manifest records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerifyOptions {
@@ -67,6 +70,10 @@ pub struct Condition {
     /// test's failure (the suite's own runs and a reproducer's output are signed apart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
+    /// That test's reproducer, as the verification runs it (a test binary built again): its
+    /// run is judged by the test's own result in the runner's structured output.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reproducer: Vec<String>,
     /// Why the cell's condition had no effect in the verified record, when it had none: its
     /// failures there were not the condition's, and no clean run under it proves a fix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,4 +170,9 @@ pub struct ConditionResult {
     /// record saw no hang: neither its failure nor a pass, so left out of `now`.
     #[serde(default, skip_serializing_if = "super::is_zero")]
     pub hung: u64,
+    /// A suite's reproducer runs that failed before the verified test reported a result (it
+    /// was not collected, the process died before it ran): neither its failure nor a pass, so
+    /// left out of `now`.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub unreported: u64,
 }

@@ -59,6 +59,32 @@ impl HuntSpec {
         }
     }
 
+    /// This verification as a job file runs it (`dispatch github verify`), by `program`, with
+    /// `seed`: `verify`, its options that differ from the defaults, then `record`, the verified
+    /// record's path as the job sees it; `shards` is 1 (a verification runs on one machine).
+    pub fn dispatched_verification(&self, program: String, record: &str, seed: u64) -> Result<ShardedHunt, HuntError> {
+        let HuntKind::Verify(req) = &self.kind else {
+            return Err(HuntError::usage("only a verification runs on pull requests: give `verify RECORD`"));
+        };
+        let globals = match &self.config_path {
+            Some(path) => vec!["--config".to_owned(), path.display().to_string()],
+            None => Vec::new(),
+        };
+        let version = format!("flakehunt {}", env!("CARGO_PKG_VERSION"));
+        let (mut options, command) = self.options();
+        let percent = req.level * 100.0;
+        if (percent - crate::schema::verify::DEFAULT_LEVEL).abs() > 1e-9 {
+            // As given (`99.9`), not as the fraction's product prints (`99.90000000000001`).
+            options.splice(0..0, ["--level".to_owned(), format!("{}", (percent * 1e9).round() / 1e9)]);
+        }
+        options.push(record.to_owned());
+        let hunt = ShardedHunt { program, version, globals, kind: "verify".into(), options, command, shards: 1, seed };
+        match hunt.secret_refusal() {
+            Some(refusal) => Err(HuntError::Usage(refusal)),
+            None => Ok(hunt),
+        }
+    }
+
     /// The options that differ from the defaults, and the command after `--`.
     fn options(&self) -> (Vec<String>, Vec<String>) {
         let mut o = Options(Vec::new());

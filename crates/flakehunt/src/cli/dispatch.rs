@@ -1,6 +1,7 @@
 //! `flakehunt dispatch github|k8s`'s arguments: a GitHub Actions workflow or a Kubernetes
-//! Indexed Job that runs a hunt's shards on many machines and merges them. The generators live
-//! in `flakehunt_core::dispatch`; this module parses and checks the hunt they carry.
+//! Indexed Job that runs a hunt's shards on many machines and merges them, or a workflow that
+//! verifies a fix on pull requests. The generators live in `flakehunt_core::dispatch`; this
+//! module parses and checks the hunt they carry.
 
 use clap::{Args, Subcommand};
 use flakehunt_core::dispatch::{github, k8s, ShardedHunt};
@@ -10,9 +11,11 @@ use crate::exit::usage;
 /// The engines.
 #[derive(Debug, Subcommand)]
 pub enum DispatchCommand {
-    /// A GitHub Actions workflow: a job per shard (a matrix), then a job that merges and reports.
+    /// A GitHub Actions workflow: a job per shard (a matrix), then a job that merges and reports;
+    /// or, with `verify RECORD`, a job that proves the fix on every pull request.
     ///
-    /// e.g. `flakehunt dispatch github --shards 8 sweep --runs 500 -- cargo test -q ledger > .github/workflows/flakehunt.yml`
+    /// e.g. `flakehunt dispatch github --shards 8 sweep --runs 500 -- cargo test -q ledger > .github/workflows/flakehunt.yml`,
+    /// `flakehunt dispatch github verify .flakehunt/runs/sweep-... > .github/workflows/verify.yml`
     Github(GithubArgs),
     /// A Kubernetes Indexed Job (one completion per shard, records on a shared volume) and a merge Job.
     ///
@@ -23,9 +26,9 @@ pub enum DispatchCommand {
 /// What every engine needs.
 #[derive(Debug, Args)]
 pub struct Common {
-    /// Number of shards.
+    /// Number of shards (a sweep or a matrix; a verification runs on one machine).
     #[arg(long, value_name = "N")]
-    pub shards: u32,
+    pub shards: Option<u32>,
     /// How the shards invoke flakehunt.
     #[arg(long, default_value = "flakehunt", value_name = "PATH")]
     pub program: String,
@@ -53,10 +56,19 @@ pub struct GithubArgs {
     /// With --install-from-git: the commit, tag or branch to build.
     #[arg(long, value_name = "REV", requires = "install_from_git")]
     pub rev: Option<String>,
-    /// Minutes each shard job may run.
+    /// Minutes each shard job (or the verification's job) may run.
     #[arg(long, default_value_t = 360, value_name = "MINUTES")]
     pub timeout_minutes: u32,
-    /// The hunt: `sweep|matrix [OPTIONS] -- CMD`, or just `-- CMD` for a sweep.
+    /// verify: the verified record is in this artifact of another workflow run (e.g.
+    /// flakehunt-report, which a dispatched hunt's merge job uploads, holding it as `merged`);
+    /// RECORD is then its path inside the artifact.
+    #[arg(long, value_name = "NAME", requires = "artifact_run")]
+    pub artifact: Option<String>,
+    /// verify: the id of the workflow run that uploaded --artifact.
+    #[arg(long, value_name = "RUN_ID", requires = "artifact")]
+    pub artifact_run: Option<u64>,
+    /// The hunt: `sweep|matrix [OPTIONS] -- CMD`, or just `-- CMD` for a sweep; or `verify
+    /// [OPTIONS] RECORD`: a workflow that proves the fix on every pull request.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "HUNT")]
     pub hunt: Vec<String>,
 }
@@ -111,16 +123,22 @@ pub fn text(cmd: &DispatchCommand) -> Result<String, crate::exit::Error> {
                 ("--name", Some(&a.name)),
             ])
             .map_err(usage)?;
-            let hunt = sharded(&a.common, &a.hunt)?;
-            github::workflow(
-                &hunt,
-                &github::GithubJob {
-                    name: &a.name,
-                    runs_on: &a.runs_on,
-                    install: &install,
-                    timeout_minutes: a.timeout_minutes,
-                },
-            )?
+            let job = github::GithubJob {
+                name: &a.name,
+                runs_on: &a.runs_on,
+                install: &install,
+                timeout_minutes: a.timeout_minutes,
+            };
+            if a.hunt.first().is_some_and(|t| t == "verify") {
+                let (hunt, record) = verification(a)?;
+                github::verify_workflow(&hunt, &record, &job)?
+            } else {
+                if a.artifact.is_some() {
+                    return Err(usage("--artifact names where a verified record is: it goes with `verify RECORD`"));
+                }
+                let hunt = sharded(&a.common, &a.hunt)?;
+                github::workflow(&hunt, &job)?
+            }
         }
         DispatchCommand::K8s(a) => {
             flakehunt_core::dispatch::refuse_secret_options(&[
@@ -136,7 +154,7 @@ pub fn text(cmd: &DispatchCommand) -> Result<String, crate::exit::Error> {
                 &k8s::K8sJob {
                     name: &a.name,
                     image: &a.image,
-                    parallelism: a.parallelism.unwrap_or(a.common.shards),
+                    parallelism: a.parallelism.unwrap_or(hunt.shards),
                     pvc: &a.pvc,
                     mount: &a.mount,
                     workdir: a.workdir.as_deref(),
@@ -147,9 +165,65 @@ pub fn text(cmd: &DispatchCommand) -> Result<String, crate::exit::Error> {
     Ok(text)
 }
 
+/// The verification after `dispatch github`'s options, checked by parsing it as flakehunt would,
+/// and where its job finds the verified record: committed (the record must be here, at a path
+/// inside this directory, the repository's root, and one verify takes) or in an artifact.
+fn verification(a: &GithubArgs) -> Result<(ShardedHunt, github::VerifiedRecord), crate::exit::Error> {
+    if a.common.shards.is_some() {
+        return Err(usage(
+            "a verification runs on one machine, as many attempts as its record needs: leave --shards out of `dispatch github verify`",
+        ));
+    }
+    let argv = std::iter::once("flakehunt".to_owned()).chain(a.hunt.iter().cloned());
+    let cli = super::parse_nested(argv)?;
+    let super::Command::Verify(args) = &cli.command else { unreachable!("the hunt starts with verify") };
+    if args.record.is_some() || args.shard.is_some() || args.resume.is_some() {
+        return Err(usage(
+            "leave --record, --shard and --resume out of a dispatched verification: its job sets its own record",
+        ));
+    }
+    if args.json {
+        return Err(usage(
+            "leave --json out of a dispatched verification: its job prints the verdict, and the record it uploads gives the JSON (`flakehunt report --format json`)",
+        ));
+    }
+    let Some(given) = &args.verified else { return Err(usage("give the record to verify: `verify RECORD`")) };
+    let record = match (&a.artifact, a.artifact_run) {
+        (Some(name), Some(run_id)) => {
+            github::VerifiedRecord::Artifact { name: name.clone(), run_id, path: given.display().to_string() }
+        }
+        _ => github::VerifiedRecord::Committed(committed(given, args.level / 100.0)?),
+    };
+    flakehunt_core::dispatch::refuse_secret_options(&[("--artifact", a.artifact.as_deref())]).map_err(usage)?;
+    let seed = args.seed.unwrap_or_else(flakehunt_core::driver::random_seed);
+    let (spec, _) = super::hunt_spec(&cli.command, Default::default(), cli.config.as_deref()).expect("a hunt");
+    let hunt = spec.dispatched_verification(a.common.program.clone(), &record.job_path(), seed)?;
+    Ok((hunt, record))
+}
+
+/// The path of the committed record `given` from the repository's root (this directory),
+/// checked as verify would check it: a record whose verification could not start on the
+/// runner is refused here, before a workflow is written.
+fn committed(given: &std::path::Path, level: f64) -> Result<String, crate::exit::Error> {
+    let here = std::env::current_dir().map_err(|e| usage(format!("cannot read the current directory: {e}")))?;
+    let absolute = std::path::absolute(given).map_err(|e| usage(format!("{}: {e}", given.display())))?;
+    let relative = absolute.strip_prefix(&here).map_err(|_| {
+        usage(format!(
+            "{} is outside this directory: run `dispatch github verify` from the root of the repository the record is committed in (or give --artifact NAME --artifact-run ID)",
+            given.display()
+        ))
+    })?;
+    flakehunt_core::kind::verify::source::read(given, level, None)?;
+    let text = relative.to_str().ok_or_else(|| usage(format!("{} is not UTF-8 text", given.display())))?;
+    Ok(if text.is_empty() { ".".to_owned() } else { text.to_owned() })
+}
+
 /// The hunt after the dispatch options, checked by parsing it as flakehunt would.
 fn sharded(common: &Common, hunt: &[String]) -> Result<ShardedHunt, crate::exit::Error> {
-    if common.shards == 0 {
+    let Some(shards) = common.shards else {
+        return Err(usage("give the number of shards: --shards N"));
+    };
+    if shards == 0 {
         return Err(usage("--shards must be at least 1"));
     }
     let mut tokens: Vec<String> = hunt.to_vec();
@@ -179,5 +253,5 @@ fn sharded(common: &Common, hunt: &[String]) -> Result<ShardedHunt, crate::exit:
     }
     let seed = args.seed.unwrap_or_else(flakehunt_core::driver::random_seed);
     let (spec, _) = super::hunt_spec(&cli.command, Default::default(), cli.config.as_deref()).expect("a hunt");
-    Ok(spec.sharded(common.program.clone(), common.shards, seed)?)
+    Ok(spec.sharded(common.program.clone(), shards, seed)?)
 }

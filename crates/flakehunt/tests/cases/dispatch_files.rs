@@ -403,6 +403,127 @@ fn a_hostile_shell_hunt_from_git_validates_and_records_the_script_exactly() {
     assert!(!mark.exists(), "a line of the script ran outside its quotes");
 }
 
+/// `dispatch github verify` of a fire record committed in a repository that is then checked
+/// out elsewhere (the hunt's directory gone, as on a runner): the workflow validates; its
+/// verify step, run from the new checkout against the state there, passes on the fixed copy
+/// (exit 0), fails on the unfixed one (exit 1, said as an error), leaves the record and its
+/// reports for the upload step and the verdict in the job summary; and the same from an
+/// artifact of another run. The record's directory, the workflow's name and the runner's
+/// label are hostile; nothing in them runs.
+#[test]
+fn a_github_verify_workflow_validates_and_gates_on_the_verdict() {
+    let work = tempfile::tempdir().unwrap();
+    let mark = work.path().join("PWNED");
+    let first = work.path().join("first-checkout");
+    let state = first.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("counter"), "0\n").unwrap();
+    let record = format!(".flakehunt/runs/fire 'q' \"$(touch {m})\" `touch {m}` #h ü", m = mark.display());
+    let counter = crate::harness::fixture_arg("fire/counter.sh");
+    let meet = work.path().join("meet");
+    let out = flakehunt()
+        .current_dir(&first)
+        .env("FIXTURE_MEET", &meet)
+        .args(["fire", "--quiet", "--ladder", "2x2", "--state", "state", "--record", &record, "--", &counter, "broken"])
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    // The repository, checked out somewhere else: where the hunt ran is gone.
+    let checkout = work.path().join("runner-checkout");
+    std::fs::rename(&first, &checkout).unwrap();
+
+    let name = "verify: \"$(touch x)\" #1 *a &b {c} ü";
+    let out = flakehunt()
+        .current_dir(&checkout)
+        .args(["dispatch", "github", "--install", "true", "--name", name, "--runs-on", "self-hosted: ${{ x }}"])
+        .args(["verify", "--budget", "10m", &record])
+        .output();
+    assert_ok(&out, "dispatch github verify");
+    let file = work.path().join("verify.yml");
+    std::fs::write(&file, &out.stdout).unwrap();
+    validate("actionlint", &["-shellcheck=", "-pyflakes="], &file);
+    validate("check-jsonschema", &["--builtin-schema", "vendor.github-workflows"], &file);
+    let wf: Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    assert_eq!(wf["name"].as_str(), Some(name));
+    assert!(wf["on"].get("pull_request").is_some(), "it runs on pull requests");
+    let upload = step(&wf, "verify", "Upload the verification");
+    assert_eq!(upload["if"], "always()");
+    assert_eq!(upload["with"]["name"], "flakehunt-verify");
+    assert!(upload["with"]["path"].as_str().unwrap().lines().any(|l| l == "flakehunt-verify"));
+
+    let run = github_evaluates(step(&wf, "verify", "Verify")["run"].as_str().unwrap(), "");
+    let summary = work.path().join("step-summary.md");
+    let env = |fixed: bool| {
+        let mut env = vec![
+            ("PATH", path_with(bin().parent().unwrap())),
+            ("FIXTURE_MEET", meet.clone().into_os_string()),
+            ("GITHUB_STEP_SUMMARY", summary.clone().into_os_string()),
+        ];
+        if fixed {
+            env.push(("COUNTER_FIXED", "1".into()));
+        }
+        env
+    };
+    let out = run_script(GITHUB_BASH, &run, &checkout, &env(true));
+    assert_ok(&out, "the verify step on the fixed copy");
+    let verified = crate::harness::read_json(&checkout.join("flakehunt-verify/summary.json"));
+    assert_eq!(verified["verdict"], "fixed");
+    let report = std::fs::read_to_string(checkout.join("flakehunt-verify/levels.jsonl")).unwrap();
+    for line in report.lines() {
+        let level: Json = serde_json::from_str(line).unwrap();
+        assert_eq!(level["copied"]["files"], 1, "the state of this checkout: {level}");
+    }
+    assert!(checkout.join("flakehunt-verify.html").is_file() && checkout.join("flakehunt-verify-junit.xml").is_file());
+    assert!(std::fs::read_to_string(&summary).unwrap().contains("fixed: rejection rate at 2x2"));
+
+    for leftover in ["flakehunt-verify", "flakehunt-verify.html", "flakehunt-verify-junit.xml"] {
+        let path = checkout.join(leftover);
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap()
+        } else {
+            std::fs::remove_file(path).unwrap()
+        }
+    }
+    let out = run_script(GITHUB_BASH, &run, &checkout, &env(false));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("::error title=flakehunt verify::not fixed"));
+    assert_eq!(crate::harness::read_json(&checkout.join("flakehunt-verify/summary.json"))["verdict"], "not-fixed");
+
+    // The record in an artifact of another run: downloaded where the step reads it.
+    let out = flakehunt()
+        .current_dir(work.path())
+        .args(["dispatch", "github", "--install", "true", "--artifact", "flakehunt-report 'q' ${{ x }}"])
+        .args(["--artifact-run", "4242", "verify", "merged"])
+        .output();
+    assert_ok(&out, "dispatch github verify --artifact");
+    std::fs::write(&file, &out.stdout).unwrap();
+    validate("actionlint", &["-shellcheck=", "-pyflakes="], &file);
+    validate("check-jsonschema", &["--builtin-schema", "vendor.github-workflows"], &file);
+    let wf: Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    let download = step(&wf, "verify", "Download the verified record");
+    assert_eq!(github_evaluates(download["with"]["name"].as_str().unwrap(), ""), "flakehunt-report 'q' ${{ x }}");
+    assert_eq!(download["with"]["run-id"], 4242);
+    assert_eq!(download["with"]["path"], "flakehunt-verified");
+    copy_dir(&checkout.join(&record), &checkout.join("flakehunt-verified/merged"));
+    std::fs::remove_dir_all(checkout.join("flakehunt-verify")).unwrap();
+    let run = github_evaluates(step(&wf, "verify", "Verify")["run"].as_str().unwrap(), "");
+    assert_ok(&run_script(GITHUB_BASH, &run, &checkout, &env(true)), "the verify step of an artifact's record");
+    assert!(!mark.exists(), "a value ran as shell code");
+
+    // What a verification cannot take is refused before a workflow is written.
+    let refused = flakehunt()
+        .current_dir(&checkout)
+        .args(["dispatch", "github", "--install", "true", "--shards", "2", "verify", &record])
+        .output();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("leave --shards out of `dispatch github verify`"));
+    let refused = flakehunt()
+        .current_dir(&checkout)
+        .args(["dispatch", "github", "--install", "true", "verify", "state"])
+        .output();
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(refused.stdout.is_empty());
+}
+
 #[test]
 fn dispatch_github_without_an_install_option_says_what_to_give() {
     let out = flakehunt().args(["dispatch", "github", "--shards", "2", "--", "true"]).output();

@@ -32,4 +32,5 @@ mod suite_warm;
 mod sweep_copies;
 mod usage;
 mod verify;
+mod verify_fire;
 mod warm;

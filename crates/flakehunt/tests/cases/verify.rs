@@ -337,12 +337,32 @@ fn a_suites_reproducers_are_verified_test_by_test() {
         "    SETTINGS[\"encoding\"] = \"utf-8\"\n    assert SETTINGS.get",
     );
     edit(&project.join("tests/test_gamma.py"), "    _RUNS.append(1)\n", "    _RUNS.clear()\n    _RUNS.append(1)\n");
+    // And the session fails after every test passed (as `--cov-fail-under` makes it): a run is
+    // judged by its test's own result, not by the process's exit status.
+    std::fs::write(
+        project.join("conftest.py"),
+        "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 1\n",
+    )
+    .unwrap();
     let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
     assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
     for test in [victim, brittle, repeated] {
         let c = condition(&fixed, test);
         assert_eq!(c["now"]["attempts"], c["needed"], "{test}");
     }
+    let exits: Vec<serde_json::Value> =
+        crate::harness::attempts_in(&project.join("v2")).iter().map(|a| a["exit_code"].clone()).collect();
+    assert!(exits.iter().all(|e| e == 1), "every process failed, every test passed: {exits:?}");
+
+    // The non-idempotent test is gone (renamed): its reproducer reports nothing of it, which is
+    // neither its failure nor a pass.
+    edit(&project.join("tests/test_gamma.py"), "def test_non_idempotent(", "def test_renamed(");
+    let (code, gone, stderr) = run(&["verify", "rec", "--json", "--record", "v3"]);
+    assert_eq!((code, gone["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&gone, repeated);
+    assert_eq!((c["verdict"].as_str(), c["unreported"].as_u64()), (Some("inconclusive"), c["needed"].as_u64()), "{c}");
+    assert!(c["text"].as_str().unwrap().contains("reported no result in "), "{c}");
+    assert_eq!(condition(&gone, victim)["verdict"], "fixed");
     // A suite's reproducers are its commands.
     let out = crate::harness::flakehunt().args(["verify", "rec", "--", "true"]).current_dir(&project).output();
     refused_with(&out, 2, "whose reproducers are the commands verify runs");
@@ -391,6 +411,88 @@ fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() 
         "\tsettings[\"encoding\"] = \"utf-8\"\n\tif settings[\"encoding\"]",
     );
     edit(&project.join("gamma_test.go"), "\truns++\n", "\truns = 1\n");
+    // And the victim prints a line that reads like Go's own report of its failure: its result
+    // is read from test2json's events, where the framework's own end of it comes last.
+    edit(&project.join("beta_test.go"), "import \"testing\"", "import (\n\t\"fmt\"\n\t\"testing\"\n)");
+    edit(
+        &project.join("beta_test.go"),
+        "\thandlers = nil\n",
+        "\thandlers = nil\n\tfmt.Println(\"--- FAIL: TestVictim (0.00s)\")\n",
+    );
     let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
     assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
+}
+
+/// A Go test that leaks a goroutine on every third iteration, hunted with the leak check: the
+/// binary verify builds again from the code as it is now carries the check too, or the leak
+/// would pass unseen and an unfixed test be called fixed.
+#[test]
+fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("go");
+    let copied =
+        std::process::Command::new("cp").arg("-r").arg(crate::harness::fixture("checks/go")).arg(&project).status();
+    assert!(copied.unwrap().success());
+    let env = crate::harness::go_env(dir.path());
+    let run = |args: &[&str]| {
+        let out = crate::harness::flakehunt().args(args).envs(env.iter().cloned()).current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+        (out.status.code(), json, stderr)
+    };
+    let (code, swept, stderr) = run(&[
+        "sweep",
+        "--profiles",
+        "default",
+        "--runs",
+        "6",
+        "--seed",
+        "1",
+        "--leak-check",
+        "--json",
+        "--quiet",
+        "--record",
+        "rec",
+        "--go-test",
+        "./leaky",
+        "-run",
+        "TestChannelLeak",
+    ]);
+    assert_eq!((code, swept["failures"].as_u64()), (Some(1), Some(2)), "{stderr}");
+    let leak = "exit 1: leaked goroutines blocked at leaky.go:25 (chan send)";
+    assert_eq!(swept["signatures"][0]["signature"], leak);
+    let needed = attempts_for(2, 6, 0.99);
+
+    // Not fixed: the new binary finds the leak as the old one did.
+    let (code, unfixed, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v1"]);
+    assert_eq!((code, unfixed["verdict"].as_str()), (Some(1), Some("not-fixed")), "{stderr}");
+    let c = condition(&unfixed, "default");
+    assert_eq!(c["signatures"][0], serde_json::json!({"signature": leak, "seen_before": true}), "{c}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(project.join("v1/manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["plan"]["checks"]["goroutine_leaks"], true);
+    assert!(manifest["target"]["argv"][0].as_str().unwrap().contains("v1/go-test/"), "the new binary runs");
+
+    // Fixed: the test no longer gives up on its worker.
+    edit(&project.join("leaky/leaky_test.go"), "Send(Iteration()%3 == 0)", "Send(false)");
+    let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v2"]);
+    assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
+    assert_eq!(condition(&fixed, "default")["now"]["attempts"].as_u64(), Some(needed));
+    assert!(fixed["notes"].to_string().contains("goroutine leaks"), "the check was on: {}", fixed["notes"]);
+
+    // A TestMain of the package's own keeps the check out: no verification without it.
+    std::fs::write(
+        project.join("leaky/main_test.go"),
+        "package leaky\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Exit(m.Run())\n}\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v3"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("ran with the goroutine leak check, which cannot wrap the TestMain")
+            && stderr.contains("(main_test.go:8)")
+            && stderr.contains("so verify needs it"),
+        "{stderr}"
+    );
+    assert!(!project.join("v3").exists(), "a refused verification leaves no record");
 }

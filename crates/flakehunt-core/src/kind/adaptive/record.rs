@@ -12,7 +12,7 @@ use crate::analysis::Summary;
 use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, Reproduction};
 use crate::plan::{Plan, Target};
 use crate::record::{Attempt, Manifest};
-pub use crate::schema::adaptive::{AdaptiveDetails, Retired, Stretch, TIMELINE_MAX};
+pub use crate::schema::adaptive::{AdaptiveDetails, AdaptivePart, Retired, Stretch, TIMELINE_MAX};
 
 /// The options a hunt's manifest holds (defaults for a record without them).
 pub fn options_of(manifest: &Manifest) -> BanditOptions {
@@ -281,7 +281,7 @@ impl AdaptiveSummary {
     fn render(self, summary: &mut Summary, done: bool, notes: Vec<String>) {
         summary.notes.extend(notes);
         summary.complete = done;
-        summary.reproduction = Some(self.tally.reproduction().cloned());
+        summary.adaptive = Some(AdaptivePart { reproduction: self.tally.reproduction().cloned() });
         let c = self.tally.confirmation();
         let inert =
             self.tally.reproduction().and_then(|r| summary.cell(&r.cell)).and_then(|cell| cell.inert_reason.clone());
@@ -622,7 +622,7 @@ mod tests {
         assert!(whole.complete);
         assert_eq!(whole.verdict, "condition-sensitive", "{whole:#?}");
         let counts = confirmation(&whole);
-        let reproduced = whole.reproduction.clone().flatten().unwrap().cell;
+        let reproduced = whole.adaptive.clone().and_then(|a| a.reproduction).unwrap().cell;
         // The attempt that met the stop rule: confirmation attempts in id order until the counts.
         let mut by_id = attempts.clone();
         by_id.sort_by_key(|a| a.id);

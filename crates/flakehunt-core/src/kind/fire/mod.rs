@@ -19,5 +19,7 @@ pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
 pub use options::{reference_cell, FireOptions, SANDBOXES};
 pub use resume::{prepare as prepare_resume, Resumed};
 pub use runner::{FireEnd, FireError, FireRunner, FireSinks};
-pub use summary::{headline_text, summarize, FireSummary, LevelSummary, ReferenceSummary};
+pub use summary::{
+    headline_text, position_key, summarize, summarize_ladder, FireSummary, LevelRuns, LevelSummary, ReferenceSummary,
+};
 pub use verdict::Verdict;

@@ -54,13 +54,23 @@ pub fn prepare(dir: &Path, options: &FireOptions) -> Result<(Resumed, Resumption
             to_run.push((index, *level));
         }
     }
+    // A level run is told apart by its position on the ladder (a verification climbs one level
+    // many times, under one cell), a reference by its cell; attempts recorded without their
+    // position (older records) by their cell.
     let mut rerun: BTreeSet<String> = BTreeSet::new();
-    for (_, level) in &to_run {
+    let mut rerun_positions: BTreeSet<u32> = BTreeSet::new();
+    for (index, level) in &to_run {
         rerun.insert(level.name());
         rerun.insert(reference_cell(level.runs));
+        rerun_positions.insert(*index);
     }
     // A reference cut short has no report; its attempts go too.
     let reported: BTreeSet<&str> = reports.iter().map(|r| r.cell.as_str()).collect();
+    let reported_positions: BTreeSet<u32> = reports.iter().map(|r| r.level).filter(|&l| l > 0).collect();
+    let goes = |attempt: &crate::record::Attempt| match attempt.level.filter(|&l| l > 0) {
+        Some(position) => rerun_positions.contains(&position) || !reported_positions.contains(&position),
+        None => rerun.contains(&attempt.cell) || !reported.contains(attempt.cell.as_str()),
+    };
     let mut next_id = 0;
     let mut kept = 0;
     let mut kept_lines = Vec::new();
@@ -71,14 +81,17 @@ pub fn prepare(dir: &Path, options: &FireOptions) -> Result<(Resumed, Resumption
     for (line, attempt) in lines.into_iter().zip(record.attempts()?) {
         let attempt = attempt?;
         next_id = next_id.max(attempt.id + 1);
-        if rerun.contains(&attempt.cell) || !reported.contains(attempt.cell.as_str()) {
+        if goes(&attempt) {
             dropped_ids.push(attempt.id);
         } else {
             kept += 1;
             kept_lines.push(line);
         }
     }
-    let kept_reports: Vec<&LevelReport> = reports.iter().filter(|r| !rerun.contains(&r.cell)).collect();
+    let kept_reports: Vec<&LevelReport> = reports
+        .iter()
+        .filter(|r| if r.level > 0 { !rerun_positions.contains(&r.level) } else { !rerun.contains(&r.cell) })
+        .collect();
     let report_lines: Vec<String> =
         kept_reports.iter().map(|r| serde_json::to_string(r).map_err(RecordError::Json)).collect::<Result<_, _>>()?;
     let remove_files = dropped_ids

@@ -41,6 +41,10 @@ pub struct FireRunner<E> {
     pub sandboxes: PathBuf,
     /// Makes this hunt's `FLAKEHUNT_TOKEN`s unlike any other hunt's.
     pub token_salt: u32,
+    /// No level starts once this long has passed since the climb started (a verification's
+    /// `--budget`). Checked when a level ends, so that the first always runs whole: a level
+    /// cut short is no evidence either way.
+    pub budget: Option<std::time::Duration>,
 }
 
 /// Errors that stop a fire hunt. Failing runs and damaged states are findings, not errors.
@@ -89,6 +93,8 @@ pub struct FireEnd {
     pub recorded: u64,
     /// The user interrupted.
     pub interrupted: bool,
+    /// The budget ended before the ladder did.
+    pub budget_spent: bool,
 }
 
 /// Where a fire hunt reports: the record (attempts, `levels.jsonl`, worker logs) and the live
@@ -171,6 +177,7 @@ impl<E: Execute> FireRunner<E> {
         let done = resumed.map_or(0, |r| r.kept);
         sinks.event(&Event::Started { planned: self.options.planned_runs(ladder.len()), done })?;
         let mut references: HashMap<u64, Reference> = HashMap::new();
+        let started = Instant::now();
         for (i, &level) in ladder.iter().enumerate() {
             if self.attempts.cancel().is_stopping() {
                 end.interrupted = true;
@@ -196,6 +203,11 @@ impl<E: Execute> FireRunner<E> {
                 break;
             };
             if rejected && !self.options.all_levels {
+                break;
+            }
+            if self.budget.is_some_and(|b| started.elapsed() >= b) && i + 1 < ladder.len() {
+                sinks.event(&Event::BudgetSpent)?;
+                end.budget_spent = true;
                 break;
             }
         }
@@ -535,6 +547,7 @@ mod tests {
             normalizer: Normalizer::new::<&str>(&[], &[]).unwrap(),
             sandboxes: record.join(SANDBOXES),
             token_salt: 0,
+            budget: None,
         };
         let end = fire.run(&mut FireSinks { recorder: &mut recorder, display: &mut Discard }, None).unwrap();
         assert!(!end.interrupted);

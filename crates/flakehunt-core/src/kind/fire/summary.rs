@@ -2,7 +2,7 @@
 //! signatures, leaks per level) joined with `levels.jsonl` (what the fingerprints found).
 //! Main type: [`FireSummary`]. Its fields are a contract (ARCHITECTURE.md): add, never rename.
 
-use super::options::reference_cell;
+use super::options::{reference_cell, FireOptions};
 use super::Verdict;
 use crate::analysis::tally::{CellTally, Tally};
 use crate::analysis::Summary;
@@ -12,16 +12,50 @@ pub use crate::schema::fire::{FireSummary, LevelSummary, ReferenceSummary};
 use crate::schema::fire::{LevelReport, LEVELS};
 use crate::state::{Finding, FindingKind};
 
+/// Where the runs of each level run are counted.
+#[derive(Debug, Clone, Copy)]
+pub enum LevelRuns<'a> {
+    /// In the tally of the level's cell: a fire hunt climbs each level of its ladder once.
+    ByCell,
+    /// In this tally, under [`position_key`] of the level run's position on the ladder (the
+    /// attempts' `level`): a verification runs one level many times, each level run a cell's
+    /// attempts of its own.
+    ByPosition(&'a Tally),
+}
+
+/// The key of the runs of the level run at `position` in a [`LevelRuns::ByPosition`] tally.
+pub fn position_key(position: u32) -> String {
+    format!("#{position}")
+}
+
 /// Summarises a fire record: the common summary of its cells, with the fire verdict and the
 /// ladder.
 pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<Summary, RecordError> {
-    let manifest = &record.manifest;
-    let options = manifest.extra.fire.clone().ok_or_else(|| {
+    let options = record.manifest.extra.fire.clone().ok_or_else(|| {
         RecordError::Corrupt(record.dir.join("manifest.json"), "a fire record without its ladder".into())
     })?;
+    summarize_ladder(record, &options, cells, tally, LevelRuns::ByCell)
+}
+
+/// Summarises the climb of `options`' ladder that `record` holds, each level run's runs counted
+/// where `runs` says: the fire part of a fire hunt's summary, or of a verification of one
+/// (whose ladder runs the rejected level many times).
+pub fn summarize_ladder(
+    record: &Record,
+    options: &FireOptions,
+    cells: &[CellSpec],
+    tally: &Tally,
+    runs: LevelRuns<'_>,
+) -> Result<Summary, RecordError> {
+    let manifest = &record.manifest;
     let reports: Vec<LevelReport> = record.side_lines(LEVELS)?;
     let empty = CellTally::default();
     let cell_tally = |name: &str| tally.cells.get(name).unwrap_or(&empty);
+    let (level_tally, level_key) = match runs {
+        LevelRuns::ByCell => (tally, None),
+        LevelRuns::ByPosition(t) => (t, Some(position_key as fn(u32) -> String)),
+    };
+    let key_of = |position: u32, name: &str| level_key.map_or_else(|| name.to_owned(), |k| k(position));
     let mut notes = Vec::new();
 
     let mut references = Vec::new();
@@ -58,7 +92,8 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
     for (i, level) in options.ladder.0.iter().enumerate() {
         let index = i as u32 + 1;
         let name = level.name();
-        let t = cell_tally(&name);
+        let key = key_of(index, &name);
+        let t = level_tally.cells.get(&key).unwrap_or(&empty);
         let Some(report) = reports.iter().find(|r| r.level == index) else {
             if t.attempts > 0 {
                 notes.push(format!(
@@ -87,7 +122,7 @@ pub fn summarize(record: &Record, cells: &[CellSpec], tally: &Tally) -> Result<S
             ));
         }
         let state_differs = !findings.is_empty();
-        findings.extend(failed_runs(tally, &name));
+        findings.extend(failed_runs(level_tally, &key));
         let failures = failures(t);
         let verdict = Verdict::of(failures > 0, state_differs);
         levels.push(LevelSummary {

@@ -203,9 +203,9 @@ impl Classifier<'_> {
         let Some(argv) = argv else { return (Vec::new(), bisection) };
         let check = Request::reproducer(id, argv.clone());
         // A non-idempotent test's reproducer must show what its category claims: its first run
-        // passing and its second failing (pytest's results name each run; Go's output names
-        // only the failure).
-        let repeated = category == Some(Category::NonIdempotent) && self.setup.framework() == Framework::Pytest;
+        // passing and its second failing (pytest's results and Go's test2json events name each
+        // run; libtest has no such reproducer).
+        let repeated = category == Some(Category::NonIdempotent) && self.setup.framework() != Framework::Libtest;
         // One after the other: the second is not run when the first did not fail.
         let checked = (0..REPRODUCER_CHECKS).all(|_| self.reproduced(&check, id, repeated));
         (if checked { argv } else { Vec::new() }, bisection)

@@ -331,6 +331,16 @@ impl GoTest {
         self.binary_args(shuffle, Some(tests), 1, false)
     }
 
+    /// A reproducer's `argv` (as [`Self::reproducer`] or [`Self::repeat_reproducer`] print it,
+    /// its binary perhaps built again) run so that its tests' results are read from events:
+    /// verbose (framed since Go 1.20), through test2json.
+    pub fn structured(&self, argv: &[String]) -> Invocation {
+        let mut args = argv.to_vec();
+        let verbose = if self.framing { "-test.v=test2json" } else { "-test.v" };
+        args.insert(usize::from(!args.is_empty()), verbose.to_owned());
+        self.through_test2json(args)
+    }
+
     /// The reproducer of a non-idempotent test: `BIN -test.run=^TestX$ -test.count=2`.
     pub fn repeat_reproducer(&self, test: &TestId) -> Vec<String> {
         self.binary_args(None, Some(std::slice::from_ref(test)), 2, false)

@@ -205,6 +205,9 @@ impl SuiteSetup {
                 }
                 Invocation { argv, env, dir: None }
             }
+            // Go's too, its argv verbose and through test2json, so that a test's own output that
+            // reads like `--- FAIL` cannot decide it (see [`gotest::go_results`]).
+            (SuiteRunner::Go { go, .. }, Role::Reproducer) => to_file(go.structured(&req.argv), &scratch),
             (_, Role::Reproducer) => {
                 return Ok(PreparedRun {
                     invocation: Invocation { argv: req.argv.clone(), ..Invocation::default() },
@@ -236,8 +239,9 @@ impl SuiteSetup {
     }
 
     /// The suite part of the attempt `prepared` ran, from its structured output (removed with
-    /// its scratch directory) or, for a reproducer, from what it printed (`output`: the head and
-    /// tail of its stdout). `attempt` says how its process ended. The tests it was to run and
+    /// its scratch directory: pytest's results plugin, Go's test2json events, a reproducer's
+    /// too) or, for a libtest reproducer, from what it printed (`output`: the head and tail of
+    /// its stdout). `attempt` says how its process ended. The tests it was to run and
     /// that reported nothing are `unreported`, with why in `incomplete`. With it come what the
     /// checks read in that output found: a passing Rust test whose other threads panicked, which
     /// fails that test (unless its own code meant it: its sources are found from `source`,
@@ -254,14 +258,21 @@ impl SuiteSetup {
         let panics_shown = matches!(self.runner, SuiteRunner::Libtest { show_output: true, .. });
         let mut hidden = Vec::new();
         let mut order = req.tests.clone();
-        let count = if matches!(req.role, Role::Repeat | Role::RepeatAll) { 2 } else { 1 };
+        let count = match req.role {
+            Role::Repeat | Role::RepeatAll => 2,
+            // A reproducer runs its tests as often as its argv says (`-test.count=2`).
+            Role::Reproducer => {
+                req.argv.iter().find_map(|a| a.strip_prefix("-test.count=").and_then(|n| n.parse().ok())).unwrap_or(1)
+            }
+            _ => 1,
+        };
         // Why the results may be short beyond how the process ended: the test it ended in, a
         // file pytest could not collect, a stream that cannot be trusted.
         let mut detail: Option<String> = None;
         let mut doubtful: Vec<TestId> = Vec::new();
         let mut tests = match (&self.runner, req.role) {
             (SuiteRunner::Pytest { .. }, Role::Reproducer) => pytestlog::pytest_results(&read(RESULTS_FILE)).results,
-            (_, Role::Reproducer) => {
+            (SuiteRunner::Libtest { .. }, Role::Reproducer) => {
                 let subject = req.subject.clone().unwrap_or_default();
                 let failed = reproducer_failed(self.framework(), &subject, output);
                 let outcome = if failed { TestOutcome::Fail } else { TestOutcome::Pass };

@@ -3,7 +3,4 @@
 //! it, so that the summary, `report` and `--resume` judge from this record alone. Main type:
 //! [`VerifyOptions`].
 
-pub use crate::schema::verify::{Condition, Role, VerifyOptions};
-
-/// The default confidence of a verification, in percent.
-pub const DEFAULT_LEVEL: f64 = 99.0;
+pub use crate::schema::verify::{Condition, Role, VerifyOptions, DEFAULT_LEVEL};

@@ -47,7 +47,10 @@ pub fn new(
         ));
     };
     let command_given = !spec.target.command.is_empty() || spec.target.shell.is_some();
-    let source = source::read(dir, req.level, (!command_given).then_some(dir_new))?;
+    let mut source = source::read(dir, req.level, (!command_given).then_some(dir_new))?;
+    if let Some(ladder) = source.fire.take() {
+        return fire(spec, source, ladder, command_given, dir_new, sink);
+    }
     let verified = &source.record.manifest;
     if command_given && source.target.is_some() {
         return Err(HuntError::usage(format!(
@@ -67,7 +70,7 @@ pub fn new(
         if let Some(rebuilt) = &source.rebuilt {
             target.argv = rebuilt.apply(&target.argv);
         }
-        in_hunts_directory(target, &source.record)?
+        rebase_argv(in_hunts_directory(target, &source.record)?, moved_from(&source.record)?.as_deref())
     };
     let mut settings = verified.plan.clone();
     settings.runs = source.options.attempts;
@@ -90,13 +93,125 @@ pub fn new(
     sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
     // A matrix's cells ran in clean rooms, when it asked for them: so do the verification's.
     let matrix = verified.extra.matrix.clone().map(|m| crate::record::MatrixExtra { confirm: 0, against: None, ..m });
+    let suite = match (&source.target, &verified.extra.suite) {
+        (Some(_), Some(setup)) => Some(suite_setup(setup, source.rebuilt.as_ref(), dir_new)?),
+        _ => None,
+    };
     let extra = Extra {
         adapter: adapter.filter(|a| !command_given && matches!(a, Adapter::Pytest { .. })),
         matrix,
+        suite,
         verify: Some(options),
         ..Extra::default()
     };
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// The verified suite's `setup`, for the verification's runs of its reproducers (see
+/// [`super::reproducers`]): its runner, with the test binary `rebuilt`, and its scratch
+/// directories in the verification's record `dir`.
+fn suite_setup(
+    setup: &crate::kind::suite::setup::SuiteSetup,
+    rebuilt: Option<&super::rebuild::Rebuilt>,
+    dir: &std::path::Path,
+) -> Result<crate::kind::suite::setup::SuiteSetup, HuntError> {
+    use crate::kind::suite::setup::SuiteRunner;
+    let mut setup = setup.clone();
+    setup.files = std::path::absolute(dir).map_err(|e| HuntError::io(dir.display().to_string(), e))?;
+    match (&mut setup.runner, rebuilt) {
+        (SuiteRunner::Go { go, .. }, Some(r)) => go.binary = PathBuf::from(&r.new),
+        (SuiteRunner::Libtest { binary, .. }, Some(r)) => *binary = PathBuf::from(&r.new),
+        _ => {}
+    }
+    // The test2json tool the suite found, if this machine has it (`go tool test2json` if not).
+    if let SuiteRunner::Go { go, .. } = &mut setup.runner {
+        go.test2json = go.test2json.take().filter(|t| std::path::Path::new(t).exists());
+    }
+    Ok(setup)
+}
+
+/// A verification of a fire record: the verified command (or the one given), run on the
+/// record's ladder cut after its last rejected level, against fresh sandboxes of its `--state`
+/// as the state is now, the rejected level as many times as its rate needs.
+fn fire(
+    spec: &HuntSpec,
+    source: source::Source,
+    mut fire: crate::kind::fire::FireOptions,
+    command_given: bool,
+    dir_new: &std::path::Path,
+    sink: &mut dyn EventSink,
+) -> Result<Prepared, HuntError> {
+    if spec.shard.is_some() {
+        return Err(HuntError::usage("a fire record's verification climbs one ladder on one machine: drop --shard"));
+    }
+    if spec.settings.warm == Some(true) {
+        return Err(HuntError::usage("a fire record's runs each start a new process, as fire's did: drop --warm"));
+    }
+    let moved = moved_from(&source.record)?;
+    if let (Some(state), Some(from)) = (&fire.state, &moved) {
+        fire.state = Some(rebased(state, from).unwrap_or_else(|| state.clone()));
+    }
+    if let Some(state) = &fire.state {
+        crate::state::validate_source(state)
+            .map_err(|error| HuntError::StateGone { state: state.clone(), error: Box::new(error) })?;
+    }
+    crate::kind::fire::prepare::check_record_dir(dir_new, fire.state.as_deref())?;
+    let verified = &source.record.manifest;
+    let target = if command_given {
+        let mut target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?;
+        // Runs start in their sandbox, as fire's do: a relative program path would name nothing there.
+        if !target.shell && target.argv[0].contains('/') && std::path::Path::new(&target.argv[0]).is_relative() {
+            let absolute =
+                std::path::absolute(&target.argv[0]).map_err(|e| HuntError::io(target.argv[0].clone(), e))?;
+            target.argv[0] = absolute.display().to_string();
+        }
+        target
+    } else {
+        rebase_argv(verified.target.clone(), moved.as_deref())
+    };
+    let options = VerifyOptions { command_given, ..source.options };
+    let steps = super::fire::ladder(&fire, &options);
+    let mut settings = verified.plan.clone();
+    settings.runs = steps.planned_runs(steps.ladder.0.len());
+    settings.jobs = steps.ladder.0.iter().map(|l| l.workers).max().unwrap_or(1);
+    settings.until_fails = None;
+    settings.budget_seconds = spec.settings.budget.map(|d| d.as_secs_f64());
+    settings.warm = None;
+    if spec.settings.timeout_given {
+        settings.timeout_seconds = spec.settings.timeout.as_secs_f64();
+    }
+    sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
+    let extra = Extra { fire: Some(fire), verify: Some(options), ..Extra::default() };
+    Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// The directory the verified hunt ran in (its snapshot's `cwd`) when it is not here: the
+/// record was made on another machine, or in another checkout (a CI runner verifying a record
+/// committed in the repository). Its paths under that directory are then taken under the
+/// current one ([`rebased`]).
+fn moved_from(record: &crate::record::Record) -> Result<Option<PathBuf>, HuntError> {
+    let cwd = record.snapshot()?.and_then(|s| s.get("cwd").and_then(|c| c.as_str()).map(PathBuf::from));
+    Ok(cwd.filter(|c| c.is_absolute() && !c.is_dir()))
+}
+
+/// `path`, under `from` (where the verified hunt ran, a directory not here), as the same path
+/// under the current directory; none when it is not under `from`.
+fn rebased(path: &std::path::Path, from: &std::path::Path) -> Option<PathBuf> {
+    let relative = path.strip_prefix(from).ok()?;
+    std::path::absolute(relative).ok()
+}
+
+/// `target` with each word of its argv that names a path under `from` (see [`moved_from`])
+/// rebased under the current directory (a fire record's program, made absolute when it was
+/// recorded; a test file named by its full path). A shell string is left as it is.
+fn rebase_argv(mut target: Target, from: Option<&std::path::Path>) -> Target {
+    let Some(from) = from.filter(|_| !target.shell) else { return target };
+    for word in &mut target.argv {
+        if let Some(here) = rebased(std::path::Path::new(word.as_str()), from) {
+            *word = here.display().to_string();
+        }
+    }
+    target
 }
 
 /// `target` run in the directory the verified hunt ran in (its snapshot's `cwd`), so that its
@@ -124,36 +239,67 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
     use crate::analysis::stats::format_rate;
     let at = level_text(options.level);
     let miss = level_text(1.0 - options.level);
+    let words = super::Words::of(&options.kind);
     let mut lines = Vec::new();
     for c in options.conditions.iter().filter(|c| c.role == Role::Condition) {
         let Some(needed) = c.needed else { continue };
         let low = attempts::rate_to_rule_out(c.failures, c.attempts).unwrap_or(0.0);
+        let (failed, failing, clean) = if words.counts_named {
+            ("was rejected in", "rejected", "level runs without a rejection")
+        } else {
+            ("failed", "failing", "clean attempts")
+        };
         lines.push(format!(
-            "verify: {} failed {}/{} in {} ({}, 95 % interval {} .. {}): were it still failing at {}, {needed} clean attempts in a row would happen less than {miss} of the time, so {needed} attempts prove a fix at {at}",
+            "verify: {} {failed} {}/{}{} in {} ({}, 95 % interval {} .. {}): were it still {failing} at {}, {needed} {clean} in a row would happen less than {miss} of the time, so {} prove a fix at {at}",
             c.cell,
             c.failures,
             c.attempts,
+            if words.counts_named { format!(" {}", words.units) } else { String::new() },
             c.source,
             format_rate(c.rate()),
             format_rate(c.ci95[0]),
             format_rate(c.ci95[1]),
             format_rate(low),
+            words.count(needed),
         ));
     }
     let names: Vec<&str> = options.conditions.iter().map(|c| c.cell.as_str()).collect();
-    let seconds: f64 = options.conditions.iter().map(|c| c.mean_seconds * options.attempts as f64).sum();
-    lines.push(format!(
-        "verify: running {} attempts of each of {} ({} of {} {}, about {})",
-        options.attempts,
-        names.join(", "),
-        options.kind,
-        options.record.display(),
-        options.run_id,
-        duration_text(seconds),
-    ));
+    // A fire record's levels below the rejected one are climbed once each, not `attempts` times.
+    let times =
+        |c: &super::Condition| if words.counts_named && c.role == Role::Baseline { 1 } else { options.attempts };
+    let seconds: f64 = options.conditions.iter().map(|c| c.mean_seconds * times(c) as f64).sum();
+    if words.counts_named {
+        let (conditions, below): (Vec<&super::Condition>, Vec<&super::Condition>) =
+            options.conditions.iter().partition(|c| c.role == Role::Condition);
+        let names = |cs: &[&super::Condition]| cs.iter().map(|c| c.cell.as_str()).collect::<Vec<_>>().join(", ");
+        lines.push(format!(
+            "verify: climbing the ladder {}again: {} of {}{}, each in a fresh sandbox compared with a sequential reference (fire {} {}, about {})",
+            if below.is_empty() { String::new() } else { format!("(the levels below, {}, once each) ", names(&below)) },
+            words.count(options.attempts),
+            names(&conditions),
+            if conditions.len() > 1 { " each" } else { "" },
+            options.record.display(),
+            options.run_id,
+            duration_text(seconds),
+        ));
+    } else {
+        lines.push(format!(
+            "verify: running {} attempts of each of {} ({} of {} {}, about {})",
+            options.attempts,
+            names.join(", "),
+            options.kind,
+            options.record.display(),
+            options.run_id,
+            duration_text(seconds),
+        ));
+    }
     if let Some(budget) = budget.filter(|b| b.as_secs_f64() < seconds) {
-        let per_round: f64 = options.conditions.iter().map(|c| c.mean_seconds).sum();
-        let fits = if per_round > 0.0 { (budget.as_secs_f64() / per_round).floor() as u64 } else { options.attempts };
+        // What runs every round, after what a fire ladder climbs once first.
+        let (once, per_round): (Vec<&super::Condition>, Vec<&super::Condition>) =
+            options.conditions.iter().partition(|c| words.counts_named && c.role == Role::Baseline);
+        let per_round: f64 = per_round.iter().map(|c| c.mean_seconds).sum();
+        let left = budget.as_secs_f64() - once.iter().map(|c| c.mean_seconds).sum::<f64>();
+        let fits = if per_round > 0.0 { (left.max(0.0) / per_round).floor() as u64 } else { options.attempts };
         let weakest = options
             .conditions
             .iter()
@@ -162,9 +308,9 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
             .min_by(f64::total_cmp)
             .unwrap_or(0.0);
         lines.push(format!(
-            "verify: --budget {} fits about {fits} of the {} attempts: {fits} clean ones would rule out {} at only {} (not {at}), and the verdict would be inconclusive; about {} fits them all",
+            "verify: --budget {} fits about {fits} of the {}: {fits} clean ones would rule out {} at only {} (not {at}), and the verdict would be inconclusive; about {} fits them all",
             humantime::format_duration(budget),
-            options.attempts,
+            words.count(options.attempts),
             format_rate(weakest),
             confidence_text(attempts::confidence_after(fits, weakest)),
             duration_text(seconds),
@@ -173,9 +319,11 @@ pub fn plan_lines(options: &VerifyOptions, budget: Option<std::time::Duration>) 
     lines
 }
 
-/// `12 s`, `3.5 min`, `2.1 h`.
+/// `under 1 s`, `12 s`, `3.5 min`, `2.1 h`.
 fn duration_text(seconds: f64) -> String {
-    if seconds < 120.0 {
+    if seconds < 0.5 {
+        "under 1 s".to_owned()
+    } else if seconds < 120.0 {
         format!("{seconds:.0} s")
     } else if seconds < 7200.0 {
         format!("{:.1} min", seconds / 60.0)

@@ -1,11 +1,13 @@
 //! The test binary of a Go or Rust record, built again from the code as it is now: a
 //! verification that ran the binary built before the fix would call a fixed test `not-fixed`,
 //! or an unchanged one `fixed` if the old binary were gone. Go's goes into the verify record
-//! (`go test -c` in the package's directory), Rust's where cargo puts it (`cargo test
+//! (`go test -c` in the package's directory, with the checks the record's was built with: the
+//! goroutine leak check's overlay, the race detector), Rust's where cargo puts it (`cargo test
 //! --no-run` where the record's ran). Main function: [`rebuild`].
 
 use std::path::{Path, PathBuf};
 
+use crate::checks::Checks;
 use crate::kind::adapter::{go_binary_name, GO_BUILD_DIR};
 use crate::kind::suite::setup::SuiteRunner;
 use crate::record::{Adapter, Record};
@@ -31,17 +33,18 @@ impl Rebuilt {
 /// their suites), into `into` for Go; none for any other record.
 pub fn rebuild(record: &Record, into: &Path) -> Result<Option<Rebuilt>, HuntError> {
     let m = &record.manifest;
-    let race = m.plan.checks.race;
+    // The checks the record's binary was built with, built into the new one.
+    let checks = m.plan.checks;
     let suite = m.extra.suite.as_ref().map(|s| &s.runner);
     match (suite, &m.extra.adapter) {
         (Some(SuiteRunner::Go { go, .. }), Some(Adapter::GoTest { dir, .. })) => {
-            go_again(&go.binary, &go.package, &in_hunts_directory(dir, record), race, into).map(Some)
+            go_again(&go.binary, &go.package, &in_hunts_directory(dir, record), checks, into).map(Some)
         }
         (Some(SuiteRunner::Libtest { binary, .. }), _) => {
             cargo_again(binary, None, m.target.dir.as_deref(), record).map(Some)
         }
         (None, Some(Adapter::GoTest { binary, package, dir, .. })) => {
-            go_again(Path::new(binary), package, &in_hunts_directory(dir, record), race, into).map(Some)
+            go_again(Path::new(binary), package, &in_hunts_directory(dir, record), checks, into).map(Some)
         }
         (None, Some(Adapter::CargoTest { binary, package, dir, .. })) => {
             cargo_again(Path::new(binary), package.as_deref(), Some(dir), record).map(Some)
@@ -59,10 +62,10 @@ fn in_hunts_directory(dir: &Path, record: &Record) -> PathBuf {
     cwd.map_or_else(|| dir.to_owned(), |c| c.join(dir))
 }
 
-fn go_again(old: &Path, package: &str, dir: &Path, race: bool, into: &Path) -> Result<Rebuilt, HuntError> {
+fn go_again(old: &Path, package: &str, dir: &Path, checks: Checks, into: &Path) -> Result<Rebuilt, HuntError> {
     let binary = std::path::absolute(into.join(GO_BUILD_DIR).join(go_binary_name(package)))
         .map_err(|e| HuntError::io("cannot name the Go test binary", e))?;
-    crate::kind::adapter::go_rebuild(dir, &binary, race)?;
+    crate::kind::adapter::go_rebuild(dir, &binary, checks)?;
     Ok(Rebuilt { old: old.display().to_string(), new: binary.display().to_string() })
 }
 

@@ -30,6 +30,9 @@ pub struct Source {
     /// The record's test binary built again from the code as it is now (its suite's
     /// reproducers already run it).
     pub rebuilt: Option<super::rebuild::Rebuilt>,
+    /// A fire record's: the ladder the verification climbs (the record's, cut after its last
+    /// rejected level) with the record's state, masks and checks.
+    pub fire: Option<crate::kind::fire::FireOptions>,
 }
 
 /// The placeholder a suite verification's cells fill with their test's reproducer.
@@ -57,15 +60,18 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
                 record.manifest.extra.verify.as_ref().map_or_else(|| "?".into(), |v| v.record.display().to_string())
             )))
         }
-        Kind::Fire => {
-            return Err(HuntError::usage(format!(
-                "{} is a fire record: verify re-runs the reproduction of a `hunt`, `sweep`, `matrix` or `suite` record so far",
-                dir.display(),
-            )))
-        }
+        Kind::Fire => {}
     }
     let summary = crate::kind::summarize(&record)?;
-    if summary.failures == 0 || matches!(summary.verdict.as_str(), "not-reproduced" | "rumour") {
+    if kind == Kind::Fire && summary.verdict != "reject" {
+        return Err(HuntError::usage(format!(
+            "{} rejected no level of its ladder (verdict {}): there is no failure to prove fixed; verify the record of a fire hunt that rejected one",
+            dir.display(),
+            summary.verdict
+        )));
+    }
+    if kind != Kind::Fire && (summary.failures == 0 || matches!(summary.verdict.as_str(), "not-reproduced" | "rumour"))
+    {
         return Err(HuntError::usage(format!(
             "{} reproduced nothing (verdict {}): there is no failure to prove fixed; verify the record of a hunt that reproduced it",
             dir.display(),
@@ -77,7 +83,7 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         None => None,
     };
     let mut signatures = signatures_by_cell(&record)?;
-    let mut suite_cells = None;
+    let (mut suite_cells, mut fire, mut fire_cells) = (None, None, None);
     let mut conditions = match kind {
         Kind::Adaptive => hunt_conditions(&summary),
         Kind::Matrix => matrix_conditions(&summary),
@@ -85,6 +91,20 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
             let (conditions, cells, by_test) = suite_conditions(&summary, &record, rebuilt.as_ref())?;
             suite_cells = Some(cells);
             signatures = by_test;
+            conditions
+        }
+        Kind::Fire => {
+            let options =
+                record.manifest.extra.fire.as_ref().ok_or_else(|| {
+                    HuntError::Damaged(format!("{}: the manifest holds no fire options", dir.display()))
+                })?;
+            let (conditions, cells, options) = super::fire::conditions(&summary, options).ok_or_else(|| {
+                HuntError::Damaged(format!("{}: its verdict rejects, but no level of its ladder does", dir.display()))
+            })?;
+            // A level's failure is the kind of its rejection, which the conditions hold.
+            signatures = conditions.iter().map(|c| (c.cell.clone(), c.signatures.iter().cloned().collect())).collect();
+            fire_cells = Some(cells);
+            fire = Some(options);
             conditions
         }
         _ => sweep_conditions(&summary),
@@ -107,18 +127,21 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         Some(cells) => cells.clone(),
         None => record.cells()?,
     };
-    let cells = conditions
-        .iter()
-        .map(|c| {
-            all.iter().find(|s| s.name == c.cell).cloned().ok_or_else(|| {
-                HuntError::Damaged(format!(
-                    "{}: its summary names cell {}, which its manifest lacks",
-                    dir.display(),
-                    c.cell
-                ))
+    let cells = match fire_cells {
+        Some(cells) => cells,
+        None => conditions
+            .iter()
+            .map(|c| {
+                all.iter().find(|s| s.name == c.cell).cloned().ok_or_else(|| {
+                    HuntError::Damaged(format!(
+                        "{}: its summary names cell {}, which its manifest lacks",
+                        dir.display(),
+                        c.cell
+                    ))
+                })
             })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let options = VerifyOptions {
         record: std::path::absolute(dir).map_err(|e| HuntError::io(dir.display().to_string(), e))?,
         kind: kind.name().to_owned(),
@@ -129,8 +152,14 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         attempts: most,
         command_given: false,
     };
-    let target = suite_cells.map(|_| Target::shell(format!("{{{REPRODUCER}}}")));
-    Ok(Source { options, cells, record, target, rebuilt })
+    if let Some(fire) = &fire {
+        let steps = super::fire::ladder(fire, &options);
+        crate::bounds::check_runs("the runs of a verification's ladder", steps.planned_runs(steps.ladder.0.len()))?;
+    }
+    // A suite's reproducers run where its runs ran (a Go package's directory).
+    let target = suite_cells
+        .map(|_| Target { dir: record.manifest.target.dir.clone(), ..Target::shell(format!("{{{REPRODUCER}}}")) });
+    Ok(Source { options, cells, record, target, rebuilt, fire })
 }
 
 /// A condition from a cell's counts in `summary`.
@@ -147,6 +176,7 @@ fn from_cell(c: &CellSummary, role: Role, source: &str) -> Condition {
         signatures: Vec::new(),
         test: None,
         inert_then: c.inert.then(|| c.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into())),
+        reproducer: Vec::new(),
     }
 }
 
@@ -204,8 +234,12 @@ fn suite_conditions(
     for attempt in record.attempts()? {
         let attempt = attempt?;
         let Some(t) = attempt.suite.as_ref().filter(|t| t.role == SuiteRole::Reproducer) else { continue };
-        let Some(subject) = &t.subject else { continue };
-        let entry = checks.entry(subject.clone()).or_default();
+        let Some(subject) = t.subject.clone() else { continue };
+        // Judged as the verification judges its own runs: by the test's own result, when the
+        // check's structured output holds one (see [`super::reproducers::judge_by_the_test`]).
+        let mut attempt = attempt;
+        super::reproducers::judge_by_the_test(&mut attempt, &subject);
+        let entry = checks.entry(subject).or_default();
         if attempt.outcome != crate::record::Outcome::Slow {
             entry.0 += 1;
         }
@@ -217,6 +251,7 @@ fn suite_conditions(
     let (mut conditions, mut cells, mut signatures) = (Vec::new(), Vec::new(), BTreeMap::new());
     for t in suite.tests.iter().filter(|t| !t.reproducer.is_empty()) {
         let Some((attempts, failures, sigs)) = checks.remove(&t.id) else { continue };
+        let reproducer = rebuilt.map_or_else(|| t.reproducer.clone(), |r| r.apply(&t.reproducer));
         let (lo, hi) = crate::analysis::stats::wilson(failures, attempts, crate::analysis::stats::Z95);
         conditions.push(Condition {
             cell: t.id.clone(),
@@ -230,15 +265,15 @@ fn suite_conditions(
             signatures: Vec::new(),
             test: Some(t.id.clone()),
             inert_then: None,
+            reproducer: reproducer.clone(),
         });
+        // The reproducer as a placeholder too, so that the manifest shows what each cell runs.
         cells.push(CellSpec {
             name: t.id.clone(),
             profile: None,
             overlay: vec![Setting::Placeholder {
                 name: REPRODUCER.into(),
-                value: crate::plan::shell_words(
-                    &rebuilt.map_or_else(|| t.reproducer.clone(), |r| r.apply(&t.reproducer)),
-                ),
+                value: crate::plan::shell_words(&reproducer),
             }],
         });
         signatures.insert(t.id.clone(), sigs);
@@ -252,9 +287,9 @@ fn suite_conditions(
 fn hunt_conditions(summary: &Summary) -> Vec<Condition> {
     let base = summary.cells.first();
     let arm = summary
-        .reproduction
-        .clone()
-        .flatten()
+        .adaptive
+        .as_ref()
+        .and_then(|a| a.reproduction.as_ref())
         .and_then(|r| summary.cell(&r.cell))
         .or_else(|| summary.cells.iter().filter(|c| c.failures > 0).max_by(|a, b| a.rate.total_cmp(&b.rate)));
     let (Some(base), Some(arm)) = (base, arm) else { return Vec::new() };

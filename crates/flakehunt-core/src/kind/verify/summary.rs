@@ -14,13 +14,13 @@ pub use crate::schema::verify::{ConditionResult, Rate, SeenSignature, Verified, 
 use crate::signature;
 
 impl Rate {
-    fn of(failures: u64, attempts: u64) -> Self {
+    pub(super) fn of(failures: u64, attempts: u64) -> Self {
         let (lo, hi) = stats::wilson(failures, attempts, stats::Z95);
         let rate = if attempts == 0 { 0.0 } else { failures as f64 / attempts as f64 };
         Self { attempts, failures, rate, ci95: [lo, hi] }
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         format!("{} ({}/{})", format_rate(self.rate), self.failures, self.attempts)
     }
 }
@@ -48,8 +48,14 @@ pub fn level_text(level: f64) -> String {
 /// Gives `summary` (built from the verification's record like any hunt's) the verification's
 /// verdict and details. The cells are compared with the verified record, not with each other:
 /// the per-cell comparison with the first cell is dropped. `hangs` counts, per cell, the
-/// attempts that a limit of flakehunt's own found hung (see [`hangs_by_cell`]).
-pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<String, u64>) {
+/// attempts that a limit of flakehunt's own found hung (see [`hangs_by_cell`]), `unreported`
+/// the reproducer runs that failed before their test reported (see [`unreported_by_cell`]).
+pub fn apply(
+    summary: &mut Summary,
+    options: &VerifyOptions,
+    hangs: &BTreeMap<String, u64>,
+    unreported: &BTreeMap<String, u64>,
+) {
     let level = options.level;
     // A failure is the one the record saw when its signature, moved lines and paths aside,
     // appeared there under any of the conditions (a hunt's arm's failure showing under the
@@ -62,19 +68,27 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<St
     for c in &options.conditions {
         let Some(cell) = summary.cell(&c.cell) else { continue };
         let hung = if hung_then { 0 } else { hangs.get(&c.cell).copied().unwrap_or(0).min(cell.failures) };
-        let now = Rate::of(cell.failures - hung, cell.judged() - hung);
+        let unreported = unreported.get(&c.cell).copied().unwrap_or(0).min(cell.failures - hung);
+        let now = Rate::of(cell.failures - hung - unreported, cell.judged() - hung - unreported);
         let inert = cell.inert.then(|| cell.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into()));
         let signatures = summary
             .signatures
             .iter()
             .filter(|s| s.cells.contains(&c.cell) && (hung_then || s.signature != signature::HANG))
             .map(|s| {
-                let names_test = c.test.as_ref().is_some_and(|t| s.signature.contains(&format!(" {t}: ")));
+                let names_test = c.test.as_ref().is_some_and(|t| {
+                    s.signature.contains(&format!(" {t}: ")) || s.signature.ends_with(&failed_signature("", t))
+                });
                 SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen_before(&s.signature) }
             })
             .collect();
-        results.push(judge(c, Now { rate: now, hung, inert, signatures }, level));
+        results.push(judge(c, Now { rate: now, hung, unreported, inert, signatures }, level, Words::ATTEMPTS));
     }
+    conclude(summary, options, results);
+}
+
+/// Gives `summary` the verification's verdict, from each condition's `results`, and its details.
+pub(super) fn conclude(summary: &mut Summary, options: &VerifyOptions, results: Vec<ConditionResult>) {
     for cell in &mut summary.cells {
         cell.p_value = None;
         cell.amplification = None;
@@ -103,7 +117,7 @@ pub fn apply(summary: &mut Summary, options: &VerifyOptions, hangs: &BTreeMap<St
             run_id: options.run_id.clone(),
             hash: options.hash.clone(),
         },
-        level,
+        level: options.level,
         planned: options.attempts,
         conditions: results,
     };
@@ -126,21 +140,117 @@ pub fn hangs_by_cell(record: &crate::record::Record) -> Result<BTreeMap<String, 
     Ok(hangs)
 }
 
-/// What a verification saw under one cell.
-struct Now {
-    /// Its failures in its attempts, hangs left out.
-    rate: Rate,
-    /// Its hangs (none when the verified record hung too: they are then its failure).
-    hung: u64,
-    /// Why its condition had no effect here.
-    inert: Option<String>,
-    /// The signatures of its failures.
-    signatures: Vec<SeenSignature>,
+/// How a verification's sentences name what it runs and what goes wrong: attempts that fail,
+/// or (a fire record's) level runs that the ladder rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Words {
+    /// One of what runs: `attempt`, `level run`.
+    pub unit: &'static str,
+    /// Several.
+    pub units: &'static str,
+    /// What a failure is called: `failure`, `rejection`.
+    pub failure: &'static str,
+    /// How a condition is named after a failure: `under tight-gil`, `at 8x40`.
+    pub at: &'static str,
+    /// What tells two failures apart: `signature`, `kind of rejection`.
+    pub signature: &'static str,
+    /// A condition that failed again: `still fails`.
+    pub still: &'static str,
+    /// Counts name their unit (`0/20 level runs`); attempts go without (`0/15`).
+    pub counts_named: bool,
 }
 
-/// One cell's verdict.
-fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
-    let Now { rate: now, hung, inert, signatures } = seen;
+impl Words {
+    /// Attempts that fail (a hunt's, a sweep's, a matrix's or a suite's reproduction).
+    pub const ATTEMPTS: Words = Words {
+        unit: "attempt",
+        units: "attempts",
+        failure: "failure",
+        at: "under",
+        signature: "signature",
+        still: "still fails",
+        counts_named: false,
+    };
+    /// Level runs that the ladder rejects (a fire record's).
+    pub const LEVEL_RUNS: Words = Words {
+        unit: "level run",
+        units: "level runs",
+        failure: "rejection",
+        at: "at",
+        signature: "kind of rejection",
+        still: "is still rejected",
+        counts_named: true,
+    };
+
+    /// The words of a verification of a record of kind `kind` (its name).
+    pub fn of(kind: &str) -> Self {
+        if kind == crate::record::Kind::Fire.name() {
+            Self::LEVEL_RUNS
+        } else {
+            Self::ATTEMPTS
+        }
+    }
+
+    /// `1 attempt`, `20 level runs`.
+    pub fn count(&self, n: u64) -> String {
+        format!("{n} {}", if n == 1 { self.unit } else { self.units })
+    }
+}
+
+/// The signature of a failure of `test` in a reproducer's run that ended with `status`
+/// (`exit 1: failed: tests/test_b.py::test_victim`), the same then and now (see
+/// [`super::reproducers::judge_by_the_test`]).
+pub fn failed_signature(status: &str, test: &str) -> String {
+    format!("{status}: failed: {test}")
+}
+
+/// Whether `attempt`, a reproducer's run, holds a result of `test` in its structured output.
+pub fn reported(attempt: &crate::record::Attempt, test: &str) -> bool {
+    attempt.suite.as_deref().is_some_and(|t| t.tests.iter().any(|r| r.id == test))
+}
+
+/// Per cell of a suite's verification, its reproducer runs that failed before the verified
+/// test reported a result (the process died before it ran, it was not collected, a fixture
+/// broke the session): none is evidence about the test. A timeout is left to the hang rule.
+pub fn unreported_by_cell(
+    record: &crate::record::Record,
+    options: &VerifyOptions,
+) -> Result<BTreeMap<String, u64>, crate::record::RecordError> {
+    let mut unreported = BTreeMap::new();
+    if options.conditions.iter().all(|c| c.test.is_none()) {
+        return Ok(unreported);
+    }
+    for attempt in record.attempts()? {
+        let attempt = attempt?;
+        let Some(test) = options.conditions.iter().find(|c| c.cell == attempt.cell).and_then(|c| c.test.as_ref())
+        else {
+            continue;
+        };
+        let failed = attempt.outcome.is_failure() && attempt.outcome != crate::record::Outcome::Timeout;
+        if failed && attempt.suite.is_some() && !reported(&attempt, test) {
+            *unreported.entry(attempt.cell).or_insert(0) += 1;
+        }
+    }
+    Ok(unreported)
+}
+
+/// What a verification saw under one cell.
+pub(super) struct Now {
+    /// Its failures in its attempts, hangs left out.
+    pub rate: Rate,
+    /// Its hangs (none when the verified record hung too: they are then its failure).
+    pub hung: u64,
+    /// Its reproducer runs in which its test reported nothing, left out of `rate`.
+    pub unreported: u64,
+    /// Why its condition had no effect here.
+    pub inert: Option<String>,
+    /// The signatures of its failures.
+    pub signatures: Vec<SeenSignature>,
+}
+
+/// One cell's verdict, said in `words`.
+pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> ConditionResult {
+    let Now { rate: now, hung, unreported, inert, signatures } = seen;
     let then = Rate::of(c.failures, c.attempts);
     let at = level_text(level);
     let name = &c.cell;
@@ -160,18 +270,40 @@ fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
             let more = if new.len() > 1 { format!(" (and {} more)", new.len() - 1) } else { String::new() };
             format!("{first}{}{more}", if first.len() < new[0].len() { "..." } else { "" })
         };
-        let which = match (new.len(), signatures.len()) {
-            (0, _) => "the same signature".to_owned(),
-            (n, all) if n == all => format!("a new signature: {}", first_new()),
-            _ => format!("the same signature, and a new one: {}", first_new()),
+        let what = words.signature;
+        // A fire record's kinds of rejection are few and short: say which it is.
+        let same = if words.counts_named {
+            let seen: Vec<&str> = signatures.iter().filter(|s| s.seen_before).map(|s| s.signature.as_str()).collect();
+            format!("the same {what}: {}", seen.join(", "))
+        } else {
+            format!("the same {what}")
         };
-        ("not-fixed", format!("{name} still fails: {} now, was {}, {} ({which})", now.text(), then.text(), format_p(p)))
+        let which = match (new.len(), signatures.len()) {
+            (0, _) => same,
+            (n, all) if n == all && words.counts_named && !c.signatures.is_empty() => {
+                format!("a new {what}: {}, was {}", first_new(), c.signatures.join(", "))
+            }
+            (n, all) if n == all => format!("a new {what}: {}", first_new()),
+            _ => format!("the same {what}, and a new one: {}", first_new()),
+        };
+        (
+            "not-fixed",
+            format!("{name} {}: {} now, was {}, {} ({which})", words.still, now.text(), then.text(), format_p(p)),
+        )
     } else if hung > 0 {
         (
             "inconclusive",
             format!(
                 "{name} hung in {hung} of {} attempts (no CPU, no output past the hang limit), which the verified record never did: a hang is neither its failure nor a pass; hunt it with `flakehunt hunt`",
                 now.attempts + hung
+            ),
+        )
+    } else if unreported > 0 {
+        (
+            "inconclusive",
+            format!(
+                "{name} reported no result in {unreported} of {} runs of its reproducer, which failed before it ran or reported (it is not collected any more, or the run broke first): such a run is neither its failure nor a pass",
+                now.attempts + unreported
             ),
         )
     } else if let Some(why) = &inert {
@@ -193,9 +325,12 @@ fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
             (
                 "fixed",
                 format!(
-                    "failure rate under {name} now < {} at {at} (0/{}), was {}",
+                    "{} rate {} {name} now < {} at {at} (0/{}{}), was {}",
+                    words.failure,
+                    words.at,
                     format_rate(b),
                     now.attempts,
+                    if words.counts_named { format!(" {}", words.units) } else { String::new() },
                     then.text()
                 ),
             )
@@ -204,8 +339,10 @@ fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
             (
                 "inconclusive",
                 format!(
-                    "no failure under {name} in {} (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
-                    if now.attempts == 1 { "1 attempt".to_owned() } else { format!("{} attempts", now.attempts) },
+                    "no {} {} {name} in {} (rate < {} at {at}), but ruling out the recorded rate's lower end, {}, needs {needed}: they rule it out at only {}",
+                    words.failure,
+                    words.at,
+                    words.count(now.attempts),
                     format_rate(b),
                     format_rate(rule_out),
                     confidence_text(attempts::confidence_after(now.attempts, rule_out)),
@@ -227,6 +364,7 @@ fn judge(c: &Condition, seen: Now, level: f64) -> ConditionResult {
         signatures,
         inert,
         hung,
+        unreported,
     }
 }
 
@@ -248,11 +386,12 @@ mod tests {
             signatures: vec!["exit 1: AssertionError".into()],
             test: None,
             inert_then: None,
+            reproducer: Vec::new(),
         }
     }
 
     fn now(rate: Rate, inert: Option<String>, signatures: Vec<SeenSignature>) -> Now {
-        Now { rate, hung: 0, inert, signatures }
+        Now { rate, hung: 0, unreported: 0, inert, signatures }
     }
 
     #[test]
@@ -260,12 +399,12 @@ mod tests {
         let c = condition(8, 11);
         let n = c.needed.unwrap();
         // Enough clean attempts, and one that hung: no proof of a fix, and not the race again.
-        let r = judge(&c, Now { hung: 1, ..now(Rate::of(0, n), None, Vec::new()) }, 0.99);
+        let r = judge(&c, Now { hung: 1, ..now(Rate::of(0, n), None, Vec::new()) }, 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive", "{}", r.text);
         assert!(r.text.contains(&format!("hung in 1 of {} attempts", n + 1)), "{}", r.text);
         // The race as well: not fixed, whatever hung.
         let same = vec![SeenSignature { signature: "exit 1: AssertionError".into(), seen_before: true }];
-        let r = judge(&c, Now { hung: 1, ..now(Rate::of(2, n), None, same) }, 0.99);
+        let r = judge(&c, Now { hung: 1, ..now(Rate::of(2, n), None, same) }, 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "not-fixed", "{}", r.text);
     }
 
@@ -273,7 +412,7 @@ mod tests {
     fn a_condition_inert_in_the_verified_record_proves_nothing() {
         let c = Condition { inert_then: Some("the program set its own switch interval".into()), ..condition(8, 16) };
         let n = c.needed.unwrap();
-        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99);
+        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive", "{}", r.text);
         assert!(r.text.contains("had no effect in the verified record"), "{}", r.text);
     }
@@ -282,7 +421,7 @@ mod tests {
     fn enough_clean_attempts_are_fixed_with_the_bound() {
         let c = condition(8, 11);
         let n = c.needed.unwrap();
-        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99);
+        let r = judge(&c, now(Rate::of(0, n), None, Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "fixed");
         assert!(r.text.starts_with("failure rate under tight-gil now < "), "{}", r.text);
         assert!(r.text.contains(&format!("at 99 % (0/{n}), was 72.7% (8/11)")), "{}", r.text);
@@ -291,7 +430,7 @@ mod tests {
     #[test]
     fn too_few_clean_attempts_are_inconclusive_and_say_what_they_rule_out() {
         let c = condition(8, 11);
-        let r = judge(&c, now(Rate::of(0, 2), None, Vec::new()), 0.99);
+        let r = judge(&c, now(Rate::of(0, 2), None, Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive", "{}", r.text);
         assert!(r.text.contains("rule it out at only"), "{}", r.text);
     }
@@ -299,7 +438,8 @@ mod tests {
     #[test]
     fn an_inert_condition_is_no_evidence() {
         let c = condition(8, 11);
-        let r = judge(&c, now(Rate::of(0, 100), Some("no interval reported".into()), Vec::new()), 0.99);
+        let r =
+            judge(&c, now(Rate::of(0, 100), Some("no interval reported".into()), Vec::new()), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "inconclusive");
     }
 
@@ -307,11 +447,11 @@ mod tests {
     fn a_failure_now_is_not_fixed_and_says_which_signature() {
         let c = condition(8, 11);
         let same = vec![SeenSignature { signature: "exit 1: AssertionError".into(), seen_before: true }];
-        let r = judge(&c, now(Rate::of(3, 10), None, same), 0.99);
+        let r = judge(&c, now(Rate::of(3, 10), None, same), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "not-fixed");
         assert!(r.text.contains("(the same signature)") && r.p_value.is_some(), "{}", r.text);
         let new = vec![SeenSignature { signature: "exit 2: KeyError".into(), seen_before: false }];
-        let r = judge(&c, now(Rate::of(1, 10), Some("inert".into()), new), 0.99);
+        let r = judge(&c, now(Rate::of(1, 10), Some("inert".into()), new), 0.99, Words::ATTEMPTS);
         assert_eq!(r.verdict, "not-fixed", "a failure is evidence whatever the condition did");
         assert!(r.text.contains("a new signature: exit 2: KeyError"), "{}", r.text);
     }

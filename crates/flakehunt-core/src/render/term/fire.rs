@@ -20,7 +20,16 @@ pub(super) fn render(summary: &Summary, fire: &FireSummary) -> String {
     table.load_preset(NOTHING);
     table.set_header(vec!["level", "workers", "runs", "failed", "state differs", "verdict", "findings"]);
     let mut shown = Vec::new();
+    // A verification runs one level many times: each level run is numbered.
+    let repeated = |name: &str| fire.levels.iter().filter(|l| l.name == name).count() > 1;
+    let mut seen: Vec<&str> = Vec::new();
     for level in &fire.levels {
+        seen.push(&level.name);
+        let name = if repeated(&level.name) {
+            format!("{} #{}", level.name, seen.iter().filter(|n| **n == level.name).count())
+        } else {
+            level.name.clone()
+        };
         if !shown.contains(&level.reference) {
             if let Some(r) = fire.references.iter().find(|r| r.name == level.reference) {
                 table.add_row(vec![
@@ -36,7 +45,7 @@ pub(super) fn render(summary: &Summary, fire: &FireSummary) -> String {
             shown.push(level.reference.clone());
         }
         table.add_row(vec![
-            level.name.clone(),
+            name,
             level.workers.to_string(),
             level.runs.to_string(),
             level.failures.to_string(),
@@ -53,8 +62,17 @@ pub(super) fn render(summary: &Summary, fire: &FireSummary) -> String {
     for line in table.to_string().lines() {
         let _ = writeln!(out, "{}", line.trim_end());
     }
-    for level in fire.levels.iter().filter(|l| l.verdict.is_reject()) {
+    // The findings of a level's first rejected run; its others are counted.
+    let rejected: Vec<&LevelSummary> = fire.levels.iter().filter(|l| l.verdict.is_reject()).collect();
+    for (i, level) in rejected.iter().enumerate() {
+        if rejected[..i].iter().any(|l| l.name == level.name) {
+            continue;
+        }
         findings(&mut out, level);
+        let more = rejected[i + 1..].iter().filter(|l| l.name == level.name).count();
+        if more > 0 {
+            let _ = writeln!(out, "  ... and {more} more rejected run(s) of {}", level.name);
+        }
     }
     if let Some(level) = fire.levels.iter().find(|l| l.verdict == Verdict::RejectSilentCorruption) {
         let _ = writeln!(
