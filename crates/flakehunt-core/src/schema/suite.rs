@@ -219,6 +219,10 @@ pub enum SuiteRunner {
     Libtest {
         /// The test binary.
         binary: PathBuf,
+        /// Runs print each passing test's output (`--show-output`), where the thread check
+        /// reads the panics of its threads (see `checks::rust`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        show_output: bool,
     },
 }
 

@@ -15,7 +15,7 @@ impl crate::kind::Hunt for Suite {
         _: &mut dyn crate::events::EventSink,
     ) -> Result<(Vec<crate::plan::CellSpec>, crate::record::Extra), crate::spec::HuntError> {
         let placeholder = super::setup::SuiteSetup {
-            runner: super::setup::SuiteRunner::Libtest { binary: std::path::PathBuf::new() },
+            runner: super::setup::SuiteRunner::Libtest { binary: std::path::PathBuf::new(), show_output: false },
             selection: Vec::new(),
             files: std::path::PathBuf::new(),
             python_path: None,

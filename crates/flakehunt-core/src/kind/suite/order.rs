@@ -374,9 +374,13 @@ pub fn run_pattern(tests: &[TestId]) -> String {
 }
 
 /// A libtest run of `tests` (or all): one thread, so that tests that share process state meet
-/// in one order (name order); `--exact` so a name does not also select the tests it prefixes.
-pub fn libtest_run(binary: &Path, tests: Option<&[TestId]>) -> Invocation {
+/// in one order (name order); `--exact` so a name does not also select the tests it prefixes;
+/// `--show-output` when the thread check reads what passing tests' threads printed.
+pub fn libtest_run(binary: &Path, tests: Option<&[TestId]>, show_output: bool) -> Invocation {
     let mut argv = vec![binary.display().to_string(), "--test-threads=1".into()];
+    if show_output {
+        argv.push(crate::checks::rust::SHOW_OUTPUT.into());
+    }
     if let Some(tests) = tests {
         argv.push("--exact".into());
         argv.extend(tests.iter().cloned());
@@ -536,8 +540,10 @@ mod tests {
 
     #[test]
     fn libtest_runs_one_thread_and_exact_names() {
-        let inv = libtest_run(Path::new("/t/bin"), Some(&["tests::a".into()]));
+        let inv = libtest_run(Path::new("/t/bin"), Some(&["tests::a".into()]), false);
         assert_eq!(inv.argv, ["/t/bin", "--test-threads=1", "--exact", "tests::a"]);
-        assert_eq!(libtest_run(Path::new("/t/bin"), None).argv, ["/t/bin", "--test-threads=1"]);
+        assert_eq!(libtest_run(Path::new("/t/bin"), None, false).argv, ["/t/bin", "--test-threads=1"]);
+        let checked = libtest_run(Path::new("/t/bin"), Some(&["tests::a".into()]), true);
+        assert_eq!(checked.argv, ["/t/bin", "--test-threads=1", "--show-output", "--exact", "tests::a"]);
     }
 }

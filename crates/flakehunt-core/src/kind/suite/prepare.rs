@@ -82,7 +82,11 @@ pub(crate) fn prepare(
         target.dir = built.dir;
         (target, runner, selection, Some(adapter))
     } else {
-        let (target, runner, selection) = libtest(t.package.as_deref(), t.cargo_test.as_deref().unwrap_or(""))?;
+        let name = t.cargo_test.as_deref().unwrap_or("");
+        let (target, runner, selection) = libtest(t.package.as_deref(), name, spec.asked_checks())?;
+        if let SuiteRunner::Libtest { show_output: true, .. } = runner {
+            checks.checks.thread_panics = true;
+        }
         (target, runner, selection, None)
     };
     if selection.is_empty() {
@@ -215,8 +219,13 @@ fn go_minor(version: &str) -> Option<u32> {
 }
 
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
-/// given, picks among several by file name).
-fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
+/// given, picks among several by file name). The thread check of `asked` makes its runs show
+/// passing tests' output, where their threads' panics are.
+fn libtest(
+    package: Option<&str>,
+    name: &str,
+    asked: crate::checks::Checks,
+) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
     let binaries = crate::kind::adapter::cargo_build(package, None)?;
     let mut with_tests = Vec::new();
     for bin in binaries {
@@ -239,7 +248,8 @@ fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Ve
             let mut argv = vec!["cargo".to_owned(), "test".to_owned()];
             argv.extend(package.map(|p| ["-p".to_owned(), p.to_owned()]).into_iter().flatten());
             let target = Target::argv(argv).in_dir(bin.package_dir);
-            Ok((target, SuiteRunner::Libtest { binary: bin.executable }, tests))
+            let runner = SuiteRunner::Libtest { binary: bin.executable, show_output: asked.thread_panics };
+            Ok((target, runner, tests))
         }
         _ => {
             let names: Vec<String> = with_tests.iter().map(|(_, f, _)| f.clone()).collect();
@@ -362,7 +372,7 @@ fn setup_program(setup: &SuiteSetup) -> String {
     match &setup.runner {
         SuiteRunner::Pytest { pytest, .. } => pytest.python.clone(),
         SuiteRunner::Go { go, .. } => go.binary.display().to_string(),
-        SuiteRunner::Libtest { binary } => binary.display().to_string(),
+        SuiteRunner::Libtest { binary, .. } => binary.display().to_string(),
     }
 }
 

@@ -17,7 +17,7 @@ use super::TestId;
 use crate::events::{Event, EventSink};
 use crate::exec::{Cancel, Watchdog};
 use crate::plan::{AttemptSpec, CellSpec, Shard, Target};
-use crate::record::RecordError;
+use crate::record::{Outcome, RecordError};
 use crate::runner::{AttemptRunner, Execute, Finished, Slot};
 
 /// Runs suite attempts: a plan's attempt runs the selection in the order its id and the seed
@@ -84,7 +84,8 @@ impl SuiteExecution<'_> {
         }
         let output = whole_output(&finished.stdout, &finished.attempt.stdout_tail, finished.attempt.stdout_bytes);
         // Read before anything is redacted: a marker in a test's id would hide its result.
-        let tests = self.setup.results(req, &prepared, &finished.attempt, &output);
+        let source = self.inner.target.dir.as_deref().unwrap_or(Path::new("."));
+        let (mut tests, hidden) = self.setup.results(req, &prepared, &finished.attempt, &output, source);
         drop(output);
         // A suite's run is judged by its tests' own results: one whose process failed though
         // every test reported and none failed (a coverage threshold, a plugin) passed, as the
@@ -96,7 +97,22 @@ impl SuiteExecution<'_> {
         {
             finished.attempt.outcome = crate::record::Outcome::Pass;
         }
+        // A test pytest failed with the thread check's warning is named by the exception behind
+        // it (pytest's own line names only the warning).
+        for f in finished.attempt.hidden.iter().filter(|f| f.runner_failed) {
+            let failed = tests.tests.iter_mut().find(|r| Some(&r.id) == f.test.as_ref() && r.outcome.is_failure());
+            if let Some(r) = failed {
+                r.message = Some(f.summary.clone());
+            }
+        }
         finished.attempt.suite = Some(Box::new(tests));
+        if !hidden.is_empty() {
+            // A Rust test whose threads panicked passed: the check fails it, and the attempt.
+            if matches!(finished.attempt.outcome, Outcome::Pass | Outcome::Leak) {
+                finished.attempt.outcome = Outcome::Fail;
+            }
+            finished.attempt.hidden.extend(hidden.into_iter().map(crate::checks::Finding::from));
+        }
         finished.seal();
         seal_suite_part(&mut finished.attempt, self.ids);
         Ok(finished)

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::order::{attempt_order, go_shuffle_seed, libtest_run, Invocation, OrderStrategy};
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
+use crate::checks::rust::TestPanics;
 use crate::record::Attempt;
 pub use crate::schema::suite::{SuiteRunner, SuiteSetup};
 
@@ -139,7 +140,7 @@ impl SuiteSetup {
                 go.binary = PathBuf::new();
                 go.test2json = None;
             }
-            SuiteRunner::Libtest { binary } => *binary = PathBuf::new(),
+            SuiteRunner::Libtest { binary, .. } => *binary = PathBuf::new(),
             SuiteRunner::Pytest { pytest, .. } => pytest.initial_paths.clear(),
         }
         s
@@ -203,7 +204,7 @@ impl SuiteSetup {
         match &self.runner {
             SuiteRunner::Pytest { pytest, .. } => pytest.reproducer(tests),
             SuiteRunner::Go { go, .. } => go.reproducer(shuffle, tests),
-            SuiteRunner::Libtest { binary } => libtest_run(binary, Some(tests)).argv,
+            SuiteRunner::Libtest { binary, show_output } => libtest_run(binary, Some(tests), *show_output).argv,
         }
     }
 
@@ -289,9 +290,9 @@ impl SuiteSetup {
                 };
                 to_file(inv, &scratch)
             }
-            (SuiteRunner::Libtest { binary }, role) => {
+            (SuiteRunner::Libtest { binary, show_output }, role) => {
                 let tests = (!role.runs_the_selection()).then_some(req.tests.as_slice());
-                to_file(libtest_run(binary, tests), &scratch)
+                to_file(libtest_run(binary, tests, *show_output), &scratch)
             }
         };
         Ok(PreparedRun { invocation, scratch })
@@ -301,9 +302,21 @@ impl SuiteSetup {
     /// its scratch directory: pytest's results plugin, Go's test2json events, a reproducer's
     /// too) or, for a libtest reproducer, from what it printed (`output`: the head and tail of
     /// its stdout). `attempt` says how its process ended. The tests it was to run and
-    /// that reported nothing are `unreported`, with why in `incomplete`.
-    pub fn results(&self, req: &Request, prepared: &PreparedRun, attempt: &Attempt, output: &str) -> AttemptTests {
+    /// that reported nothing are `unreported`, with why in `incomplete`. With it come what the
+    /// checks read in that output found: a passing Rust test whose other threads panicked, which
+    /// fails that test (unless its own code meant it: its sources are found from `source`,
+    /// where the run started).
+    pub fn results(
+        &self,
+        req: &Request,
+        prepared: &PreparedRun,
+        attempt: &Attempt,
+        output: &str,
+        source: &Path,
+    ) -> (AttemptTests, Vec<TestPanics>) {
         let read = |name: &str| std::fs::read_to_string(prepared.scratch.join(name)).unwrap_or_default();
+        let panics_shown = matches!(self.runner, SuiteRunner::Libtest { show_output: true, .. });
+        let mut hidden = Vec::new();
         let mut order = req.tests.clone();
         let count = match req.role {
             Role::Repeat | Role::RepeatAll => 2,
@@ -323,7 +336,11 @@ impl SuiteSetup {
                 let subject = req.subject.clone().unwrap_or_default();
                 let failed = reproducer_failed(self.framework(), &subject, output);
                 let outcome = if failed { TestOutcome::Fail } else { TestOutcome::Pass };
-                vec![TestResult { id: subject, outcome, message: None }]
+                let mut results = vec![TestResult { id: subject, outcome, message: None }];
+                if panics_shown {
+                    hidden = fail_by_panics(&mut results, output, source);
+                }
+                results
             }
             (SuiteRunner::Pytest { .. }, _) => {
                 let run = pytestlog::pytest_results(&read(RESULTS_FILE));
@@ -350,7 +367,8 @@ impl SuiteSetup {
                 run.results
             }
             (SuiteRunner::Libtest { .. }, _) => {
-                let mut results = libtest::libtest_results(&read(OUTPUT_FILE), &self.selection);
+                let text = read(OUTPUT_FILE);
+                let mut results = libtest::libtest_results(&text, &self.selection);
                 // libtest exits 101 when a test failed: a failure read from a run that exited 0
                 // was printed by a test itself.
                 if attempt.exit_code == Some(0) {
@@ -358,6 +376,9 @@ impl SuiteSetup {
                     // it printed.
                     doubtful = failed_top_level(&results, &[TestOutcome::Fail], |id| id);
                     results.retain(|r| !doubtful.contains(&r.id));
+                }
+                if panics_shown {
+                    hidden = fail_by_panics(&mut results, &text, source);
                 }
                 results
             }
@@ -426,7 +447,7 @@ impl SuiteSetup {
                         None => why,
                     }
                 });
-        AttemptTests {
+        let tests = AttemptTests {
             role: req.role,
             subject: req.subject.clone(),
             order,
@@ -437,7 +458,8 @@ impl SuiteSetup {
             incomplete,
             failed_otherwise,
             strategy: req.strategy,
-        }
+        };
+        (tests, hidden)
     }
 
     /// The top-level tests a run of `req` must report: the selection for a shuffled attempt of
@@ -475,6 +497,23 @@ fn failed_top_level(results: &[TestResult], outcomes: &[TestOutcome], top: fn(&s
         }
     }
     out
+}
+
+/// The panics of other threads that libtest's `output` shows of the passing tests of
+/// `results`, each of which then fails with the panic as its message (as a Go test the leak
+/// check fails): the failure the exit status hid is the test's.
+fn fail_by_panics(results: &mut [TestResult], output: &str, source: &Path) -> Vec<TestPanics> {
+    let mut found = crate::checks::rust::panics(output, source);
+    found.retain(|f| {
+        let Some(r) = results.iter_mut().find(|r| r.id == f.test) else { return false };
+        if r.outcome != TestOutcome::Pass {
+            return false;
+        }
+        r.outcome = TestOutcome::Fail;
+        r.message = Some(f.summary.clone());
+        true
+    });
+    found
 }
 
 /// How an attempt's process ended, in words after "the process": `was killed by SIGSEGV`,
@@ -635,7 +674,7 @@ mod tests {
             "{\"Action\":\"run\",\"Test\":\"TestV\"}\n{\"Action\":\"fail\",\"Test\":\"TestV\"}\n",
         )
         .unwrap();
-        let got = s.results(&alone, &p, &ended(Some(1), None), "");
+        let (got, _) = s.results(&alone, &p, &ended(Some(1), None), "", Path::new("."));
         assert_eq!(got.tests[0].outcome, TestOutcome::Fail);
         assert!(got.unreported.is_empty() && got.incomplete.is_none());
         assert!(!dir.path().join("scratch/6").exists(), "the scratch directory is removed");
@@ -666,7 +705,7 @@ mod tests {
             "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n{\"start\": \"b.py::test_v\"}\n",
         )
         .unwrap();
-        let got = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "");
+        let (got, _) = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "", Path::new("."));
         let outcomes: Vec<(&str, TestOutcome)> = got.tests.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
         assert_eq!(outcomes, [("a.py::test_p", TestOutcome::Pass), ("b.py::test_v", TestOutcome::Error)]);
         assert_eq!(got.tests[1].message.as_deref(), Some("the process was killed by SIGSEGV while this test ran"));
@@ -680,7 +719,7 @@ mod tests {
         let p = s.prepare(&req, 4, Path::new("/plugins")).unwrap();
         let mut usage = ended(Some(4), None);
         usage.stderr_tail = "ERROR: file or directory not found: a.py::test_p\n\n".into();
-        let got = s.results(&req, &p, &usage, "");
+        let (got, _) = s.results(&req, &p, &usage, "", Path::new("."));
         assert_eq!(got.unreported.len(), 3);
         assert_eq!(
             got.incomplete.as_deref(),
@@ -696,14 +735,20 @@ mod tests {
             "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n",
         )
         .unwrap();
-        let got = s.results(&Request { tests: vec!["a.py::test_p".into()], ..req }, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(
+            &Request { tests: vec!["a.py::test_p".into()], ..req },
+            &p,
+            &ended(Some(0), None),
+            "",
+            Path::new("."),
+        );
         assert!(got.unreported.is_empty() && got.incomplete.is_none(), "{got:?}");
     }
 
     #[test]
     fn a_rust_run_that_exited_zero_midway_and_failures_it_could_not_have_had() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into() });
+        let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into(), show_output: false });
         s.files = dir.path().to_owned();
         s.selection = vec!["t::a".into(), "t::b".into(), "t::c".into()];
         let req = s.shuffled(1, 0);
@@ -711,7 +756,7 @@ mod tests {
         // `std::process::exit(0)` in t::b: its status never came, t::c never ran.
         std::fs::write(dir.path().join("scratch/1/stdout"), "running 3 tests\ntest t::a ... ok\ntest t::b ... ")
             .unwrap();
-        let got = s.results(&req, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("."));
         assert_eq!(got.tests[1].outcome, TestOutcome::Error);
         assert_eq!(got.unreported, ["t::c"]);
         assert!(got.incomplete.unwrap().starts_with("the process exited with code 0 while t::b ran"));
@@ -719,9 +764,41 @@ mod tests {
         let p = s.prepare(&req, 2, Path::new("/plugins")).unwrap();
         let forged = "test t::a ... FAILED\ntest t::a ... ok\ntest t::b ... FAILED\ntest t::c ... ok\n";
         std::fs::write(dir.path().join("scratch/2/stdout"), forged).unwrap();
-        let got = s.results(&req, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("."));
         assert_eq!(got.tests.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["t::a", "t::c"]);
         assert_eq!(got.unreported, ["t::b"]);
         assert!(got.incomplete.unwrap().contains("yet its output reads as failures of t::b"));
+    }
+
+    #[test]
+    fn a_passing_rust_test_whose_thread_panicked_fails_when_its_output_is_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = "running 2 tests\ntest t::a ... ok\ntest t::b ... ok\n\nsuccesses:\n\n---- t::a stdout ----\n\
+                      thread '<unnamed>' (9) panicked at src/lib.rs:4:9:\nlost update\n\n\nsuccesses:\n    t::a\n    t::b\n\n\
+                      test result: ok. 2 passed; 0 failed\n";
+        for show_output in [true, false] {
+            let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into(), show_output });
+            s.files = dir.path().join(show_output.to_string());
+            s.selection = vec!["t::a".into(), "t::b".into()];
+            let req = s.shuffled(1, 0);
+            let p = s.prepare(&req, 1, Path::new("/plugins")).unwrap();
+            assert_eq!(p.invocation.argv.iter().any(|a| a == "--show-output"), show_output);
+            std::fs::write(s.files.join("scratch/1/stdout"), output).unwrap();
+            let (got, panics) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("/nonexistent"));
+            let outcomes: Vec<TestOutcome> = got.tests.iter().map(|r| r.outcome).collect();
+            if show_output {
+                assert_eq!(outcomes, [TestOutcome::Fail, TestOutcome::Pass]);
+                assert_eq!(
+                    got.tests[0].message.as_deref(),
+                    Some("thread '<unnamed>' panicked at src/lib.rs:4:9: lost update")
+                );
+                assert_eq!(panics.len(), 1);
+                assert_eq!(panics[0].test, "t::a");
+                assert!(got.incomplete.is_none(), "{got:?}");
+            } else {
+                assert_eq!(outcomes, [TestOutcome::Pass, TestOutcome::Pass], "the check is off");
+                assert!(panics.is_empty());
+            }
+        }
     }
 }
