@@ -76,7 +76,6 @@ impl Session {
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
         let checks = crate::checks::CheckRun::new(
             manifest.plan.checks,
-            manifest.target.looks_like_python(),
             manifest.target.dir.as_deref().unwrap_or(std::path::Path::new(".")),
         )
         .map_err(|e| HuntError::io("cannot create the checks' directory", e))?;

@@ -65,15 +65,16 @@ pub struct CheckRun {
 }
 
 impl CheckRun {
-    /// The checks of a plan, with their directory; none when no check is on. A `python` target
-    /// gets the thread check's hook; `source` is where the target runs (its sources are found
-    /// from there).
-    pub fn new(checks: Checks, python: bool, source: &Path) -> std::io::Result<Option<Self>> {
+    /// The checks of a plan, with their directory; none when no check is on. The thread check of
+    /// exceptions puts its hook on the attempts' `PYTHONPATH` (the plan has it on only for a
+    /// target that is Python or may start it); `source` is where the target runs (its sources
+    /// are found from there).
+    pub fn new(checks: Checks, source: &Path) -> std::io::Result<Option<Self>> {
         if checks.is_none() {
             return Ok(None);
         }
         let dir = tempfile::Builder::new().prefix("flakehunt-checks-").tempdir()?;
-        let python_hook = match checks.thread_exceptions && python {
+        let python_hook = match checks.thread_exceptions {
             true => {
                 let hook = dir.path().join("python");
                 python::write_hook(&hook)?;

@@ -189,7 +189,11 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
                 Some((target, adapter, built)) => (target, Some(adapter), built),
                 None => {
                     let target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, kind)?;
-                    let built = crate::kind::adapter::Built::of_command(&target, spec.asked_checks());
+                    let built = crate::kind::adapter::Built::of_command(
+                        &target,
+                        spec.asked_checks(),
+                        spec.settings.checks.threads == Some(true),
+                    );
                     (target, None, built)
                 }
             };

@@ -21,12 +21,21 @@ pub struct Built {
 
 impl Built {
     /// What applies of `asked` to a command given as it is: the thread check, when it looks
-    /// like Python (its hook is loaded by the interpreter; a command that is not one is not
-    /// checked; a Rust test binary is checked through `--cargo-test`, which runs it with the
-    /// option that shows its threads' panics).
-    pub fn of_command(target: &Target, asked: Checks) -> Self {
-        let thread_exceptions = asked.thread_exceptions && target.looks_like_python();
-        Self { checks: Checks { thread_exceptions, ..Checks::default() }, note: None }
+    /// like Python, or when `--thread-check` was `given` for a command that may start Python
+    /// (`make test`, a shell script): its hook is loaded by any Python interpreter the command
+    /// starts, through `PYTHONPATH`, and does nothing to anything else. A Rust test binary is
+    /// checked through `--cargo-test`, which runs it with the option that shows its threads'
+    /// panics.
+    pub fn of_command(target: &Target, asked: Checks, given: bool) -> Self {
+        let python = target.looks_like_python();
+        let thread_exceptions = asked.thread_exceptions && (python || given);
+        let note = (thread_exceptions && !python).then(|| {
+            format!(
+                "--thread-check: {} does not look like Python: the thread check's hooks are on PYTHONPATH for any Python it starts, and nothing else is checked",
+                target.display()
+            )
+        });
+        Self { checks: Checks { thread_exceptions, ..Checks::default() }, note }
     }
 }
 

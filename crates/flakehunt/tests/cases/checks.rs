@@ -320,6 +320,31 @@ fn an_exception_that_ends_a_scripts_thread_fails_the_attempt_cold_and_warm_named
 }
 
 #[test]
+fn thread_check_given_for_a_command_that_starts_python_checks_the_python_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/python", dir.path());
+    // A script that starts Python, as `make test` would: nothing in the command says Python.
+    std::fs::write(project.join("run-tests"), "exec python3 thread_raises.py 3\n").unwrap();
+    let script = ["--", "sh", "run-tests"];
+    // Given: the hooks reach the Python the shell starts; said once, with the command.
+    let args = [&["--profiles", "default", "--runs", "6", "--thread-check"][..], &script[..]].concat();
+    let ran = hunt(&project, "sweep", &args, &[]);
+    assert_eq!(ran.summary["failures"], 2, "{}", ran.stderr);
+    assert_eq!(
+        signatures(&ran.summary),
+        [("exit 0: exception in a thread: ValueError at thread_raises.py:17 in work".to_owned(), 2)]
+    );
+    assert_eq!(ran.stderr.matches("does not look like Python: the thread check's hooks are on PYTHONPATH").count(), 1);
+    assert!(ran.stderr.contains("--thread-check: sh run-tests does not look like Python"), "{}", ran.stderr);
+    // Not given, where the check is on by default (hunt), or off (sweep): such a command is not
+    // checked, as before.
+    let args = [&["--profiles", "default", "--runs", "6"][..], &script[..]].concat();
+    let ran = hunt(&project, "sweep", &args, &[]);
+    assert_eq!(ran.summary["failures"], 0, "{}", ran.stderr);
+    assert!(ran.manifest["plan"]["checks"].get("thread_exceptions").is_none());
+}
+
+#[test]
 fn an_unraisable_exception_fails_the_attempt_named_where_raised() {
     let dir = tempfile::tempdir().unwrap();
     let project = copy_fixture("checks/python", dir.path());
