@@ -8,6 +8,7 @@ pub mod analyse;
 pub mod bisect;
 pub mod classify;
 pub mod collect;
+mod go_state;
 pub mod gotest;
 mod hunt;
 pub mod libtest;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::TestId;
-pub use crate::schema::suite::{FingerprintCost, StateDiff, StateFinding};
+pub use crate::schema::suite::{Cleanup, FingerprintCost, StateDiff, StateFinding};
 
 /// The plugin's source.
 pub const PLUGIN_SOURCE: &str = include_str!("flakehunt_state.py");
@@ -30,22 +30,84 @@ pub fn write_plugin(dir: &Path) -> io::Result<PathBuf> {
     Ok(path)
 }
 
+/// What a state search is about: which tests ran before the test, and what is searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Against {
+    /// A victim after its polluters: the state whose restoration makes it pass.
+    Polluters,
+    /// A brittle test after its state-setters: the state whose setting makes it pass.
+    StateSetters,
+    /// A non-idempotent test after its own first run: the state whose restoration makes its
+    /// second run pass.
+    FirstRun,
+}
+
 /// What the plugin is asked: the test, the tests that ran before it, and where to answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct StateRequest {
     /// The victim (or the brittle test).
     pub victim: TestId,
-    /// Its polluters (or state-setters), in the order they run.
+    /// Its polluters (or state-setters; a non-idempotent test's: itself), in the order they run.
     pub polluters: Vec<TestId>,
     /// An order-dependent brittle test: find the state whose setting makes it pass.
     pub brittle: bool,
+    /// A non-idempotent test: its polluter is its own first run.
+    pub repeat: bool,
     /// Confirmations of the smallest state.
     pub runs: u32,
     /// The trials' limit.
     pub max_trials: u32,
     /// The answer's file.
     pub out: PathBuf,
+    /// Check a cleanup instead of searching: the run loads it as a plugin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckRequest>,
 }
+
+impl StateRequest {
+    /// The search for `victim` (a raw id) after `polluters`, answered into `out`.
+    pub fn search(victim: TestId, polluters: Vec<TestId>, against: Against, out: PathBuf) -> Self {
+        let polluters = if against == Against::FirstRun { vec![victim.clone()] } else { polluters };
+        Self {
+            victim,
+            polluters,
+            brittle: against == Against::StateSetters,
+            repeat: against == Against::FirstRun,
+            runs: CONFIRMATIONS,
+            max_trials: MAX_TRIALS,
+            out,
+            check: None,
+        }
+    }
+
+    /// The tests the run gives pytest, in order: the polluters then the victim (a
+    /// non-idempotent test once: the plugin runs it twice).
+    pub fn order(&self) -> Vec<TestId> {
+        let mut order = self.polluters.clone();
+        if !self.repeat {
+            order.push(self.victim.clone());
+        }
+        order
+    }
+}
+
+/// A cleanup's check: the polluters and the victim run `runs` times, each in a fork of a
+/// process that collected with the cleanup's module loaded as a plugin and its fixture put on
+/// `apply_to` (as `@pytest.mark.usefixtures` would).
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckRequest {
+    /// The fixture.
+    pub fixture: String,
+    /// The tests (raw ids) it is applied to.
+    pub apply_to: Vec<TestId>,
+    /// Runs that must all pass.
+    pub runs: u64,
+    /// The polluters that failed without the cleanup, which may fail with it too.
+    pub polluters_failed: Vec<TestId>,
+}
+
+/// The module name the cleanup under check is loaded by (`-p flakehunt_cleanup`).
+pub const CLEANUP_MODULE: &str = "flakehunt_cleanup";
 
 impl StateDiff {
     /// Its values as they may be written: a secret-named variable's or attribute's
@@ -59,6 +121,34 @@ impl StateDiff {
         }
         crate::redact::in_place(&mut self.path);
     }
+}
+
+/// The cleanup the plugin wrote, or why it could write none.
+#[derive(Debug, Deserialize)]
+struct AnswerCleanup {
+    #[serde(default)]
+    fixture: String,
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    apply_to: Vec<TestId>,
+    #[serde(default)]
+    conftest: String,
+    #[serde(default)]
+    none: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// A cleanup's check as the plugin ran it.
+#[derive(Debug, Deserialize)]
+struct CheckAnswer {
+    passed: u64,
+    runs: u64,
+    #[serde(default)]
+    why: Option<String>,
+    #[serde(default)]
+    seconds: Option<f64>,
 }
 
 /// What the plugin wrote.
@@ -78,39 +168,60 @@ struct Answer {
     trials: u32,
     #[serde(default)]
     cost: Option<FingerprintCost>,
+    #[serde(default)]
+    cleanup: Option<AnswerCleanup>,
+    #[serde(default)]
+    polluters_failed: Vec<TestId>,
+    #[serde(default)]
+    check: Option<CheckAnswer>,
 }
 
 impl StateFinding {
-    /// The finding as it may be written (unless `--no-redact`): the values of its state and its
-    /// verdict with their secrets redacted (the test ids are written ones already).
+    /// The finding as it may be written (unless `--no-redact`): the values of its state, its
+    /// verdict and its cleanup's code with their secrets redacted (the test ids are written
+    /// ones already).
     pub fn redact(&mut self) {
+        let whole: Vec<String> = self
+            .state
+            .iter()
+            .filter_map(|d| {
+                let mut redacted = d.clone();
+                redacted.redact();
+                let after = d.after.as_deref()?.trim_matches(|c| c == '\'' || c == '"');
+                (redacted.after.as_deref() == Some(crate::redact::REDACTED)
+                    && !after.is_empty()
+                    && after != crate::redact::REDACTED)
+                    .then(|| after.to_owned())
+            })
+            .collect();
         self.state.iter_mut().for_each(StateDiff::redact);
         if let Some(v) = &mut self.verdict {
             crate::redact::in_place(v);
         }
+        if let Some(c) = &mut self.cleanup {
+            // A brittle test's cleanup sets the value itself: a secret-named one is redacted
+            // whole there too.
+            for value in &whole {
+                c.code = c.code.replace(value.as_str(), crate::redact::REDACTED);
+            }
+            crate::redact::in_place(&mut c.code);
+            if let Some(v) = &mut c.verdict {
+                crate::redact::in_place(v);
+            }
+        }
     }
 
-    /// The finding the plugin's answer `text` gives for `req` (ids as written: `test`,
-    /// `polluters`); a run that wrote none (it timed out, pytest could not start) is
-    /// `unanswered`, said as the verdict.
+    /// The finding the plugin's answer `text` gives for `test` after `polluters` (ids as
+    /// written); a run that wrote none (it timed out, pytest could not start) is `unanswered`,
+    /// said as the verdict. A cleanup the plugin wrote is kept unproved, for [`Self::checked`].
     pub fn from_answer(
         test: TestId,
         polluters: Vec<TestId>,
-        brittle: bool,
+        against: Against,
         text: Option<&str>,
         unanswered: &str,
     ) -> Self {
-        let mut finding = Self {
-            test,
-            polluters,
-            brittle,
-            state: Vec::new(),
-            confirmed: None,
-            verdict: None,
-            different: 0,
-            trials: 0,
-            cost: None,
-        };
+        let mut finding = Self::empty(test, polluters, against);
         let answer = match text.map(serde_json::from_str::<Answer>) {
             Some(Ok(a)) => a,
             Some(Err(e)) => {
@@ -137,6 +248,7 @@ impl StateFinding {
         if confirmed.is_some() {
             finding.state = answer.state;
             finding.confirmed = confirmed;
+            finding.cleanup = answer.cleanup.map(|c| finding.cleanup_of(c));
         }
         finding.different = answer.different;
         finding.trials = answer.trials;
@@ -144,11 +256,141 @@ impl StateFinding {
         finding
     }
 
+    /// A finding of nothing yet about `test` after `polluters` (a non-idempotent test's: itself).
+    fn empty(test: TestId, polluters: Vec<TestId>, against: Against) -> Self {
+        let polluters = if against == Against::FirstRun { vec![test.clone()] } else { polluters };
+        Self {
+            test,
+            polluters,
+            brittle: against == Against::StateSetters,
+            state: Vec::new(),
+            confirmed: None,
+            verdict: None,
+            different: 0,
+            trials: 0,
+            cost: None,
+            repeated: against == Against::FirstRun,
+            examined: None,
+            cleanup: None,
+        }
+    }
+
+    /// A finding about the process-level state alone (a Go test's), to be filled in.
+    pub fn process(test: TestId, polluters: Vec<TestId>, against: Against) -> Self {
+        Self { examined: Some(PROCESS.into()), ..Self::empty(test, polluters, against) }
+    }
+
+    /// The written cleanup, not proved yet; its tests as written (the plugin names them raw).
+    fn cleanup_of(&self, c: AnswerCleanup) -> Cleanup {
+        let unproved = |verdict: String| Cleanup {
+            fixture: String::new(),
+            code: String::new(),
+            conftest: String::new(),
+            apply_to: Vec::new(),
+            rate_from: None,
+            needed: 0,
+            checked: None,
+            proved: false,
+            verdict: Some(verdict),
+            seconds: None,
+        };
+        if let Some(why) = c.none {
+            return unproved(format!("no fixture can do it: {why}"));
+        }
+        if let Some(e) = c.error.filter(|_| c.code.is_empty()) {
+            return unproved(format!("its code could not be written: {e}"));
+        }
+        let apply_to = if self.brittle || self.repeated { vec![self.test.clone()] } else { self.polluters.clone() };
+        Cleanup {
+            fixture: c.fixture,
+            code: c.code,
+            conftest: c.conftest,
+            apply_to,
+            verdict: Some("not checked".into()),
+            ..unproved(String::new())
+        }
+    }
+
+    /// The check of the cleanup in the search's answer `search`, `needed` runs; none when the
+    /// search wrote no cleanup.
+    pub fn check_request(search: &str, needed: u64) -> Option<CheckRequest> {
+        let answer: Answer = serde_json::from_str(search).ok()?;
+        let c = answer.cleanup.filter(|c| !c.code.is_empty())?;
+        Some(CheckRequest {
+            fixture: c.fixture,
+            apply_to: c.apply_to,
+            runs: needed,
+            polluters_failed: answer.polluters_failed,
+        })
+    }
+
+    /// The cleanup's code in the search's answer `search`, as the check's plugin module is
+    /// written from it (unredacted).
+    pub fn written_code(search: &str) -> Option<String> {
+        let answer: Answer = serde_json::from_str(search).ok()?;
+        answer.cleanup.map(|c| c.code).filter(|c| !c.is_empty())
+    }
+
+    /// The number of runs the cleanup's check needs, from the test's reproducer checks
+    /// (`failures` of `runs`): the lower end of their Wilson 95 % interval ruled out at 99 %,
+    /// as `verify` counts (`kind::verify::attempts`); none when they never failed.
+    pub fn runs_needed(failures: u64, runs: u64) -> Option<u64> {
+        use crate::analysis::stats;
+        let (low, _) = stats::wilson(failures, runs, stats::Z95);
+        (failures > 0 && low > 0.0)
+            .then(|| stats::attempts_to_detect(low, crate::schema::verify::DEFAULT_LEVEL / 100.0))
+    }
+
+    /// Records the check of the cleanup: the plugin's answer `text` (none: `unanswered`), for
+    /// `needed` runs from the reproducer checks `rate_from`.
+    pub fn checked(&mut self, rate_from: [u64; 2], needed: u64, text: Option<&str>, unanswered: &str) {
+        let Some(c) = self.cleanup.as_mut().filter(|c| !c.code.is_empty()) else { return };
+        c.rate_from = Some(rate_from);
+        c.needed = needed;
+        let answer = match text.map(serde_json::from_str::<Answer>) {
+            Some(Ok(Answer { check: Some(check), .. })) => check,
+            Some(Ok(Answer { error: Some(e), .. })) => {
+                c.verdict = Some(format!("its check failed: {e}"));
+                return;
+            }
+            Some(Ok(_)) => {
+                c.verdict = Some("its check gave no result".into());
+                return;
+            }
+            Some(Err(e)) => {
+                c.verdict = Some(format!("its check's answer could not be read: {e}"));
+                return;
+            }
+            None => {
+                c.verdict = Some(unanswered.to_owned());
+                return;
+            }
+        };
+        c.checked = Some([answer.passed, answer.runs]);
+        c.seconds = answer.seconds;
+        c.proved = answer.runs == needed && answer.passed == needed && answer.why.is_none();
+        c.verdict = if c.proved {
+            None
+        } else {
+            Some(answer.why.unwrap_or_else(|| format!("{} of {needed} runs passed with it", answer.passed)))
+        };
+    }
+
+    /// A cleanup that cannot be checked, and why.
+    pub fn unchecked(&mut self, why: String) {
+        if let Some(c) = self.cleanup.as_mut().filter(|c| !c.code.is_empty()) {
+            c.verdict = Some(why);
+        }
+    }
+
     /// The finding in the user's words: "`V` fails after `P` because that test leaves
     /// `mod.X = True` (was `False`); restoring it makes `V` pass (2/2)", or why no state is named.
     pub fn sentence(&self) -> String {
         let culprits = self.polluters.join(" + ");
         let that = if self.polluters.len() == 1 { "that test" } else { "those tests" };
+        if self.examined.as_deref() == Some(PROCESS) {
+            return self.process_sentence(&culprits);
+        }
         let Some([passed, runs]) = self.confirmed.filter(|_| !self.state.is_empty()) else {
             let why = self.verdict.as_deref().unwrap_or("no state found");
             return format!("{}: no state named ({why})", self.test);
@@ -156,21 +398,91 @@ impl StateFinding {
         let pieces: Vec<String> = self.state.iter().map(describe).collect();
         let pieces = pieces.join(" and ");
         let it = if self.state.len() == 1 { "it" } else { "them" };
+        let name = short_name(&self.test);
         if self.brittle {
             format!(
-                "{} passes after {culprits} because {that} sets {pieces}; setting {it} makes {} pass alone ({passed}/{runs})",
-                self.test,
-                short_name(&self.test)
+                "{} passes after {culprits} because {that} sets {pieces}; setting {it} makes {name} pass alone ({passed}/{runs})",
+                self.test
+            )
+        } else if self.repeated {
+            format!(
+                "{} fails when it runs again in the process because its first run leaves {pieces}; restoring {it} makes its second run pass ({passed}/{runs})",
+                self.test
             )
         } else {
             format!(
-                "{} fails after {culprits} because {that} leaves {pieces}; restoring {it} makes {} pass ({passed}/{runs})",
-                self.test,
-                short_name(&self.test)
+                "{} fails after {culprits} because {that} leaves {pieces}; restoring {it} makes {name} pass ({passed}/{runs})",
+                self.test
             )
         }
     }
+
+    /// A Go test's finding: what differs in the process after its polluters, said as no more
+    /// than that.
+    fn process_sentence(&self, culprits: &str) -> String {
+        let after = if self.repeated {
+            "after its first run".to_owned()
+        } else if self.brittle {
+            format!("after its state-setters {culprits}")
+        } else {
+            format!("after {culprits}")
+        };
+        let unexamined = "in-memory state (package variables) is not examined for Go tests";
+        if let Some(why) = &self.verdict {
+            return format!("{}: no process-level state named ({why}); {unexamined}", self.test);
+        }
+        if self.state.is_empty() {
+            return format!(
+                "{}: no process-level state (environment, working directory, files in TMPDIR and the package's directory) differs {after}; {unexamined}",
+                self.test
+            );
+        }
+        let pieces: Vec<String> = self.state.iter().map(describe).collect();
+        format!(
+            "{}: {after}, the process's {} differ{}: {}; whether the test trips over {} is not checked, and {unexamined}",
+            self.test,
+            if self.state.len() == 1 { "state" } else { "states" },
+            if self.state.len() == 1 { "s" } else { "" },
+            pieces.join(" and "),
+            if self.state.len() == 1 { "it" } else { "them" },
+        )
+    }
+
+    /// The cleanup in the user's words: where the proved fixture goes and what its check ran,
+    /// or why none is proved; none when the search named no state.
+    pub fn cleanup_sentence(&self) -> Option<String> {
+        let c = self.cleanup.as_ref()?;
+        if !c.proved {
+            let why = c.verdict.as_deref().unwrap_or("not checked");
+            let named = if c.fixture.is_empty() { String::new() } else { format!(" ({})", c.fixture) };
+            return Some(format!("no cleanup proved{named}: {why}"));
+        }
+        let [passed, runs] = c.checked.unwrap_or_default();
+        let name = short_name(&self.test);
+        let ran = if self.brittle {
+            format!("{name} alone")
+        } else if self.repeated {
+            format!("{name} run twice in one process")
+        } else {
+            format!("{} then {name}", self.polluters.join(" + "))
+        };
+        let rate =
+            c.rate_from.map_or_else(String::new, |[f, n]| format!(", what rules out its reproducer's {f}/{n} at 99 %"));
+        let targets = c.apply_to.join(", ");
+        Some(format!(
+            "cleanup, proved: with it in place, {ran} passed {passed} of {runs} runs{rate}; add it to {} and @pytest.mark.usefixtures(\"{}\") to {targets}:",
+            c.conftest, c.fixture
+        ))
+    }
+
+    /// The proved cleanup's code; none when it is not proved (it is printed only then).
+    pub fn cleanup_code(&self) -> Option<&str> {
+        self.cleanup.as_ref().filter(|c| c.proved).map(|c| c.code.as_str())
+    }
 }
+
+/// [`StateFinding::examined`] of a finding that looked at the process-level state alone.
+pub const PROCESS: &str = "process";
 
 /// `path = after (was before)`, with an absent value said as such.
 fn describe(d: &StateDiff) -> String {
@@ -210,7 +522,7 @@ mod tests {
     #[test]
     fn a_secret_named_state_is_redacted_whole_and_others_keep_what_is_not_secret() {
         let diff = |path: &str, after: &str| diff(path, None, Some(after));
-        let mut finding = StateFinding::from_answer("v".into(), vec!["p".into()], false, None, "none");
+        let mut finding = StateFinding::from_answer("v".into(), vec!["p".into()], Against::Polluters, None, "none");
         finding.state = vec![
             diff("os.environ['DEPLOY_API_TOKEN']", "'plain-looking-value'"),
             diff("settings.SECRET_KEY", "'abc'"),
@@ -237,7 +549,7 @@ mod tests {
         let f = StateFinding::from_answer(
             "tests/test_v.py::test_x".into(),
             vec!["tests/test_p.py::test_y".into()],
-            false,
+            Against::Polluters,
             Some(answer),
             "-",
         );
@@ -252,7 +564,7 @@ mod tests {
     #[test]
     fn a_state_confirmed_once_of_twice_is_not_named() {
         let answer = r#"{"state": [{"path": "m.X", "kind": "module global", "before": "0", "after": "1"}], "confirmed": [1, 2]}"#;
-        let f = StateFinding::from_answer("t::v".into(), vec!["t::p".into()], false, Some(answer), "-");
+        let f = StateFinding::from_answer("t::v".into(), vec!["t::p".into()], Against::Polluters, Some(answer), "-");
         assert!(f.state.is_empty());
         assert_eq!(
             f.sentence(),
@@ -262,10 +574,16 @@ mod tests {
 
     #[test]
     fn no_answer_and_errors_say_why() {
-        let f = StateFinding::from_answer("t::v".into(), vec![], false, None, "the state search timed out");
-        assert_eq!(f.sentence(), "t::v: no state named (the state search timed out)");
         let f =
-            StateFinding::from_answer("t::v".into(), vec![], false, Some(r#"{"error": "not collected: t::v"}"#), "-");
+            StateFinding::from_answer("t::v".into(), vec![], Against::Polluters, None, "the state search timed out");
+        assert_eq!(f.sentence(), "t::v: no state named (the state search timed out)");
+        let f = StateFinding::from_answer(
+            "t::v".into(),
+            vec![],
+            Against::Polluters,
+            Some(r#"{"error": "not collected: t::v"}"#),
+            "-",
+        );
         assert_eq!(f.verdict.as_deref(), Some("the state search failed: not collected: t::v"));
     }
 
@@ -281,6 +599,9 @@ mod tests {
             different: 2,
             trials: 4,
             cost: None,
+            repeated: false,
+            examined: None,
+            cleanup: None,
         };
         assert_eq!(
             f.sentence(),
