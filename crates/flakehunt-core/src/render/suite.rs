@@ -277,8 +277,8 @@ mod tests {
         assert_eq!(
             below,
             "b.py::test_v fails after a.py::test_p because that test leaves m.X = 1 (was 0); restoring it makes test_v pass (2/2)\n  \
-             cleanup, proved: with it in place, a.py::test_p then test_v passed 11 of 11 runs, what rules out its \
-             reproducer's 2/2 at 99 %; add it to conftest.py and @pytest.mark.usefixtures(\"restore_m_X\") to a.py::test_p:\n    \
+             cleanup, proved: with it in place, a.py::test_p then test_v passed 11 of 11 runs (enough to rule out, \
+             at 99 %, the failure rate of its reproducer's checks, 2 of 2); add it to conftest.py and @pytest.mark.usefixtures(\"restore_m_X\") to a.py::test_p:\n    \
              import pytest\n\n\n    @pytest.fixture\n    def restore_m_X():\n        import m\n\n        saved_x = m.X\n        \
              yield\n        m.X = saved_x\n"
         );

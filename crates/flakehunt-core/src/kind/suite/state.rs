@@ -420,31 +420,30 @@ impl StateFinding {
     /// A Go test's finding: what differs in the process after its polluters, said as no more
     /// than that.
     fn process_sentence(&self, culprits: &str) -> String {
-        let after = if self.repeated {
-            "after its first run".to_owned()
-        } else if self.brittle {
-            format!("after its state-setters {culprits}")
-        } else {
-            format!("after {culprits}")
-        };
         let unexamined = "in-memory state (package variables) is not examined for Go tests";
         if let Some(why) = &self.verdict {
             return format!("{}: no process-level state named ({why}); {unexamined}", self.test);
         }
+        let after = if self.repeated { "its first run".to_owned() } else { culprits.to_owned() };
         if self.state.is_empty() {
             return format!(
-                "{}: no process-level state (environment, working directory, files in TMPDIR and the package's directory) differs {after}; {unexamined}",
+                "{}: no process-level state (environment, working directory, files in TMPDIR and the package's directory) differs after {after}; {unexamined}",
                 self.test
             );
         }
+        let one = self.polluters.len() == 1;
+        let does = if self.repeated {
+            format!("{} fails when it runs again in the process; its first run leaves", self.test)
+        } else if self.brittle {
+            format!("{} passes after {culprits}, which {}", self.test, if one { "sets" } else { "set" })
+        } else {
+            format!("{} fails after {culprits}, which {}", self.test, if one { "leaves" } else { "leave" })
+        };
         let pieces: Vec<String> = self.state.iter().map(describe).collect();
+        let it = if self.state.len() == 1 { "that is" } else { "those are" };
         format!(
-            "{}: {after}, the process's {} differ{}: {}; whether the test trips over {} is not checked, and {unexamined}",
-            self.test,
-            if self.state.len() == 1 { "state" } else { "states" },
-            if self.state.len() == 1 { "s" } else { "" },
-            pieces.join(" and "),
-            if self.state.len() == 1 { "it" } else { "them" },
+            "{does} {} in the process; whether {it} what it trips over is not checked (for Go tests only the process-level state is compared, and none is put back), and {unexamined}",
+            pieces.join(" and ")
         )
     }
 
@@ -466,8 +465,9 @@ impl StateFinding {
         } else {
             format!("{} then {name}", self.polluters.join(" + "))
         };
-        let rate =
-            c.rate_from.map_or_else(String::new, |[f, n]| format!(", what rules out its reproducer's {f}/{n} at 99 %"));
+        let rate = c.rate_from.map_or_else(String::new, |[f, n]| {
+            format!(" (enough to rule out, at 99 %, the failure rate of its reproducer's checks, {f} of {n})")
+        });
         let targets = c.apply_to.join(", ");
         Some(format!(
             "cleanup, proved: with it in place, {ran} passed {passed} of {runs} runs{rate}; add it to {} and @pytest.mark.usefixtures(\"{}\") to {targets}:",

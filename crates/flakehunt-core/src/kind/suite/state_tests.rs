@@ -411,9 +411,9 @@ fn go_process_state_is_named_kind_by_kind_and_in_memory_state_is_said_to_be_unex
     assert_eq!(f.examined.as_deref(), Some("process"));
     assert_eq!(
         f.sentence(),
-        "TestEnvVictim: after TestSetsEnv, the process's state differs: os.Getenv(\"GOSTATE_MODE\") = \"fast\" (was \
-         not there); whether the test trips over it is not checked, and in-memory state (package variables) is not \
-         examined for Go tests"
+        "TestEnvVictim fails after TestSetsEnv, which leaves os.Getenv(\"GOSTATE_MODE\") = \"fast\" (was not there) in \
+         the process; whether that is what it trips over is not checked (for Go tests only the process-level state is \
+         compared, and none is put back), and in-memory state (package variables) is not examined for Go tests"
     );
     assert_eq!(f.cleanup_sentence(), None, "no cleanup is offered for Go");
 
@@ -441,7 +441,12 @@ fn go_process_state_is_named_kind_by_kind_and_in_memory_state_is_said_to_be_unex
     // A non-idempotent test against its own first run.
     let (f, _dir) = go_search("TestCountsInEnv", &[], Against::FirstRun);
     assert_eq!(pieces(&f), [("os.Getenv(\"GOSTATE_RUNS\")", "environment variable", None, Some("\"x\""))], "{f:?}");
-    assert!(f.sentence().starts_with("TestCountsInEnv: after its first run, the process's state differs"), "{f:?}");
+    assert!(
+        f.sentence().starts_with(
+            "TestCountsInEnv fails when it runs again in the process; its first run leaves os.Getenv(\"GOSTATE_RUNS\") = \"x\""
+        ),
+        "{f:?}"
+    );
 }
 
 #[test]
