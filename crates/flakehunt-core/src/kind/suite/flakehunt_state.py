@@ -59,6 +59,8 @@ _SPECIAL = ("sys", "os", "posix", "logging", "warnings", "random", "signal", "lo
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, type, types.ModuleType, types.FunctionType)
 _TEST_MODULE = re.compile(r"(^|\.)(test_[^.]*|[^.]*_test|conftest|tests?)(\.|$)")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+| id='[0-9]+'")
+# An attribute that is not there.
+_MISSING = object()
 
 
 def pytest_addoption(parser):
@@ -152,31 +154,63 @@ def _digest(value):
 class _Entry(object):
     """One piece of state: its kind, a digest, its text, and how to put it back."""
 
-    __slots__ = ("kind", "digest", "text", "restore", "ident")
+    __slots__ = ("kind", "digest", "text", "restore", "ident", "contents")
 
-    def __init__(self, kind, digest, text, restore, ident=None):
+    def __init__(self, kind, digest, text, restore, ident=None, contents=None):
         self.kind, self.digest, self.text, self.restore = kind, digest, text, restore
         # The object's identity within this process, for a mutable one: two paths to one
         # object (`from registry import SETTINGS`) are one piece of state.
         self.ident = ident
+        # A container's contents as they were (see `_contents_of`).
+        self.contents = contents
 
 
-def _attribute_restorer(owner, name, value):
-    """Puts `owner.name` back to `value`, and a list's, dict's or set's contents as they are now."""
-    copy = None
-    if isinstance(value, (list, dict, set, bytearray)) and len(value) <= _COPY_LIMIT:
-        copy = type(value).copy(value) if not isinstance(value, (list, bytearray)) else value[:]
+def _attribute_restorer(owner, name, value, contents=None):
+    """Puts `owner.name` back to `value`, and the contents of a list, dict or set (and of the
+    containers in it, to a bounded depth) back in place as they are now (`contents`)."""
+    if contents is None:
+        contents = _contents_of(value, _DEPTH, _COPY_LIMIT)
 
     def restore():
-        setattr(owner, name, value)
-        if copy is not None:
-            if isinstance(value, (list, bytearray)):
-                value[:] = copy
-            else:
-                value.clear()
-                value.update(copy)
+        # The same object changed in place is not set again: an owner may refuse that (a
+        # settings wrapper's __setattr__), where putting its contents back is what matters.
+        if vars(owner).get(name, _MISSING) is not value:
+            setattr(owner, name, value)
+        if contents is not None:
+            _put_contents_back(contents)
 
     return restore
+
+
+def _contents_of(value, depth, limit):
+    """A copy of what the container `value` holds, and of the containers it holds to `depth`
+    levels (those of at most `limit` items), for `_put_contents_back`; None for anything else."""
+    if depth <= 0:
+        return None
+    if isinstance(value, dict) and len(value) <= limit:
+        return (value, [(k, v, _contents_of(v, depth - 1, _MAX_ITEMS)) for k, v in list(value.items())])
+    if isinstance(value, list) and len(value) <= limit:
+        return (value, [(None, v, _contents_of(v, depth - 1, _MAX_ITEMS)) for v in value])
+    if isinstance(value, (set, bytearray)) and len(value) <= limit:
+        return (value, [(None, v, None) for v in value])
+    return None
+
+
+def _put_contents_back(contents):
+    """Puts a container's contents back in place as `_contents_of` copied them: the same
+    objects in it, each container among them with its own contents."""
+    container, items = contents
+    for _, v, inner in items:
+        if inner is not None:
+            _put_contents_back(inner)
+    if isinstance(container, dict):
+        container.clear()
+        container.update((k, v) for k, v, _ in items)
+    elif isinstance(container, set):
+        container.clear()
+        container.update(v for _, v, _ in items)
+    else:
+        container[:] = type(container)(v for _, v, _ in items)
 
 
 def _absent_restorer(owner, name):
@@ -200,7 +234,8 @@ def _walk_attributes(out, prefix, owner, depth, seen, budget, kind):
         value = attrs[name]
         path = prefix + "." + name
         ident = None if isinstance(value, _IMMUTABLE) else id(value)
-        out[path] = _Entry(kind, _digest(value), _short(value), _attribute_restorer(owner, name, value), ident)
+        contents = _contents_of(value, _DEPTH, _COPY_LIMIT)
+        out[path] = _Entry(kind, _digest(value), _short(value), _attribute_restorer(owner, name, value, contents), ident, contents)
         if depth <= 1 or id(value) in seen:
             continue
         module = getattr(owner, "__name__", None) if isinstance(owner, types.ModuleType) else getattr(owner, "__module__", None)
@@ -443,8 +478,51 @@ def _differences(before, after):
         owner = path.rpartition(".")[0]
         if owner in changed_owners and (owner in before) != (owner in after):
             continue
-        diffs.append({"path": path, "kind": kind, "before": b.text if b else None, "after": a.text if a else None})
+        diff = {"path": path, "kind": kind, "before": b.text if b else None, "after": a.text if a else None}
+        if b is not None and a is not None and b.ident is not None and b.ident == a.ident and b.contents and a.contents:
+            # A dict changed in place is named by the one entry in it that changed, where its
+            # short text cannot show that (`config['display']['max_rows'] = 3 (was 60)`).
+            changes = _inner_changes(b.contents, a.contents, "")
+            if changes is not None and len(changes) == 1:
+                where, was, now = changes[0]
+                diff.update(shown=path + where, before=was, after=now)
+        diffs.append(diff)
     return _aliases_merged(diffs, before, after)
+
+
+def _as_was(value, contents):
+    """`value` as `_contents_of` copied it: a container with the contents it had then."""
+    if contents is None:
+        return value
+    container, items = contents
+    if isinstance(container, dict):
+        return {k: _as_was(v, inner) for k, v, inner in items}
+    if isinstance(container, list):
+        return [_as_was(v, inner) for _, v, inner in items]
+    return type(container)(v for _, v, _ in items)
+
+
+def _inner_changes(old, new, where):
+    """(where, before, after) of each entry that differs between two copies of one dict's
+    contents (`_contents_of`), into the dicts in it that were changed in place; None for
+    anything but a dict."""
+    if not isinstance(old[0], dict):
+        return None
+    was = {k: (v, inner) for k, v, inner in old[1]}
+    now = {k: (v, inner) for k, v, inner in new[1]}
+    changes = []
+    for key in list(was) + [k for k in now if k not in was]:
+        at = "%s[%s]" % (where, _short(key))
+        if key not in now or key not in was:
+            changes.append((at, _short(_as_was(*was[key])) if key in was else None, _short(_as_was(*now[key])) if key in now else None))
+            continue
+        (v, before), (w, after) = was[key], now[key]
+        inner = _inner_changes(before, after, at) if v is w and before is not None and after is not None else None
+        if inner is not None:
+            changes.extend(inner)
+        elif _digest(_as_was(v, before)) != _digest(_as_was(w, after)):
+            changes.append((at, _short(_as_was(v, before)), _short(_as_was(w, after))))
+    return changes
 
 
 def _aliases_merged(diffs, before, after):
@@ -456,10 +534,15 @@ def _aliases_merged(diffs, before, after):
         if b is not None and a is not None and b.ident is not None and b.ident == a.ident:
             groups.setdefault(b.ident, []).append(d)
     merged = set()
+    imported = {name: i for i, name in enumerate(sys.modules)}
     for group in groups.values():
         if len(group) < 2:
             continue
-        group.sort(key=lambda d: (bool(_TEST_MODULE.search(d["path"].rpartition(".")[0])), len(d["path"]), d["path"]))
+        # The name a user knows it by: in the project's (or a library's) module rather than a
+        # test module's, where it is stored (a module global) rather than reached through an
+        # object, in the module imported first (the one that made it: the others import it
+        # from there), and the shortest.
+        group.sort(key=lambda d: (bool(_TEST_MODULE.search(d["path"].rpartition(".")[0])), d["kind"] != "module global", imported.get(d["path"].rpartition(".")[0], len(imported)), len(d["path"]), d["path"]))
         group[0]["aliases"] = [d["path"] for d in group[1:]]
         merged.update(d["path"] for d in group[1:])
     return [d for d in diffs if d["path"] not in merged]
@@ -669,6 +752,7 @@ def _analyse(session, request):
         result["search_trials"] = searched
         if passed == confirm:
             result["cleanup"] = _fork(lambda: _write_cleanup(session, request, result["state"], polluters, victim, brittle))
+        result["state"] = [dict(d, path=d.pop("shown", d["path"])) for d in result["state"]]
     result["trials"] = trials[0]
     return result
 
@@ -741,7 +825,6 @@ _LITERAL_LIMIT = 400
 # Seeds tried to name a brittle test's random state: a state-setter that calls random.seed(N)
 # leaves the state seed N gives, which `random.seed(N)` then sets.
 _SEEDS = 1024
-_MISSING = object()
 
 
 def _identifier(name):
@@ -1125,7 +1208,7 @@ def _name_hint(diff):
         hint = path[:-2].replace("getstate", "state").replace("get_state", "state")
     else:
         hint = path
-    return re.sub(r"\W+", "_", hint).strip("_")
+    return re.sub(r"(\W|_)+", "_", hint).strip("_")
 
 
 def _write_cleanup(session, request, state, polluters, victim, brittle):
