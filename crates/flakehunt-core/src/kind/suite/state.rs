@@ -114,7 +114,8 @@ impl StateDiff {
     /// (`os.environ['API_TOKEN']`, `settings.SECRET_KEY`) redacted whole, any other with the
     /// secrets it holds redacted.
     fn redact(&mut self) {
-        let name = self.path.trim_end_matches([']', '\'', '"']).rsplit(['.', '[', '\'', '"']).next().unwrap_or("");
+        let name =
+            self.path.trim_end_matches([']', ')', '\'', '"']).rsplit(['.', '[', '(', '\'', '"']).next().unwrap_or("");
         let name = name.to_owned();
         for value in [&mut self.before, &mut self.after].into_iter().flatten() {
             *value = crate::redact::env_value(&name, value).into_owned();
@@ -608,5 +609,58 @@ mod tests {
             "t::b passes after t::s because that test sets os.environ['X'] = '1' (was not there) and m.Y removed \
              (was 1); setting them makes b pass alone (2/2)"
         );
+    }
+
+    #[test]
+    fn a_secret_a_brittle_tests_cleanup_sets_is_redacted_in_its_code_and_gos_variables_too() {
+        let mut f = StateFinding::from_answer("t::b".into(), vec!["t::s".into()], Against::StateSetters, None, "-");
+        f.state = vec![
+            diff("os.environ['DEPLOY_TOKEN']", None, Some("'s3cr3t-value'")),
+            diff("os.Getenv(\"API_KEY\")", None, Some("\"k3y\"")),
+        ];
+        f.cleanup = Some(Cleanup {
+            fixture: "set_environ_DEPLOY_TOKEN".into(),
+            code: "    os.environ[\"DEPLOY_TOKEN\"] = \"s3cr3t-value\"\n".into(),
+            conftest: "conftest.py".into(),
+            apply_to: vec!["t::b".into()],
+            rate_from: None,
+            needed: 0,
+            checked: None,
+            proved: false,
+            verdict: None,
+            seconds: None,
+        });
+        f.redact();
+        assert_eq!(f.cleanup.unwrap().code, "    os.environ[\"DEPLOY_TOKEN\"] = \"<redacted>\"\n");
+        assert_eq!(f.state[1].after.as_deref(), Some("<redacted>"));
+    }
+
+    #[test]
+    fn a_cleanup_is_proved_only_by_every_run_its_rate_needs() {
+        // 2 of 2 reproducer checks: Wilson's lower end 0.342, ruled out at 99 % by 11 runs.
+        assert_eq!(StateFinding::runs_needed(2, 2), Some(11));
+        assert_eq!(StateFinding::runs_needed(0, 1), None, "a reproducer that never failed gives no rate");
+        let answer = r#"{"state": [{"path": "m.X", "kind": "module global", "before": "0", "after": "1"}], "confirmed": [2, 2],
+            "cleanup": {"fixture": "restore_m_X", "code": "import pytest\n", "apply_to": ["raw::p"], "conftest": "conftest.py"}}"#;
+        let found =
+            || StateFinding::from_answer("t::v".into(), vec!["t::p".into()], Against::Polluters, Some(answer), "-");
+        let f = found();
+        assert_eq!(f.cleanup.as_ref().map(|c| (c.apply_to.clone(), c.proved)), Some((vec!["t::p".into()], false)));
+        assert_eq!(f.cleanup_sentence().as_deref(), Some("no cleanup proved (restore_m_X): not checked"));
+        let check = StateFinding::check_request(answer, 11).unwrap();
+        assert_eq!((check.apply_to, check.runs), (vec!["raw::p".to_owned()], 11));
+        let mut f = found();
+        f.checked([2, 2], 11, Some(r#"{"check": {"passed": 11, "runs": 11, "seconds": 0.4}}"#), "-");
+        assert!(f.cleanup.as_ref().unwrap().proved && f.cleanup_code() == Some("import pytest\n"));
+        // Fewer runs than needed prove nothing, even all passing.
+        let mut f = found();
+        f.checked([2, 2], 11, Some(r#"{"check": {"passed": 5, "runs": 5}}"#), "-");
+        assert_eq!(
+            f.cleanup_sentence().as_deref(),
+            Some("no cleanup proved (restore_m_X): 5 of 11 runs passed with it")
+        );
+        let mut f = found();
+        f.checked([2, 2], 11, None, "its check wrote no answer: was ended at its timeout after 60.0 s");
+        assert!(!f.cleanup.as_ref().unwrap().proved && f.cleanup_code().is_none());
     }
 }
