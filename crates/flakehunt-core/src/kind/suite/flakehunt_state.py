@@ -479,6 +479,14 @@ def _differences(before, after):
         if owner in changed_owners and (owner in before) != (owner in after):
             continue
         diff = {"path": path, "kind": kind, "before": b.text if b else None, "after": a.text if a else None}
+        if kind.startswith("file"):
+            # Named where the user's run would have it: the search's own TMPDIR is no name of theirs.
+            name = path[len("file "):]
+            for root, prefix in ((_ROOTS[1][0], "$TMPDIR/"), (_ROOTS[0][0], "")):
+                rel = os.path.relpath(name, root)
+                if not rel.startswith(os.pardir):
+                    diff["shown"] = "file " + prefix + rel
+                    break
         if b is not None and a is not None and b.ident is not None and b.ident == a.ident and b.contents and a.contents:
             # A dict changed in place is named by the one entry in it that changed, where its
             # short text cannot show that (`config['display']['max_rows'] = 3 (was 60)`).

@@ -17,8 +17,9 @@ use crate::runner::Finished;
 /// that more would be needed proves too little to build on.
 const MAX_CHECK_RUNS: u64 = 1000;
 
-/// Searches the state of each test [`wanted`] finds in `summary` that the record's [`FILE`]
-/// does not answer yet (the suite's own options, the baseline cell, the hunt's timeout, a
+/// Searches the state of each test `summary` wants searched
+/// ([`super::summary::SuiteSummary::state_wanted`]) that the record's
+/// [`super::state::FILE`] does not answer yet (the suite's own options, the baseline cell, the hunt's timeout, a
 /// temporary directory of its own as `TMPDIR`), and writes the findings into the record at
 /// `dir` as each is had.
 pub(crate) fn search(
