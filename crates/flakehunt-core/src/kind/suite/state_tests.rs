@@ -313,6 +313,29 @@ fn a_brittle_tests_state_setter_is_named_and_its_cleanup_sets_the_state() {
 }
 
 #[test]
+fn a_brittle_tests_cleanup_sets_the_seed_or_the_variable_its_state_setter_left() {
+    if pytest_available() {
+        for (setter, brittle, path, set) in [
+            ("test_seeds", "test_needs_seed", "random.getstate()", "random.seed(0)"),
+            (
+                "test_sets_env",
+                "test_needs_mode",
+                "os.environ['STATEKIT_MODE']",
+                "os.environ[\"STATEKIT_MODE\"] = \"fast\"",
+            ),
+        ] {
+            let setter = format!("tests/test_polluters.py::{setter}");
+            let brittle = format!("tests/test_victims.py::{brittle}");
+            let f = search("state", &brittle, &[&setter], true);
+            assert_eq!(f.state.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(), [path], "{}", f.sentence());
+            let code = f.cleanup_code().unwrap_or_default();
+            assert!(code.contains(set), "{code}");
+            applied_makes_it_pass("state", &f, &[&brittle], &brittle);
+        }
+    }
+}
+
+#[test]
 fn a_non_idempotent_tests_own_state_is_named_and_cleaned_up() {
     if pytest_available() {
         // fixtures/suite/pytest: test_non_idempotent appends to a module list every run.
