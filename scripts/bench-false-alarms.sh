@@ -4,17 +4,20 @@
 # threads as a script, a Go test with goroutines, a Rust test with threads, a C program with
 # pthreads doing 80,000 lock/unlock pairs) hunted with the default settings:
 #   hunt    `flakehunt hunt --budget BUDGET --seed S` for each seed of SEEDS
-#   sweep   `flakehunt sweep --budget BUDGET` under every built-in profile that applies
+#   sweep   `flakehunt sweep --budget BUDGET` under every built-in profile that applies, with
+#           the checks of failures the exit status hides that apply (--leak-check for Go,
+#           --thread-check for Python and Rust; CHECKS=0 leaves them off, a sweep's default)
 #   suite   `flakehunt suite --budget BUDGET` of the pytest, Go and Rust controls
-# None of them ever fails, so any verdict but `not-reproduced` (exit 0) is a false alarm:
-# flakehunt's own artefact. Prints each run's verdict and conclusion, the false-alarm count over
+# hunt and suite run their checks by default. None of the controls ever fails, so any verdict but
+# `not-reproduced` (exit 0), or an attempt a check flagged, is a false alarm: flakehunt's own
+# artefact. Prints each run's verdict and conclusion, the false-alarm count over
 # all of them (keep it at 0), and for each arm of the hunts the hang limits its attempts were
 # judged by against its longest passing attempt, and its slow attempts (ended by flakehunt's own
 # limit while still at work: no evidence).
 #
 # Usage: scripts/bench-false-alarms.sh [CONTROL...]  (env: BUDGET=60, SEEDS="1 2",
-#        TOOLS="hunt sweep suite", FLAKEHUNT=path; without FLAKEHUNT it builds the release binary;
-#        KEEP=DIR keeps every record there, to look into a false alarm)
+#        TOOLS="hunt sweep suite", CHECKS=1, FLAKEHUNT=path; without FLAKEHUNT it builds the
+#        release binary; KEEP=DIR keeps every record there, to look into a false alarm)
 # Controls: py-threads py-slow-start py-two-seconds script go rust c
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +26,7 @@ root=$PWD
 BUDGET=${BUDGET:-60}
 SEEDS=${SEEDS:-"1 2"}
 TOOLS=${TOOLS:-"hunt sweep suite"}
+CHECKS=${CHECKS:-1}
 
 if [ -z "${FLAKEHUNT:-}" ]; then
   cargo build --release --quiet -p flakehunt --bin flakehunt
@@ -62,6 +66,14 @@ if [ $# -gt 0 ]; then
   controls=("${selected[@]}")
 fi
 
+checks_for() { # name: the sweep options that put the checks that apply to the control on
+  [ "$CHECKS" = 1 ] || return 0
+  case $1 in
+    py-* | script | rust) echo --thread-check ;;
+    go) echo --leak-check ;;
+  esac
+}
+
 profiles_for() { # name: every built-in profile that can apply to the control
   case $1 in
     py-* | script) echo default,one-core,one-core-native,cpu-starved,noisy,idle,pause,tight-gil,jitter ;;
@@ -87,7 +99,9 @@ except (OSError, ValueError):
     print(f"{label:34} exit {code:>3}  (no summary: {rec}.err)", flush=True)
     sys.exit()
 words = (s.get("details") or {}).get("conclusion") or s.get("verdict_text", "")
-print(f"{label:34} exit {code:>3}  {s['verdict']:20} {words[:160]}", flush=True)
+checks = s.get("checks")
+said = f"  [checks: {', '.join(checks['on'])}; {checks['failed']} flagged]" if checks else "  [no check]"
+print(f"{label:34} exit {code:>3}  {s['verdict']:20} {words[:160]}{said}", flush=True)
 EOF
 }
 
@@ -104,7 +118,8 @@ for f in "${controls[@]}"; do
         done
         ;;
       sweep)
-        run "sweep $name" "$dir" "$tmp/sweep-$name" sweep --budget "${BUDGET}s" --profiles "$(profiles_for "$name")" "${targs[@]}"
+        # shellcheck disable=SC2046
+        run "sweep $name" "$dir" "$tmp/sweep-$name" sweep --budget "${BUDGET}s" --profiles "$(profiles_for "$name")" $(checks_for "$name") "${targs[@]}"
         ;;
       suite)
         if [ -n "$suite_target" ]; then
@@ -132,6 +147,8 @@ for line in open(sys.argv[1]):
         verdict = "no-summary"
     if verdict != "not-reproduced" or code != "0":
         alarms.append(f"{label}: {verdict}, exit {code}")
+    elif (s.get("checks") or {}).get("failed"):
+        alarms.append(f"{label}: {s['checks']['failed']} attempts flagged by the checks")
     if not label.startswith("hunt"):
         continue
     control = label.split()[1]

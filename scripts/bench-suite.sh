@@ -7,7 +7,12 @@
 #      shuffled phase per attempt (which adds flakehunt's own work between attempts: reading
 #      the junit xml or the event stream, writing the record). Target: within 5 %.
 #   2. the runs each bisection needed (its two confirmation runs included), from summary.json;
-#   3. pytest: the whole hunt's wall time with warm attempts (suite's default) and with --no-warm.
+#   3. pytest: the whole hunt's wall time with warm attempts (suite's default) and with --no-warm;
+#   4. the classification's cost on a suite with eight victims of one polluter
+#      (fixtures/suite/pytest-shared, 29 tests of about 30 ms each): its wall time against the
+#      suite's plain run as the summary estimates it (`cost.ratio`) and against the suite run
+#      directly (cold pytest, before and after the hunt), its phases, and the whole hunt's time
+#      (the state search included). Target: the classification within 10x the plain run.
 # Prints figures; asserts nothing (timings depend on the machine: see the README).
 #
 # Usage: scripts/bench-suite.sh   (env: N=20 attempts; PROFILE=dev uses the debug build, which
@@ -15,6 +20,7 @@
 #        figures the README quotes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 
 N=${N:-20}
 PROFILE=${PROFILE:-dev}
@@ -93,6 +99,39 @@ for mode in warm no-warm; do
   echo "pytest --$mode: whole hunt $(python3 -c "import time; print(f'{time.time() - $start:.2f}')") s"
   figures "$tmp/rec-$mode" "$pytest_direct" "pytest --$mode"
 done
+
+# 4. Eight victims of one polluter.
+cp -r "$root/fixtures/suite/pytest-shared" "$tmp/shared"
+cd "$tmp/shared"
+shared_run=("$py" -m pytest -p no:randomly -p no:cacheprovider -q)
+before=$(direct "${shared_run[@]}")
+start=$(date +%s.%N)
+"$flakehunt" suite --runs 3 --seed 1 --quiet --record "$tmp/rec-shared" --python "$py" --pytest >/dev/null || true
+whole=$(python3 -c "import time; print(time.time() - $start)")
+after=$(direct "${shared_run[@]}")
+python3 - "$tmp/rec-shared" "$before" "$after" "$whole" <<'PY'
+import collections, datetime, json, sys
+rec, before, after, whole = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+direct = (before + after) / 2
+summary = json.load(open(f"{rec}/summary.json"))
+cost = summary["cost"]
+print(f"shared: the suite run directly {before:.2f} s before the hunt, {after:.2f} s after; the summary's plain run {cost['plain_run']:.2f} s")
+print(f"shared: classification {cost['seconds']:.1f} s, {cost['runs']} runs, up to {cost['at_once']} at once: "
+      f"{cost['ratio']:.1f}x the summary's plain run, {cost['seconds'] / direct:.1f}x the direct run (target: 10x)")
+t = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+phases = collections.defaultdict(list)
+for line in open(f"{rec}/attempts.jsonl"):
+    a = json.loads(line)
+    if a.get("phase"):
+        phases[a["phase"]].append((t(a["started_at"]), t(a["started_at"]) + a["seconds"]))
+for phase, spans in phases.items():
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
+    print(f"shared:   {phase}: {len(spans)} runs, {wall:.1f} s")
+known = sum(1 for x in summary["tests"] if (x.get("bisection") or {}).get("known"))
+categories = collections.Counter(x["category"] for x in summary["tests"])
+print(f"shared:   {dict(categories)}; {known} victims tried the polluter already found instead of a bisection")
+print(f"shared: the whole hunt {whole:.1f} s ({whole / direct:.1f}x the direct run), the state search included")
+PY
 
 # Go: the binary the hunt built, through the same test2json.
 cd "$tmp/go"

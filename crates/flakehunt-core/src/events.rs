@@ -176,6 +176,13 @@ pub enum Event<'a> {
     CheckNote(&'a str),
     /// The checks of failures the exit status hides that are on, said before the attempts.
     ChecksOn(crate::schema::checks::Checks),
+    /// An adaptive hunt starts with no attempt passed, so its hang rule has no limit yet: until
+    /// one passes, an attempt runs to its end, `--timeout` (this many seconds) or the budget's
+    /// end.
+    NoHangLimitYet {
+        /// The per-attempt timeout, in seconds.
+        timeout: f64,
+    },
     /// The user interrupted: running attempts are being ended and will not be recorded.
     Interrupted,
     /// The budget ran out: no new attempts start.

@@ -74,8 +74,12 @@ impl Session {
         profiles.copies_scheduled = crate::plan::schedules_copies(manifest.kind);
         let (rooms, kept) = clean_rooms(manifest, sink, watchdog.as_ref())?;
         let oracle = manifest.oracle.as_ref().and_then(Oracle::new);
-        let checks = crate::checks::CheckRun::new(manifest.plan.checks, manifest.target.looks_like_python())
-            .map_err(|e| HuntError::io("cannot create the checks' directory", e))?;
+        let checks = crate::checks::CheckRun::new(
+            manifest.plan.checks,
+            manifest.target.looks_like_python(),
+            manifest.target.dir.as_deref().unwrap_or(std::path::Path::new(".")),
+        )
+        .map_err(|e| HuntError::io("cannot create the checks' directory", e))?;
         // Removed by the watchdog if flakehunt dies.
         let tracked = checks.as_ref().zip(watchdog.as_ref()).map(|(c, w)| w.tracker().track(c.dir()));
         Ok(Self {

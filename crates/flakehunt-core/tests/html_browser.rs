@@ -73,7 +73,9 @@ fn html_reports_render_in_chromium() {
         }
         let path = dir.path().join(format!("{name}.html"));
         std::fs::write(&path, page).unwrap();
-        pages.push((name, path, summary.cells.len()));
+        // A hunt shows the arms it tried (its untried levels on one line).
+        let shown = summary.cells.iter().filter(|c| name != "hunt" || c.attempts > 0).count();
+        pages.push((name, path, shown));
     }
     // The pages are rendered at once: each Chromium is a second or two of mostly waiting.
     let doms: Vec<(&str, String, usize)> = std::thread::scope(|s| {
@@ -116,6 +118,13 @@ fn html_reports_render_in_chromium() {
     // confirms.
     assert_eq!(count(hunt, "class=\"stretch\""), 1 + 5 + 1 + 1 + 1 + 1 + 28);
     assert!(hunt.contains("id=\"hunt-conclusion\"") && hunt.contains("reproduced twice in "), "{hunt}");
+    // As the terminal: the conclusion first, the arms tried in the table and charts, one line
+    // for the levels never opened.
+    assert!(hunt.find("id=\"hunt-conclusion\"").unwrap() < hunt.find("id=\"cells-table\"").unwrap());
+    for untried in ["copies=4", "noisy=x2"] {
+        assert!(!hunt.contains(&format!(">{untried}<")), "{untried} has no row: {hunt}");
+    }
+    assert!(hunt.contains("Not tried (the hunt ended first): copies=4, noisy=x2"), "{hunt}");
     // pytest reports on stdout: the signature box shows stdout, not the empty stderr.
     assert!(hunt.contains("its stdout") && hunt.contains("FAILED tests/test_ledger.py::test_transfer"));
     if let Some(shot) = std::env::var_os("FLAKEHUNT_SCREENSHOT") {
@@ -161,6 +170,7 @@ fn a_suites_long_test_id_wraps_within_the_page() {
         incomplete: vec![],
         unreported: vec![],
         failed_otherwise: vec![],
+        cost: None,
     });
     let page = html::render(&summary, &ctx);
     assert!(page.contains(&id), "the id is shown whole, not cut");

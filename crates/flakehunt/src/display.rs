@@ -16,12 +16,41 @@ pub struct Display {
     per_cell: BTreeMap<String, (u64, u64)>,
     seen: HashSet<String>,
     quiet: bool,
+    /// The notes on how flakehunt runs the attempts, each once, for after the summary.
+    asides: Vec<flakehunt_core::render::events::EventLine>,
+    /// An adaptive hunt none of whose attempts has passed yet: its hang rule has no limit, and
+    /// an attempt is bounded by `--timeout` (these seconds) and the budget alone.
+    no_hang_limit: Option<f64>,
 }
+
+/// Seconds an attempt takes before the display says that, no attempt having passed, the hang
+/// rule had no limit for it.
+const LONG_WITHOUT_LIMIT: f64 = 5.0;
 
 impl Display {
     /// A display; `quiet` keeps only the bar and what goes wrong.
     pub fn new(quiet: bool) -> Self {
-        Self { bar: None, failures: 0, per_cell: BTreeMap::new(), seen: HashSet::new(), quiet }
+        Self {
+            bar: None,
+            failures: 0,
+            per_cell: BTreeMap::new(),
+            seen: HashSet::new(),
+            quiet,
+            asides: Vec::new(),
+            no_hang_limit: None,
+        }
+    }
+
+    /// Prints the notes on how flakehunt ran the attempts, once each, after the summary (a
+    /// newcomer's first lines are about the target, not about flakehunt's warm mode or checks).
+    pub fn print_asides(&self) {
+        for line in &self.asides {
+            if line.always {
+                self.println(&line.text);
+            } else {
+                self.say(&line.text);
+            }
+        }
     }
 
     fn start_bar(&mut self, planned: u64, done: u64) -> &ProgressBar {
@@ -73,13 +102,26 @@ impl Display {
             let rb = b.1 .1 as f64 / b.1 .0.max(1) as f64;
             ra.total_cmp(&rb)
         });
-        match worst {
+        let mut text = match worst {
             Some((cell, (n, f))) => format!("{} failed (most: {cell} {f}/{n})", self.failures),
             None => format!("{} failed", self.failures),
+        };
+        if self.no_hang_limit.is_some() {
+            text.push_str(" · no hang limit until an attempt passes");
         }
+        text
     }
 
     fn attempt_finished(&mut self, attempt: &Attempt) {
+        if let Some(timeout) = self.no_hang_limit {
+            if attempt.outcome == Outcome::Pass {
+                self.no_hang_limit = None;
+            } else if attempt.hang.is_none() && attempt.seconds >= LONG_WITHOUT_LIMIT {
+                // Said once, while the hunt goes on, about the attempts still to come.
+                self.no_hang_limit = None;
+                self.say(&flakehunt_core::render::events::no_hang_limit_line(attempt.seconds, timeout));
+            }
+        }
         if attempt.outcome == Outcome::Slow && self.seen.insert(format!("slow {}", attempt.cell)) {
             self.say(&format!(
                 "slow         {} #{}  ended after {:.1} s while still at work: no evidence either way (said once per cell)",
@@ -111,12 +153,17 @@ impl EventSink for Display {
     fn event(&mut self, event: &Event<'_>) -> Result<(), RecordError> {
         match *event {
             Event::Started { planned, done } => {
+                let message = self.message();
                 let bar = self.start_bar(planned, done);
                 bar.set_length(planned);
                 bar.set_position(done);
+                bar.set_message(message);
             }
             Event::AttemptFinished { attempt, .. } => self.attempt_finished(attempt),
+            Event::NoHangLimitYet { timeout } => self.no_hang_limit = Some(timeout),
             _ => match flakehunt_core::render::events::line(event) {
+                Some(line) if line.aside && !self.asides.contains(&line) => self.asides.push(line),
+                Some(line) if line.aside => {}
                 Some(line) if line.always => self.println(&line.text),
                 Some(line) => self.say(&line.text),
                 None => {}

@@ -21,8 +21,15 @@ pub fn run(spec: &HuntSpec, json: bool) -> Result<Done, Error> {
     let mut display = Display::new(spec.quiet);
     let result = driver::run(spec, &mut display);
     display.finish();
-    let report = result?;
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => {
+            display.print_asides();
+            return Err(e.into());
+        }
+    };
     print_summary(&report.summary, &report.dir, json, cell_header(report.summary.kind))?;
+    display.print_asides();
     if let Some(i) = &report.incomplete {
         let event =
             Event::ShardsIncomplete { missing: &i.missing, shards: i.shards, script: &i.script, dir: &report.dir };
@@ -34,7 +41,9 @@ pub fn run(spec: &HuntSpec, json: bool) -> Result<Done, Error> {
 /// `flakehunt slurm-script`: prints the batch script `spec` would submit.
 pub fn slurm_script(spec: &HuntSpec) -> Result<Done, Error> {
     let mut display = Display::new(spec.quiet);
-    let script = driver::slurm_script(spec, &mut display)?;
+    let script = driver::slurm_script(spec, &mut display);
+    display.print_asides();
+    let script = script?;
     exit::to_stdout(|out| out.write_all(script.as_bytes()))?;
     Ok(Done::Ok)
 }

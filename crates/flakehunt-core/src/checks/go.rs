@@ -103,6 +103,7 @@ pub fn races(stderr: &str) -> Vec<super::Finding> {
                 summary: format!("data race: {}", said.join(", ")),
                 places,
                 report,
+                runner_failed: false,
             });
         }
     }

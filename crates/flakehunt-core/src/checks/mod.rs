@@ -8,10 +8,13 @@
 //! The Go leak check and the Python hooks run inside the target and write what they find, one
 //! JSON object a line, to `$FLAKEHUNT_CHECK_DIR/$FLAKEHUNT_ATTEMPT.PID`: a file, so that neither
 //! a test runner's output capture nor the size of the output can hide it. The others are read
-//! from the attempt's output.
+//! from the attempt's output: the race detector's reports from its stderr, the panics of a
+//! Rust test's threads from libtest's stdout.
 
+pub mod deliberate;
 pub mod go;
 pub mod python;
+pub mod rust;
 
 use std::path::Path;
 
@@ -25,8 +28,22 @@ pub struct ChecksRequest {
     pub goroutine_leaks: Option<bool>,
     /// `--race`.
     pub race: bool,
-    /// `--thread-check` (`Some(true)`) or `--no-thread-check` (`Some(false)`).
-    pub thread_exceptions: Option<bool>,
+    /// `--thread-check` (`Some(true)`) or `--no-thread-check` (`Some(false)`): exceptions in
+    /// Python threads, panics in a Rust test's threads.
+    pub threads: Option<bool>,
+}
+
+impl From<rust::TestPanics> for Finding {
+    fn from(p: rust::TestPanics) -> Self {
+        Finding {
+            check: Check::ThreadPanic,
+            test: Some(p.test),
+            summary: p.summary,
+            places: p.places,
+            report: p.report,
+            runner_failed: false,
+        }
+    }
 }
 
 /// The most of a finding's report kept in the record: the stacks of a few goroutines.
@@ -43,12 +60,15 @@ pub struct CheckRun {
     dir: tempfile::TempDir,
     /// The Python thread check's hook directory, when the target is Python and the check is on.
     python_hook: Option<std::path::PathBuf>,
+    /// Where the target runs, from which the Rust thread check finds the sources of panics.
+    source: std::path::PathBuf,
 }
 
 impl CheckRun {
-    /// The checks of a plan, with their directory; none when no check is on. A `python`
-    /// target gets the thread check's hook.
-    pub fn new(checks: Checks, python: bool) -> std::io::Result<Option<Self>> {
+    /// The checks of a plan, with their directory; none when no check is on. A `python` target
+    /// gets the thread check's hook; `source` is where the target runs (its sources are found
+    /// from there).
+    pub fn new(checks: Checks, python: bool, source: &Path) -> std::io::Result<Option<Self>> {
         if checks.is_none() {
             return Ok(None);
         }
@@ -61,7 +81,7 @@ impl CheckRun {
             }
             false => None,
         };
-        Ok(Some(Self { checks, dir, python_hook }))
+        Ok(Some(Self { checks, dir, python_hook, source: source.to_owned() }))
     }
 
     /// The directory the target's checks write to (`FLAKEHUNT_CHECK_DIR`).
@@ -81,10 +101,22 @@ impl CheckRun {
     }
 
     /// What the checks found in the attempt `tag` (its `FLAKEHUNT_ATTEMPT`), whose standard
-    /// error `stderr` gives (read only when the race detector's reports are looked for); the
-    /// files its processes wrote are removed.
-    pub fn findings(&self, tag: &str, stderr: impl FnOnce() -> String) -> Vec<Finding> {
+    /// output and error `stdout` and `stderr` give (each read only when a check reads it: the
+    /// Rust thread check libtest's output, the race detector's reports); the files its
+    /// processes wrote are removed.
+    pub fn findings(
+        &self,
+        tag: &str,
+        stdout: impl FnOnce() -> String,
+        stderr: impl FnOnce() -> String,
+    ) -> Vec<Finding> {
         let mut found = take_reports(self.dir(), tag);
+        if self.checks.thread_panics {
+            let stdout = stdout();
+            if stdout.contains("panicked at") {
+                found.extend(rust::panics(&stdout, &self.source).into_iter().map(Finding::from));
+            }
+        }
         if self.checks.race {
             let stderr = stderr();
             if stderr.contains("WARNING: DATA RACE") {
@@ -159,6 +191,7 @@ mod tests {
             summary: format!("leaked goroutines: {}, blocked at {}", places.len(), places.join(", ")),
             places: places.iter().map(|p| (*p).to_owned()).collect(),
             report: String::new(),
+            runner_failed: false,
         }
     }
 

@@ -2,7 +2,8 @@
 //! installs `threading.excepthook` and `sys.unraisablehook` in a script's interpreter (a warm
 //! parent's too, whose forks keep them); pytest's own warnings about the same exceptions
 //! (`PytestUnhandledThreadExceptionWarning`, `PytestUnraisableExceptionWarning`) are made errors
-//! for the run with `-W`. Main type: [`PytestSupport`].
+//! for the run with `-W`, and a plugin the hook loads names the exception behind such a failure.
+//! Main type: [`PytestSupport`].
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -11,13 +12,22 @@ use std::process::{Command, Stdio};
 /// The hook's source.
 pub const SITECUSTOMIZE: &str = include_str!("threadcheck.py");
 
+/// The source of the hook's pytest plugin, which names the exception behind a test pytest
+/// failed with its warning (see `threadcheck_pytest.py`).
+const PYTEST_PLUGIN: &str = include_str!("threadcheck_pytest.py");
+
+/// The plugin's module name, as the hook puts it on `PYTEST_PLUGINS`.
+const PYTEST_PLUGIN_MODULE: &str = "flakehunt_threadcheck";
+
 /// The variable that asks the hook to install itself; the hook removes it, so that only the
 /// attempt's first interpreter is checked, not the Python programs it starts.
 pub const MARKER: &str = "FLAKEHUNT_THREAD_CHECK";
 
-/// Writes the hook into `dir` (created), as the directory to put first on `PYTHONPATH`.
+/// Writes the hook and its pytest plugin into `dir` (created), as the directory to put first on
+/// `PYTHONPATH`.
 pub fn write_hook(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join(format!("{PYTEST_PLUGIN_MODULE}.py")), PYTEST_PLUGIN)?;
     std::fs::write(dir.join("sitecustomize.py"), SITECUSTOMIZE)
 }
 
@@ -114,6 +124,64 @@ mod tests {
         assert_eq!(py37.options.len(), 2);
         assert!(py37.note.unwrap().starts_with("Python 3.7 has no threading.excepthook"));
         assert!(PytestSupport::from_probe("").note.is_some());
+    }
+
+    /// The message pytest 6.2 to 8.3 gave the warning, made an error: the traceback formatted
+    /// into it (no cause kept).
+    const OLD_PYTEST_WARNING: &str = "Exception in thread Thread-1\n\nTraceback (most recent call last):\n  \
+        File \"/usr/lib/python3.9/threading.py\", line 980, in _bootstrap_inner\n    self.run()\n  \
+        File \"/src/app/worker.py\", line 13, in work\n    raise ledger.LostUpdate(n)\n\
+        ledger.LostUpdate: lost update in iteration 3\n\n\
+        Enable tracemalloc to get traceback where the object was allocated.\n";
+
+    #[test]
+    fn a_test_pytest_failed_with_the_warning_is_named_by_the_exception_behind_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = dir.path().join("hook");
+        write_hook(&hook).unwrap();
+        let reports = dir.path().join("reports");
+        std::fs::create_dir(&reports).unwrap();
+        // pytest's warning classes, as the plugin hands them over: an old pytest's (the
+        // traceback in the message) and a new one's (the exception as the cause).
+        let script = format!(
+            "import sitecustomize\n\
+             class PytestUnhandledThreadExceptionWarning(Warning): pass\n\
+             class PytestUnraisableExceptionWarning(Warning): pass\n\
+             sitecustomize._flakehunt_pytest_failed(PytestUnhandledThreadExceptionWarning({OLD_PYTEST_WARNING:?}), 't.py::test_old')\n\
+             def close():\n    raise RuntimeError('closed twice')\n\
+             try:\n    close()\nexcept RuntimeError as e:\n    cause = e\n\
+             w = PytestUnraisableExceptionWarning('Exception ignored in: <function C.__del__>')\n\
+             w.__cause__ = cause\n\
+             sitecustomize._flakehunt_pytest_failed(w, 't.py::test_new')\n\
+             import os\nprint(os.environ['PYTEST_PLUGINS'])\n"
+        );
+        let out = Command::new("python3")
+            .args(["-c", &script])
+            .env("PYTHONPATH", &hook)
+            .env(MARKER, "1")
+            .env("PYTEST_PLUGINS", "mine")
+            .env("FLAKEHUNT_CHECK_DIR", &reports)
+            .env("FLAKEHUNT_ATTEMPT", "run.1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "mine,flakehunt_threadcheck");
+        let found = super::super::take_reports(&reports, "run.1");
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(found[0].check, super::super::Check::ThreadException);
+        assert_eq!(found[0].test.as_deref(), Some("t.py::test_old"));
+        assert!(found[0].runner_failed);
+        assert_eq!(found[0].places, ["ledger.LostUpdate at worker.py:13 in work"]);
+        assert_eq!(
+            found[0].summary,
+            "exception in thread Thread-1: ledger.LostUpdate: lost update in iteration 3, raised at worker.py:13 in work"
+        );
+        assert_eq!(found[1].check, super::super::Check::Unraisable);
+        assert_eq!(found[1].places, ["RuntimeError at <string>:6 in close"]);
+        assert_eq!(
+            found[1].summary,
+            "unraisable exception (Exception ignored in: <function C.__del__>): RuntimeError: closed twice, raised at <string>:6 in close"
+        );
     }
 
     #[test]

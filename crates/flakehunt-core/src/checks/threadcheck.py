@@ -4,9 +4,12 @@
 # machinery formats a dying thread's traceback with), then chains to the sitecustomize it shadows.
 # Each exception goes on to the hook that was there before (the traceback is printed as ever)
 # and, as one JSON line, to $FLAKEHUNT_CHECK_DIR/$FLAKEHUNT_ATTEMPT.PID, which flakehunt reads:
-# an attempt with one fails. Only the first interpreter of an attempt installs them (the marker
-# variable is removed here, so a Python program the target starts is not checked); forks keep
-# them. What happens once the program has ended (the atexit handlers ran: interpreter shutdown,
+# an attempt with one fails. pytest replaces both hooks with its own while it runs and, with the
+# check's -W options, fails the test with its warning: the pytest plugin flakehunt_threadcheck
+# (put on PYTEST_PLUGINS here) writes that failure's exception and where it was raised the same
+# way. Only the first interpreter of an attempt installs them (the marker variable is removed
+# here, so a Python program the target starts is not checked, and the plugin a pytest it starts
+# loads does nothing); forks keep them. What happens once the program has ended (the atexit handlers ran: interpreter shutdown,
 # daemon threads) is not reported: a warm attempt, which skips the shutdown, could not see it.
 import os as _os
 import sys as _sys
@@ -20,18 +23,15 @@ def _flakehunt_install():
 
     ended = [False]
 
-    def place(exc_type, tb):
-        """Where it was raised: the innermost frame outside Python's own library, as
-        `ValueError at worker.py:12 in work`."""
-        import traceback
-
+    def innermost(name, frames):
+        """Where it was raised, of `frames` (file, line, function; outermost first): the
+        innermost frame outside Python's own library, as `ValueError at worker.py:12 in work`."""
         try:
             import sysconfig
 
             stdlib = _os.path.abspath(sysconfig.get_paths()["stdlib"]) + _os.sep
         except Exception:  # noqa: BLE001 - no library path: every frame is the program's
             stdlib = None
-        frames = traceback.extract_tb(tb) if tb is not None else []
         pick = None
         for frame in reversed(frames):
             if stdlib is None or not _os.path.abspath(frame[0]).startswith(stdlib):
@@ -39,13 +39,22 @@ def _flakehunt_install():
                 break
         if pick is None and frames:
             pick = frames[-1]
+        if pick is None:
+            return name
+        return "%s at %s:%d in %s" % (name, _os.path.basename(pick[0]), int(pick[1]), pick[2])
+
+    def type_name(exc_type):
         name = getattr(exc_type, "__qualname__", None) or getattr(exc_type, "__name__", "exception")
         module = getattr(exc_type, "__module__", "builtins")
         if module not in ("builtins", "exceptions", "__main__"):
             name = "%s.%s" % (module, name)
-        if pick is None:
-            return name
-        return "%s at %s:%d in %s" % (name, _os.path.basename(pick[0]), pick[1], pick[2])
+        return name
+
+    def place(exc_type, tb):
+        import traceback
+
+        frames = [tuple(f)[:3] for f in traceback.extract_tb(tb)] if tb is not None else []
+        return innermost(type_name(exc_type), frames)
 
     def message(exc_type, exc_value):
         try:
@@ -57,14 +66,19 @@ def _flakehunt_install():
             head += ": " + text[0][:200]
         return head
 
-    def write(check, summary, where, report):
+    def write(check, summary, where, report, test=None):
+        """One finding for flakehunt; `test`, the test pytest failed for it."""
         directory = _os.environ.get("FLAKEHUNT_CHECK_DIR")
         attempt = _os.environ.get("FLAKEHUNT_ATTEMPT")
         if not directory or not attempt:
             return
         import json
 
-        line = json.dumps({"check": check, "summary": summary, "places": [where], "report": report[-16000:]})
+        finding = {"check": check, "summary": summary, "places": [where], "report": report[-16000:]}
+        if test is not None:
+            finding["test"] = test
+            finding["runner_failed"] = True
+        line = json.dumps(finding)
         try:
             with open("%s/%s.%d" % (directory, attempt, _os.getpid()), "a") as f:
                 f.write(line + "\n")
@@ -136,6 +150,48 @@ def _flakehunt_install():
 
     # Registered before the program's own handlers, so it runs after them.
     atexit.register(end)
+
+    def pytest_failed(warning, test):
+        """A test pytest failed with its warning about an exception in a thread, or an
+        unraisable one, made an error: the exception (pytest 8.4 and later keep it as the
+        warning's cause; earlier ones formatted its traceback into the warning's message)."""
+        thread = type(warning).__name__ == "PytestUnhandledThreadExceptionWarning"
+        text = str(warning.args[0]) if warning.args else str(warning)
+        head = text.strip().splitlines()[0] if text.strip() else ""
+        cause = warning.__cause__
+        if cause is not None:
+            where = place(type(cause), cause.__traceback__)
+            said = message(type(cause), cause)
+            report = "%s\n%s" % (head, formatted(type(cause), cause, cause.__traceback__))
+        else:
+            where, said = parse_traceback(text)
+            report = text
+        raised = where.split(" at ", 1)[-1]
+        if thread:
+            summary = "exception in thread %s: %s, raised at %s" % (head[len("Exception in thread "):] or "(unknown)", said, raised)
+        else:
+            summary = "unraisable exception (%s): %s, raised at %s" % (head[:200], said, raised)
+        write("thread-exception" if thread else "unraisable", summary, where, report, test)
+
+    def parse_traceback(text):
+        """Where and what of a traceback formatted into text: its innermost frame outside
+        Python's library and its last line (`ValueError: lost update`)."""
+        import re
+
+        frames = re.findall(r'^\s*File "([^"]+)", line (\d+), in (.+)$', text, re.M)
+        lines = [l for l in text.splitlines() if l.strip()]
+        last = ""
+        for l in reversed(lines):
+            if not l.startswith((" ", "\t")) and not l.startswith(("Enable tracemalloc", "Object allocated at")):
+                last = l.strip()
+                break
+        name = last.split(":", 1)[0] if last else "exception"
+        return innermost(name, frames), last[:200 + len(name)]
+
+    globals()["_flakehunt_pytest_failed"] = pytest_failed
+    plugins = [p for p in _os.environ.get("PYTEST_PLUGINS", "").split(",") if p.strip()]
+    if "flakehunt_threadcheck" not in plugins:
+        _os.environ["PYTEST_PLUGINS"] = ",".join(plugins + ["flakehunt_threadcheck"])
 
 
 _flakehunt_install()

@@ -223,6 +223,9 @@ fn execute(
     if !manifest.plan.checks.is_none() {
         sink.event(&Event::ChecksOn(manifest.plan.checks))?;
     }
+    if manifest.extra.bandit.as_ref().is_some_and(|b| b.timeout.is_none()) {
+        sink.event(&Event::NoHangLimitYet { timeout: spec.settings.timeout.as_secs_f64() })?;
+    }
     match ladder {
         None if manifest.kind == Kind::Suite => {
             let session = crate::session::Session::start(manifest, sink)?;

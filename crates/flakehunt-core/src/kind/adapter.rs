@@ -22,7 +22,8 @@ pub struct Built {
 impl Built {
     /// What applies of `asked` to a command given as it is: the thread check, when it looks
     /// like Python (its hook is loaded by the interpreter; a command that is not one is not
-    /// checked).
+    /// checked; a Rust test binary is checked through `--cargo-test`, which runs it with the
+    /// option that shows its threads' panics).
     pub fn of_command(target: &Target, asked: Checks) -> Self {
         let thread_exceptions = asked.thread_exceptions && target.looks_like_python();
         Self { checks: Checks { thread_exceptions, ..Checks::default() }, note: None }
@@ -44,7 +45,7 @@ pub fn target(
     timeout: Duration,
 ) -> Result<Option<(Target, Adapter, Built)>, HuntError> {
     if let Some(name) = &args.cargo_test {
-        return cargo_test(name, args.package.as_deref()).map(|(t, a)| Some((t, a, Built::default())));
+        return cargo_test(name, args.package.as_deref(), asked).map(Some);
     }
     if !args.go_test.is_empty() {
         return go_test(&args.go_test, record, asked, Some(timeout)).map(Some);
@@ -62,8 +63,10 @@ pub fn target(
 
 /// `--cargo-test NAME [-p PKG]`: `cargo test --no-run --message-format=json` once, then the test
 /// binary that lists NAME, run as `BIN NAME --exact` in its package's directory, as `cargo test`
-/// runs it (tests open their data files by paths relative to it).
-fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), HuntError> {
+/// runs it (tests open their data files by paths relative to it). The thread check of `asked`
+/// adds `--show-output`, which prints what a passing test's threads printed (see
+/// [`crate::checks::rust`]).
+fn cargo_test(name: &str, package: Option<&str>, asked: Checks) -> Result<(Target, Adapter, Built), HuntError> {
     if name.is_empty() {
         return Err(HuntError::usage(
             "--cargo-test takes the NAME of one test here (flakehunt suite takes the whole suite)",
@@ -102,8 +105,14 @@ fn cargo_test(name: &str, package: Option<&str>) -> Result<(Target, Adapter), Hu
     };
     let binary = bin.executable.display().to_string();
     let dir = relative_to_cwd(&bin.package_dir)?;
-    let target = Target::argv(vec![binary.clone(), test.clone(), "--exact".into()]).in_dir(dir.clone());
-    Ok((target, Adapter::CargoTest { test, binary, package: package.map(str::to_owned), dir }))
+    let mut argv = vec![binary.clone(), test.clone(), "--exact".into()];
+    let mut built = Built::default();
+    if asked.thread_panics {
+        argv.push(crate::checks::rust::SHOW_OUTPUT.into());
+        built.checks.thread_panics = true;
+    }
+    let target = Target::argv(argv).in_dir(dir.clone());
+    Ok((target, Adapter::CargoTest { test, binary, package: package.map(str::to_owned), dir }, built))
 }
 
 /// `cargo test --no-run --message-format=json [-p PKG]` once (in `dir`, else here): the test

@@ -11,12 +11,26 @@ pub struct EventLine {
     pub text: String,
     /// Shown even with `--quiet`: a warning, an interruption, a failed shard.
     pub always: bool,
+    /// A note on how flakehunt runs the attempts (a warm mode that cannot apply, the checks that
+    /// are on), not on what the target did: said once, after the summary, so that the first
+    /// lines a hunt shows are about the target.
+    pub aside: bool,
+}
+
+/// What the display says when an attempt of an adaptive hunt ran `seconds` before any attempt
+/// had passed (the hang rule then has no limit), `timeout` being `--timeout`'s seconds.
+pub fn no_hang_limit_line(seconds: f64, timeout: f64) -> String {
+    format!(
+        "no attempt has passed yet, so the hang rule has no limit to end a hang with (an attempt just took {seconds:.1} s): until one passes, an attempt runs to its end, --timeout ({}) or the budget's end; give --timeout to end a hang sooner",
+        humantime::format_duration(std::time::Duration::from_secs_f64(timeout.max(0.0).round()))
+    )
 }
 
 /// The line `event` shows, if any.
 pub fn line(event: &Event<'_>) -> Option<EventLine> {
-    let said = |text: String| Some(EventLine { text, always: false });
-    let warned = |text: String| Some(EventLine { text, always: true });
+    let said = |text: String| Some(EventLine { text, always: false, aside: false });
+    let warned = |text: String| Some(EventLine { text, always: true, aside: false });
+    let aside = |line: Option<EventLine>| line.map(|l| EventLine { aside: true, ..l });
     match *event {
         Event::MatrixPlanned { cells, dimensions, runs, confirm } => {
             let sizes: Vec<String> = dimensions.iter().map(|d| format!("{} ({})", d.name, d.values.len())).collect();
@@ -103,8 +117,10 @@ pub fn line(event: &Event<'_>) -> Option<EventLine> {
         Event::Classifying { tests } => said(format!(
             "suite: {tests} test(s) failed: running each alone, twice in one process, bisecting for polluters or state-setters, and checking reproducers"
         )),
-        Event::RunsCold(why) | Event::CheckNote(why) => warned(format!("flakehunt: {why}")),
-        Event::ChecksOn(checks) => checks.line().and_then(said),
+        Event::RunsCold(why) | Event::CheckNote(why) => aside(warned(format!("flakehunt: {why}"))),
+        Event::ChecksOn(checks) => aside(checks.line().and_then(said)),
+        // Said by the display itself, when an attempt runs long before any passed.
+        Event::NoHangLimitYet { .. } => None,
         Event::Interrupted => warned("interrupted: ending running attempts (Ctrl-C again to kill them now)".into()),
         Event::BudgetSpent => warned("budget spent: letting running attempts finish".into()),
         Event::Started { .. } | Event::AttemptFinished { .. } | Event::CellAdded(_) | Event::LevelRecorded(_) => None,

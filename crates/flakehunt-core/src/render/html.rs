@@ -108,6 +108,14 @@ fn banner(out: &mut String, summary: &Summary, ctx: &RenderContext) {
         esc(&summary.verdict_text),
         esc(&summary.target)
     );
+    // An adaptive hunt's answer, as the terminal's last line gives it: first here.
+    if let Some(h) = crate::kind::adaptive::record::AdaptiveDetails::of(summary) {
+        let _ = writeln!(
+            out,
+            "<p id=\"hunt-conclusion\" class=\"conclusion\"><b>conclusion:</b> {}</p>",
+            esc(&h.conclusion)
+        );
+    }
     let mut fact = |k: &str, v: String| {
         let _ = write!(out, "<div><dt>{k}</dt><dd>{v}</dd></div>");
     };
@@ -149,7 +157,9 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
             "<div class=\"scroll\"><table id=\"cells-table\" class=\"data\">\n<thead><tr><th>{}</th><th class=\"num\">attempts</th><th class=\"num\">failed</th><th class=\"num\">rate</th><th>95 % interval</th><th>vs baseline</th><th class=\"num\">mean time</th><th>effect</th></tr></thead>\n<tbody>\n",
             esc(&ctx.cell_header)
         );
-        for c in &summary.cells {
+        // The levels an adaptive hunt never opened go on one line under the table.
+        let hunt = summary.kind == crate::record::Kind::Adaptive;
+        for c in shown_cells(summary) {
             let mut classes = Vec::new();
             if c.sensitive {
                 classes.push("sensitive");
@@ -197,7 +207,23 @@ fn cells_table(out: &mut String, summary: &Summary, ctx: &RenderContext) {
             }
         }
         out.push_str("</tbody>\n</table></div>\n");
+        let untried: Vec<&str> =
+            summary.cells.iter().filter(|c| hunt && c.attempts == 0).map(|c| c.name.as_str()).collect();
+        if !untried.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p id=\"not-tried\" class=\"muted\">Not tried (the hunt ended first): {}</p>",
+                esc(&untried.join(", "))
+            );
+        }
     });
+}
+
+/// The cells the tables and charts show: an adaptive hunt's arms it tried, as the terminal lists
+/// them (the levels it never opened would be rows of zeros); every cell of other kinds.
+fn shown_cells(summary: &Summary) -> impl Iterator<Item = &CellSummary> {
+    let hunt = summary.kind == crate::record::Kind::Adaptive;
+    summary.cells.iter().filter(move |c| !hunt || c.attempts > 0)
 }
 
 /// Width of the label column of per-cell charts, from the longest name (about 7 px a letter).
@@ -228,7 +254,7 @@ fn nice_ceiling(x: f64) -> f64 {
 }
 
 fn rate_chart(out: &mut String, summary: &Summary) {
-    let cells: Vec<&CellSummary> = summary.cells.iter().take(MAX_ROWS).collect();
+    let cells: Vec<&CellSummary> = shown_cells(summary).take(MAX_ROWS).collect();
     if cells.is_empty() {
         out.push_str("<p class=\"empty\">No cells.</p>\n");
         return;
@@ -293,7 +319,7 @@ fn rate_chart(out: &mut String, summary: &Summary) {
 }
 
 fn outcomes_chart(out: &mut String, summary: &Summary) {
-    let cells: Vec<&CellSummary> = summary.cells.iter().take(MAX_ROWS).collect();
+    let cells: Vec<&CellSummary> = shown_cells(summary).take(MAX_ROWS).collect();
     if cells.is_empty() {
         out.push_str("<p class=\"empty\">No cells.</p>\n");
         return;
@@ -666,7 +692,6 @@ fn adaptive_card(out: &mut String, summary: &Summary, h: &crate::kind::adaptive:
         "Arms tried over time",
         "each row an arm at its level, in the order the hunt first tried them; a bar is a stretch of its attempts (pale: calibration, outlined: confirmation), red when one failed",
         |out| {
-            let _ = writeln!(out, "<p id=\"hunt-conclusion\"><b>{}</b></p>", esc(&h.conclusion));
             let mut rows: Vec<&str> = Vec::new();
             for s in &h.timeline {
                 if !rows.contains(&s.cell.as_str()) {
@@ -1085,6 +1110,7 @@ h3{font-size:.95rem;margin:1.2rem 0 .4rem}
 .facts div{min-width:70px}.facts dt{font-size:.72rem;text-transform:uppercase;letter-spacing:.05em;color:var(--muted)}
 .facts dd{margin:0;font-size:1.15rem;font-weight:600;font-variant-numeric:tabular-nums}
 .incomplete{margin:12px 0 0;font-weight:600;color:var(--warn)}
+.conclusion{margin:.2rem 0 .7rem;font-size:1.05rem}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(440px,1fr));gap:18px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:18px 20px;margin-bottom:18px;box-shadow:0 1px 2px rgba(31,35,40,.04);min-width:0}
 .grid .card{margin-bottom:0}.grid{margin-bottom:18px}

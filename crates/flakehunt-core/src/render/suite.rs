@@ -175,6 +175,7 @@ mod tests {
             incomplete: vec![],
             unreported: vec![],
             failed_otherwise: vec![],
+            cost: None,
         };
         let text = table(&s);
         assert!(text.starts_with("tests that failed (1 of 9 collected):"), "{text}");
@@ -223,6 +224,7 @@ mod tests {
             proved: true,
             verdict: None,
             seconds: None,
+            run: None,
         };
         let finding = StateFinding {
             test: "b.py::test_v".into(),
@@ -242,6 +244,7 @@ mod tests {
             repeated: false,
             examined: None,
             cleanup: Some(cleanup.clone()),
+            run: None,
         };
         let victim = TestSummary {
             id: "b.py::test_v".into(),
@@ -271,6 +274,7 @@ mod tests {
             incomplete: vec![],
             unreported: vec![],
             failed_otherwise: vec![],
+            cost: None,
         };
         let text = table(&s);
         let below = &text[text.find("b.py::test_v fails after").unwrap()..];

@@ -283,7 +283,7 @@ impl AttemptRunner<'_> {
         // What the checks found (read from the output as the target wrote it): a passing
         // attempt fails; a failure they caused (or that exited 0) is named by them when sealed.
         let hidden = match self.checks {
-            Some(c) if ex.timed_out.is_none() => c.findings(tag, || texts_of(&ex.stderr)),
+            Some(c) if ex.timed_out.is_none() => c.findings(tag, || texts_of(&ex.stdout), || texts_of(&ex.stderr)),
             _ => Vec::new(),
         };
         if !hidden.is_empty() && matches!(outcome, Outcome::Pass | Outcome::Leak) {

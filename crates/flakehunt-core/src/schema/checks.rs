@@ -17,6 +17,10 @@ pub struct Checks {
     /// `__del__`, a callback), fails the attempt (pytest: its warnings about them are errors).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub thread_exceptions: bool,
+    /// Rust (`--cargo-test`): a panic of a thread other than the test's own fails the attempt
+    /// (libtest runs with `--show-output`, which prints it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub thread_panics: bool,
 }
 
 impl Checks {
@@ -37,6 +41,9 @@ impl Checks {
         if self.thread_exceptions {
             on.push("exceptions in threads (--no-thread-check turns it off)");
         }
+        if self.thread_panics {
+            on.push("panics in threads (--no-thread-check turns it off)");
+        }
         (!on.is_empty()).then(|| format!("checks: {}", on.join(", ")))
     }
 
@@ -51,6 +58,9 @@ impl Checks {
         }
         if self.thread_exceptions {
             names.push("exceptions in threads");
+        }
+        if self.thread_panics {
+            names.push("panics in threads");
         }
         names
     }
@@ -94,6 +104,8 @@ pub enum Check {
     ThreadException,
     /// An exception Python could not raise (in `__del__`, a callback) and only printed.
     Unraisable,
+    /// A panic of a thread other than a passing Rust test's own.
+    ThreadPanic,
 }
 
 impl Check {
@@ -102,7 +114,7 @@ impl Check {
         match self {
             Check::GoroutineLeak => "goroutine leak check",
             Check::Race => "race detector",
-            Check::ThreadException | Check::Unraisable => "thread check",
+            Check::ThreadException | Check::Unraisable | Check::ThreadPanic => "thread check",
         }
     }
 }
@@ -123,6 +135,10 @@ pub struct Finding {
     /// The stacks or traceback behind it, cut to `checks::REPORT_LIMIT` bytes.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub report: String,
+    /// The test runner failed `test` for it: pytest, whose warning about it the thread check
+    /// made an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runner_failed: bool,
 }
 
 fn non_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -132,9 +148,10 @@ fn non_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D
 
 impl Finding {
     /// Whether the check itself makes the target exit non-zero (the Go leak check fails the
-    /// test; the race detector too), so that a failing exit status is its doing.
+    /// test; the race detector too; pytest, for the thread check's warnings), so that a failing
+    /// exit status is its doing.
     pub fn fails_the_target(&self) -> bool {
-        matches!(self.check, Check::GoroutineLeak | Check::Race)
+        self.runner_failed || matches!(self.check, Check::GoroutineLeak | Check::Race)
     }
 
     /// The line the live display shows under a new failure this finding caused:

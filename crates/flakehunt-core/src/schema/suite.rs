@@ -96,6 +96,17 @@ pub enum Role {
     Bisect,
     /// A reproducer's check run.
     Reproducer,
+    /// A copy of a shuffled attempt run beside other copies of it: whether the suite's tests
+    /// tolerate running beside themselves, which the classification's runs side by side need.
+    SideBySide,
+}
+
+impl Role {
+    /// Whether a run of this role runs the whole selection as a shuffled attempt does (a Go or
+    /// Rust binary then runs without naming its tests).
+    pub fn runs_the_selection(self) -> bool {
+        matches!(self, Role::Shuffled | Role::SideBySide)
+    }
 }
 
 /// The suite part of one attempt: the attempt line's `suite` object (`"role"`, `"order"`,
@@ -154,6 +165,9 @@ pub struct Prefix {
     /// Go's shuffle seed of that attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shuffle: Option<u64>,
+    /// How that attempt's order was made (pytest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<OrderStrategy>,
 }
 
 /// How an attempt's order was made from the collected selection, recorded with each pytest
@@ -205,6 +219,10 @@ pub enum SuiteRunner {
     Libtest {
         /// The test binary.
         binary: PathBuf,
+        /// Runs print each passing test's output (`--show-output`), where the thread check
+        /// reads the panics of its threads (see `checks::rust`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        show_output: bool,
     },
 }
 
@@ -241,6 +259,15 @@ pub struct Pytest {
     /// anywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
+    /// The paths the collection was given, as pytest took them (absolute): every run flakehunt
+    /// reads takes only these as given, whatever node ids it names, as the project's own run
+    /// does (the results plugin's `FLAKEHUNT_SUITE_INITPATHS`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub initial_paths: Vec<String>,
+    /// pytest-cov measures the runs: each writes its data files into the project's directory
+    /// and combines the ones it finds there, so runs side by side would take each other's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub coverage: bool,
 }
 
 /// A Go package's test binary, built once (`go test -c`), run in the package's directory.
@@ -291,6 +318,10 @@ pub struct SuiteSummary {
     /// results, not by the process's status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_otherwise: Vec<IncompleteRuns>,
+    /// What the classification's runs cost against the suite's plain run, and whether they went
+    /// side by side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<ClassificationCost>,
 }
 
 /// Attempts that ended before all their tests reported, for one reason.
@@ -437,6 +468,14 @@ pub struct BisectionSummary {
     pub runs: u32,
     /// How it ended.
     pub status: BisectStatus,
+    /// How the order bisected was made (pytest: `collected`, `by-scope`, `global`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<OrderStrategy>,
+    /// The culprits are ones already found for another test, shown by one run of them then this
+    /// test and confirmed by two more (a victim's: its reproducer's two checks): no bisection
+    /// ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub known: bool,
 }
 
 /// One piece of state that differs after the polluters.
@@ -494,6 +533,9 @@ pub struct StateFinding {
     /// What a fingerprint cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<FingerprintCost>,
+    /// The run that searched it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<SearchRun>,
     /// A non-idempotent test: its polluter is its own first run (`polluters` holds the test).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repeated: bool,
@@ -545,4 +587,64 @@ pub struct Cleanup {
     /// Seconds the check's runs took (the record's `state.json` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// The pytest run that checked it (the record's `state.json` only; the summary's `cost`
+    /// counts it with the state search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<SearchRun>,
+}
+
+/// The run of the state plugin that searched a test's state: its id (of the hunt's attempt ids;
+/// the tests of one set of polluters share one run) and how long it took (a Go test's: its two
+/// runs, the id of the second).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRun {
+    /// Its id.
+    pub id: u64,
+    /// Its wall seconds.
+    pub seconds: f64,
+}
+
+/// What the classification cost (`cost` in the summary).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassificationCost {
+    /// Seconds of the suite's plain run: the median shuffled attempt of the baseline cell, plus,
+    /// when those ran warm, the collection (a cold run's interpreter start, imports and
+    /// collection, which a fork skips).
+    pub plain_run: f64,
+    /// Wall seconds of the classification's runs, from the first one's start to the last one's end.
+    pub seconds: f64,
+    /// Its runs (the side-by-side check's included).
+    pub runs: u64,
+    /// `seconds / plain_run`.
+    pub ratio: f64,
+    /// The most of its runs seen running at once (the side-by-side check's included, which runs
+    /// its copies beside the first runs to decide whether the rest may go side by side).
+    pub at_once: u64,
+    /// The check that the suite's tests tolerate running beside themselves, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_by_side: Option<SideBySide>,
+    /// Why its runs went one at a time whatever the suite's tests do (no side-by-side check ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_at_a_time: Option<String>,
+    /// Wall seconds of the state search's runs (pytest), when it ran: after the classification,
+    /// one run per set of polluters or state-setters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_search: Option<f64>,
+}
+
+/// The suite run beside itself: copies of one of its shuffled attempts at once, beside the run
+/// of every test twice in one process when the runner has one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideBySide {
+    /// Copies of the attempt run at once.
+    pub copies: u64,
+    /// The run of every test twice in one process ran beside them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeat_all: bool,
+    /// The shuffled attempt they copied.
+    pub attempt: u64,
+    /// The tests that passed in that attempt and failed, or did not report, in a copy: empty
+    /// when the suite tolerates running beside itself (the classification's runs then went side
+    /// by side).
+    pub failed: Vec<TestId>,
 }

@@ -188,6 +188,7 @@ fn words(check: Check, places: &[&str]) -> String {
         Check::Race => format!("data race between {}", places.join(" and ")),
         Check::ThreadException => format!("exception in a thread: {}", places.join(", ")),
         Check::Unraisable => format!("unraisable exception: {}", places.join(", ")),
+        Check::ThreadPanic => format!("panic in a thread: {}", places.join(", ")),
     }
 }
 

@@ -8,12 +8,21 @@ pub fn of(stdout: &str, stderr: &str) -> Option<String> {
 }
 
 /// libtest: `---- NAME stdout ----`, then `thread 'NAME' panicked at FILE:L:C:` followed by the
-/// message (Rust 1.73 and later), or `panicked at 'MESSAGE', FILE:L:C` (earlier).
+/// message (Rust 1.73 and later), or `panicked at 'MESSAGE', FILE:L:C` (earlier). The first panic
+/// of the section names the failure: a spawned thread's panic that failed the test (`join().unwrap()`,
+/// `std::thread::scope`'s "a scoped thread panicked") is printed before the test's own. The
+/// sections of the tests that passed (`successes:`, printed with `--show-output`) are skipped.
 fn libtest(text: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
+    let mut in_successes = false;
     let (start, name) = lines.iter().enumerate().find_map(|(i, l)| {
+        match *l {
+            "successes:" => in_successes = true,
+            "failures:" => in_successes = false,
+            _ => {}
+        }
         let name = l.trim().strip_prefix("---- ")?.strip_suffix(" stdout ----")?;
-        Some((i, name))
+        (!in_successes).then_some((i, name))
     })?;
     let rest = &lines[start + 1..];
     let panic = rest.iter().position(|l| l.contains("panicked at"));
@@ -75,6 +84,13 @@ mod tests {
         assert_eq!(of(new, "").as_deref(), Some("flaky: assertion `left != right` failed: iteration 4"));
         let old = "---- tests::t stdout ----\nthread 'tests::t' panicked at 'assertion failed: ok', src/lib.rs:3:5\n";
         assert_eq!(of(old, "").as_deref(), Some("tests::t: assertion failed: ok"));
+        // `--show-output`: a passing test's section comes first; a scoped thread's panic is
+        // printed before the one it causes in the test's own thread.
+        let shown =
+            "successes:\n\n---- a stdout ----\nhello\n\nsuccesses:\n    a\n\nfailures:\n\n---- b stdout ----\n\n\
+                     thread '<unnamed>' (7) panicked at src/lib.rs:23:55:\nscoped boom\n\n\
+                     thread 'b' (6) panicked at src/lib.rs:23:19:\na scoped thread panicked\n\nfailures:\n    b\n";
+        assert_eq!(of(shown, "").as_deref(), Some("b: scoped boom"));
     }
 
     #[test]

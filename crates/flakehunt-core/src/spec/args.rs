@@ -139,8 +139,8 @@ impl HuntSpec {
         o.flag("--leak-check", s.checks.goroutine_leaks == Some(true));
         o.flag("--no-leak-check", s.checks.goroutine_leaks == Some(false));
         o.flag("--race", s.checks.race);
-        o.flag("--thread-check", s.checks.thread_exceptions == Some(true));
-        o.flag("--no-thread-check", s.checks.thread_exceptions == Some(false));
+        o.flag("--thread-check", s.checks.threads == Some(true));
+        o.flag("--no-thread-check", s.checks.threads == Some(false));
         let r = &self.oracle;
         o.each("--fail-if", &r.fail_if);
         o.each("--pass-if", &r.pass_if);

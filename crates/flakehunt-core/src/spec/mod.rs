@@ -249,7 +249,8 @@ impl HuntSpec {
         crate::checks::Checks {
             goroutine_leaks: on(asked.goroutine_leaks),
             race: asked.race,
-            thread_exceptions: on(asked.thread_exceptions),
+            thread_exceptions: on(asked.threads),
+            thread_panics: on(asked.threads),
         }
     }
 
@@ -263,7 +264,7 @@ impl HuntSpec {
                 "--race builds a Go test binary with the race detector: give --go-test PKG (or drop --race)",
             ));
         }
-        if asked.thread_exceptions == Some(true) && go {
+        if asked.threads == Some(true) && go {
             return Err(HuntError::usage(
                 "--thread-check checks Python targets and --cargo-test; Go's goroutines have --leak-check (drop --thread-check)",
             ));

@@ -400,6 +400,7 @@ class _WarmSession:
         _child_common()
         if "junitxml" in request:
             _point_junitxml(config, request["junitxml"])
+        _own_session_process(config)
         session.items = _reorder(session.items, self.args, request["argv"])
         session.testscollected = len(session.items)
         # The session's time and timestamp are the attempt's, not the parent's warm-up.
@@ -486,6 +487,19 @@ def _fresh_capture_files(capman):
             continue
         with tempfile.TemporaryFile(buffering=0) as fresh:
             os.dup2(fresh.fileno(), fileno())
+
+
+def _own_session_process(config):
+    """Tells pytest-cov that this fork is its session's process. pytest-cov remembers the pid
+    that started its session, and a test run in another process (made for pytest-forked) gets a
+    coverage of its own, started before the test and stopped after it: in a fork, the one of
+    the first test then stops the tracer the fork inherited, the session's coverage ends in an
+    internal error (`assert self._collectors`), and every test pays a coverage start (four times
+    a cold run's time on semver's suite). The fork carries the session's coverage on, as a cold
+    run's own process does; coverage writes its data under the fork's pid."""
+    cov = config.pluginmanager.get_plugin("_cov")
+    if cov is not None and isinstance(getattr(cov, "pid", None), int):
+        cov.pid = os.getpid()
 
 
 def _point_junitxml(config, path):

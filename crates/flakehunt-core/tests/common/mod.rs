@@ -278,7 +278,8 @@ pub fn hunt() -> Fixture {
     let mut f = Fixture::new(Kind::Adaptive, vec![CellSpec::for_profile(Profile::default_profile())], 100);
     f.manifest.extra =
         serde_json::from_value(serde_json::json!({"bandit": {"seed": 42, "cpus": 2, "runtime": "python"}})).unwrap();
-    let arms = ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10"];
+    // copies=4 and noisy=x2 never run: levels the hunt did not open.
+    let arms = ["pause=200us/1ms", "noisy=x1", "copies=2", "cpu-starved=10", "copies=4", "noisy=x2"];
     let cells: Vec<serde_json::Value> = arms
         .iter()
         .map(|name| {

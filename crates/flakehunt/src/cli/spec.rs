@@ -93,7 +93,7 @@ fn shared(h: &HuntArgs, kind: HuntKind, config: Config, config_path: Option<&Pat
             checks: flakehunt_core::checks::ChecksRequest {
                 goroutine_leaks: if h.leak_check { Some(true) } else { h.no_leak_check.then_some(false) },
                 race: h.race,
-                thread_exceptions: if h.thread_check { Some(true) } else { h.no_thread_check.then_some(false) },
+                threads: if h.thread_check { Some(true) } else { h.no_thread_check.then_some(false) },
             },
         },
         oracle: OracleRequest {

@@ -346,11 +346,40 @@ fn a_pytest_tests_worker_exception_fails_its_attempt_cold_and_warm_and_a_clean_o
             &[],
         );
         assert_eq!(ran.summary["failures"], 2, "{mode}: {}", ran.stderr);
-        let (signature, count) = &signatures(&ran.summary)[0];
-        assert_eq!(*count, 2);
-        assert!(signature.contains("PytestUnhandledThread"), "{signature}");
+        // pytest fails the test with its warning made an error; the signature names the
+        // exception behind it and where it was raised, as for a script.
+        assert_eq!(
+            signatures(&ran.summary),
+            [("exit 1: exception in a thread: ValueError at test_worker.py:16 in work".to_owned(), 2)],
+            "{mode}"
+        );
+        let found = first_found(&ran.attempts);
+        assert_eq!(found["check"], "thread-exception");
+        assert_eq!(found["test"], "test_worker.py::test_raises");
+        assert_eq!(found["runner_failed"], true);
+        let summary = found["summary"].as_str().unwrap();
+        assert!(summary.starts_with("exception in thread Thread-"), "{summary}");
+        assert!(
+            summary.ends_with("ValueError: lost update in iteration 3, raised at test_worker.py:16 in work"),
+            "{summary}"
+        );
+        assert!(found["report"].as_str().unwrap().contains("Traceback"), "{found}");
+        assert_eq!(ran.summary["checks"]["failed"], 2, "{mode}: the note counts them");
         let argv = ran.manifest["target"]["argv"].as_array().unwrap();
         assert!(argv.iter().any(|a| a == "-Werror::pytest.PytestUnhandledThreadExceptionWarning"), "{argv:?}");
+        let unraisable = hunt(
+            &project,
+            "sweep",
+            &[&args[..], &["--runs", "4", "--pytest", "test_worker.py::test_unraisable"]].concat(),
+            &[],
+        );
+        assert_eq!(
+            signatures(&unraisable.summary),
+            [("exit 1: unraisable exception: RuntimeError at test_worker.py:29 in __del__".to_owned(), 2)],
+            "{mode}: {}",
+            unraisable.stderr
+        );
+        assert_eq!(first_found(&unraisable.attempts)["check"], "unraisable");
         let clean = hunt(
             &project,
             "sweep",
@@ -359,13 +388,10 @@ fn a_pytest_tests_worker_exception_fails_its_attempt_cold_and_warm_and_a_clean_o
         );
         assert_eq!(clean.summary["failures"], 0, "{mode}: {}", clean.stderr);
     }
-    let off = hunt(
-        &project,
-        "sweep",
-        &["--profiles", "default", "--runs", "3", "--pytest", "test_worker.py::test_raises"],
-        &[],
-    );
-    assert_eq!(off.summary["failures"], 0, "{}", off.stderr);
+    for test in ["test_worker.py::test_raises", "test_worker.py::test_unraisable"] {
+        let off = hunt(&project, "sweep", &["--profiles", "default", "--runs", "3", "--pytest", test], &[]);
+        assert_eq!(off.summary["failures"], 0, "{test}: {}", off.stderr);
+    }
 }
 
 #[test]
@@ -376,9 +402,39 @@ fn the_suite_checks_pytest_threads_by_default_and_no_thread_check_turns_it_off()
     assert_eq!(on.manifest["plan"]["checks"]["thread_exceptions"], true, "{}", on.stderr);
     let options = on.manifest["extra"]["suite"]["runner"]["pytest"]["options"].to_string();
     assert!(options.contains("PytestUnhandledThreadExceptionWarning"), "{:#}", on.manifest["extra"]);
+    // Iteration 2 fails test_unraisable, iteration 3 test_raises: each test's message names the
+    // exception behind pytest's warning, and where it was raised.
+    let tests: Vec<(String, u64, String)> = on.summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let id = t["id"].as_str().unwrap().to_owned();
+            (id, t["failures"].as_u64().unwrap(), t["message"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert_eq!(tests.len(), 2, "{tests:?}");
+    for (id, failures, message) in &tests {
+        assert_eq!(*failures, 1, "{id}");
+        match id.as_str() {
+            "test_worker.py::test_raises" => {
+                assert!(message.ends_with("ValueError: lost update in iteration 3, raised at test_worker.py:16 in work"))
+            }
+            "test_worker.py::test_unraisable" => assert!(
+                message.starts_with("unraisable exception (Exception ignored in: <function Connection.__del__")
+                    && message.ends_with(
+                        "RuntimeError: connection closed twice in iteration 2, raised at test_worker.py:29 in __del__"
+                    ),
+                "{message}"
+            ),
+            other => panic!("{other} failed: {tests:?}"),
+        }
+    }
+    assert_eq!(on.summary["checks"]["failed"], 2, "{}", on.summary);
     let off =
         hunt(&project, "suite", &["--runs", "3", "--quiet", "--no-thread-check", "--pytest", "test_worker.py"], &[]);
     assert!(off.manifest["plan"]["checks"].get("thread_exceptions").is_none());
+    assert_eq!(off.summary["tests"], serde_json::json!([]), "{}", off.stderr);
 }
 
 #[test]
@@ -404,4 +460,182 @@ fn no_clean_python_fixture_is_flagged_by_the_thread_check() {
     );
     assert_eq!(fails.summary["failures"], 2);
     assert!(flagged(&fails.attempts).is_empty());
+}
+
+/// `CARGO_TARGET_DIR` for a copy of a Rust fixture in `dir`, so its build stays out of the tree.
+fn cargo_env(dir: &Path) -> [(&'static str, PathBuf); 1] {
+    [("CARGO_TARGET_DIR", dir.join("target"))]
+}
+
+#[test]
+fn a_rust_tests_thread_that_panics_fails_the_attempt_named_by_its_message_and_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/rust", dir.path());
+    let env = cargo_env(dir.path());
+    let args = ["--profiles", "default", "--runs", "6", "--thread-check", "--cargo-test", "worker_panics"];
+    let on = hunt(&project, "sweep", &args, &env);
+    assert_eq!(on.code, 1, "{}", on.stderr);
+    // Iterations 3 and 6: the worker panics, the test passes (exit 0).
+    let failed: Vec<u64> =
+        on.attempts.iter().filter(|a| a["outcome"] == "fail").map(|a| a["iteration"].as_u64().unwrap()).collect();
+    assert_eq!(failed, [3, 6], "{}", on.stderr);
+    assert_eq!(
+        signatures(&on.summary),
+        [("exit 0: panic in a thread: lost update in iteration <n> at src/lib.rs:17:13".to_owned(), 2)]
+    );
+    let found = first_found(&on.attempts);
+    assert_eq!(found["check"], "thread-panic");
+    assert_eq!(found["test"], "tests::worker_panics");
+    assert_eq!(found["summary"], "thread '<unnamed>' panicked at src/lib.rs:17:13: lost update in iteration 3");
+    assert!(found["report"].as_str().unwrap().contains("lost update in iteration 3"), "{found}");
+    assert_eq!(on.manifest["plan"]["checks"]["thread_panics"], true);
+    assert!(on.manifest["plan"]["checks"].get("thread_exceptions").is_none(), "a Rust target has no Python hook");
+    assert!(on.manifest["target"]["argv"].as_array().unwrap().iter().any(|a| a == "--show-output"));
+    assert_eq!(on.summary["checks"]["failed"], 2);
+    assert!(on.stderr.contains("checks: panics in threads (--no-thread-check turns it off)"), "{}", on.stderr);
+    assert!(
+        on.stderr.contains("thread check, after tests::worker_panics: thread '<unnamed>' panicked"),
+        "{}",
+        on.stderr
+    );
+
+    // A named thread, which the test waits for through a channel it never asks about.
+    let args =
+        ["--profiles", "default", "--runs", "4", "--thread-check", "--cargo-test", "named_writer_dies_unnoticed"];
+    let named = hunt(&project, "sweep", &args, &env);
+    assert_eq!(
+        signatures(&named.summary),
+        [("exit 0: panic in a thread: ledger writer gave up at entry <n> at src/lib.rs:45:17".to_owned(), 2)]
+    );
+    assert!(first_found(&named.attempts)["summary"].as_str().unwrap().starts_with("thread 'ledger-writer' panicked"));
+
+    // Off (a sweep's default, or said): the exit status alone, as before, and libtest as before.
+    for off in [&[][..], &["--no-thread-check"][..]] {
+        let args = [&["--profiles", "default", "--runs", "6"][..], off, &["--cargo-test", "worker_panics"]].concat();
+        let ran = hunt(&project, "sweep", &args, &env);
+        assert_eq!((ran.code, ran.summary["failures"].as_u64()), (0, Some(0)), "{}", ran.stderr);
+        assert!(ran.manifest["plan"].get("checks").is_none());
+        assert!(!ran.manifest["target"]["argv"].as_array().unwrap().iter().any(|a| a == "--show-output"));
+    }
+}
+
+#[test]
+fn a_panic_a_rust_test_means_is_never_flagged_and_a_propagated_one_names_its_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/rust", dir.path());
+    let env = cargo_env(dir.path());
+    // The test's own thread panics by design (#[should_panic]), or catches its panic on
+    // purpose; a spawned thread panics on purpose (a `panic!` in the test's code) to poison a
+    // lock; joined workers print and never panic.
+    for test in ["panics_by_design", "poisons_a_lock_on_purpose", "catches_its_own_panic", "joined_workers"] {
+        let args = ["--profiles", "default", "--runs", "12", "--thread-check", "--cargo-test", test];
+        let ran = hunt(&project, "sweep", &args, &env);
+        assert_eq!((ran.code, ran.summary["failures"].as_u64()), (0, Some(0)), "{test}: {}", ran.stderr);
+        assert_eq!(ran.manifest["plan"]["checks"]["thread_panics"], true);
+        assert!(flagged(&ran.attempts).is_empty(), "{test}");
+    }
+    // A scoped thread's panic reaches its test, which fails by itself (iterations 4 and 8):
+    // named by the worker's panic, not by "a scoped thread panicked", and not the check's doing.
+    let args = ["--profiles", "default", "--runs", "8", "--thread-check", "--cargo-test", "scoped_worker"];
+    let ran = hunt(&project, "sweep", &args, &env);
+    assert_eq!(
+        signatures(&ran.summary),
+        [("exit 101: tests::scoped_worker: scoped worker failed in iteration <n>".to_owned(), 2)],
+        "{}",
+        ran.stderr
+    );
+    assert!(flagged(&ran.attempts).is_empty());
+    assert_eq!(ran.summary["checks"]["failed"], 0);
+}
+
+#[test]
+fn a_rust_suite_fails_the_test_whose_thread_panicked_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/rust", dir.path());
+    let env = cargo_env(dir.path());
+    let tests_of = |ran: &Ran| -> Vec<(String, u64)> {
+        let mut tests: Vec<(String, u64)> = ran.summary["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["id"].as_str().unwrap().to_owned(), t["failures"].as_u64().unwrap()))
+            .collect();
+        tests.sort();
+        tests
+    };
+    let on = hunt(&project, "suite", &["--runs", "6", "--quiet", "--cargo-test"], &env);
+    assert_eq!(on.code, 1, "{}", on.stderr);
+    assert_eq!(on.manifest["plan"]["checks"]["thread_panics"], true);
+    assert_eq!(on.manifest["extra"]["suite"]["runner"]["show_output"], true);
+    assert_eq!(
+        tests_of(&on),
+        [
+            ("tests::named_writer_dies_unnoticed".to_owned(), 3),
+            ("tests::scoped_worker".to_owned(), 1),
+            ("tests::worker_panics".to_owned(), 2)
+        ],
+        "{}",
+        on.stderr
+    );
+    // Each shuffled attempt's findings name the tests whose threads panicked in it, and those
+    // tests failed in it with the panic as their message.
+    for a in on.attempts.iter().filter(|a| a["suite"]["role"] == "shuffled") {
+        let iteration = a["iteration"].as_u64().unwrap();
+        let mut found: Vec<&str> =
+            a["hidden"].as_array().map(|h| h.iter().map(|f| f["test"].as_str().unwrap()).collect()).unwrap_or_default();
+        found.sort_unstable();
+        let mut expected = Vec::new();
+        if iteration % 2 == 0 {
+            expected.push("tests::named_writer_dies_unnoticed");
+        }
+        if iteration % 3 == 0 {
+            expected.push("tests::worker_panics");
+        }
+        assert_eq!(found, expected, "iteration {iteration}");
+        if iteration == 3 {
+            assert_eq!(a["exit_code"], 0);
+            assert_eq!(a["outcome"], "fail");
+            let result = a["suite"]["tests"].as_array().unwrap().iter().find(|t| t["id"] == "tests::worker_panics");
+            let message = result.unwrap()["message"].as_str().unwrap();
+            assert!(message.starts_with("thread '<unnamed>' panicked at src/lib.rs:17:13"), "{message}");
+        }
+    }
+    // Off: only the test that fails by itself.
+    let off = hunt(&project, "suite", &["--runs", "6", "--quiet", "--no-thread-check", "--cargo-test"], &env);
+    assert!(off.manifest["plan"].get("checks").is_none());
+    assert!(off.manifest["extra"]["suite"]["runner"].get("show_output").is_none());
+    assert_eq!(tests_of(&off), [("tests::scoped_worker".to_owned(), 1)], "{}", off.stderr);
+}
+
+#[test]
+fn the_adaptive_hunt_checks_rust_threads_by_default_and_no_clean_rust_test_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_fixture("checks/rust", dir.path());
+    let env = cargo_env(dir.path());
+    let on = hunt(&project, "hunt", &["--budget", "60s", "--quiet", "--cargo-test", "worker_panics"], &env);
+    assert_eq!(on.code, 1, "{}", on.stderr);
+    assert_eq!(on.summary["checks"]["on"], serde_json::json!(["panics in threads"]));
+    assert!(
+        signatures(&on.summary)[0].0.contains("lost update in iteration <n> at src/lib.rs:17:13"),
+        "{}",
+        on.summary
+    );
+    let off = hunt(
+        &project,
+        "hunt",
+        &["--budget", "5s", "--quiet", "--no-thread-check", "--cargo-test", "worker_panics"],
+        &env,
+    );
+    assert_eq!((off.code, off.summary["failures"].as_u64()), (0, Some(0)), "{}", off.stderr);
+    // The negative control's clean threads, 200 attempts under the check.
+    let clean = dir.path().join("cargo-clean");
+    let status = std::process::Command::new("cp").arg("-r").arg(fixture("controls/cargo-clean")).arg(&clean).status();
+    assert!(status.unwrap().success());
+    for test in ["threads_sum", "channel_sum"] {
+        let args = ["--profiles", "default", "--runs", "200", "--thread-check", "--cargo-test", test];
+        let ran = hunt(&clean, "sweep", &args, &env);
+        assert_eq!(ran.code, 0, "{}", ran.stderr);
+        assert_eq!((ran.summary["attempts"].as_u64(), ran.summary["failures"].as_u64()), (Some(200), Some(0)));
+        assert_eq!(ran.manifest["plan"]["checks"]["thread_panics"], true);
+    }
 }

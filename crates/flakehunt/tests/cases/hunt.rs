@@ -292,3 +292,57 @@ fn shards_of_a_hunt_merge_without_sharing_attempt_ids() {
     let (a, b) = (attempts_in(&dir.path().join("s1")).len(), attempts_in(&dir.path().join("s2")).len());
     assert_eq!(summary["attempts"].as_u64(), Some((a + b) as u64));
 }
+
+/// The notes on how flakehunt runs the attempts (the checks that are on, a warm mode that cannot
+/// apply to an arm) come once each after the summary: the first lines a hunt shows are about the
+/// target. A Python script that fails under tight-gil on even iterations, stdout and stderr in
+/// one stream as a terminal shows them.
+#[test]
+fn notes_on_how_attempts_run_come_once_after_the_conclusion() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = script(
+        dir.path(),
+        "flaky.py",
+        "import os, sys\nif os.environ['FLAKEHUNT_CELL'] == 'tight-gil' and int(os.environ['FLAKEHUNT_ITERATION']) % 2 == 0:\n    sys.exit('lost update')\n",
+    );
+    let both = dir.path().join("output");
+    let file = std::fs::File::create(&both).unwrap();
+    let out = crate::harness::flakehunt()
+        .args(["hunt", "--budget", "60s", "--seed", "1", "--record", "rec", "--", "python3"])
+        .arg(&target)
+        .current_dir(dir.path())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .output();
+    let text = std::fs::read_to_string(&both).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let conclusion = lines.iter().position(|l| l.starts_with("conclusion:")).unwrap_or_else(|| panic!("{text}"));
+    let notes: Vec<usize> =
+        (0..lines.len()).filter(|&i| lines[i].starts_with("checks: ") || lines[i].starts_with("flakehunt: ")).collect();
+    assert!(!notes.is_empty(), "the checks that are on are said: {text}");
+    assert!(notes.iter().all(|&i| i > conclusion), "notes after the conclusion: {text}");
+    let checks = lines.iter().filter(|l| l.starts_with("checks: ")).count();
+    assert_eq!(checks, 1, "once: {text}");
+    assert!(!lines[0].starts_with("checks: ") && !lines[0].starts_with("flakehunt: "), "{text}");
+}
+
+/// Before any attempt has passed the hang rule has no limit: an attempt that took long then is
+/// said to have run without one, once, while the hunt goes on (a target that hangs on its first
+/// attempts would otherwise wait out its own timers in silence).
+#[test]
+fn a_long_first_attempt_is_said_to_have_had_no_hang_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = script(dir.path(), "slow-failure.sh", "#!/bin/sh\nsleep 6\necho 'deadlock' >&2\nexit 2\n");
+    let out = run_in(dir.path(), &["hunt", "--budget", "9s", "--record", "rec", "--", target.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("no attempt has passed yet")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("--timeout (10m) or the budget's end"), "{}", said[0]);
+    // With --timeout the hang rule does not apply: nothing to say.
+    let out = run_in(
+        dir.path(),
+        &["hunt", "--budget", "9s", "--timeout", "7s", "--record", "rec2", "--", target.to_str().unwrap()],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no attempt has passed yet"));
+}

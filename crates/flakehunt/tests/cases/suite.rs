@@ -118,9 +118,13 @@ fn pytest_suite_names_each_category_its_culprit_and_a_reproducer_that_fails() {
         assert!(a.get("phase").is_none());
     }
     let phases: Vec<&str> = attempts.iter().filter_map(|a| a["phase"].as_str()).collect();
-    for phase in ["repeat-all", "alone", "repeat", "bisect", "reproducer"] {
+    for phase in ["repeat-all", "alone", "bisect", "reproducer"] {
         assert!(phases.contains(&phase), "no {phase} run recorded: {phases:?}");
     }
+    // The non-idempotent test is confirmed by its reproducer's checks (the test twice, as
+    // printed), not by runs of flakehunt's own besides them.
+    assert!(!phases.contains(&"repeat"), "{phases:?}");
+    assert_eq!(tests[NON_IDEMPOTENT]["repeated"], serde_json::json!([2, 2]));
     assert!(!record.join("scratch").read_dir().unwrap().any(|_| true), "scratch directories are removed");
 
     // Every report reads the same conclusions back from the record.
@@ -172,7 +176,11 @@ fn go_suite_names_each_category_its_culprit_and_a_reproducer_that_fails() {
     let victim = strings(&tests["TestVictim"]["reproducer"]);
     assert!(victim[0].ends_with(".test") && victim.iter().any(|a| a.starts_with("-test.shuffle=")), "{victim:?}");
     assert!(victim.contains(&"-test.run=^(TestPolluter|TestVictim)$".to_owned()), "{victim:?}");
-    assert!(strings(&tests["TestNonIdempotent"]["reproducer"]).contains(&"-test.count=2".to_owned()));
+    let repeat = strings(&tests["TestNonIdempotent"]["reproducer"]);
+    assert!(repeat.contains(&"-test.count=2".to_owned()), "{repeat:?}");
+    // Confirmed by its reproducer's two checks, each read run by run from its test2json events:
+    // the first run passed, the second failed.
+    assert_eq!(tests["TestNonIdempotent"]["repeated"], serde_json::json!([2, 2]));
     for id in ["TestVictim", "TestBrittle", "TestNonIdempotent"] {
         let argv = strings(&tests[id]["reproducer"]);
         let (code, out) = run_reproducer(&argv, &project, &env);
@@ -446,6 +454,14 @@ fn every_kind_of_pytest_item_gets_a_checked_reproducer_judged_by_its_own_result(
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(summary["verdict"], "not-reproduced", "{stderr}");
     assert!(summary["tests"].as_array().unwrap().is_empty(), "{summary}");
+    // Every run exited 2 (the conftest), no test failed: the per-cell counts follow the tests.
+    assert_eq!(
+        (summary["cells"][0]["attempts"].as_u64(), summary["cells"][0]["failures"].as_u64()),
+        (Some(3), Some(0))
+    );
+    let shuffled: Vec<Value> =
+        attempts_in(&clean_record).into_iter().filter(|a| a["suite"]["role"] == "shuffled").collect();
+    assert!(shuffled.iter().all(|a| a["exit_code"] == 2 && a["outcome"] == "pass"), "{shuffled:?}");
     assert_eq!(std::fs::read_dir(&noise).unwrap().count(), 2, "the noise happened");
 }
 
@@ -474,4 +490,126 @@ fn the_collected_order_runs_first_and_scoped_shuffles_keep_a_class_together() {
         let at: Vec<usize> = (0..order.len()).filter(|&i| order[i].contains("::TestRegistry::")).collect();
         assert_eq!(at[1], at[0] + 1, "the class stays together: {order:?}");
     }
+}
+
+const SHARED_POLLUTER: &str = "tests/test_a_config.py::test_strict_mode_refuses_blank_space";
+
+/// Whether this machine lets flakehunt run the classification's runs side by side.
+fn side_by_side_here() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+}
+
+/// `fixtures/suite/pytest-shared`: eight victims of one polluter. One is bisected; the others
+/// try its polluter first (one run, then their reproducer's two checks, which are not run
+/// again); the classification's cost against the suite's plain run is in the summary and its
+/// notes; on two CPUs or more its runs go side by side once the suite ran clean beside itself;
+/// one state search run names the state for all eight; the record concludes the same.
+#[test]
+fn victims_of_one_polluter_cost_one_bisection_and_run_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("pytest-shared", dir.path());
+    let record = dir.path().join("rec");
+    let env = [("MARKUP_WORK", PathBuf::from("0"))];
+    let args = ["--pytest", "--runs", "3", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap()];
+    let (code, summary, stderr) = suite(&project, &args, &env);
+    assert_eq!(code, 1, "{stderr}");
+    let tests = by_id(&summary);
+    assert_eq!(tests.len(), 8, "{:?}", tests.keys());
+    let mut known = 0;
+    for (id, t) in &tests {
+        assert_eq!(t["category"], "order-dependent-victim", "{id}");
+        assert_eq!(strings(&t["polluters"]), [SHARED_POLLUTER], "{id}");
+        let reproducer = strings(&t["reproducer"]);
+        assert_eq!(reproducer[reproducer.len() - 2..], [SHARED_POLLUTER, id.as_str()], "{id}");
+        let b = &t["bisection"];
+        assert_eq!((b["status"].as_str(), b["strategy"].as_str()), (Some("confirmed"), Some("collected")), "{id}: {b}");
+        known += usize::from(b["known"] == true);
+        assert_eq!(t["state"]["state"][0]["path"], "markup.STRICT", "{id}");
+    }
+    assert_eq!(known, 7, "one bisection, seven tries of the polluter it found");
+    let attempts = attempts_in(&record);
+    let phase = |p: &str| attempts.iter().filter(|a| a["phase"] == p).collect::<Vec<_>>();
+    assert_eq!(phase("reproducer").len(), 16, "two checks per victim, each run once");
+    assert!(
+        phase("bisect").iter().all(|a| a["suite"]["strategy"] == "collected"),
+        "bisections record their order's strategy"
+    );
+    let cost = &summary["cost"];
+    assert!(cost["plain_run"].as_f64().unwrap() > 0.0 && cost["ratio"].as_f64().unwrap() > 0.0, "{cost}");
+    assert_eq!(cost["runs"].as_u64().unwrap() as usize, attempts.iter().filter(|a| a.get("phase").is_some()).count());
+    assert!(cost["state_search"].as_f64().unwrap() > 0.0, "{cost}");
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("classification: ") && notes.contains("x the suite's plain run"), "{notes}");
+    let state_runs: std::collections::BTreeSet<u64> = read_json(&record.join("state.json"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["run"]["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(state_runs.len(), 1, "one state search run for the eight victims of one polluter");
+    if side_by_side_here() {
+        assert_eq!(cost["side_by_side"]["failed"], serde_json::json!([]), "{cost}");
+        assert!(cost["at_once"].as_u64().unwrap() >= 2, "{cost}");
+        assert!(!phase("side-by-side").is_empty());
+        assert_eq!(phase("repeat-all").len(), 1, "the run of every test twice ran beside the copies, and counts");
+        assert_eq!(phase("alone").len(), 24, "so did the runs alone");
+    }
+    let out = flakehunt().args(["report", "-f", "json"]).arg(&record).output();
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&again["tests"], &again["cost"]), (&summary["tests"], &summary["cost"]));
+}
+
+/// A suite with a test that fails in a copy of the suite run beside itself (standing for one
+/// that writes a fixed path or binds a fixed port: here, any run after the hunt's shuffled
+/// attempts fails it) runs its classification one at a time, says why, and does not count the
+/// runs made beside the copies (every test twice, the failing tests alone): they are made again;
+/// the classification is the same.
+#[test]
+fn a_suite_that_fails_beside_itself_is_classified_one_run_at_a_time() {
+    if !side_by_side_here() {
+        eprintln!("skipped: one CPU, no runs side by side");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_suite("pytest-shared", dir.path());
+    let beside = "tests/test_z_scratch.py::test_fixed_scratch_path";
+    std::fs::write(
+        project.join("tests/test_z_scratch.py"),
+        "import os\n\n\ndef test_fixed_scratch_path():\n    assert int(os.environ['FLAKEHUNT_ATTEMPT'].rsplit('.', 1)[1]) < 3\n",
+    )
+    .unwrap();
+    let record = dir.path().join("rec");
+    let env = [("MARKUP_WORK", PathBuf::from("0"))];
+    let args = ["--pytest", "--runs", "3", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap()];
+    let (code, summary, stderr) = suite(&project, &args, &env);
+    assert_eq!(code, 1, "{stderr}");
+    let tests = by_id(&summary);
+    assert_eq!(tests.len(), 8, "{:?}", tests.keys());
+    assert!(tests.values().all(|t| t["category"] == "order-dependent-victim"));
+    let cost = &summary["cost"];
+    assert_eq!(strings(&cost["side_by_side"]["failed"]), [beside], "{cost}");
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains(&format!("one at a time: beside itself (a copy of attempt 0 beside the run of every test twice) the suite failed {beside}")), "{notes}");
+    let attempts = attempts_in(&record);
+    assert_eq!(attempts.iter().filter(|a| a["phase"] == "repeat-all").count(), 2, "run again alone");
+    assert_eq!(attempts.iter().filter(|a| a["phase"] == "alone").count(), 48, "run again one at a time");
+    // After the check, whose runs went side by side, one at a time: each run's id follows the
+    // one before it in time, with no two at once.
+    let mut after: Vec<&Value> = attempts.iter().filter(|a| a["phase"].is_string()).collect();
+    after.sort_by_key(|a| a["id"].as_u64());
+    let again = after.iter().rposition(|a| a["phase"] == "repeat-all").unwrap();
+    let spans: Vec<(f64, f64)> = after[again..]
+        .iter()
+        .map(|a| {
+            let start = crate::harness::unix_seconds(a["started_at"].as_str().unwrap());
+            (start, start + a["seconds"].as_f64().unwrap())
+        })
+        .collect();
+    assert!(spans.windows(2).all(|w| w[1].0 >= w[0].1 - 1e-3), "one at a time after the check: {spans:?}");
+    let out = flakehunt().args(["report", "-f", "json"]).arg(&record).output();
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&again["tests"], &again["cost"], again["complete"].as_bool()),
+        (&summary["tests"], &summary["cost"], Some(true))
+    );
 }

@@ -66,7 +66,10 @@ fn a_warm_suite_concludes_as_a_cold_one_and_each_fork_reports_its_own_results() 
     assert_eq!(warm["tests"].as_array().unwrap().len(), 4, "{warm_err}");
     assert_eq!(tests_of(&warm, &warm_rec), tests_of(&cold, &cold_rec));
 
-    let (warm_attempts, cold_attempts) = (attempts_in(&warm_rec), attempts_in(&cold_rec));
+    // In id order: the classification's runs had side by side are written as they end.
+    let (mut warm_attempts, mut cold_attempts) = (attempts_in(&warm_rec), attempts_in(&cold_rec));
+    warm_attempts.sort_by_key(|a| a["id"].as_u64());
+    cold_attempts.sort_by_key(|a| a["id"].as_u64());
     // Each warm attempt's junit xml is its own: its results come in the order it ran, the orders
     // differ from one attempt to the next, and every attempt has the results of the same cold one.
     let warm_results = results(&warm_attempts);
@@ -82,8 +85,9 @@ fn a_warm_suite_concludes_as_a_cold_one_and_each_fork_reports_its_own_results() 
     assert!(shuffled.windows(2).all(|w| w[0] != w[1]), "each attempt its own order: {shuffled:?}");
     assert_eq!(warm_results, results(&cold_attempts), "the same results, attempt by attempt");
 
-    // The record's mode: the shuffled attempts and the alone and bisection runs are forks; the
-    // repeat runs (the plugin) and the reproducer checks (the command as printed) run cold.
+    // The record's mode: the shuffled attempts, the side-by-side copies and the alone and
+    // bisection runs are forks; the repeat runs (the plugin) and the reproducer checks (the
+    // command as printed) run cold.
     for a in &warm_attempts {
         let role = a["suite"]["role"].as_str().unwrap();
         let expected = if matches!(role, "repeat" | "repeat-all" | "reproducer") { "cold" } else { "warm" };

@@ -630,3 +630,9 @@ pub fn grandchild_pid(attempt: &Value) -> i32 {
         .and_then(|p| p.trim().parse().ok())
         .unwrap_or_else(|| panic!("no grandchild pid in {tail:?}"))
 }
+
+/// Seconds since the epoch of a record's time (`2026-12-01T00:00:00.000Z`).
+pub fn unix_seconds(rfc3339: &str) -> f64 {
+    let t = humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z')).unwrap();
+    t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}

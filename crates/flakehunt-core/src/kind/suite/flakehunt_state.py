@@ -3,7 +3,13 @@
 Loaded with ``-p flakehunt_state --flakehunt-state REQUEST.json`` in a pytest whose arguments are
 the suite's own and whose node ids include the tests the request names. REQUEST is a JSON object:
 
-    {"victim": ID, "polluters": [ID, ...], "brittle": false, "runs": 2, "out": PATH}
+    {"victims": [{"victim": ID, "polluters": [ID, ...], "brittle": false, "repeat": false}, ...],
+     "runs": 2, "max_trials": 64, "out": PATH}
+
+and the answer ``{"results": [RESULT, ...]}``, one per victim in order (or ``{"error": ...}``). A
+non-idempotent test (``repeat``) is its own polluter: its first run, then its second. With
+``"check": {"fixture", "apply_to", "runs", "polluters_failed"}`` the run checks the cleanup of its
+one victim instead (the cleanup's module loaded as a plugin): the answer is ``{"check": ...}``.
 
 pytest collects once (imports the conftests, the test modules and what they import); then this
 plugin takes over the run loop and forks, as the warm parent does, so that every trial starts
@@ -22,6 +28,12 @@ from the same imported, untouched process:
    brittle test, puts back all but the subset) and runs the victim. Delta debugging (Zeller's
    ddmin) finds the smallest subset whose restoration makes the victim pass; the subset is
    then confirmed ``runs`` more times.
+3. One more fork writes a cleanup of that subset: a fixture that saves it before the polluter
+   and puts it back after (for a brittle test: sets it), as code to paste into a conftest.py.
+
+The victims of one set of polluters share the first fingerprints (a victim whose failure they do
+not explain, since the polluters' fixtures may end differently before it, gets its own), and each
+tries first the smallest state found for an earlier one.
 
 Every fork undoes its changes to the files it can see before it exits, so that one trial's
 files are not the next one's state. Nothing is printed; the result is one JSON object at
@@ -683,86 +695,140 @@ def _analyse(session, request):
 
     _ROOTS[:] = [(os.getcwd(), "file under the working directory"), (tempfile.gettempdir(), "file in the temporary directory")]
     by_id = {item.nodeid: item for item in session.items}
-    missing = [t for t in [request["victim"]] + request["polluters"] if t not in by_id]
+    victims = request["victims"]
+    missing = [t for v in victims for t in [v["victim"]] + v["polluters"] if t not in by_id]
     if missing:
-        return {"error": "not collected: %s" % ", ".join(missing)}
-    victim = by_id[request["victim"]]
-    # A non-idempotent test's polluter is its own first run (`repeat`).
-    polluters = [by_id[t] for t in request["polluters"]]
-    brittle = bool(request.get("brittle"))
-    confirm = int(request.get("runs", 2))
+        return {"error": "not collected: %s" % ", ".join(sorted(set(missing)))}
     session.config.pluginmanager.register(_OUTCOMES, "flakehunt-state-outcomes")
-    skip = {request["out"], request["out"] + ".tmp", os.path.abspath(session.config.getoption("flakehunt_state"))}
+    search = _Search(request, by_id)
     if request.get("check"):
-        return _check(request["check"], by_id, polluters, victim, skip)
+        v = victims[0]
+        return _check(request["check"], by_id, [by_id[t] for t in v["polluters"]], by_id[v["victim"]], search.skip)
+    return {"results": [search.one(v) for v in victims]}
 
-    def survey():
-        rss, _ = _memory()
-        start = time.perf_counter()
-        before = _fingerprint(skip)
-        first = time.perf_counter() - start
-        _, hwm = _memory()
-        failed = _run_until(polluters, victim)
-        start = time.perf_counter()
-        after = _fingerprint(skip)
-        second = time.perf_counter() - start
-        diffs = _differences(before, after)
-        _restore_files(before, skip)
-        cost = {"seconds": [round(first, 4), round(second, 4)], "entries": len(before), "kib": max(0, hwm - rss)}
-        return {"differences": diffs, "cost": cost, "polluters_failed": failed}
 
-    found = _fork(survey)
-    if "error" in found:
-        return found
-    kinds = {d["path"]: d["kind"] for d in found["differences"]}
-    paths = sorted(kinds)
-    trials = [0]
+class _Search(object):
+    """The searches of one run: the victims of one set of polluters share its fingerprints (the
+    survey, taken once) and try the state an earlier victim was found to trip over first."""
 
-    limit = int(request.get("max_trials", 64))
+    def __init__(self, request, by_id):
+        self.by_id = by_id
+        self.request = request
+        self.confirm = int(request.get("runs", 2))
+        self.limit = int(request.get("max_trials", 64))
+        self.skip = {request["out"], request["out"] + ".tmp", os.path.abspath(_SESSION[0].config.getoption("flakehunt_state"))}
+        # Per (polluters, brittle): the survey, and the smallest states found.
+        self.surveys = {}
+        self.found = {}
 
-    def good(subset):
-        """Whether the victim passes after the polluters with the differences in `subset` put
-        back; for a brittle test, with only those kept (all the others put back)."""
-        if trials[0] >= limit:
-            raise _GaveUp()
-        trials[0] += 1
-        chosen = set(subset)
+    def survey(self, polluters, victim):
+        skip = self.skip
 
         def work():
+            rss, _ = _memory()
+            start = time.perf_counter()
             before = _fingerprint(skip)
-            _run_until(polluters, victim)
-            for path in paths:
-                if (path in chosen) != brittle:
-                    entry = before.get(path)
-                    _call(entry.restore if entry is not None else _undo_addition(path, kinds[path]))
-            passed = _protocol(victim, None)
+            first = time.perf_counter() - start
+            _, hwm = _memory()
+            failed = _run_until(polluters, victim)
+            start = time.perf_counter()
+            after = _fingerprint(skip)
+            second = time.perf_counter() - start
+            diffs = _differences(before, after)
             _restore_files(before, skip)
-            return {"passed": passed}
+            cost = {"seconds": [round(first, 4), round(second, 4)], "entries": len(before), "kib": max(0, hwm - rss)}
+            return {"differences": diffs, "cost": cost, "polluters_failed": failed}
 
-        return bool(_fork(work).get("passed"))
+        return _fork(work)
 
-    result = {"victim": victim.nodeid, "polluters": request["polluters"], "brittle": brittle, "differences": found["differences"][:200], "different": len(paths), "cost": found["cost"], "polluters_failed": found["polluters_failed"]}
-    if good([]):
-        result["verdict"] = "passes after its state-setters with all their state put back: the state is outside what a fingerprint sees" if brittle else "passes after its polluters in a fork: nothing to explain"
-    elif not good(paths):
-        result["verdict"] = "fails after its state-setters in a fork" if brittle else "putting back every difference does not make it pass: the state is outside what a fingerprint sees"
-    else:
+    def one(self, entry):
+        victim = self.by_id[entry["victim"]]
+        polluters = [self.by_id[t] for t in entry["polluters"]]
+        brittle = bool(entry.get("brittle"))
+        key = (tuple(entry["polluters"]), brittle)
+        shared = key in self.surveys
+        found = self.surveys[key] if shared else self.survey(polluters, victim)
+        if "error" in found:
+            return dict(found, victim=victim.nodeid)
+        self.surveys.setdefault(key, found)
+        trials = [0]
+        skip, limit = self.skip, self.limit
+        state = {"paths": [], "kinds": {}}
+
+        def take(survey):
+            state["kinds"] = {d["path"]: d["kind"] for d in survey["differences"]}
+            state["paths"] = sorted(state["kinds"])
+
+        take(found)
+
+        def good(subset):
+            """Whether the victim passes after the polluters with the differences in `subset` put
+            back; for a brittle test, with only those kept (all the others put back)."""
+            if trials[0] >= limit:
+                raise _GaveUp()
+            trials[0] += 1
+            chosen = set(subset)
+            paths, kinds = state["paths"], state["kinds"]
+
+            def work():
+                before = _fingerprint(skip)
+                _run_until(polluters, victim)
+                for path in paths:
+                    if (path in chosen) != brittle:
+                        entry = before.get(path)
+                        _call(entry.restore if entry is not None else _undo_addition(path, kinds[path]))
+                passed = _protocol(victim, None)
+                _restore_files(before, skip)
+                return {"passed": passed}
+
+            return bool(_fork(work).get("passed"))
+
+        result = {"victim": victim.nodeid, "polluters": entry["polluters"], "brittle": brittle}
         try:
-            minimal = _ddmin(paths, good)
+            if good([]):
+                result["verdict"] = "passes after its state-setters with all their state put back: the state is outside what a fingerprint sees" if brittle else "passes after its polluters in a fork: nothing to explain"
+            else:
+                # The state an earlier victim of the same polluters tripped over, first: when it
+                # makes this one pass too, the whole set need not be tried.
+                minimal = None
+                for earlier in self.found.get(key, []):
+                    if set(earlier) <= set(state["paths"]) and good(earlier):
+                        minimal = earlier if len(earlier) == 1 else _ddmin(list(earlier), good)
+                        break
+                explained = minimal is not None or good(state["paths"])
+                if not explained and shared:
+                    # The survey taken before another victim: the polluters' fixtures may end
+                    # differently before this one. Its own survey.
+                    found = self.survey(polluters, victim)
+                    if "error" in found:
+                        return dict(found, victim=victim.nodeid)
+                    take(found)
+                    explained = good(state["paths"])
+                if not explained:
+                    result["verdict"] = "fails after its state-setters in a fork" if brittle else "putting back every difference does not make it pass: the state is outside what a fingerprint sees"
+                else:
+                    if minimal is None:
+                        minimal = _ddmin(state["paths"], good)
+                    searched = trials[0]
+                    passed = sum(1 for _ in range(self.confirm) if good(minimal))
+                    named = [d for d in found["differences"] if d["path"] in set(minimal)]
+                    result["confirmed"] = [passed, self.confirm]
+                    result["search_trials"] = searched
+                    if passed == self.confirm:
+                        if minimal not in self.found.setdefault(key, []):
+                            self.found[key].append(minimal)
+                        result["cleanup"] = _fork(lambda: _write_cleanup(_SESSION[0], entry, named, polluters, victim, brittle))
+                    # Each piece as the user would name it (an entry of a dict, a file where
+                    # their run has it); the cleanup was written from where it is.
+                    result["state"] = [dict(d, path=d.get("shown", d["path"])) for d in named]
         except _GaveUp:
             result["verdict"] = "no smallest set found within %d trials" % limit
-            result["trials"] = trials[0]
-            return result
-        searched = trials[0]
-        passed = sum(1 for _ in range(confirm) if good(minimal))
-        result["state"] = [d for d in found["differences"] if d["path"] in set(minimal)]
-        result["confirmed"] = [passed, confirm]
-        result["search_trials"] = searched
-        if passed == confirm:
-            result["cleanup"] = _fork(lambda: _write_cleanup(session, request, result["state"], polluters, victim, brittle))
-        result["state"] = [dict(d, path=d.pop("shown", d["path"])) for d in result["state"]]
-    result["trials"] = trials[0]
-    return result
+        result["differences"] = found["differences"][:200]
+        result["different"] = len(state["paths"])
+        result["cost"] = found["cost"]
+        result["polluters_failed"] = found.get("polluters_failed", [])
+        result["trials"] = trials[0]
+        return result
 
 
 def _call(restore):
@@ -1219,20 +1285,20 @@ def _name_hint(diff):
     return re.sub(r"(\W|_)+", "_", hint).strip("_")
 
 
-def _write_cleanup(session, request, state, polluters, victim, brittle):
+def _write_cleanup(session, entry, state, polluters, victim, brittle):
     """The fixture that puts `state` back after each polluter (for a brittle test: sets it
     before the test, and puts it back after), as {"fixture", "code", "apply_to", "conftest"};
-    or {"none": why}."""
-    captured = [(d, _capture(d)) for d in state]
-    _run_until(polluters, victim)
+    or {"none": why}. `entry` is the victim's part of the request."""
     code = _Code()
     try:
+        captured = [(d, _capture(d)) for d in state]
+        _run_until(polluters, victim)
         for d, before in captured:
             _piece(code, d, before, _capture(d), brittle, session)
     except _NoCode as e:
         return {"none": str(e)}
-    repeat = bool(request.get("repeat"))
-    apply_to = [victim.nodeid] if brittle or repeat else list(request["polluters"])
+    repeat = bool(entry.get("repeat"))
+    apply_to = [victim.nodeid] if brittle or repeat else list(entry["polluters"])
     prefix = "set_" if brittle else "restore_"
     hint = _name_hint(state[0]) if len(state) == 1 else "state_of_" + re.sub(r"\W+", "_", apply_to[0].rpartition("::")[2]).strip("_")
     fixture = prefix + hint
@@ -1243,7 +1309,7 @@ def _write_cleanup(session, request, state, polluters, victim, brittle):
         fixture = "%s%s_%d" % (prefix, hint, n)
     pieces = ", ".join(_said(d, session) for d in state)
     if brittle:
-        doc = "Sets %s as %s leaves it, which %s needs and does not set itself; puts it back after." % (pieces, " + ".join(request["polluters"]), victim.nodeid)
+        doc = "Sets %s as %s leaves it, which %s needs and does not set itself; puts it back after." % (pieces, " + ".join(entry["polluters"]), victim.nodeid)
     elif repeat:
         doc = "Puts back %s after %s, which changes it and trips over the change when it runs again in the process." % (pieces, victim.nodeid)
     else:

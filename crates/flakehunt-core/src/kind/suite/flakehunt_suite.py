@@ -7,12 +7,21 @@ knows, so that no option of a project (``-v``, ``-q -q``, a plugin that changes 
 changes what flakehunt reads:
 
 - With ``--flakehunt-collect FILE``: once the session is configured, one JSON object naming
-  pytest's rootdir and whether pytest-xdist distributes the tests; once collection is done, the
+  pytest's rootdir, whether pytest-xdist distributes the tests and whether pytest-cov measures
+  them; once collection is done, the
   same object with the node id of every item the session would run (``session.items``, after
   deselection and every plugin's changes: doctests and parametrized ids exactly as pytest names
   them) and every collection error in pytest's own words. It also stops the collection at a
   symlink that leads to a directory above it (``{"loop": ...}``): pytest would collect through it
   again and again, each level doubling the paths when there are two such links.
+  The collection also names the paths pytest was given (``session._initialpaths``, the
+  project's own paths or its ``testpaths``).
+- With FLAKEHUNT_SUITE_INITPATHS set in the environment (a JSON list of those paths): the session
+  takes only those as the paths it was given, whatever node ids a run names. pytest treats a
+  file named on its command line specially: it collects it as a test module whatever its name,
+  and rewrites its ``assert`` statements, which changes the message of an AssertionError that a
+  doctest in it expects (zipp's ``Translator('xyz')``). A run that names the node ids of its
+  tests then meets each module as the project's own run does.
 - With FLAKEHUNT_SUITE_RESULTS set in the environment (each attempt's own file): one JSON line per
   event as it happens, flushed, so that a process that dies (a segfault, a kill at a timeout,
   ``os._exit``) leaves every event before its death: ``{"start": ID}``, then one
@@ -28,6 +37,7 @@ import os
 import pytest
 
 _RESULTS = "FLAKEHUNT_SUITE_RESULTS"
+_INITPATHS = "FLAKEHUNT_SUITE_INITPATHS"
 # The longest message written per report: enough for an assertion's first lines.
 _MESSAGE_LIMIT = 2000
 
@@ -111,6 +121,8 @@ def pytest_configure(config):
     _COLLECTED["rootdir"] = _rootdir(config)
     numprocesses = getattr(config.option, "numprocesses", None)
     _COLLECTED["xdist"] = bool(numprocesses) and config.pluginmanager.hasplugin("xdist")
+    # pytest-cov registers its plugin only when the options ask for coverage (--cov).
+    _COLLECTED["coverage"] = config.pluginmanager.get_plugin("_cov") is not None and not getattr(config.option, "no_cov", False)
     _write_collected(config)
 
 
@@ -155,7 +167,27 @@ def pytest_collectreport(report):
 
 def pytest_collection_finish(session):
     _COLLECTED["items"] = [item.nodeid for item in session.items]
+    _COLLECTED["initialpaths"] = sorted(str(p) for p in getattr(session, "_initialpaths", ()))
     _write_collected(session.config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    given = os.environ.get(_INITPATHS)
+    if not given:
+        return
+    paths = frozenset(os.path.abspath(p) for p in json.loads(given))
+    and_parents = set(paths)
+    for p in paths:
+        while os.path.dirname(p) != p:
+            p = os.path.dirname(p)
+            and_parents.add(p)
+
+    def isinitpath(path, with_parents=False, **_):
+        return os.path.abspath(str(path)) in (and_parents if with_parents else paths)
+
+    # An attribute of this session, which both the collection and the assertion rewriter ask.
+    session.isinitpath = isinitpath
 
 
 def pytest_runtest_logstart(nodeid, location):

@@ -15,7 +15,7 @@ impl crate::kind::Hunt for Suite {
         _: &mut dyn crate::events::EventSink,
     ) -> Result<(Vec<crate::plan::CellSpec>, crate::record::Extra), crate::spec::HuntError> {
         let placeholder = super::setup::SuiteSetup {
-            runner: super::setup::SuiteRunner::Libtest { binary: std::path::PathBuf::new() },
+            runner: super::setup::SuiteRunner::Libtest { binary: std::path::PathBuf::new(), show_output: false },
             selection: Vec::new(),
             files: std::path::PathBuf::new(),
             python_path: None,
@@ -35,7 +35,10 @@ impl crate::kind::Hunt for Suite {
             |a: &crate::record::Attempt| a.suite.as_ref().is_none_or(|t| t.role == super::record::Role::Shuffled);
         let pass = crate::analysis::Pass::over(record, &mut plan, shuffled, None)?;
         let mut summary = pass.summary(record, &mut plan)?;
-        if let Some(analysis) = super::analyse::of_record(record)? {
+        let attempts: Vec<crate::record::Attempt> = record.attempts()?.collect::<Result<_, _>>()?;
+        let baseline = record.manifest.cells.first().map(|c| c.name.as_str()).unwrap_or_default();
+        let beside = super::side_by_side::verdict(&attempts, baseline);
+        if let Some(analysis) = super::analyse::of_record(record, beside)? {
             super::summary::apply(&mut summary, analysis);
         }
         if let Some(suite) = summary.suite.as_mut() {
@@ -44,6 +47,20 @@ impl crate::kind::Hunt for Suite {
                 std::io::ErrorKind::InvalidData => crate::record::RecordError::Corrupt(path.clone(), e.to_string()),
                 _ => crate::record::RecordError::Io { path: path.clone(), source: e },
             })?;
+            // The searches' runs and their cleanups' checks.
+            let runs: Vec<&super::state::SearchRun> = findings
+                .iter()
+                .flat_map(|f| f.run.iter().chain(f.cleanup.as_ref().and_then(|c| c.run.as_ref())))
+                .collect();
+            if let Some(setup) = record.manifest.extra.suite.as_ref() {
+                suite.cost = super::side_by_side::cost_of(&attempts, baseline, setup.collect_seconds).map(|cost| {
+                    let one_at_a_time = setup.one_at_a_time().map(str::to_owned);
+                    super::cost::ClassificationCost { one_at_a_time, ..cost.with_state_search(&runs) }
+                });
+                if let Some(cost) = suite.cost.as_ref().filter(|_| !suite.tests.is_empty()) {
+                    summary.notes.push(cost.note());
+                }
+            }
             suite.apply_state(findings);
         }
         pass.checks(record, &mut summary);

@@ -188,8 +188,14 @@ impl Pytest {
 
     /// The environment of a run that loads flakehunt's plugins from `plugin_dir` (on
     /// `PYTHONPATH` before `python_path`, the attempt's own value) and writes its events into
-    /// `results`.
-    fn plugin_env(plugin_dir: &Path, python_path: Option<&str>, results: Option<&Path>) -> Vec<(String, String)> {
+    /// `results`: a run flakehunt reads, which meets the files it names as the project's run does
+    /// ([`Self::initial_paths`]).
+    fn plugin_env(
+        &self,
+        plugin_dir: &Path,
+        python_path: Option<&str>,
+        results: Option<&Path>,
+    ) -> Vec<(String, String)> {
         let dir = plugin_dir.display().to_string();
         let path = match python_path {
             Some(p) if !p.is_empty() => format!("{dir}:{p}"),
@@ -198,6 +204,10 @@ impl Pytest {
         let mut env = vec![("PYTHONPATH".to_owned(), path)];
         if let Some(results) = results {
             env.push((pytestlog::RESULTS_VAR.to_owned(), results.display().to_string()));
+            if !self.initial_paths.is_empty() {
+                let paths = serde_json::to_string(&self.initial_paths).unwrap_or_default();
+                env.push((pytestlog::INITPATHS_VAR.to_owned(), paths));
+            }
         }
         env
     }
@@ -210,7 +220,7 @@ impl Pytest {
     pub fn run(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation {
         let mut argv = self.reading();
         argv.extend(order.iter().cloned());
-        Invocation { argv, env: Self::plugin_env(plugin_dir, python_path, Some(results)), dir: None }
+        Invocation { argv, env: self.plugin_env(plugin_dir, python_path, Some(results)), dir: None }
     }
 
     /// `tests` run twice each, in a row, in one session: pytest would run a node id given
@@ -230,7 +240,7 @@ impl Pytest {
             argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
         }
         argv.extend(tests.iter().cloned());
-        let mut inv = Invocation { argv, env: Self::plugin_env(plugin_dir, python_path, results), dir: None };
+        let mut inv = Invocation { argv, env: self.plugin_env(plugin_dir, python_path, results), dir: None };
         if results.is_none() {
             inv.dir = self.root.clone();
         }
@@ -364,9 +374,13 @@ pub fn run_pattern(tests: &[TestId]) -> String {
 }
 
 /// A libtest run of `tests` (or all): one thread, so that tests that share process state meet
-/// in one order (name order); `--exact` so a name does not also select the tests it prefixes.
-pub fn libtest_run(binary: &Path, tests: Option<&[TestId]>) -> Invocation {
+/// in one order (name order); `--exact` so a name does not also select the tests it prefixes;
+/// `--show-output` when the thread check reads what passing tests' threads printed.
+pub fn libtest_run(binary: &Path, tests: Option<&[TestId]>, show_output: bool) -> Invocation {
     let mut argv = vec![binary.display().to_string(), "--test-threads=1".into()];
+    if show_output {
+        argv.push(crate::checks::rust::SHOW_OUTPUT.into());
+    }
     if let Some(tests) = tests {
         argv.push("--exact".into());
         argv.extend(tests.iter().cloned());
@@ -526,8 +540,10 @@ mod tests {
 
     #[test]
     fn libtest_runs_one_thread_and_exact_names() {
-        let inv = libtest_run(Path::new("/t/bin"), Some(&["tests::a".into()]));
+        let inv = libtest_run(Path::new("/t/bin"), Some(&["tests::a".into()]), false);
         assert_eq!(inv.argv, ["/t/bin", "--test-threads=1", "--exact", "tests::a"]);
-        assert_eq!(libtest_run(Path::new("/t/bin"), None).argv, ["/t/bin", "--test-threads=1"]);
+        assert_eq!(libtest_run(Path::new("/t/bin"), None, false).argv, ["/t/bin", "--test-threads=1"]);
+        let checked = libtest_run(Path::new("/t/bin"), Some(&["tests::a".into()]), true);
+        assert_eq!(checked.argv, ["/t/bin", "--test-threads=1", "--show-output", "--exact", "tests::a"]);
     }
 }

@@ -65,10 +65,12 @@ pub(crate) fn prepare(
     let files = std::path::absolute(dir).map_err(|e| HuntError::io(format!("cannot name {}", dir.display()), e))?;
     let python_path = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
     let mut checks = crate::kind::adapter::Built::default();
+    let mut collect_seconds = None;
     let (target, runner, selection, adapter) = if let Some(paths) = &t.pytest {
-        let (target, runner, selection, built) =
+        let (target, runner, selection, built, seconds) =
             pytest(t.python.as_deref(), paths, spec.asked_checks(), collection_limit(spec))?;
         checks = built;
+        collect_seconds = Some(seconds);
         (target, runner, selection, None)
     } else if let Some(pkg) = t.go_test.first() {
         let (built, adapter, applied) =
@@ -80,7 +82,11 @@ pub(crate) fn prepare(
         target.dir = built.dir;
         (target, runner, selection, Some(adapter))
     } else {
-        let (target, runner, selection) = libtest(t.package.as_deref(), t.cargo_test.as_deref().unwrap_or(""))?;
+        let name = t.cargo_test.as_deref().unwrap_or("");
+        let (target, runner, selection) = libtest(t.package.as_deref(), name, spec.asked_checks())?;
+        if let SuiteRunner::Libtest { show_output: true, .. } = runner {
+            checks.checks.thread_panics = true;
+        }
         (target, runner, selection, None)
     };
     if selection.is_empty() {
@@ -92,7 +98,7 @@ pub(crate) fn prepare(
         selection,
         files,
         python_path,
-        collect_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        collect_seconds: (collect_seconds.unwrap_or_else(|| started.elapsed().as_secs_f64()) * 1000.0).round() / 1000.0,
     };
     Ok((target, setup, adapter, checks))
 }
@@ -115,14 +121,15 @@ pub(crate) fn cells(
 }
 
 /// `--pytest [PATH...]`: the interpreter the user means, with pytest, and its collection
-/// through flakehunt's plugin, within `timeout`. Runs start in pytest's rootdir, which node ids
-/// are relative to.
+/// through flakehunt's plugin, within `timeout`, with the seconds that collection took (a cold
+/// start of the suite up to its first test). Runs start in pytest's rootdir, which node ids are
+/// relative to.
 fn pytest(
     explicit: Option<&Path>,
     paths: &[String],
     asked: crate::checks::Checks,
     timeout: Duration,
-) -> Result<(Target, SuiteRunner, Vec<String>, crate::kind::adapter::Built), HuntError> {
+) -> Result<(Target, SuiteRunner, Vec<String>, crate::kind::adapter::Built, f64), HuntError> {
     let cwd = std::env::current_dir().map_err(|e| HuntError::io("cannot read the current directory", e))?;
     let venv = std::env::var_os("VIRTUAL_ENV");
     let interpreter = python::interpreter(explicit, venv.as_deref(), &cwd)?;
@@ -135,14 +142,19 @@ fn pytest(
         HuntError::io(format!("cannot write flakehunt's pytest plugin into {}", scratch.path().display()), e)
     })?;
     let mut pytest = Pytest::new(program.clone());
+    let mut started = std::time::Instant::now();
     let mut collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
     if collected.xdist {
         // Every attempt runs its tests in its order in one process: pytest-xdist must not
         // distribute them (nor the collection, whose items would be the workers').
         pytest.options.push("-n0".into());
+        started = std::time::Instant::now();
         collected = collect_pytest(&interpreter.program, &pytest, paths, scratch.path(), timeout)?;
     }
+    let seconds = started.elapsed().as_secs_f64();
     let ids = collected.items.unwrap_or_default();
+    pytest.initial_paths = collected.initialpaths;
+    pytest.coverage = collected.coverage;
     let mut built = crate::kind::adapter::Built::default();
     if asked.thread_exceptions {
         // After the collection, which the check has nothing to do with.
@@ -159,7 +171,7 @@ fn pytest(
         target = target.in_dir(crate::kind::adapter::relative_to_cwd(&root)?);
         pytest.root = Some(root.display().to_string());
     }
-    Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids, built))
+    Ok((target, SuiteRunner::Pytest { pytest, paths: paths.to_vec() }, ids, built, seconds))
 }
 
 /// `--go-test PKG`: the binary the adapter built, its framing and its test list, each run within
@@ -207,8 +219,13 @@ fn go_minor(version: &str) -> Option<u32> {
 }
 
 /// `--cargo-test [NAME] [-p PKG]`: the one test binary of the build that has tests (NAME, when
-/// given, picks among several by file name).
-fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
+/// given, picks among several by file name). The thread check of `asked` makes its runs show
+/// passing tests' output, where their threads' panics are.
+fn libtest(
+    package: Option<&str>,
+    name: &str,
+    asked: crate::checks::Checks,
+) -> Result<(Target, SuiteRunner, Vec<String>), HuntError> {
     let binaries = crate::kind::adapter::cargo_build(package, None)?;
     let mut with_tests = Vec::new();
     for bin in binaries {
@@ -231,7 +248,8 @@ fn libtest(package: Option<&str>, name: &str) -> Result<(Target, SuiteRunner, Ve
             let mut argv = vec!["cargo".to_owned(), "test".to_owned()];
             argv.extend(package.map(|p| ["-p".to_owned(), p.to_owned()]).into_iter().flatten());
             let target = Target::argv(argv).in_dir(bin.package_dir);
-            Ok((target, SuiteRunner::Libtest { binary: bin.executable }, tests))
+            let runner = SuiteRunner::Libtest { binary: bin.executable, show_output: asked.thread_panics };
+            Ok((target, runner, tests))
         }
         _ => {
             let names: Vec<String> = with_tests.iter().map(|(_, f, _)| f.clone()).collect();
@@ -264,17 +282,22 @@ pub(crate) fn execute(
     let mut done = 0u64;
     let mut replay = Replay::default();
     let mut last = None;
+    let mut held = Vec::new();
     for attempt in Record::open(dir)?.attempts()? {
         let attempt = attempt?;
         last = last.max(Some(attempt.id));
         match attempt.suite {
-            Some(t) if t.role != Role::Shuffled => replay.add(*t),
+            Some(t) if t.role != Role::Shuffled => held.push((attempt.id, *t)),
             _ => {
                 plan.observe(&attempt);
                 done += 1;
             }
         }
     }
+    // Answered in id order, as `report` answers them (runs had side by side are written as
+    // they end).
+    held.sort_by_key(|(id, _)| *id);
+    held.into_iter().for_each(|(_, t)| replay.add(t));
     // A pytest suite's warm parents collect the whole selection once; each attempt runs its part.
     let warm = manifest.plan.warm.as_ref().zip(setup.warm_target()).map(|(plan, target)| {
         let options = crate::warm::WarmOptions { target: Some(target), ..session.warm_options(plan) };
@@ -320,15 +343,18 @@ pub(crate) fn execute(
     let tallies = analyse::shuffled_tallies(&record)?;
     let cells: Vec<String> = manifest.cells.iter().map(|c| c.name.clone()).collect();
     let planned = manifest.plan.runs.saturating_mul(manifest.cells.len() as u64);
-    let mut live = Live {
-        exec: &exec,
-        cell: manifest.cells[0].clone(),
-        sink: &mut sinks,
-        replay,
-        ids: Ids::new(planned, manifest.plan.runs, manifest.shard, last),
-        error: None,
-        fatal: None,
+    let reference = {
+        let shuffled: Vec<crate::record::Attempt> = record
+            .attempts()?
+            .filter_map(Result::ok)
+            .filter(|a| a.suite.as_ref().is_some_and(|t| t.role == Role::Shuffled))
+            .collect();
+        crate::kind::suite::side_by_side::reference(&shuffled, &manifest.cells[0].name)
+            .and_then(|a| Some((a.iteration, a.suite.as_deref()?.clone())))
     };
+    let ids = Ids::new(planned, manifest.plan.runs, manifest.shard, last);
+    let mut live = Live::new(&exec, manifest.cells[0].clone(), &mut sinks, replay, ids);
+    live.reference = reference;
     let analysis = analyse::analyse(&written_setup, tallies, &cells, &mut live);
     if let Some(e) = live.error {
         return Err(e.into());
@@ -346,7 +372,7 @@ fn setup_program(setup: &SuiteSetup) -> String {
     match &setup.runner {
         SuiteRunner::Pytest { pytest, .. } => pytest.python.clone(),
         SuiteRunner::Go { go, .. } => go.binary.display().to_string(),
-        SuiteRunner::Libtest { binary } => binary.display().to_string(),
+        SuiteRunner::Libtest { binary, .. } => binary.display().to_string(),
     }
 }
 

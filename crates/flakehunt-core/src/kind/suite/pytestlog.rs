@@ -21,6 +21,9 @@ pub const PLUGIN_MODULE: &str = "flakehunt_suite";
 
 /// The variable naming the file a run's events are appended to.
 pub const RESULTS_VAR: &str = "FLAKEHUNT_SUITE_RESULTS";
+/// The variable that names the paths the collection was given (a JSON list): a run then meets
+/// the files it names by node id as the project's own run does (see the plugin's docstring).
+pub const INITPATHS_VAR: &str = "FLAKEHUNT_SUITE_INITPATHS";
 
 /// The plugin's option naming the file the collection is written to.
 pub const COLLECT_OPTION: &str = "--flakehunt-collect";
@@ -43,6 +46,9 @@ pub struct Collected {
     /// pytest-xdist is loaded and the options ask it to distribute (`-n`).
     #[serde(default)]
     pub xdist: bool,
+    /// pytest-cov measures the runs (`--cov`).
+    #[serde(default)]
+    pub coverage: bool,
     /// The node ids of `session.items`; none when collection did not finish.
     #[serde(default)]
     pub items: Option<Vec<TestId>>,
@@ -52,6 +58,9 @@ pub struct Collected {
     /// A symlink to a directory that contains it, where the collection was stopped.
     #[serde(default, rename = "loop")]
     pub symlink_loop: Option<SymlinkLoop>,
+    /// The paths pytest was given (absolute): the project's, or its `testpaths`.
+    #[serde(default)]
+    pub initialpaths: Vec<String>,
 }
 
 /// A file pytest could not collect.

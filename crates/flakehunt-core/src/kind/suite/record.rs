@@ -45,7 +45,7 @@ pub struct IncompleteAttempt {
 
 impl Tallies {
     /// Adds one attempt (its id, its cell's name and its suite part). Skipped tests count
-    /// for nothing; bisection and reproducer runs only for messages.
+    /// for nothing; bisection, reproducer and side-by-side runs only for messages.
     pub fn add(&mut self, attempt: u64, cell: &str, a: &AttemptTests) {
         if let Some(why) = &a.incomplete {
             self.incomplete.push(IncompleteAttempt {
@@ -86,8 +86,7 @@ impl Tallies {
                     t.repeat_failures += u64::from(confirmed);
                 }
             }
-            Role::RepeatAll => {}
-            Role::Bisect | Role::Reproducer => {}
+            Role::RepeatAll | Role::Bisect | Role::Reproducer | Role::SideBySide => {}
         }
     }
 
@@ -116,7 +115,8 @@ impl Tallies {
             else {
                 continue;
             };
-            let prefix = || Prefix { attempt, before: a.order[..pos].to_vec(), shuffle: a.shuffle };
+            let prefix =
+                || Prefix { attempt, before: a.order[..pos].to_vec(), shuffle: a.shuffle, strategy: a.strategy };
             let first = if failed { &mut self.first_failure } else { &mut self.first_pass };
             first.entry(id.clone()).or_insert_with(prefix);
         }
@@ -171,6 +171,7 @@ pub fn role_name(role: Role) -> &'static str {
         Role::RepeatAll => "repeat-all",
         Role::Bisect => "bisect",
         Role::Reproducer => "reproducer",
+        Role::SideBySide => "side-by-side",
     }
 }
 
@@ -283,8 +284,11 @@ mod tests {
         assert_eq!(r(&[("n", Fail), ("n", Fail)]), Some(false), "a first run that failed confirms nothing");
         assert_eq!(r(&[("n", Pass)]), Some(false), "ran once: not repeated");
         assert_eq!(r(&[("x", Pass)]), None);
-        assert_eq!(t.first_failure["v"], Prefix { attempt: 1, before: vec!["p".into()], shuffle: Some(99) });
-        assert_eq!(t.first_pass["v"], Prefix { attempt: 2, before: vec![], shuffle: Some(99) });
+        assert_eq!(
+            t.first_failure["v"],
+            Prefix { attempt: 1, before: vec!["p".into()], shuffle: Some(99), strategy: None }
+        );
+        assert_eq!(t.first_pass["v"], Prefix { attempt: 2, before: vec![], shuffle: Some(99), strategy: None });
         assert_eq!(t.messages["v"], "v failed");
 
         let mut cells = t.clone();

@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::order::{attempt_order, go_shuffle_seed, libtest_run, Invocation};
+use super::order::{attempt_order, go_shuffle_seed, libtest_run, Invocation, OrderStrategy};
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
+use crate::checks::rust::TestPanics;
 use crate::record::Attempt;
 pub use crate::schema::suite::{SuiteRunner, SuiteSetup};
 
@@ -20,8 +21,10 @@ const OUTPUT_FILE: &str = "stdout";
 /// The events file of a pytest run in its scratch directory (see [`super::pytestlog`]).
 const RESULTS_FILE: &str = "results.jsonl";
 
-/// One run of the runner the hunt asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// One run of the runner the hunt asks for. Two requests are the same run when they run the
+/// same tests the same way: how their order was made ([`Self::strategy`]) is recorded with the
+/// run but is no part of what it is.
+#[derive(Debug, Clone)]
 pub struct Request {
     /// Why.
     pub role: Role,
@@ -33,23 +36,65 @@ pub struct Request {
     pub shuffle: Option<u64>,
     /// A reproducer run's exact argv.
     pub argv: Vec<String>,
+    /// How the order its tests keep was made: a shuffled attempt's strategy, and the strategy of
+    /// the attempt a bisection's runs take their tests from (pytest).
+    pub strategy: Option<super::order::OrderStrategy>,
+}
+
+impl PartialEq for Request {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Request {}
+
+impl std::hash::Hash for Request {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
 }
 
 impl Request {
     /// A run about `subject` of `tests` (ending with it).
     pub fn about(role: Role, subject: &TestId, tests: Vec<TestId>, shuffle: Option<u64>) -> Self {
-        Self { role, subject: Some(subject.clone()), tests, shuffle, argv: Vec::new() }
+        Self { role, subject: Some(subject.clone()), tests, shuffle, argv: Vec::new(), strategy: None }
     }
 
     /// A reproducer's check run.
     pub fn reproducer(subject: &TestId, argv: Vec<String>) -> Self {
-        Self { role: Role::Reproducer, subject: Some(subject.clone()), tests: Vec::new(), shuffle: None, argv }
+        Self {
+            role: Role::Reproducer,
+            subject: Some(subject.clone()),
+            tests: Vec::new(),
+            shuffle: None,
+            argv,
+            strategy: None,
+        }
+    }
+
+    /// This request, its order made by `strategy`.
+    pub fn made_by(self, strategy: Option<super::order::OrderStrategy>) -> Self {
+        Self { strategy, ..self }
     }
 
     /// The key a recorded run of this request is found by (see [`Self::of_record`]).
     pub fn of_record(t: &AttemptTests) -> Self {
         let tests = if t.role == Role::Reproducer { Vec::new() } else { t.order.clone() };
-        Self { role: t.role, subject: t.subject.clone(), tests, shuffle: t.shuffle, argv: t.reproducer.clone() }
+        Self {
+            role: t.role,
+            subject: t.subject.clone(),
+            tests,
+            shuffle: t.shuffle,
+            argv: t.reproducer.clone(),
+            strategy: t.strategy,
+        }
+    }
+
+    /// What makes two requests the same run.
+    #[allow(clippy::type_complexity)]
+    fn key(&self) -> (Role, &Option<TestId>, &Vec<TestId>, Option<u64>, &Vec<String>) {
+        (self.role, &self.subject, &self.tests, self.shuffle, &self.argv)
     }
 }
 
@@ -83,7 +128,8 @@ impl SuiteSetup {
     }
 
     /// The setup without what each machine of a sharded hunt finds for itself: where its files
-    /// and its test binary went, how long the collection took, its `PYTHONPATH`.
+    /// and its test binary went, how long the collection took, its `PYTHONPATH`, the absolute
+    /// paths pytest was given.
     pub fn comparable(&self) -> Self {
         let mut s = self.clone();
         s.files = PathBuf::new();
@@ -94,8 +140,8 @@ impl SuiteSetup {
                 go.binary = PathBuf::new();
                 go.test2json = None;
             }
-            SuiteRunner::Libtest { binary } => *binary = PathBuf::new(),
-            SuiteRunner::Pytest { .. } => {}
+            SuiteRunner::Libtest { binary, .. } => *binary = PathBuf::new(),
+            SuiteRunner::Pytest { pytest, .. } => pytest.initial_paths.clear(),
         }
         s
     }
@@ -110,6 +156,18 @@ impl SuiteSetup {
         })
     }
 
+    /// Why the classification's runs cannot go side by side whatever the suite's tests do, if
+    /// they cannot: pytest-cov's data files, which every run writes into the project's directory
+    /// and combines from there.
+    pub fn one_at_a_time(&self) -> Option<&'static str> {
+        match &self.runner {
+            SuiteRunner::Pytest { pytest, .. } if pytest.coverage => Some(
+                "pytest-cov measures the runs: each writes its data files into the project's directory and combines the ones it finds there, so runs side by side would take each other's",
+            ),
+            _ => None,
+        }
+    }
+
     /// The directory of flakehunt's pytest plugins (the results plugin and the repeat plugin).
     pub fn plugin_dir(&self) -> PathBuf {
         self.files.join(PLUGIN_DIR)
@@ -118,12 +176,14 @@ impl SuiteSetup {
     /// The shuffled attempt with plan position `id`: pytest gets the order, Go the seed it
     /// shuffles with, libtest its own name order.
     pub fn shuffled(&self, seed: u64, id: u64) -> Request {
-        let (tests, shuffle) = match &self.runner {
-            SuiteRunner::Pytest { .. } => (attempt_order(&self.selection, seed, id), None),
-            SuiteRunner::Go { .. } => (self.selection.clone(), Some(go_shuffle_seed(seed, id))),
-            SuiteRunner::Libtest { .. } => (self.selection.clone(), None),
+        let (tests, shuffle, strategy) = match &self.runner {
+            SuiteRunner::Pytest { .. } => {
+                (attempt_order(&self.selection, seed, id), None, Some(OrderStrategy::of_attempt(id)))
+            }
+            SuiteRunner::Go { .. } => (self.selection.clone(), Some(go_shuffle_seed(seed, id)), None),
+            SuiteRunner::Libtest { .. } => (self.selection.clone(), None, None),
         };
-        Request { role: Role::Shuffled, subject: None, tests, shuffle, argv: Vec::new() }
+        Request { role: Role::Shuffled, subject: None, tests, shuffle, argv: Vec::new(), strategy }
     }
 
     /// The run of every test twice in one process; none for libtest, which cannot.
@@ -134,6 +194,7 @@ impl SuiteSetup {
             tests: self.selection.clone(),
             shuffle: None,
             argv: Vec::new(),
+            strategy: None,
         })
     }
 
@@ -143,7 +204,7 @@ impl SuiteSetup {
         match &self.runner {
             SuiteRunner::Pytest { pytest, .. } => pytest.reproducer(tests),
             SuiteRunner::Go { go, .. } => go.reproducer(shuffle, tests),
-            SuiteRunner::Libtest { binary } => libtest_run(binary, Some(tests)).argv,
+            SuiteRunner::Libtest { binary, show_output } => libtest_run(binary, Some(tests), *show_output).argv,
         }
     }
 
@@ -221,7 +282,7 @@ impl SuiteSetup {
             }
             (SuiteRunner::Pytest { pytest, .. }, _) => pytest.run(&req.tests, plugins, python_path, &results),
             (SuiteRunner::Go { go, narrowed }, role) => {
-                let tests = (role != Role::Shuffled || *narrowed).then_some(req.tests.as_slice());
+                let tests = (!role.runs_the_selection() || *narrowed).then_some(req.tests.as_slice());
                 let inv = match role {
                     Role::Repeat => go.repeat(&req.tests[0]),
                     Role::RepeatAll => go.repeat_all(tests),
@@ -229,9 +290,9 @@ impl SuiteSetup {
                 };
                 to_file(inv, &scratch)
             }
-            (SuiteRunner::Libtest { binary }, role) => {
-                let tests = (role != Role::Shuffled).then_some(req.tests.as_slice());
-                to_file(libtest_run(binary, tests), &scratch)
+            (SuiteRunner::Libtest { binary, show_output }, role) => {
+                let tests = (!role.runs_the_selection()).then_some(req.tests.as_slice());
+                to_file(libtest_run(binary, tests, *show_output), &scratch)
             }
         };
         Ok(PreparedRun { invocation, scratch })
@@ -241,9 +302,21 @@ impl SuiteSetup {
     /// its scratch directory: pytest's results plugin, Go's test2json events, a reproducer's
     /// too) or, for a libtest reproducer, from what it printed (`output`: the head and tail of
     /// its stdout). `attempt` says how its process ended. The tests it was to run and
-    /// that reported nothing are `unreported`, with why in `incomplete`.
-    pub fn results(&self, req: &Request, prepared: &PreparedRun, attempt: &Attempt, output: &str) -> AttemptTests {
+    /// that reported nothing are `unreported`, with why in `incomplete`. With it come what the
+    /// checks read in that output found: a passing Rust test whose other threads panicked, which
+    /// fails that test (unless its own code meant it: its sources are found from `source`,
+    /// where the run started).
+    pub fn results(
+        &self,
+        req: &Request,
+        prepared: &PreparedRun,
+        attempt: &Attempt,
+        output: &str,
+        source: &Path,
+    ) -> (AttemptTests, Vec<TestPanics>) {
         let read = |name: &str| std::fs::read_to_string(prepared.scratch.join(name)).unwrap_or_default();
+        let panics_shown = matches!(self.runner, SuiteRunner::Libtest { show_output: true, .. });
+        let mut hidden = Vec::new();
         let mut order = req.tests.clone();
         let count = match req.role {
             Role::Repeat | Role::RepeatAll => 2,
@@ -263,7 +336,11 @@ impl SuiteSetup {
                 let subject = req.subject.clone().unwrap_or_default();
                 let failed = reproducer_failed(self.framework(), &subject, output);
                 let outcome = if failed { TestOutcome::Fail } else { TestOutcome::Pass };
-                vec![TestResult { id: subject, outcome, message: None }]
+                let mut results = vec![TestResult { id: subject, outcome, message: None }];
+                if panics_shown {
+                    hidden = fail_by_panics(&mut results, output, source);
+                }
+                results
             }
             (SuiteRunner::Pytest { .. }, _) => {
                 let run = pytestlog::pytest_results(&read(RESULTS_FILE));
@@ -276,7 +353,7 @@ impl SuiteSetup {
             }
             (SuiteRunner::Go { go, .. }, role) => {
                 let mut run = gotest::go_results(&read(OUTPUT_FILE), &self.selection, count).unwrap_or_default();
-                if role == Role::Shuffled {
+                if role.runs_the_selection() {
                     order = run.order;
                 }
                 // Before Go 1.20 a test's own output can read as the framework's: a binary that
@@ -290,7 +367,8 @@ impl SuiteSetup {
                 run.results
             }
             (SuiteRunner::Libtest { .. }, _) => {
-                let mut results = libtest::libtest_results(&read(OUTPUT_FILE), &self.selection);
+                let text = read(OUTPUT_FILE);
+                let mut results = libtest::libtest_results(&text, &self.selection);
                 // libtest exits 101 when a test failed: a failure read from a run that exited 0
                 // was printed by a test itself.
                 if attempt.exit_code == Some(0) {
@@ -298,6 +376,9 @@ impl SuiteSetup {
                     // it printed.
                     doubtful = failed_top_level(&results, &[TestOutcome::Fail], |id| id);
                     results.retain(|r| !doubtful.contains(&r.id));
+                }
+                if panics_shown {
+                    hidden = fail_by_panics(&mut results, &text, source);
                 }
                 results
             }
@@ -366,7 +447,7 @@ impl SuiteSetup {
                         None => why,
                     }
                 });
-        AttemptTests {
+        let tests = AttemptTests {
             role: req.role,
             subject: req.subject.clone(),
             order,
@@ -376,14 +457,15 @@ impl SuiteSetup {
             unreported,
             incomplete,
             failed_otherwise,
-            strategy: None,
-        }
+            strategy: req.strategy,
+        };
+        (tests, hidden)
     }
 
     /// The top-level tests a run of `req` must report: the selection for a shuffled attempt of
     /// the whole Go or Rust binary, else the tests it names.
     fn due(&self, req: &Request) -> Vec<TestId> {
-        let whole = req.role == Role::Shuffled
+        let whole = req.role.runs_the_selection()
             && matches!(self.runner, SuiteRunner::Go { narrowed: false, .. } | SuiteRunner::Libtest { .. });
         let tests = if whole { &self.selection } else { &req.tests };
         let mut seen = std::collections::HashSet::new();
@@ -415,6 +497,23 @@ fn failed_top_level(results: &[TestResult], outcomes: &[TestOutcome], top: fn(&s
         }
     }
     out
+}
+
+/// The panics of other threads that libtest's `output` shows of the passing tests of
+/// `results`, each of which then fails with the panic as its message (as a Go test the leak
+/// check fails): the failure the exit status hid is the test's.
+fn fail_by_panics(results: &mut [TestResult], output: &str, source: &Path) -> Vec<TestPanics> {
+    let mut found = crate::checks::rust::panics(output, source);
+    found.retain(|f| {
+        let Some(r) = results.iter_mut().find(|r| r.id == f.test) else { return false };
+        if r.outcome != TestOutcome::Pass {
+            return false;
+        }
+        r.outcome = TestOutcome::Fail;
+        r.message = Some(f.summary.clone());
+        true
+    });
+    found
 }
 
 /// How an attempt's process ended, in words after "the process": `was killed by SIGSEGV`,
@@ -575,7 +674,7 @@ mod tests {
             "{\"Action\":\"run\",\"Test\":\"TestV\"}\n{\"Action\":\"fail\",\"Test\":\"TestV\"}\n",
         )
         .unwrap();
-        let got = s.results(&alone, &p, &ended(Some(1), None), "");
+        let (got, _) = s.results(&alone, &p, &ended(Some(1), None), "", Path::new("."));
         assert_eq!(got.tests[0].outcome, TestOutcome::Fail);
         assert!(got.unreported.is_empty() && got.incomplete.is_none());
         assert!(!dir.path().join("scratch/6").exists(), "the scratch directory is removed");
@@ -606,7 +705,7 @@ mod tests {
             "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n{\"start\": \"b.py::test_v\"}\n",
         )
         .unwrap();
-        let got = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "");
+        let (got, _) = s.results(&req, &p, &ended(None, Some(libc::SIGSEGV)), "", Path::new("."));
         let outcomes: Vec<(&str, TestOutcome)> = got.tests.iter().map(|r| (r.id.as_str(), r.outcome)).collect();
         assert_eq!(outcomes, [("a.py::test_p", TestOutcome::Pass), ("b.py::test_v", TestOutcome::Error)]);
         assert_eq!(got.tests[1].message.as_deref(), Some("the process was killed by SIGSEGV while this test ran"));
@@ -620,7 +719,7 @@ mod tests {
         let p = s.prepare(&req, 4, Path::new("/plugins")).unwrap();
         let mut usage = ended(Some(4), None);
         usage.stderr_tail = "ERROR: file or directory not found: a.py::test_p\n\n".into();
-        let got = s.results(&req, &p, &usage, "");
+        let (got, _) = s.results(&req, &p, &usage, "", Path::new("."));
         assert_eq!(got.unreported.len(), 3);
         assert_eq!(
             got.incomplete.as_deref(),
@@ -636,14 +735,20 @@ mod tests {
             "{\"start\": \"a.py::test_p\"}\n{\"finish\": \"a.py::test_p\"}\n",
         )
         .unwrap();
-        let got = s.results(&Request { tests: vec!["a.py::test_p".into()], ..req }, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(
+            &Request { tests: vec!["a.py::test_p".into()], ..req },
+            &p,
+            &ended(Some(0), None),
+            "",
+            Path::new("."),
+        );
         assert!(got.unreported.is_empty() && got.incomplete.is_none(), "{got:?}");
     }
 
     #[test]
     fn a_rust_run_that_exited_zero_midway_and_failures_it_could_not_have_had() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into() });
+        let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into(), show_output: false });
         s.files = dir.path().to_owned();
         s.selection = vec!["t::a".into(), "t::b".into(), "t::c".into()];
         let req = s.shuffled(1, 0);
@@ -651,7 +756,7 @@ mod tests {
         // `std::process::exit(0)` in t::b: its status never came, t::c never ran.
         std::fs::write(dir.path().join("scratch/1/stdout"), "running 3 tests\ntest t::a ... ok\ntest t::b ... ")
             .unwrap();
-        let got = s.results(&req, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("."));
         assert_eq!(got.tests[1].outcome, TestOutcome::Error);
         assert_eq!(got.unreported, ["t::c"]);
         assert!(got.incomplete.unwrap().starts_with("the process exited with code 0 while t::b ran"));
@@ -659,9 +764,41 @@ mod tests {
         let p = s.prepare(&req, 2, Path::new("/plugins")).unwrap();
         let forged = "test t::a ... FAILED\ntest t::a ... ok\ntest t::b ... FAILED\ntest t::c ... ok\n";
         std::fs::write(dir.path().join("scratch/2/stdout"), forged).unwrap();
-        let got = s.results(&req, &p, &ended(Some(0), None), "");
+        let (got, _) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("."));
         assert_eq!(got.tests.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["t::a", "t::c"]);
         assert_eq!(got.unreported, ["t::b"]);
         assert!(got.incomplete.unwrap().contains("yet its output reads as failures of t::b"));
+    }
+
+    #[test]
+    fn a_passing_rust_test_whose_thread_panicked_fails_when_its_output_is_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = "running 2 tests\ntest t::a ... ok\ntest t::b ... ok\n\nsuccesses:\n\n---- t::a stdout ----\n\
+                      thread '<unnamed>' (9) panicked at src/lib.rs:4:9:\nlost update\n\n\nsuccesses:\n    t::a\n    t::b\n\n\
+                      test result: ok. 2 passed; 0 failed\n";
+        for show_output in [true, false] {
+            let mut s = setup(SuiteRunner::Libtest { binary: "/t/bin".into(), show_output });
+            s.files = dir.path().join(show_output.to_string());
+            s.selection = vec!["t::a".into(), "t::b".into()];
+            let req = s.shuffled(1, 0);
+            let p = s.prepare(&req, 1, Path::new("/plugins")).unwrap();
+            assert_eq!(p.invocation.argv.iter().any(|a| a == "--show-output"), show_output);
+            std::fs::write(s.files.join("scratch/1/stdout"), output).unwrap();
+            let (got, panics) = s.results(&req, &p, &ended(Some(0), None), "", Path::new("/nonexistent"));
+            let outcomes: Vec<TestOutcome> = got.tests.iter().map(|r| r.outcome).collect();
+            if show_output {
+                assert_eq!(outcomes, [TestOutcome::Fail, TestOutcome::Pass]);
+                assert_eq!(
+                    got.tests[0].message.as_deref(),
+                    Some("thread '<unnamed>' panicked at src/lib.rs:4:9: lost update")
+                );
+                assert_eq!(panics.len(), 1);
+                assert_eq!(panics[0].test, "t::a");
+                assert!(got.incomplete.is_none(), "{got:?}");
+            } else {
+                assert_eq!(outcomes, [TestOutcome::Pass, TestOutcome::Pass], "the check is off");
+                assert!(panics.is_empty());
+            }
+        }
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::TestId;
-pub use crate::schema::suite::{Cleanup, FingerprintCost, StateDiff, StateFinding};
+pub use crate::schema::suite::{Cleanup, FingerprintCost, SearchRun, StateDiff, StateFinding};
 
 /// The plugin's source.
 pub const PLUGIN_SOURCE: &str = include_str!("flakehunt_state.py");
@@ -42,20 +42,15 @@ pub enum Against {
     FirstRun,
 }
 
-/// What the plugin is asked: the test, the tests that ran before it, and where to answer.
+/// What the plugin is asked: the tests, the tests that ran before each, and where to answer;
+/// or, with `check`, to check the cleanup of its one test.
 #[derive(Debug, Clone, Serialize)]
 pub struct StateRequest {
-    /// The victim (or the brittle test).
-    pub victim: TestId,
-    /// Its polluters (or state-setters; a non-idempotent test's: itself), in the order they run.
-    pub polluters: Vec<TestId>,
-    /// An order-dependent brittle test: find the state whose setting makes it pass.
-    pub brittle: bool,
-    /// A non-idempotent test: its polluter is its own first run.
-    pub repeat: bool,
+    /// The tests whose state is searched, in one run.
+    pub victims: Vec<StateVictim>,
     /// Confirmations of the smallest state.
     pub runs: u32,
-    /// The trials' limit.
+    /// The trials' limit, per test.
     pub max_trials: u32,
     /// The answer's file.
     pub out: PathBuf,
@@ -64,28 +59,51 @@ pub struct StateRequest {
     pub check: Option<CheckRequest>,
 }
 
-impl StateRequest {
-    /// The search for `victim` (a raw id) after `polluters`, answered into `out`.
-    pub fn search(victim: TestId, polluters: Vec<TestId>, against: Against, out: PathBuf) -> Self {
+/// One test whose state is searched.
+#[derive(Debug, Clone, Serialize)]
+pub struct StateVictim {
+    /// The victim (or the brittle test).
+    pub victim: TestId,
+    /// Its polluters (or state-setters; a non-idempotent test's: itself), in the order they run.
+    pub polluters: Vec<TestId>,
+    /// An order-dependent brittle test: find the state whose setting makes it pass.
+    pub brittle: bool,
+    /// A non-idempotent test: its polluter is its own first run.
+    #[serde(default)]
+    pub repeat: bool,
+}
+
+impl StateVictim {
+    /// The search for `victim` after `polluters` (a non-idempotent test's: itself).
+    pub fn new(victim: TestId, polluters: Vec<TestId>, against: Against) -> Self {
         let polluters = if against == Against::FirstRun { vec![victim.clone()] } else { polluters };
-        Self {
-            victim,
-            polluters,
-            brittle: against == Against::StateSetters,
-            repeat: against == Against::FirstRun,
-            runs: CONFIRMATIONS,
-            max_trials: MAX_TRIALS,
-            out,
-            check: None,
-        }
+        Self { victim, polluters, brittle: against == Against::StateSetters, repeat: against == Against::FirstRun }
     }
 
-    /// The tests the run gives pytest, in order: the polluters then the victim (a
+    /// What is searched.
+    pub fn against(&self) -> Against {
+        match (self.brittle, self.repeat) {
+            (true, _) => Against::StateSetters,
+            (_, true) => Against::FirstRun,
+            _ => Against::Polluters,
+        }
+    }
+}
+
+impl StateRequest {
+    /// The search of `victims` in one run, answered into `out`.
+    pub fn search(victims: Vec<StateVictim>, out: PathBuf) -> Self {
+        Self { victims, runs: CONFIRMATIONS, max_trials: MAX_TRIALS, out, check: None }
+    }
+
+    /// The tests the run gives pytest, each once and in order: the culprits, then the tests (a
     /// non-idempotent test once: the plugin runs it twice).
     pub fn order(&self) -> Vec<TestId> {
-        let mut order = self.polluters.clone();
-        if !self.repeat {
-            order.push(self.victim.clone());
+        let mut order: Vec<TestId> = self.victims.first().map(|v| v.polluters.clone()).unwrap_or_default();
+        for v in &self.victims {
+            if !order.contains(&v.victim) {
+                order.push(v.victim.clone());
+            }
         }
         order
     }
@@ -152,7 +170,16 @@ struct CheckAnswer {
     seconds: Option<f64>,
 }
 
-/// What the plugin wrote.
+/// What the plugin wrote for a run: one answer per test, or why there is none.
+#[derive(Debug, Deserialize)]
+struct Answers {
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    results: Vec<serde_json::Value>,
+}
+
+/// What the plugin wrote for one test (or for a cleanup's check).
 #[derive(Debug, Deserialize)]
 struct Answer {
     #[serde(default)]
@@ -273,7 +300,41 @@ impl StateFinding {
             repeated: against == Against::FirstRun,
             examined: None,
             cleanup: None,
+            run: None,
         }
+    }
+
+    /// The answers to a run for `victims` (the plugin's whole answer `text`), one per test in
+    /// order, each as the text [`Self::from_answer`] reads: a run that wrote none is
+    /// `unanswered` for each, an error of the run is each one's.
+    pub fn answers(victims: &[StateVictim], text: Option<&str>) -> Vec<Option<String>> {
+        let answers = match text.map(serde_json::from_str::<Answers>) {
+            None => return victims.iter().map(|_| None).collect(),
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                let error = serde_json::json!({ "error": format!("its answer could not be read: {e}") }).to_string();
+                return victims.iter().map(|_| Some(error.clone())).collect();
+            }
+        };
+        (0..victims.len())
+            .map(|i| match (&answers.error, answers.results.get(i)) {
+                (Some(e), _) => Some(serde_json::json!({ "error": e }).to_string()),
+                (None, Some(result)) => Some(result.to_string()),
+                (None, None) => Some(r#"{"error": "the run answered for fewer tests than it was asked"}"#.into()),
+            })
+            .collect()
+    }
+
+    /// The findings the plugin's answer `text` to a run for `victims` gives (ids as written),
+    /// in order; a run that wrote none is `unanswered`, said as each one's verdict.
+    pub fn from_answers(victims: &[StateVictim], text: Option<&str>, unanswered: &str) -> Vec<Self> {
+        victims
+            .iter()
+            .zip(Self::answers(victims, text))
+            .map(|(v, answer)| {
+                Self::from_answer(v.victim.clone(), v.polluters.clone(), v.against(), answer.as_deref(), unanswered)
+            })
+            .collect()
     }
 
     /// A finding about the process-level state alone (a Go test's), to be filled in.
@@ -294,6 +355,7 @@ impl StateFinding {
             proved: false,
             verdict: Some(verdict),
             seconds: None,
+            run: None,
         };
         if let Some(why) = c.none {
             return unproved(format!("no fixture can do it: {why}"));
@@ -589,6 +651,23 @@ mod tests {
     }
 
     #[test]
+    fn a_runs_answers_go_to_its_tests_in_order_and_its_error_to_each() {
+        let v = |id: &str| StateVictim::new(id.into(), vec!["t::p".into()], Against::Polluters);
+        let victims = [v("t::a"), v("t::b")];
+        let answer = r#"{"results": [{"verdict": "passes after its polluters in a fork: nothing to explain", "trials": 1}, {"state": [{"path": "m.X", "kind": "module global", "before": "0", "after": "1"}], "confirmed": [2, 2], "trials": 4}]}"#;
+        let found = StateFinding::from_answers(&victims, Some(answer), "-");
+        assert_eq!(found[0].test, "t::a");
+        assert!(found[0].state.is_empty() && found[0].verdict.as_deref().unwrap().starts_with("passes after"));
+        assert_eq!((found[1].state[0].path.as_str(), found[1].trials), ("m.X", 4));
+        let found = StateFinding::from_answers(&victims, Some(r#"{"error": "not collected: t::p"}"#), "-");
+        assert!(found.iter().all(|f| f.verdict.as_deref() == Some("the state search failed: not collected: t::p")));
+        let found = StateFinding::from_answers(&victims, Some(r#"{"results": []}"#), "-");
+        assert!(found[1].verdict.as_deref().unwrap().contains("fewer tests"));
+        let found = StateFinding::from_answers(&victims, None, "the state search timed out");
+        assert_eq!(found[1].verdict.as_deref(), Some("the state search timed out"));
+    }
+
+    #[test]
     fn brittle_and_absent_values_read_as_such() {
         let f = StateFinding {
             test: "t::b".into(),
@@ -603,6 +682,7 @@ mod tests {
             repeated: false,
             examined: None,
             cleanup: None,
+            run: None,
         };
         assert_eq!(
             f.sentence(),
@@ -629,6 +709,7 @@ mod tests {
             proved: false,
             verdict: None,
             seconds: None,
+            run: None,
         });
         f.redact();
         assert_eq!(f.cleanup.unwrap().code, "    os.environ[\"DEPLOY_TOKEN\"] = \"<redacted>\"\n");

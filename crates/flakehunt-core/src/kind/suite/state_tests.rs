@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::state::{write_plugin, Against, StateFinding, StateRequest, CLEANUP_MODULE, PLUGIN_MODULE};
+use super::state::{write_plugin, Against, StateFinding, StateRequest, StateVictim, CLEANUP_MODULE, PLUGIN_MODULE};
 use super::TestId;
 
 fn fixture(name: &str) -> PathBuf {
@@ -29,8 +29,8 @@ fn search(suite: &str, victim: &str, polluters: &[&str], brittle: bool) -> State
     search_in(&fixture(suite), victim, polluters, against)
 }
 
-/// The plugin's run in `project` for `request`, with `plugins` loaded; its answer.
-fn ask(project: &Path, dir: &Path, request: &StateRequest, plugins: &[&str]) -> Option<String> {
+/// The plugin's run in `project` for `request`, with `plugins` loaded and `env` set; its answer.
+fn ask(project: &Path, dir: &Path, request: &StateRequest, plugins: &[&str], env: &[(&str, &str)]) -> Option<String> {
     let request_file = dir.join("request.json");
     std::fs::write(&request_file, serde_json::to_vec(request).unwrap()).unwrap();
     let _ = std::fs::remove_file(&request.out);
@@ -46,6 +46,7 @@ fn ask(project: &Path, dir: &Path, request: &StateRequest, plugins: &[&str]) -> 
         .env("PYTHONPATH", dir)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("TMPDIR", dir.join("tmp"))
+        .envs(env.iter().copied())
         .current_dir(project)
         .output()
         .unwrap();
@@ -61,16 +62,57 @@ fn search_in(project: &Path, victim: &str, polluters: &[&str], against: Against)
     write_plugin(dir.path()).unwrap();
     std::fs::create_dir(dir.path().join("tmp")).unwrap();
     let ids = |s: &[&str]| s.iter().map(|p| p.to_string()).collect::<Vec<_>>();
-    let mut request = StateRequest::search(victim.into(), ids(polluters), against, dir.path().join("answer.json"));
-    let answer = ask(project, dir.path(), &request, &[PLUGIN_MODULE]);
+    let victims = [StateVictim::new(victim.into(), ids(polluters), against)];
+    let mut request = StateRequest::search(victims.to_vec(), dir.path().join("answer.json"));
+    let whole = ask(project, dir.path(), &request, &[PLUGIN_MODULE], &[]);
+    let answer = StateFinding::answers(&victims, whole.as_deref()).remove(0);
     let mut f = StateFinding::from_answer(victim.into(), ids(polluters), against, answer.as_deref(), "no answer");
     let Some(code) = answer.as_deref().and_then(StateFinding::written_code) else { return f };
     let needed = StateFinding::runs_needed(2, 2).unwrap();
     request.check = StateFinding::check_request(answer.as_deref().unwrap(), needed);
     std::fs::write(dir.path().join(format!("{CLEANUP_MODULE}.py")), code).unwrap();
-    let checked = ask(project, dir.path(), &request, &[PLUGIN_MODULE, CLEANUP_MODULE]);
+    let checked = ask(project, dir.path(), &request, &[PLUGIN_MODULE, CLEANUP_MODULE], &[]);
     f.checked([2, 2], needed, checked.as_deref(), "no answer");
     f
+}
+
+/// The plugin's findings for `victims`, in one run (no cleanup checked), in the suite at
+/// `project` with `env`.
+fn search_all(project: &Path, victims: &[StateVictim], env: &[(&str, &str)]) -> Vec<StateFinding> {
+    let dir = tempfile::tempdir().unwrap();
+    write_plugin(dir.path()).unwrap();
+    std::fs::create_dir(dir.path().join("tmp")).unwrap();
+    let request = StateRequest::search(victims.to_vec(), dir.path().join("answer.json"));
+    let answer = ask(project, dir.path(), &request, &[PLUGIN_MODULE], env);
+    StateFinding::from_answers(victims, answer.as_deref(), "no answer")
+}
+
+#[test]
+fn victims_of_one_polluter_share_its_survey_and_try_the_state_found_first() {
+    if !pytest_available() {
+        return;
+    }
+    let polluter = "tests/test_a_config.py::test_strict_mode_refuses_blank_space".to_owned();
+    let victims: Vec<StateVictim> = [
+        "tests/test_b_parse.py::test_parse_blank_space",
+        "tests/test_c_render.py::TestRender::test_render_keeps_order",
+        "tests/test_d_params.py::test_blank_around_a_pair[k=v ]",
+    ]
+    .iter()
+    .map(|v| StateVictim::new(v.to_string(), vec![polluter.clone()], Against::Polluters))
+    .collect();
+    let found = search_all(&fixture("pytest-shared"), &victims, &[("MARKUP_WORK", "0")]);
+    for (f, v) in found.iter().zip(&victims) {
+        assert_eq!(f.test, v.victim);
+        let named: Vec<&str> = f.state.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(named, ["markup.STRICT"], "{}", f.sentence());
+        assert_eq!(f.confirmed, Some([2, 2]));
+        assert!(f.cleanup.is_some(), "each gets its cleanup written: {f:?}");
+    }
+    // The first: the state before (fails), all of it put back, the search, two confirmations.
+    // The others: the state before, the one found for the first, two confirmations.
+    let trials: Vec<u32> = found.iter().map(|f| f.trials).collect();
+    assert!(trials[0] > trials[1] && trials[1..] == [4, 4], "{trials:?}");
 }
 
 /// Asserts that the search for `victim` after `tests/test_polluters.py::polluter` names

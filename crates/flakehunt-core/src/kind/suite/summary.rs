@@ -72,6 +72,7 @@ impl SuiteSummary {
             incomplete: Vec::new(),
             unreported: Vec::new(),
             failed_otherwise: Vec::new(),
+            cost: None,
         }
     }
 
@@ -104,6 +105,64 @@ impl SuiteSummary {
     }
 }
 
+/// One note per reason a run failed otherwise, whatever numbers it holds (a coverage total
+/// differs from run to run), the phases it happened in counted.
+fn failed_otherwise_notes(runs: &[IncompleteRuns]) -> Vec<String> {
+    /// One reason: its shape (numbers masked), its first words, runs per phase, and whether
+    /// its numbers varied.
+    struct Reason<'a> {
+        shape: String,
+        why: &'a str,
+        phases: Vec<(String, usize)>,
+        varied: bool,
+    }
+    let mut notes = Vec::new();
+    let mut reasons: Vec<Reason> = Vec::new();
+    for g in runs {
+        let shape = numbers_masked(&g.why);
+        let at = match reasons.iter().position(|r| r.shape == shape) {
+            Some(at) => at,
+            None => {
+                reasons.push(Reason { shape, why: &g.why, phases: Vec::new(), varied: false });
+                reasons.len() - 1
+            }
+        };
+        let r = &mut reasons[at];
+        r.varied |= r.why != g.why;
+        match r.phases.iter_mut().find(|(p, _)| *p == g.phase) {
+            Some((_, n)) => *n += g.attempts.len(),
+            None => r.phases.push((g.phase.clone(), g.attempts.len())),
+        }
+    }
+    for Reason { why, phases, varied, .. } in reasons {
+        let n: usize = phases.iter().map(|(_, n)| n).sum();
+        let phases: Vec<String> = phases.iter().map(|(p, n)| format!("{n} {p}")).collect();
+        notes.push(format!(
+            "{n} run{} ({}) failed for another reason than a test: {why}{}; each run is judged by its tests' own results, not by the process's exit status",
+            if n == 1 { "" } else { "s" },
+            phases.join(", "),
+            if varied { " (its numbers vary from run to run)" } else { "" },
+        ));
+    }
+    notes
+}
+
+/// `text` with each number in it (`41.47`, `3`) as `#`.
+fn numbers_masked(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_number = false;
+    for c in text.chars() {
+        let digit = c.is_ascii_digit() || (in_number && c == '.');
+        if digit && !in_number {
+            out.push('#');
+        } else if !digit {
+            out.push(c);
+        }
+        in_number = digit;
+    }
+    out
+}
+
 /// Adds each of `attempts` to the group of its why and phase.
 fn group(groups: &mut Vec<IncompleteRuns>, attempts: &[super::record::IncompleteAttempt]) {
     for a in attempts {
@@ -132,26 +191,7 @@ pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::A
     if !suite.shuffled {
         summary.notes.push(super::order::LIBTEST_ORDER_NOTE.to_owned());
     }
-    // One note per reason, the phases it happened in counted.
-    let mut reasons: Vec<(&str, Vec<String>, usize)> = Vec::new();
-    for g in &suite.failed_otherwise {
-        let at = match reasons.iter().position(|(why, _, _)| *why == g.why) {
-            Some(at) => at,
-            None => {
-                reasons.push((&g.why, Vec::new(), 0));
-                reasons.len() - 1
-            }
-        };
-        reasons[at].1.push(format!("{} {}", g.attempts.len(), g.phase));
-        reasons[at].2 += g.attempts.len();
-    }
-    for (why, phases, n) in reasons {
-        summary.notes.push(format!(
-            "{n} run{} ({}) failed for another reason than a test: {why}; each run is judged by its tests' own results, not by the process's exit status",
-            if n == 1 { "" } else { "s" },
-            phases.join(", "),
-        ));
-    }
+    summary.notes.extend(failed_otherwise_notes(&suite.failed_otherwise));
     if !suite.classified {
         summary.notes.push(
             "the classification is incomplete (the hunt was interrupted during its confirmation runs): continue it with --resume".to_owned(),
@@ -222,13 +262,16 @@ pub struct StateLines<'a> {
 
 /// The state search's findings on the summary (see [`super::state`]).
 impl SuiteSummary {
-    /// Puts each finding on its test in the summary, without its cost (a measurement of the
-    /// machine, kept in the record's [`super::state::FILE`]: the summary says what was found).
+    /// Puts each finding on its test in the summary, without its cost and its run (measurements
+    /// of the machine, kept in the record's [`super::state::FILE`]: the summary says what was
+    /// found, and its `cost` what the state search took).
     pub fn apply_state(&mut self, findings: Vec<super::state::StateFinding>) {
         for mut finding in findings {
             finding.cost = None;
+            finding.run = None;
             if let Some(c) = &mut finding.cleanup {
                 c.seconds = None;
+                c.run = None;
             }
             if let Some(t) = self.tests.iter_mut().find(|t| t.id == finding.test) {
                 t.state = Some(finding);
@@ -334,6 +377,26 @@ mod tests {
         assert_eq!(json["framework"], "pytest");
         assert_eq!(SuiteSummary::build(Framework::Libtest, 3, []).verdict(), "not-reproduced");
         assert!(!SuiteSummary::build(Framework::Libtest, 3, []).shuffled);
+    }
+
+    #[test]
+    fn runs_failed_otherwise_are_one_note_per_reason_whatever_its_numbers() {
+        let mut s = example();
+        let why = |total: &str| {
+            format!("the process exited with code 1 though none of its tests failed: FAIL Required test coverage of 100% not reached. Total coverage: {total}%")
+        };
+        let runs = |why: String, phase: &str, attempts: Vec<u64>| IncompleteRuns { why, phase: phase.into(), attempts };
+        s.failed_otherwise = vec![
+            runs(why("41.47"), "alone", vec![3, 4]),
+            runs(why("43.81"), "alone", vec![5]),
+            runs(why("41.47"), "reproducer", vec![9]),
+            runs("the process was killed by SIGTERM though none of its tests failed".into(), "shuffled", vec![0]),
+        ];
+        let notes = failed_otherwise_notes(&s.failed_otherwise);
+        assert_eq!(notes.len(), 2, "{notes:#?}");
+        assert!(notes[0].starts_with("4 runs (3 alone, 1 reproducer) failed for another reason than a test: the process exited with code 1 though none of its tests failed: FAIL Required test coverage of 100% not reached. Total coverage: 41.47% (its numbers vary from run to run);"), "{}", notes[0]);
+        assert!(notes[1].starts_with("1 run (1 shuffled) failed") && !notes[1].contains("vary"), "{}", notes[1]);
+        assert_eq!(numbers_masked("v1.2.3 at 10 s"), "v# at # s");
     }
 
     #[test]

@@ -50,6 +50,7 @@ impl WrittenIds {
             tests: raw(&req.tests),
             shuffle: req.shuffle,
             argv: raw(&req.argv),
+            strategy: req.strategy,
         }
     }
 
@@ -65,6 +66,7 @@ impl WrittenIds {
             tests: written(&req.tests),
             shuffle: req.shuffle,
             argv: req.argv.clone(),
+            strategy: req.strategy,
         }
     }
 }

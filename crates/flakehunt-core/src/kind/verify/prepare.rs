@@ -120,7 +120,7 @@ fn suite_setup(
     setup.files = std::path::absolute(dir).map_err(|e| HuntError::io(dir.display().to_string(), e))?;
     match (&mut setup.runner, rebuilt) {
         (SuiteRunner::Go { go, .. }, Some(r)) => go.binary = PathBuf::from(&r.new),
-        (SuiteRunner::Libtest { binary }, Some(r)) => *binary = PathBuf::from(&r.new),
+        (SuiteRunner::Libtest { binary, .. }, Some(r)) => *binary = PathBuf::from(&r.new),
         _ => {}
     }
     // The test2json tool the suite found, if this machine has it (`go tool test2json` if not).

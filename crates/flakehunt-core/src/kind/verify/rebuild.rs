@@ -40,7 +40,7 @@ pub fn rebuild(record: &Record, into: &Path) -> Result<Option<Rebuilt>, HuntErro
         (Some(SuiteRunner::Go { go, .. }), Some(Adapter::GoTest { dir, .. })) => {
             go_again(&go.binary, &go.package, &in_hunts_directory(dir, record), checks, into).map(Some)
         }
-        (Some(SuiteRunner::Libtest { binary }), _) => {
+        (Some(SuiteRunner::Libtest { binary, .. }), _) => {
             cargo_again(binary, None, m.target.dir.as_deref(), record).map(Some)
         }
         (None, Some(Adapter::GoTest { binary, package, dir, .. })) => {
