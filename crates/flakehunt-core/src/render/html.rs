@@ -894,8 +894,15 @@ fn suite_card(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
         let states = s.state_lines();
         if !states.is_empty() {
             out.push_str("<ul class=\"state\">\n");
-            for line in &states {
-                let _ = writeln!(out, "<li>{}</li>", esc(line));
+            for state in &states {
+                let _ = write!(out, "<li>{}", esc(&state.sentence));
+                if let Some(cleanup) = &state.cleanup {
+                    let _ = write!(out, "<br>{}", esc(cleanup));
+                }
+                if let Some(code) = state.code {
+                    let _ = write!(out, "<pre class=\"cleanup\"><code>{}</code></pre>", esc(code));
+                }
+                out.push_str("</li>\n");
             }
             out.push_str("</ul>\n");
         }

@@ -224,7 +224,22 @@ fn test_case(t: &crate::kind::suite::summary::TestSummary, ctx: &RenderContext) 
     if !t.reproducer.is_empty() {
         case.add_property(("reproducer", crate::plan::shell_words(&t.reproducer).as_str()));
     }
-    case.set_system_out(message);
+    // The state it trips over and its cleanup: one-line properties, and in full (the proved
+    // fixture's code) in its output, where a CI's test view shows it.
+    let mut out = message;
+    if let Some(state) = &t.state {
+        let sentence = state.sentence();
+        case.add_property(("state", sentence.as_str()));
+        out.push_str(&format!("\n\n{sentence}"));
+        if let Some(cleanup) = state.cleanup_sentence() {
+            case.add_property(("cleanup", cleanup.as_str()));
+            out.push_str(&format!("\n{cleanup}"));
+        }
+        if let Some(code) = state.cleanup_code() {
+            out.push_str(&format!("\n\n{code}"));
+        }
+    }
+    case.set_system_out(out);
     case
 }
 

@@ -147,8 +147,19 @@ fn suite(out: &mut String, s: &crate::kind::suite::summary::SuiteSummary) {
     let states = s.state_lines();
     if !states.is_empty() {
         let _ = writeln!(out, "\n### The state they trip over\n");
-        for line in &states {
-            let _ = writeln!(out, "- {}", md_cell(line));
+        for state in &states {
+            let _ = writeln!(out, "- {}", md_cell(&state.sentence));
+            if let Some(cleanup) = &state.cleanup {
+                let _ = writeln!(out, "\n  {}", md_cell(cleanup));
+            }
+            if let Some(code) = state.code {
+                let fence = md_fence(code);
+                let _ = writeln!(out, "\n  {fence}python");
+                for line in code.lines() {
+                    let _ = writeln!(out, "{}", format!("  {line}").trim_end());
+                }
+                let _ = writeln!(out, "  {fence}\n");
+            }
         }
     }
 }
@@ -298,4 +309,10 @@ fn signatures(out: &mut String, summary: &Summary) {
             md_block(&tail(&s.example, 30))
         );
     }
+}
+
+/// A code block's fence: three backticks, or more than the longest run of them in `code`.
+fn md_fence(code: &str) -> String {
+    let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }

@@ -83,8 +83,15 @@ fn ids_text(ids: &[u64]) -> String {
 /// that ended before all their tests reported.
 pub fn table(s: &SuiteSummary) -> String {
     let mut out = tests_table(s);
-    for line in s.state_lines() {
-        out.push_str(&format!("{line}\n"));
+    for state in s.state_lines() {
+        out.push_str(&format!("{}\n", state.sentence));
+        if let Some(cleanup) = &state.cleanup {
+            out.push_str(&format!("  {cleanup}\n"));
+        }
+        for line in state.code.into_iter().flat_map(str::lines) {
+            out.push_str(format!("    {line}").trim_end());
+            out.push('\n');
+        }
     }
     let incomplete = incomplete(s);
     if !incomplete.is_empty() {
@@ -200,6 +207,100 @@ mod tests {
              ended before all their tests reported (2 attempts):\n  \
              shuffled attempts 2, 5: the process was killed by SIGSEGV while b.py::test_c ran (4 of its 9 tests did not report)\n  \
              did not report in some shuffled attempts: b.py::test_d (2 attempts)\n"
+        );
+    }
+
+    #[test]
+    fn a_state_finding_prints_its_cleanup_only_when_proved() {
+        use crate::kind::suite::state::{Cleanup, StateDiff, StateFinding};
+        let cleanup = Cleanup {
+            fixture: "restore_m_X".into(),
+            code: "import pytest\n\n\n@pytest.fixture\ndef restore_m_X():\n    import m\n\n    saved_x = m.X\n    yield\n    m.X = saved_x\n".into(),
+            conftest: "conftest.py".into(),
+            apply_to: vec!["a.py::test_p".into()],
+            rate_from: Some([2, 2]),
+            needed: 11,
+            checked: Some([11, 11]),
+            proved: true,
+            verdict: None,
+            seconds: None,
+            run: None,
+        };
+        let finding = StateFinding {
+            test: "b.py::test_v".into(),
+            polluters: vec!["a.py::test_p".into()],
+            brittle: false,
+            state: vec![StateDiff {
+                path: "m.X".into(),
+                kind: "module global".into(),
+                before: Some("0".into()),
+                after: Some("1".into()),
+            }],
+            confirmed: Some([2, 2]),
+            verdict: None,
+            different: 3,
+            trials: 6,
+            cost: None,
+            repeated: false,
+            examined: None,
+            cleanup: Some(cleanup.clone()),
+            run: None,
+        };
+        let victim = TestSummary {
+            id: "b.py::test_v".into(),
+            attempts: 6,
+            failures: 3,
+            rate: 0.5,
+            ci95: [0.1, 0.9],
+            conditions: vec![],
+            category: Category::OrderDependentVictim,
+            condition: None,
+            polluters: vec!["a.py::test_p".into()],
+            state_setters: vec![],
+            reproducer: vec![],
+            message: None,
+            bisection: None,
+            alone: [3, 0],
+            repeated: [0, 0],
+            unreported: 0,
+            state: Some(finding.clone()),
+        };
+        let s = SuiteSummary {
+            framework: Framework::Pytest,
+            collected: 9,
+            shuffled: true,
+            tests: vec![victim.clone()],
+            classified: true,
+            incomplete: vec![],
+            unreported: vec![],
+            failed_otherwise: vec![],
+            cost: None,
+        };
+        let text = table(&s);
+        let below = &text[text.find("b.py::test_v fails after").unwrap()..];
+        assert_eq!(
+            below,
+            "b.py::test_v fails after a.py::test_p because that test leaves m.X = 1 (was 0); restoring it makes test_v pass (2/2)\n  \
+             cleanup, proved: with it in place, a.py::test_p then test_v passed 11 of 11 runs (enough to rule out, \
+             at 99 %, the failure rate of its reproducer's checks, 2 of 2); add it to conftest.py and @pytest.mark.usefixtures(\"restore_m_X\") to a.py::test_p:\n    \
+             import pytest\n\n\n    @pytest.fixture\n    def restore_m_X():\n        import m\n\n        saved_x = m.X\n        \
+             yield\n        m.X = saved_x\n"
+        );
+        // Not proved: said so, and no code.
+        let failed = Cleanup {
+            checked: Some([0, 1]),
+            proved: false,
+            verdict: Some("with it in place, b.py::test_v still failed (run 1 of 11)".into()),
+            ..cleanup
+        };
+        let unproved = StateFinding { cleanup: Some(failed), ..finding };
+        let s = SuiteSummary { tests: vec![TestSummary { state: Some(unproved), ..victim }], ..s };
+        let text = table(&s);
+        assert!(
+            text.ends_with(
+                "(2/2)\n  no cleanup proved (restore_m_X): with it in place, b.py::test_v still failed (run 1 of 11)\n"
+            ),
+            "{text}"
         );
     }
 }

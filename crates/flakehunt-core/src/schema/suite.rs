@@ -536,10 +536,66 @@ pub struct StateFinding {
     /// The run that searched it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<SearchRun>,
+    /// A non-idempotent test: its polluter is its own first run (`polluters` holds the test).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeated: bool,
+    /// What was examined: `process` for a Go test, whose process-level state alone is
+    /// fingerprinted (its environment, working directory and files) and never restored, so its
+    /// `state` is what differs, not what is shown to matter; absent for pytest's whole search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examined: Option<String>,
+    /// A fixture that puts the state back (brittle: sets it), and its check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<Cleanup>,
+}
+
+/// A pytest fixture that puts back the state a finding names after the tests that leave it (a
+/// victim's polluters, a non-idempotent test), or sets it for a brittle test; proved when the
+/// failing order passed with it in place as many times as rule out the failure's recorded rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cleanup {
+    /// The fixture's name; empty when no code could be written.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fixture: String,
+    /// The `conftest.py` fragment: its imports and the fixture.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub code: String,
+    /// The `conftest.py` it goes in, relative to the rootdir: beside the first test it is
+    /// applied to.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub conftest: String,
+    /// The tests that get `@pytest.mark.usefixtures(fixture)`: a victim's polluters, a brittle
+    /// or non-idempotent test itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apply_to: Vec<TestId>,
+    /// The test's reproducer checks the runs needed come from: failures, runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_from: Option<[u64; 2]>,
+    /// Runs with it in place that must all pass: enough to rule out the lower end of the
+    /// reproducer's 95 % interval at 99 %, as `verify` counts.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub needed: u64,
+    /// Runs with it in place that passed, of the runs made (the check stops at the first
+    /// failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<[u64; 2]>,
+    /// Every run the proof needs passed: the only case in which the code is printed.
+    pub proved: bool,
+    /// Why it is not proved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// Seconds the check's runs took (the record's `state.json` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// The pytest run that checked it (the record's `state.json` only; the summary's `cost`
+    /// counts it with the state search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<SearchRun>,
 }
 
 /// The run of the state plugin that searched a test's state: its id (of the hunt's attempt ids;
-/// the tests of one set of polluters share one run) and how long it took.
+/// the tests of one set of polluters share one run) and how long it took (a Go test's: its two
+/// runs, the id of the second).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchRun {
     /// Its id.

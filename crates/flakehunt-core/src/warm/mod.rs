@@ -550,8 +550,10 @@ impl<'t> WarmParent<'t> {
         if let Some(undone) = self.undoes_start_up(launch) {
             return Err(WarmError::NotServed(undone));
         }
+        // Absolute: the parent already runs in a relative one (a suite's rootdir below where the
+        // hunt started), and the fork would look for it again from there.
         let cwd = match &launch.cwd {
-            Some(dir) => dir.clone(),
+            Some(dir) => std::path::absolute(dir).map_err(WarmError::Start)?,
             None => std::env::current_dir().map_err(WarmError::Start)?,
         };
         let setup = &launch.setup;

@@ -98,3 +98,35 @@ fn a_warm_suite_concludes_as_a_cold_one_and_each_fork_reports_its_own_results() 
     assert!(!cold_err.contains("the repeat runs"), "{cold_err}");
     assert!(!warm_err.contains("other pytest"), "no attempt of the plan was refused: {warm_err}");
 }
+
+// A suite whose rootdir is a directory below where the hunt was started (its pytest.ini there:
+// pandas ships a pyproject.toml inside its package) ran its warm parent in that directory, and
+// each fork looked for the relative directory again from there: every attempt failed to start,
+// said as "its interpreter was not found".
+#[test]
+fn a_warm_suite_whose_rootdir_is_below_the_hunts_directory_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("sub/tests")).unwrap();
+    std::fs::write(project.join("sub/pytest.ini"), "[pytest]\n").unwrap();
+    std::fs::write(
+        project.join("sub/tests/test_a.py"),
+        "import os\n\ndef test_a():\n    assert os.path.exists('pytest.ini')\n",
+    )
+    .unwrap();
+    let out = crate::harness::flakehunt()
+        .args(["suite", "--runs", "2", "--json", "--quiet", "--record"])
+        .arg(dir.path().join("rec"))
+        .args(["--pytest", "sub/tests"])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(&project)
+        .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["attempts"], 2, "{summary}");
+    let attempts = attempts_in(&dir.path().join("rec"));
+    let shuffled: Vec<&Value> = attempts.iter().filter(|a| a["suite"]["role"] == "shuffled").collect();
+    assert_eq!(shuffled.len(), 2);
+    assert!(shuffled.iter().all(|a| a["mode"] == "warm" && a["outcome"] == "pass"), "{shuffled:?}");
+}

@@ -47,7 +47,11 @@ impl crate::kind::Hunt for Suite {
                 std::io::ErrorKind::InvalidData => crate::record::RecordError::Corrupt(path.clone(), e.to_string()),
                 _ => crate::record::RecordError::Io { path: path.clone(), source: e },
             })?;
-            let runs: Vec<&super::state::SearchRun> = findings.iter().filter_map(|f| f.run.as_ref()).collect();
+            // The searches' runs and their cleanups' checks.
+            let runs: Vec<&super::state::SearchRun> = findings
+                .iter()
+                .flat_map(|f| f.run.iter().chain(f.cleanup.as_ref().and_then(|c| c.run.as_ref())))
+                .collect();
             if let Some(setup) = record.manifest.extra.suite.as_ref() {
                 suite.cost = super::side_by_side::cost_of(&attempts, baseline, setup.collect_seconds).map(|cost| {
                     let one_at_a_time = setup.one_at_a_time().map(str::to_owned);

@@ -9,6 +9,7 @@ pub mod bisect;
 pub mod classify;
 pub mod collect;
 pub mod cost;
+mod go_state;
 pub mod gotest;
 mod hunt;
 pub mod libtest;

@@ -247,6 +247,19 @@ impl SuiteSummary {
     }
 }
 
+/// What the reports say of one test's state: the finding in the user's words, its cleanup's
+/// sentence (where it goes and how it was checked, or why none is proved), and the cleanup's
+/// code when it is proved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateLines<'a> {
+    /// The finding.
+    pub sentence: String,
+    /// The cleanup's sentence.
+    pub cleanup: Option<String>,
+    /// The proved cleanup's code.
+    pub code: Option<&'a str>,
+}
+
 /// The state search's findings on the summary (see [`super::state`]).
 impl SuiteSummary {
     /// Puts each finding on its test in the summary, without its cost and its run (measurements
@@ -256,33 +269,44 @@ impl SuiteSummary {
         for mut finding in findings {
             finding.cost = None;
             finding.run = None;
+            if let Some(c) = &mut finding.cleanup {
+                c.seconds = None;
+                c.run = None;
+            }
             if let Some(t) = self.tests.iter_mut().find(|t| t.id == finding.test) {
                 t.state = Some(finding);
             }
         }
     }
 
-    /// The lines the terminal and the reports print under the table: one per finding.
-    pub fn state_lines(&self) -> Vec<String> {
-        self.tests.iter().filter_map(|t| t.state.as_ref()).map(super::state::StateFinding::sentence).collect()
+    /// What the terminal and the reports print under the table: one per finding.
+    pub fn state_lines(&self) -> Vec<StateLines<'_>> {
+        self.tests
+            .iter()
+            .filter_map(|t| t.state.as_ref())
+            .map(|f| StateLines { sentence: f.sentence(), cleanup: f.cleanup_sentence(), code: f.cleanup_code() })
+            .collect()
     }
 
-    /// The tests of `summary` whose state is searched: each order-dependent pytest test with its
-    /// polluters (or state-setters), and whether it is brittle.
-    pub fn state_wanted(&self) -> Vec<(TestId, Vec<TestId>, bool)> {
+    /// The tests of `summary` whose state is searched, with the tests that ran before them and
+    /// what is searched: each order-dependent pytest or Go test with its polluters (or
+    /// state-setters), each non-idempotent one against its own first run.
+    pub fn state_wanted(&self) -> Vec<(TestId, Vec<TestId>, super::state::Against)> {
         use super::classify::Category;
-        if self.framework != super::Framework::Pytest {
+        use super::state::Against;
+        if !matches!(self.framework, super::Framework::Pytest | super::Framework::Go) {
             return Vec::new();
         }
         self.tests
             .iter()
             .filter_map(|t| match t.category {
                 Category::OrderDependentVictim if !t.polluters.is_empty() => {
-                    Some((t.id.clone(), t.polluters.clone(), false))
+                    Some((t.id.clone(), t.polluters.clone(), Against::Polluters))
                 }
                 Category::OrderDependentBrittle if !t.state_setters.is_empty() => {
-                    Some((t.id.clone(), t.state_setters.clone(), true))
+                    Some((t.id.clone(), t.state_setters.clone(), Against::StateSetters))
                 }
+                Category::NonIdempotent => Some((t.id.clone(), vec![t.id.clone()], Against::FirstRun)),
                 _ => None,
             })
             .collect()
