@@ -368,6 +368,77 @@ fn a_suites_reproducers_are_verified_test_by_test() {
     refused_with(&out, 2, "whose reproducers are the commands verify runs");
 }
 
+/// A "fix" that only stops the test from running: skipped (`@pytest.mark.skip`, a second run
+/// that skips itself), expected to fail (`xfail`), or deselected by a conftest while the rest
+/// of its reproducer passes. Every process exits 0, and none of its runs is evidence: the
+/// verification is inconclusive, never `fixed`.
+#[test]
+fn a_test_that_no_longer_runs_is_never_proved_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("pytest");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::harness::fixture("suite/pytest"))
+        .arg(&project)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let run = |args: &[&str]| {
+        let out =
+            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let (code, _, stderr) =
+        run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let victim = "tests/test_beta.py::test_victim";
+    let brittle = "tests/test_beta.py::test_brittle";
+    let repeated = "tests/test_gamma.py::test_non_idempotent";
+
+    edit(
+        &project.join("tests/test_beta.py"),
+        "def test_victim(",
+        "@pytest.mark.skip(reason=\"quarantined\")\ndef test_victim(",
+    );
+    edit(
+        &project.join("tests/test_beta.py"),
+        "def test_brittle(",
+        "@pytest.mark.xfail(reason=\"known\")\ndef test_brittle(",
+    );
+    edit(&project.join("tests/test_beta.py"), "from registry", "import pytest\n\nfrom registry");
+    edit(
+        &project.join("tests/test_gamma.py"),
+        "    _RUNS.append(1)\n",
+        "    if _RUNS:\n        pytest.skip(\"ran before in this process\")\n    _RUNS.append(1)\n",
+    );
+    let (code, skipped, stderr) = run(&["verify", "rec", "--json", "--record", "v1"]);
+    assert_eq!((code, skipped["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    for test in [victim, brittle, repeated] {
+        let c = condition(&skipped, test);
+        assert_eq!(c["verdict"], "inconclusive", "{test}: {c}");
+        assert_eq!((c["now"]["attempts"].as_u64(), c["unreported"].as_u64()), (Some(0), c["needed"].as_u64()), "{c}");
+        assert!(c["text"].as_str().unwrap().contains("it did not run (it was skipped"), "{c}");
+    }
+    let exits: Vec<serde_json::Value> =
+        crate::harness::attempts_in(&project.join("v1")).iter().map(|a| a["exit_code"].clone()).collect();
+    assert!(exits.iter().all(|e| e == 0), "every process passed: {exits:?}");
+
+    // The victim deselected by the project's conftest: its polluter runs and passes alone.
+    edit(&project.join("tests/test_beta.py"), "@pytest.mark.skip(reason=\"quarantined\")\n", "");
+    std::fs::write(
+        project.join("conftest.py"),
+        "def pytest_collection_modifyitems(config, items):\n    gone = [i for i in items if i.name == \"test_victim\"]\n    config.hook.pytest_deselected(items=gone)\n    items[:] = [i for i in items if i not in gone]\n",
+    )
+    .unwrap();
+    let (code, deselected, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
+    assert_eq!((code, deselected["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&deselected, victim);
+    assert_eq!((c["verdict"].as_str(), c["now"]["attempts"].as_u64()), (Some("inconclusive"), Some(0)), "{c}");
+}
+
 #[test]
 fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() {
     let dir = tempfile::tempdir().unwrap();

@@ -49,12 +49,12 @@ pub fn level_text(level: f64) -> String {
 /// verdict and details. The cells are compared with the verified record, not with each other:
 /// the per-cell comparison with the first cell is dropped. `hangs` counts, per cell, the
 /// attempts that a limit of flakehunt's own found hung (see [`hangs_by_cell`]), `unreported`
-/// the reproducer runs that failed before their test reported (see [`unreported_by_cell`]).
+/// the reproducer runs in which their test did not run (see [`unreported_by_cell`]).
 pub fn apply(
     summary: &mut Summary,
     options: &VerifyOptions,
     hangs: &BTreeMap<String, u64>,
-    unreported: &BTreeMap<String, u64>,
+    unreported: &BTreeMap<String, NotRun>,
 ) {
     let level = options.level;
     // A failure is the one the record saw when its signature, moved lines and paths aside,
@@ -68,8 +68,11 @@ pub fn apply(
     for c in &options.conditions {
         let Some(cell) = summary.cell(&c.cell) else { continue };
         let hung = if hung_then { 0 } else { hangs.get(&c.cell).copied().unwrap_or(0).min(cell.failures) };
-        let unreported = unreported.get(&c.cell).copied().unwrap_or(0).min(cell.failures - hung);
-        let now = Rate::of(cell.failures - hung - unreported, cell.judged() - hung - unreported);
+        let not_run = unreported.get(&c.cell).copied().unwrap_or_default();
+        let failed_unreported = not_run.failed.min(cell.failures - hung);
+        let passed_unreported = not_run.passed.min(cell.judged() - cell.failures);
+        let unreported = failed_unreported + passed_unreported;
+        let now = Rate::of(cell.failures - hung - failed_unreported, cell.judged() - hung - unreported);
         let inert = cell.inert.then(|| cell.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into()));
         let signatures = summary
             .signatures
@@ -209,14 +212,38 @@ pub fn reported(attempt: &crate::record::Attempt, test: &str) -> bool {
     attempt.suite.as_deref().is_some_and(|t| t.tests.iter().any(|r| r.id == test))
 }
 
-/// Per cell of a suite's verification, its reproducer runs that failed before the verified
-/// test reported a result (the process died before it ran, it was not collected, a fixture
-/// broke the session): none is evidence about the test. A timeout is left to the hang rule.
+/// Whether `attempt`, a reproducer's run, is evidence about `test`: a run of it failed, or it
+/// ran and passed. A test that reported nothing did not run (it is not collected any more, a
+/// conftest deselected it, the run broke first), and one that was skipped (`@pytest.mark.skip`,
+/// an `xfail` that failed as expected, Go's `t.Skip`, libtest's `#[ignore]`) ran none of its
+/// body's checks: a run that exits 0 all the same proves no fix.
+pub fn ran(attempt: &crate::record::Attempt, test: &str) -> bool {
+    use crate::kind::suite::TestOutcome;
+    let Some(t) = attempt.suite.as_deref() else { return false };
+    let runs: Vec<TestOutcome> = t.tests.iter().filter(|r| r.id == test).map(|r| r.outcome).collect();
+    runs.iter().any(|o| o.is_failure()) || (!runs.is_empty() && !runs.contains(&TestOutcome::Skip))
+}
+
+/// A cell's reproducer runs in which its test did not run (see [`ran`]), by how their
+/// process ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotRun {
+    /// Runs whose process failed.
+    pub failed: u64,
+    /// Runs whose process passed (a skipped or deselected test, the rest of the reproducer passing).
+    pub passed: u64,
+}
+
+/// Per cell of a suite's verification, its reproducer runs in which the verified test did not
+/// run (see [`ran`]): none is evidence about the test, whether its process failed (it died
+/// before the test ran, a fixture broke the session) or passed (the test was skipped, or is
+/// not collected any more and the rest passed). A timeout is left to the hang rule.
 pub fn unreported_by_cell(
     record: &crate::record::Record,
     options: &VerifyOptions,
-) -> Result<BTreeMap<String, u64>, crate::record::RecordError> {
-    let mut unreported = BTreeMap::new();
+) -> Result<BTreeMap<String, NotRun>, crate::record::RecordError> {
+    use crate::record::Outcome;
+    let mut unreported: BTreeMap<String, NotRun> = BTreeMap::new();
     if options.conditions.iter().all(|c| c.test.is_none()) {
         return Ok(unreported);
     }
@@ -226,9 +253,14 @@ pub fn unreported_by_cell(
         else {
             continue;
         };
-        let failed = attempt.outcome.is_failure() && attempt.outcome != crate::record::Outcome::Timeout;
-        if failed && attempt.suite.is_some() && !reported(&attempt, test) {
-            *unreported.entry(attempt.cell).or_insert(0) += 1;
+        if matches!(attempt.outcome, Outcome::Timeout | Outcome::Slow) || ran(&attempt, test) {
+            continue;
+        }
+        let entry = unreported.entry(attempt.cell).or_default();
+        if attempt.outcome.is_failure() {
+            entry.failed += 1;
+        } else {
+            entry.passed += 1;
         }
     }
     Ok(unreported)
@@ -240,7 +272,7 @@ pub(super) struct Now {
     pub rate: Rate,
     /// Its hangs (none when the verified record hung too: they are then its failure).
     pub hung: u64,
-    /// Its reproducer runs in which its test reported nothing, left out of `rate`.
+    /// Its reproducer runs in which its test did not run (reported nothing, or was skipped), left out of `rate`.
     pub unreported: u64,
     /// Why its condition had no effect here.
     pub inert: Option<String>,
@@ -302,7 +334,7 @@ pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> Condi
         (
             "inconclusive",
             format!(
-                "{name} reported no result in {unreported} of {} runs of its reproducer, which failed before it ran or reported (it is not collected any more, or the run broke first): such a run is neither its failure nor a pass",
+                "{name} reported no result in {unreported} of {} runs of its reproducer: it did not run (it was skipped or xfailed, deselected, is not collected any more, or the run broke first), and such a run is neither its failure nor a pass",
                 now.attempts + unreported
             ),
         )
