@@ -544,6 +544,27 @@ fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
     assert_eq!(manifest["plan"]["checks"]["goroutine_leaks"], true);
     assert!(manifest["target"]["argv"][0].as_str().unwrap().contains("v1/go-test/"), "the new binary runs");
 
+    // A command given after `--` is built by `go test`, without the leak check: the leak would
+    // pass unseen and the unfixed test read as fixed. Refused, before any attempt.
+    let (code, _, stderr) = run(&[
+        "verify",
+        "rec",
+        "--json",
+        "--quiet",
+        "--record",
+        "v0",
+        "--",
+        "go",
+        "test",
+        "-count=1",
+        "-run",
+        "TestChannelLeak",
+        "./leaky",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("ran with the goroutine leak check") && stderr.contains("drop the command"), "{stderr}");
+    assert!(!project.join("v0").exists(), "a refused verification leaves no record");
+
     // Fixed: the test no longer gives up on its worker.
     edit(&project.join("leaky/leaky_test.go"), "Send(Iteration()%3 == 0)", "Send(false)");
     let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v2"]);

@@ -63,7 +63,9 @@ pub fn new(
     let target = if let Some(reproducers) = source.target.clone() {
         in_hunts_directory(reproducers, &source.record)?
     } else if command_given {
-        crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?
+        let target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?;
+        carries_the_checks(&target, verified.plan.checks, dir)?;
+        target
     } else {
         // The test binary built again from the code as it is now, in the place of the old one.
         let mut target = verified.target.clone();
@@ -105,6 +107,38 @@ pub fn new(
         ..Extra::default()
     };
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// Refuses a command given after `--` that cannot carry a check the verified record's failure
+/// may have been found by: a check built into the record's test binary (the goroutine leak
+/// check's `TestMain`, which only flakehunt's build adds; the race detector, unless the command
+/// asks for `-race`) or one its runner had to be asked for (libtest's `--show-output`, which
+/// prints a passing test's threads' panics). Run without it, the failure would pass unseen and an
+/// unfixed test read as fixed. The thread check of a Python target carries to any command (its
+/// hooks are on `PYTHONPATH` for any Python it starts).
+fn carries_the_checks(
+    target: &Target,
+    checks: crate::checks::Checks,
+    record: &std::path::Path,
+) -> Result<(), HuntError> {
+    let words: Vec<&str> = target.argv.iter().flat_map(|a| a.split_whitespace()).collect();
+    let has = |flag: &str| words.iter().any(|w| *w == flag || w.starts_with(&format!("{flag}=")));
+    let missing = if checks.goroutine_leaks {
+        Some("the goroutine leak check, which flakehunt builds into the test binary (a TestMain added with `go test -overlay`)")
+    } else if checks.race && !has("-race") && !has("-test.race") {
+        Some("the race detector (`go test -race`), which the command does not ask for")
+    } else if checks.thread_panics && !has("--show-output") && !has("--nocapture") {
+        Some("the check of panics in a test's other threads (libtest's `--show-output`), which the command does not ask for")
+    } else {
+        None
+    };
+    match missing {
+        Some(check) => Err(HuntError::usage(format!(
+            "{} ran with {check}: the command given after `--` runs without it, so the failure it found would pass unseen; drop the command (verify rebuilds the record's test binary with its checks)",
+            record.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The verified suite's `setup`, for the verification's runs of its reproducers (see
