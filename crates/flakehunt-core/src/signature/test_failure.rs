@@ -74,9 +74,74 @@ fn go_test(text: &str) -> Option<String> {
     })
 }
 
+/// Why the one test a passing attempt of `runner` (an adapter's name: `cargo-test`, `go-test`,
+/// `pytest`) was to run did not run, when its report in `stdout` says so: libtest's
+/// `test result: ok. 0 passed; ...` (the test `#[ignore]`d, or no test matched), Go's
+/// `testing: warning: no tests to run`, pytest's summary line without a test passed
+/// (`1 skipped in 0.01s`, `1 xfailed` or `1 xpassed` (an xfail mark hides the test's
+/// failures, so its passes are a biased sample), `1 deselected`, `no tests ran`). None when it ran, or
+/// when the report is not there to tell (a run with its output cut: it counts as it ended).
+pub fn ran_no_test(runner: &str, stdout: &str) -> Option<String> {
+    let lines = || stdout.lines().map(str::trim).filter(|l| !l.is_empty());
+    match runner {
+        "cargo-test" => {
+            let result = lines().rfind(|l| l.starts_with("test result: "))?;
+            result.contains(" 0 passed;").then(|| format!("libtest reported `{result}`"))
+        }
+        "go-test" => lines()
+            .find(|l| l.starts_with("testing: warning: no tests to run"))
+            .map(|l| format!("the test binary said `{l}`")),
+        "pytest" => {
+            // pytest's last line: `N passed, M skipped in 0.12s`, framed by `=` unless -q.
+            let last = lines().next_back()?.trim_matches('=').trim();
+            let (counts, time) = last.rsplit_once(" in ")?;
+            if !(time.ends_with('s') && time.starts_with(|c: char| c.is_ascii_digit())) {
+                return None;
+            }
+            let words: Vec<&str> = counts.split(", ").filter_map(|part| part.split_whitespace().nth(1)).collect();
+            // An xfail-marked test's pass (xpassed) is no evidence: its failures read `xfailed`.
+            let ran = words.iter().any(|w| matches!(*w, "passed" | "failed" | "error" | "errors"));
+            let not_run = counts == "no tests ran"
+                || words.iter().any(|w| matches!(*w, "skipped" | "xfailed" | "xpassed" | "deselected"));
+            (!ran && not_run).then(|| format!("pytest reported `{last}`"))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_of_no_test_is_told_from_the_runner_s_own_report() {
+        let ignored = "\nrunning 1 test\ntest ledger::t ... ignored\n\ntest result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 1 filtered out; finished in 0.00s\n\n";
+        assert!(ran_no_test("cargo-test", ignored).unwrap().contains("0 passed; 0 failed; 1 ignored"));
+        let passed = "running 1 test\ntest ledger::t ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s\n";
+        assert_eq!(ran_no_test("cargo-test", passed), None);
+        assert!(ran_no_test("go-test", "testing: warning: no tests to run\nPASS\n").is_some());
+        assert_eq!(ran_no_test("go-test", "PASS\n"), None);
+        for none in [
+            "s                                                                        [100%]\n1 skipped in 0.01s\n",
+            "x [100%]\n1 xfailed in 0.02s\n",
+            "\n1 deselected in 0.01s\n",
+            "\nno tests ran in 0.01s\n",
+            "1 xpassed in 0.01s\n",
+            "=== 1 skipped, 2 warnings in 0.01s ===\n",
+        ] {
+            assert!(ran_no_test("pytest", none).is_some(), "{none}");
+        }
+        for ran in [
+            ".  [100%]\n1 passed in 0.01s\n",
+            "1 passed, 1 skipped in 0.01s\n",
+            "=== 2 passed, 1 deselected in 0.10s ===\n",
+            "nothing a runner said\n",
+            "",
+        ] {
+            assert_eq!(ran_no_test("pytest", ran), None, "{ran}");
+        }
+        assert_eq!(ran_no_test("anything", "1 skipped in 0.01s"), None, "a command's own output is not read");
+    }
 
     #[test]
     fn libtest_new_and_old_panic_formats() {

@@ -439,6 +439,67 @@ fn a_test_that_no_longer_runs_is_never_proved_fixed() {
     assert_eq!((c["verdict"].as_str(), c["now"]["attempts"].as_u64()), (Some("inconclusive"), Some(0)), "{c}");
 }
 
+/// An adapter's one test (`--pytest`), marked skip or xfail after the hunt: every attempt exits 0
+/// and runs nothing of it, which proves no fix; the same test really fixed is `fixed` (the
+/// negative control: pytest's report of a passed test is read as such).
+#[test]
+fn an_adapters_test_that_no_longer_runs_is_never_proved_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("pytest-flaky");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::harness::fixture("adapters/pytest-flaky"))
+        .arg(&project)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let run = |args: &[&str]| {
+        let out =
+            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let (code, swept, stderr) = run(&[
+        "sweep",
+        "--profiles",
+        "default",
+        "--runs",
+        "6",
+        "--seed",
+        "1",
+        "--json",
+        "--quiet",
+        "--record",
+        "rec",
+        "--pytest",
+        "test_flaky.py::test_balance",
+    ]);
+    assert_eq!((code, swept["failures"].as_u64()), (Some(1), Some(2)), "{stderr}");
+    let test = project.join("test_flaky.py");
+    let original = std::fs::read_to_string(&test).unwrap();
+    for (i, mark) in
+        ["@pytest.mark.skip(reason=\"quarantined\")", "@pytest.mark.xfail(reason=\"known\")"].iter().enumerate()
+    {
+        std::fs::write(
+            &test,
+            original.replace("def test_balance(", &format!("import pytest\n\n\n{mark}\ndef test_balance(")),
+        )
+        .unwrap();
+        let record = format!("v{i}");
+        let (code, verified, stderr) =
+            run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", &record]);
+        assert_eq!((code, verified["verdict"].as_str()), (Some(3), Some("inconclusive")), "{mark}: {stderr}");
+        let c = condition(&verified, "default");
+        assert_eq!((c["now"]["attempts"].as_u64(), c["unreported"].as_u64()), (Some(0), c["needed"].as_u64()), "{c}");
+        assert!(c["text"].as_str().unwrap().contains("attempts of its test: it did not run"), "{c}");
+    }
+    std::fs::write(&test, original.replace("0 if iteration() % 3 == 0 else 10", "10")).unwrap();
+    let (code, fixed, stderr) = run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", "v2"]);
+    assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
+}
+
 #[test]
 fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() {
     let dir = tempfile::tempdir().unwrap();
@@ -587,4 +648,12 @@ fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
         "{stderr}"
     );
     assert!(!project.join("v3").exists(), "a refused verification leaves no record");
+
+    // The test renamed: `-test.run ^TestChannelLeak$` would match no test and pass.
+    std::fs::remove_file(project.join("leaky/main_test.go")).unwrap();
+    edit(&project.join("leaky/leaky_test.go"), "func TestChannelLeak(", "func TestChannelLeakRenamed(");
+    let (code, _, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v4"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("has no test named TestChannelLeak any more"), "{stderr}");
+    assert!(!project.join("v4").exists(), "a refused verification leaves no record");
 }

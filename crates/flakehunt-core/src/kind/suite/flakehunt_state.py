@@ -614,7 +614,8 @@ class _Outcomes(object):
     def pytest_runtest_logreport(self, report):
         if report.failed:
             self.failed.add(report.nodeid)
-        elif report.skipped:
+        elif report.skipped or getattr(report, "wasxfail", None) is not None:
+            # An xfail-marked test's pass (XPASS) is no pass either: its failures are hidden.
             self.skipped.add(report.nodeid)
 
 

@@ -99,13 +99,17 @@ pub fn new(
         (Some(_), Some(setup)) => Some(suite_setup(setup, source.rebuilt.as_ref(), dir_new)?),
         _ => None,
     };
-    let extra = Extra {
-        adapter: adapter.filter(|a| !command_given && matches!(a, Adapter::Pytest { .. })),
-        matrix,
-        suite,
-        verify: Some(options),
-        ..Extra::default()
-    };
+    // The adapter's test runner, whose report says whether its one test ran (see
+    // `summary::unreported_by_cell`), naming the binary that runs now.
+    let adapter = adapter.filter(|_| !command_given).map(|mut a| {
+        if let (Adapter::GoTest { binary, .. } | Adapter::CargoTest { binary, .. }, Some(rebuilt)) =
+            (&mut a, &source.rebuilt)
+        {
+            *binary = rebuilt.new.clone();
+        }
+        a
+    });
+    let extra = Extra { adapter, matrix, suite, verify: Some(options), ..Extra::default() };
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
 }
 

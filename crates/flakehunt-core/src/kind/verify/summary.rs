@@ -244,16 +244,27 @@ pub fn unreported_by_cell(
 ) -> Result<BTreeMap<String, NotRun>, crate::record::RecordError> {
     use crate::record::Outcome;
     let mut unreported: BTreeMap<String, NotRun> = BTreeMap::new();
-    if options.conditions.iter().all(|c| c.test.is_none()) {
+    // The test runner of an adapter's one test (`--cargo-test`, `--go-test`, `--pytest`), whose
+    // report says whether its test ran; a command's own output is not read.
+    let runner = record.manifest.extra.adapter.as_ref().map(crate::record::Adapter::name);
+    if options.conditions.iter().all(|c| c.test.is_none()) && runner.is_none() {
         return Ok(unreported);
     }
     for attempt in record.attempts()? {
         let attempt = attempt?;
-        let Some(test) = options.conditions.iter().find(|c| c.cell == attempt.cell).and_then(|c| c.test.as_ref())
-        else {
+        let Some(condition) = options.conditions.iter().find(|c| c.cell == attempt.cell) else { continue };
+        if matches!(attempt.outcome, Outcome::Timeout | Outcome::Slow) {
             continue;
+        }
+        let did_not_run = match (&condition.test, runner) {
+            (Some(test), _) => !ran(&attempt, test),
+            (None, Some(runner)) => {
+                !attempt.outcome.is_failure()
+                    && crate::signature::test_failure::ran_no_test(runner, &attempt.stdout_tail).is_some()
+            }
+            (None, None) => false,
         };
-        if matches!(attempt.outcome, Outcome::Timeout | Outcome::Slow) || ran(&attempt, test) {
+        if !did_not_run {
             continue;
         }
         let entry = unreported.entry(attempt.cell).or_default();
@@ -334,8 +345,9 @@ pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> Condi
         (
             "inconclusive",
             format!(
-                "{name} reported no result in {unreported} of {} runs of its reproducer: it did not run (it was skipped or xfailed, deselected, is not collected any more, or the run broke first), and such a run is neither its failure nor a pass",
-                now.attempts + unreported
+                "{name} reported no result in {unreported} of {} {}: it did not run (it was skipped or xfailed, ignored, deselected, is not collected any more, or the run broke first), and such a run is neither its failure nor a pass",
+                now.attempts + unreported,
+                if c.test.is_some() { "runs of its reproducer" } else { "attempts of its test" },
             ),
         )
     } else if let Some(why) = &inert {
