@@ -633,6 +633,20 @@ fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
     assert_eq!(condition(&fixed, "default")["now"]["attempts"].as_u64(), Some(needed));
     assert!(fixed["notes"].to_string().contains("goroutine leaks"), "the check was on: {}", fixed["notes"]);
 
+    // Quarantined instead: `t.Skip` passes every attempt, and the binary says nothing of it
+    // unless verbose. No evidence either way.
+    edit(&project.join("leaky/leaky_test.go"), "Send(false)", "Send(Iteration()%3 == 0)");
+    edit(
+        &project.join("leaky/leaky_test.go"),
+        "func TestChannelLeak(t *testing.T) {\n",
+        "func TestChannelLeak(t *testing.T) {\n\tt.Skip(\"quarantined\")\n",
+    );
+    let (code, skipped, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v2s"]);
+    assert_eq!((code, skipped["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&skipped, "default");
+    assert_eq!((c["now"]["attempts"].as_u64(), c["unreported"].as_u64()), (Some(0), Some(needed)), "{c}");
+    edit(&project.join("leaky/leaky_test.go"), "\tt.Skip(\"quarantined\")\n", "");
+
     // A TestMain of the package's own keeps the check out: no verification without it.
     std::fs::write(
         project.join("leaky/main_test.go"),

@@ -72,6 +72,11 @@ pub fn new(
         if let Some(rebuilt) = &source.rebuilt {
             target.argv = rebuilt.apply(&target.argv);
         }
+        // A Go test binary says nothing of a skipped test unless verbose: `t.Skip` after the hunt
+        // (a quarantine) would pass every attempt unseen (see `summary::unreported_by_cell`).
+        if let Some(Adapter::GoTest { test: Some(_), .. }) = &verified.extra.adapter {
+            target.argv.push("-test.v".into());
+        }
         rebase_argv(in_hunts_directory(target, &source.record)?, moved_from(&source.record)?.as_deref())
     };
     let mut settings = verified.plan.clone();

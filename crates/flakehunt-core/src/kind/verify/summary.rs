@@ -246,7 +246,13 @@ pub fn unreported_by_cell(
     let mut unreported: BTreeMap<String, NotRun> = BTreeMap::new();
     // The test runner of an adapter's one test (`--cargo-test`, `--go-test`, `--pytest`), whose
     // report says whether its test ran; a command's own output is not read.
-    let runner = record.manifest.extra.adapter.as_ref().map(crate::record::Adapter::name);
+    let adapter = record.manifest.extra.adapter.as_ref();
+    let runner = adapter.map(crate::record::Adapter::name);
+    let adapters_test = match adapter {
+        Some(crate::record::Adapter::GoTest { test, .. }) => test.as_deref(),
+        Some(crate::record::Adapter::CargoTest { test, .. }) => Some(test.as_str()),
+        _ => None,
+    };
     if options.conditions.iter().all(|c| c.test.is_none()) && runner.is_none() {
         return Ok(unreported);
     }
@@ -260,7 +266,8 @@ pub fn unreported_by_cell(
             (Some(test), _) => !ran(&attempt, test),
             (None, Some(runner)) => {
                 !attempt.outcome.is_failure()
-                    && crate::signature::test_failure::ran_no_test(runner, &attempt.stdout_tail).is_some()
+                    && crate::signature::test_failure::ran_no_test(runner, adapters_test, &attempt.stdout_tail)
+                        .is_some()
             }
             (None, None) => false,
         };
