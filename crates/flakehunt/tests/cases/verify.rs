@@ -437,6 +437,22 @@ fn a_test_that_no_longer_runs_is_never_proved_fixed() {
     assert_eq!((code, deselected["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
     let c = condition(&deselected, victim);
     assert_eq!((c["verdict"].as_str(), c["now"]["attempts"].as_u64()), (Some("inconclusive"), Some(0)), "{c}");
+
+    // The polluter quarantined instead: the victim runs and passes, but the condition it failed
+    // under (its polluter first) no longer takes effect.
+    std::fs::remove_file(project.join("conftest.py")).unwrap();
+    edit(
+        &project.join("tests/test_alpha.py"),
+        "def test_polluter(",
+        "@pytest.mark.skip(reason=\"quarantined\")\ndef test_polluter(",
+    );
+    edit(&project.join("tests/test_alpha.py"), "from registry", "import pytest\n\nfrom registry");
+    let (code, quarantined, stderr) = run(&["verify", "rec", "--json", "--record", "v3"]);
+    assert_eq!((code, quarantined["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&quarantined, victim);
+    assert_eq!((c["verdict"].as_str(), c["now"]["attempts"].as_u64()), (Some("inconclusive"), Some(0)), "{c}");
+    let text = c["text"].as_str().unwrap();
+    assert!(text.contains("in which tests/test_alpha.py::test_polluter, which it failed after, did not run"), "{text}");
 }
 
 /// An adapter's one test (`--pytest`), marked skip or xfail after the hunt: every attempt exits 0

@@ -68,7 +68,7 @@ pub fn apply(
     for c in &options.conditions {
         let Some(cell) = summary.cell(&c.cell) else { continue };
         let hung = if hung_then { 0 } else { hangs.get(&c.cell).copied().unwrap_or(0).min(cell.failures) };
-        let not_run = unreported.get(&c.cell).copied().unwrap_or_default();
+        let not_run = unreported.get(&c.cell).cloned().unwrap_or_default();
         let failed_unreported = not_run.failed.min(cell.failures - hung);
         let passed_unreported = not_run.passed.min(cell.judged() - cell.failures);
         let unreported = failed_unreported + passed_unreported;
@@ -85,7 +85,8 @@ pub fn apply(
                 SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen_before(&s.signature) }
             })
             .collect();
-        results.push(judge(c, Now { rate: now, hung, unreported, inert, signatures }, level, Words::ATTEMPTS));
+        let without = not_run.culprit.map(|p| (p, not_run.without_culprit.min(passed_unreported)));
+        results.push(judge(c, Now { rate: now, hung, unreported, without, inert, signatures }, level, Words::ATTEMPTS));
     }
     conclude(summary, options, results);
 }
@@ -224,14 +225,40 @@ pub fn ran(attempt: &crate::record::Attempt, test: &str) -> bool {
     runs.iter().any(|o| o.is_failure()) || (!runs.is_empty() && !runs.contains(&TestOutcome::Skip))
 }
 
-/// A cell's reproducer runs in which its test did not run (see [`ran`]), by how their
-/// process ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// A cell's reproducer runs that are no evidence: its test did not run (see [`ran`]), by how
+/// their process ended, or it passed where a test its reproducer runs before it (a polluter)
+/// did not run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NotRun {
     /// Runs whose process failed.
     pub failed: u64,
-    /// Runs whose process passed (a skipped or deselected test, the rest of the reproducer passing).
+    /// Runs whose process passed (a skipped or deselected test, the rest of the reproducer
+    /// passing; or a pass without its polluters), `without_culprit` included.
     pub passed: u64,
+    /// Passes of the test in runs in which one of its polluters did not run.
+    pub without_culprit: u64,
+    /// The first polluter that did not run.
+    pub culprit: Option<String>,
+}
+
+/// The tests a suite's reproducer runs before `condition`'s test, in the suite's `selection`:
+/// a pytest reproducer's node ids, a Go reproducer's `-test.run '^(TestP|TestV)$'` names. None
+/// for a reproducer of the test alone or twice.
+fn culprits<'a>(condition: &'a super::Condition, selection: Option<&BTreeSet<&str>>) -> Vec<&'a str> {
+    let test = condition.test.as_deref().unwrap_or_default();
+    let words = condition.reproducer.iter().map(String::as_str);
+    let go = condition.reproducer.iter().position(|w| w == "-test.run").and_then(|i| condition.reproducer.get(i + 1));
+    let named: Vec<&str> = match go {
+        Some(pattern) => pattern
+            .trim_start_matches('^')
+            .trim_end_matches('$')
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .split('|')
+            .collect(),
+        None => words.filter(|w| selection.is_some_and(|s| s.contains(w))).collect(),
+    };
+    named.into_iter().filter(|t| *t != test).collect()
 }
 
 /// Per cell of a suite's verification, its reproducer runs in which the verified test did not
@@ -256,6 +283,8 @@ pub fn unreported_by_cell(
     if options.conditions.iter().all(|c| c.test.is_none()) && runner.is_none() {
         return Ok(unreported);
     }
+    let selection: Option<BTreeSet<&str>> =
+        record.manifest.extra.suite.as_ref().map(|s| s.selection.iter().map(String::as_str).collect());
     for attempt in record.attempts()? {
         let attempt = attempt?;
         let Some(condition) = options.conditions.iter().find(|c| c.cell == attempt.cell) else { continue };
@@ -263,6 +292,17 @@ pub fn unreported_by_cell(
             continue;
         }
         let did_not_run = match (&condition.test, runner) {
+            (Some(test), _) if ran(&attempt, test) && !attempt.outcome.is_failure() => {
+                // It passed: evidence only when the reproducer's other tests (its polluters)
+                // ran before it, the condition it failed under then.
+                let absent = culprits(condition, selection.as_ref()).into_iter().find(|c| !ran(&attempt, c));
+                if let Some(absent) = absent {
+                    let entry = unreported.entry(attempt.cell.clone()).or_default();
+                    entry.culprit.get_or_insert_with(|| absent.to_owned());
+                    entry.without_culprit += 1;
+                }
+                absent.is_some()
+            }
             (Some(test), _) => !ran(&attempt, test),
             (None, Some(runner)) => {
                 !attempt.outcome.is_failure()
@@ -290,8 +330,11 @@ pub(super) struct Now {
     pub rate: Rate,
     /// Its hangs (none when the verified record hung too: they are then its failure).
     pub hung: u64,
-    /// Its reproducer runs in which its test did not run (reported nothing, or was skipped), left out of `rate`.
+    /// Its reproducer runs in which its test did not run (reported nothing, or was skipped), or
+    /// passed without its polluters, left out of `rate`.
     pub unreported: u64,
+    /// A polluter that did not run, and the test's passes without it (among `unreported`).
+    pub without: Option<(String, u64)>,
     /// Why its condition had no effect here.
     pub inert: Option<String>,
     /// The signatures of its failures.
@@ -300,7 +343,7 @@ pub(super) struct Now {
 
 /// One cell's verdict, said in `words`.
 pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> ConditionResult {
-    let Now { rate: now, hung, unreported, inert, signatures } = seen;
+    let Now { rate: now, hung, unreported, without, inert, signatures } = seen;
     let then = Rate::of(c.failures, c.attempts);
     let at = level_text(level);
     let name = &c.cell;
@@ -346,6 +389,14 @@ pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> Condi
             format!(
                 "{name} hung in {hung} of {} attempts (no CPU, no output past the hang limit), which the verified record never did: a hang is neither its failure nor a pass; hunt it with `flakehunt hunt`",
                 now.attempts + hung
+            ),
+        )
+    } else if let Some((polluter, passes)) = without.filter(|(_, n)| *n == unreported) {
+        (
+            "inconclusive",
+            format!(
+                "{name} passed in {passes} of {} runs of its reproducer in which {polluter}, which it failed after, did not run (skipped, deselected, or not collected any more): the condition it failed under did not take effect, and such a pass proves no fix",
+                now.attempts + unreported,
             ),
         )
     } else if unreported > 0 {
@@ -442,7 +493,7 @@ mod tests {
     }
 
     fn now(rate: Rate, inert: Option<String>, signatures: Vec<SeenSignature>) -> Now {
-        Now { rate, hung: 0, unreported: 0, inert, signatures }
+        Now { rate, hung: 0, unreported: 0, without: None, inert, signatures }
     }
 
     #[test]
