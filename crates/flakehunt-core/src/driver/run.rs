@@ -248,7 +248,12 @@ fn execute(
             }
             let session = crate::session::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
-            let warm = session.warm_cells(manifest);
+            // A suite's verification runs its shuffled attempts (a condition-sensitive test's)
+            // warm as the suite ran them: its parents collect the suite, as the suite's did.
+            let warm = match &manifest.extra.suite {
+                Some(setup) => setup.warm_target().and_then(|target| session.warm_cells_of(manifest, target)),
+                None => session.warm_cells(manifest),
+            };
             // A suite's verification runs its reproducers as the suite checked them.
             let reproducers = crate::kind::verify::reproducers::SuiteFiles::of(manifest)?;
             let _tracked =
