@@ -67,16 +67,115 @@ fn go_test(text: &str) -> Option<String> {
             None => break,
         }
     }
-    let message = lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty() && !l.starts_with("FAIL"));
+    // Not verbose, a test's messages follow its `--- FAIL` line; verbose (`-test.v`), they come
+    // before it, after its `=== RUN` (or `=== CONT`) line.
+    let framework = |l: &str| l.starts_with("FAIL") || l.starts_with("=== ") || l.starts_with("--- ") || l == "PASS";
+    let after = lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty() && !framework(l));
+    let before = || {
+        let run = lines[..i].iter().rposition(|l| {
+            let l = l.trim();
+            (l.starts_with("=== RUN") || l.starts_with("=== CONT"))
+                && l.split_whitespace().nth(2) == Some(name.as_str())
+        })?;
+        lines[run + 1..i].iter().map(|l| l.trim()).find(|l| !l.is_empty() && !framework(l))
+    };
+    let message = after.or_else(before);
     Some(match message {
         Some(m) => format!("{name}: {m}"),
         None => name,
     })
 }
 
+/// Why the one test a passing attempt of `runner` (an adapter's name: `cargo-test`, `go-test`,
+/// `pytest`) was to run did not run, when its report in `stdout` says so: libtest's
+/// `test result: ok. 0 passed; ...` (the test `#[ignore]`d, or no test matched), Go's
+/// `testing: warning: no tests to run` or, verbose, `--- SKIP: TEST (0.00s)` of the `test`
+/// named (a subtest's skip is not the test's), pytest's summary line without a test passed
+/// (`1 skipped in 0.01s`, `1 xfailed` or `1 xpassed` (an xfail mark hides the test's
+/// failures, so its passes are a biased sample), `1 deselected`, `no tests ran`). None when it ran, or
+/// when the report is not there to tell (a run with its output cut: it counts as it ended).
+pub fn ran_no_test(runner: &str, test: Option<&str>, stdout: &str) -> Option<String> {
+    let lines = || stdout.lines().map(str::trim).filter(|l| !l.is_empty());
+    match runner {
+        "cargo-test" => {
+            let result = lines().rfind(|l| l.starts_with("test result: "))?;
+            result.contains(" 0 passed;").then(|| format!("libtest reported `{result}`"))
+        }
+        "go-test" => lines()
+            .find(|l| {
+                l.starts_with("testing: warning: no tests to run")
+                    || test
+                        .is_some_and(|t| l.strip_prefix("--- SKIP: ").is_some_and(|r| r.starts_with(&format!("{t} ("))))
+            })
+            .map(|l| format!("the test binary said `{l}`")),
+        "pytest" => {
+            // pytest's last line: `N passed, M skipped in 0.12s`, framed by `=` unless -q.
+            let last = lines().next_back()?.trim_matches('=').trim();
+            let (counts, time) = last.rsplit_once(" in ")?;
+            if !(time.ends_with('s') && time.starts_with(|c: char| c.is_ascii_digit())) {
+                return None;
+            }
+            let words: Vec<&str> = counts.split(", ").filter_map(|part| part.split_whitespace().nth(1)).collect();
+            // An xfail-marked test's pass (xpassed) is no evidence: its failures read `xfailed`.
+            let ran = words.iter().any(|w| matches!(*w, "passed" | "failed" | "error" | "errors"));
+            let not_run = counts == "no tests ran"
+                || words.iter().any(|w| matches!(*w, "skipped" | "xfailed" | "xpassed" | "deselected"));
+            (!ran && not_run).then(|| format!("pytest reported `{last}`"))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_go_failure_reads_the_same_verbose_or_not() {
+        let quiet = "--- FAIL: TestT (0.00s)\n    ledger_test.go:33: total 90, want 100\nFAIL\n";
+        let verbose = "=== RUN   TestT\n    ledger_test.go:33: total 90, want 100\n--- FAIL: TestT (0.00s)\nFAIL\n";
+        assert_eq!(of(quiet, "").as_deref(), Some("TestT: ledger_test.go:33: total 90, want 100"));
+        assert_eq!(of(verbose, "").as_deref(), of(quiet, "").as_deref());
+        // A subtest's, verbose: its own lines, not its parent's.
+        let sub = "=== RUN   TestT\n=== RUN   TestT/one\n    x_test.go:9: bad one\n--- FAIL: TestT (0.00s)\n    --- FAIL: TestT/one (0.00s)\nFAIL\n";
+        assert_eq!(of(sub, "").as_deref(), Some("TestT/one: x_test.go:9: bad one"));
+    }
+
+    #[test]
+    fn a_run_of_no_test_is_told_from_the_runner_s_own_report() {
+        let ignored = "\nrunning 1 test\ntest ledger::t ... ignored\n\ntest result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 1 filtered out; finished in 0.00s\n\n";
+        assert!(ran_no_test("cargo-test", None, ignored).unwrap().contains("0 passed; 0 failed; 1 ignored"));
+        let passed = "running 1 test\ntest ledger::t ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s\n";
+        assert_eq!(ran_no_test("cargo-test", None, passed), None);
+        assert!(ran_no_test("go-test", Some("TestA"), "testing: warning: no tests to run\nPASS\n").is_some());
+        assert_eq!(ran_no_test("go-test", Some("TestA"), "PASS\n"), None);
+        let skipped = "=== RUN   TestA\n    a_test.go:9: quarantined\n--- SKIP: TestA (0.00s)\nPASS\n";
+        assert!(ran_no_test("go-test", Some("TestA"), skipped).is_some());
+        let sub =
+            "=== RUN   TestA\n=== RUN   TestA/one\n--- PASS: TestA (0.00s)\n    --- SKIP: TestA/one (0.00s)\nPASS\n";
+        assert_eq!(ran_no_test("go-test", Some("TestA"), sub), None, "a subtest skipped, the test ran");
+        assert_eq!(ran_no_test("go-test", Some("TestA"), &skipped.replace("TestA", "TestAB")), None);
+        for none in [
+            "s                                                                        [100%]\n1 skipped in 0.01s\n",
+            "x [100%]\n1 xfailed in 0.02s\n",
+            "\n1 deselected in 0.01s\n",
+            "\nno tests ran in 0.01s\n",
+            "1 xpassed in 0.01s\n",
+            "=== 1 skipped, 2 warnings in 0.01s ===\n",
+        ] {
+            assert!(ran_no_test("pytest", None, none).is_some(), "{none}");
+        }
+        for ran in [
+            ".  [100%]\n1 passed in 0.01s\n",
+            "1 passed, 1 skipped in 0.01s\n",
+            "=== 2 passed, 1 deselected in 0.10s ===\n",
+            "nothing a runner said\n",
+            "",
+        ] {
+            assert_eq!(ran_no_test("pytest", None, ran), None, "{ran}");
+        }
+        assert_eq!(ran_no_test("anything", None, "1 skipped in 0.01s"), None, "a command's own output is not read");
+    }
 
     #[test]
     fn libtest_new_and_old_panic_formats() {

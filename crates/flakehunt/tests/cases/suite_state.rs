@@ -109,6 +109,54 @@ fn suite_names_the_one_piece_of_state_that_matters_and_none_for_a_clean_test() {
     assert_eq!(code, Some(0), "{out}");
 }
 
+/// On `fixtures/suite/state-skip`, the polluter changes two settings; putting back the one the
+/// victim does not trip over makes the victim skip itself, which is no pass: the state named is
+/// the other one, and the cleanup is proved by runs in which the victim ran and passed.
+#[test]
+fn a_victim_that_skips_is_never_made_to_pass_by_a_restoration_nor_by_a_cleanup() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("state-skip");
+    let copied = std::process::Command::new("cp").arg("-r").arg(fixture("suite/state-skip")).arg(&project).status();
+    assert!(copied.unwrap().success());
+    let record = dir.path().join("record");
+    let args = ["--runs", "6", "--seed", "1", "--json", "--quiet", "--record", record.to_str().unwrap(), "--pytest"];
+    let (code, summary, stderr) = super::suite::suite(&project, &args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let failing = summary["tests"].as_array().unwrap();
+    assert_eq!(failing.len(), 1, "only the victim fails: {summary}");
+    let victim = &failing[0];
+    assert_eq!(victim["id"], "tests/test_victim.py::test_needs_strict_mode");
+    assert_eq!(victim["category"], "order-dependent-victim", "{victim}");
+    let state = &victim["state"];
+    let named: Vec<&str> = state["state"].as_array().unwrap().iter().map(|d| d["path"].as_str().unwrap()).collect();
+    assert_eq!(named, ["gate.MODE"], "putting back gate.BACKEND makes it skip, not pass: {state}");
+    let cleanup = &state["cleanup"];
+    assert_eq!((&cleanup["proved"], &cleanup["checked"]), (&true.into(), &serde_json::json!([11, 11])), "{cleanup}");
+
+    // Pasted as printed, the reproducer runs the victim, and it passes.
+    let code = cleanup["code"].as_str().unwrap();
+    std::fs::write(project.join("tests/conftest.py"), code).unwrap();
+    let polluter = project.join("tests/test_polluter.py");
+    let fixture_name = cleanup["fixture"].as_str().unwrap();
+    let source = std::fs::read_to_string(&polluter).unwrap().replace(
+        "def test_switches_backend_and_mode():",
+        &format!(
+            "import pytest\n\n\n@pytest.mark.usefixtures(\"{fixture_name}\")\ndef test_switches_backend_and_mode():"
+        ),
+    );
+    std::fs::write(&polluter, source).unwrap();
+    let reproducer: Vec<String> =
+        victim["reproducer"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+    let out = std::process::Command::new(&reproducer[0])
+        .args(&reproducer[1..])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("2 passed") && !stdout.contains("skipped"), "{stdout}");
+}
+
 #[test]
 fn go_suite_names_the_process_state_each_polluter_leaves_and_says_what_it_does_not_examine() {
     let dir = tempfile::tempdir().unwrap();

@@ -370,6 +370,154 @@ fn a_suites_reproducers_are_verified_test_by_test() {
     refused_with(&out, 2, "whose reproducers are the commands verify runs");
 }
 
+/// A "fix" that only stops the test from running: skipped (`@pytest.mark.skip`, a second run
+/// that skips itself), expected to fail (`xfail`), or deselected by a conftest while the rest
+/// of its reproducer passes. Every process exits 0, and none of its runs is evidence: the
+/// verification is inconclusive, never `fixed`.
+#[test]
+fn a_test_that_no_longer_runs_is_never_proved_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("pytest");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::harness::fixture("suite/pytest"))
+        .arg(&project)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let run = |args: &[&str]| {
+        let out =
+            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let (code, _, stderr) =
+        run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let victim = "tests/test_beta.py::test_victim";
+    let brittle = "tests/test_beta.py::test_brittle";
+    let repeated = "tests/test_gamma.py::test_non_idempotent";
+
+    edit(
+        &project.join("tests/test_beta.py"),
+        "def test_victim(",
+        "@pytest.mark.skip(reason=\"quarantined\")\ndef test_victim(",
+    );
+    edit(
+        &project.join("tests/test_beta.py"),
+        "def test_brittle(",
+        "@pytest.mark.xfail(reason=\"known\")\ndef test_brittle(",
+    );
+    edit(&project.join("tests/test_beta.py"), "from registry", "import pytest\n\nfrom registry");
+    edit(
+        &project.join("tests/test_gamma.py"),
+        "    _RUNS.append(1)\n",
+        "    if _RUNS:\n        pytest.skip(\"ran before in this process\")\n    _RUNS.append(1)\n",
+    );
+    let (code, skipped, stderr) = run(&["verify", "rec", "--json", "--record", "v1"]);
+    assert_eq!((code, skipped["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    for test in [victim, brittle, repeated] {
+        let c = condition(&skipped, test);
+        assert_eq!(c["verdict"], "inconclusive", "{test}: {c}");
+        assert_eq!((c["now"]["attempts"].as_u64(), c["unreported"].as_u64()), (Some(0), c["needed"].as_u64()), "{c}");
+        assert!(c["text"].as_str().unwrap().contains("it did not run (it was skipped"), "{c}");
+    }
+    let exits: Vec<serde_json::Value> =
+        crate::harness::attempts_in(&project.join("v1")).iter().map(|a| a["exit_code"].clone()).collect();
+    assert!(exits.iter().all(|e| e == 0), "every process passed: {exits:?}");
+
+    // The victim deselected by the project's conftest: its polluter runs and passes alone.
+    edit(&project.join("tests/test_beta.py"), "@pytest.mark.skip(reason=\"quarantined\")\n", "");
+    std::fs::write(
+        project.join("conftest.py"),
+        "def pytest_collection_modifyitems(config, items):\n    gone = [i for i in items if i.name == \"test_victim\"]\n    config.hook.pytest_deselected(items=gone)\n    items[:] = [i for i in items if i not in gone]\n",
+    )
+    .unwrap();
+    let (code, deselected, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
+    assert_eq!((code, deselected["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&deselected, victim);
+    assert_eq!((c["verdict"].as_str(), c["now"]["attempts"].as_u64()), (Some("inconclusive"), Some(0)), "{c}");
+
+    // The polluter quarantined instead: the victim runs and passes, but the condition it failed
+    // under (its polluter first) no longer takes effect.
+    std::fs::remove_file(project.join("conftest.py")).unwrap();
+    edit(
+        &project.join("tests/test_alpha.py"),
+        "def test_polluter(",
+        "@pytest.mark.skip(reason=\"quarantined\")\ndef test_polluter(",
+    );
+    edit(&project.join("tests/test_alpha.py"), "from registry", "import pytest\n\nfrom registry");
+    let (code, quarantined, stderr) = run(&["verify", "rec", "--json", "--record", "v3"]);
+    assert_eq!((code, quarantined["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&quarantined, victim);
+    assert_eq!((c["verdict"].as_str(), c["now"]["attempts"].as_u64()), (Some("inconclusive"), Some(0)), "{c}");
+    let text = c["text"].as_str().unwrap();
+    assert!(text.contains("in which tests/test_alpha.py::test_polluter, which it failed after, did not run"), "{text}");
+}
+
+/// An adapter's one test (`--pytest`), marked skip or xfail after the hunt: every attempt exits 0
+/// and runs nothing of it, which proves no fix; the same test really fixed is `fixed` (the
+/// negative control: pytest's report of a passed test is read as such).
+#[test]
+fn an_adapters_test_that_no_longer_runs_is_never_proved_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("pytest-flaky");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::harness::fixture("adapters/pytest-flaky"))
+        .arg(&project)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let run = |args: &[&str]| {
+        let out =
+            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let (code, swept, stderr) = run(&[
+        "sweep",
+        "--profiles",
+        "default",
+        "--runs",
+        "6",
+        "--seed",
+        "1",
+        "--json",
+        "--quiet",
+        "--record",
+        "rec",
+        "--pytest",
+        "test_flaky.py::test_balance",
+    ]);
+    assert_eq!((code, swept["failures"].as_u64()), (Some(1), Some(2)), "{stderr}");
+    let test = project.join("test_flaky.py");
+    let original = std::fs::read_to_string(&test).unwrap();
+    for (i, mark) in
+        ["@pytest.mark.skip(reason=\"quarantined\")", "@pytest.mark.xfail(reason=\"known\")"].iter().enumerate()
+    {
+        std::fs::write(
+            &test,
+            original.replace("def test_balance(", &format!("import pytest\n\n\n{mark}\ndef test_balance(")),
+        )
+        .unwrap();
+        let record = format!("v{i}");
+        let (code, verified, stderr) =
+            run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", &record]);
+        assert_eq!((code, verified["verdict"].as_str()), (Some(3), Some("inconclusive")), "{mark}: {stderr}");
+        let c = condition(&verified, "default");
+        assert_eq!((c["now"]["attempts"].as_u64(), c["unreported"].as_u64()), (Some(0), c["needed"].as_u64()), "{c}");
+        assert!(c["text"].as_str().unwrap().contains("attempts of its test: it did not run"), "{c}");
+    }
+    std::fs::write(&test, original.replace("0 if iteration() % 3 == 0 else 10", "10")).unwrap();
+    let (code, fixed, stderr) = run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", "v2"]);
+    assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
+}
+
 /// A `condition-sensitive` test has no reproducer: it is verified as the suite saw it fail,
 /// by shuffled runs of the whole suite under its profile, each judged by its own result, at
 /// the rate the suite's runs under that profile had it fail.
@@ -536,12 +684,47 @@ fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
     assert_eq!(manifest["plan"]["checks"]["goroutine_leaks"], true);
     assert!(manifest["target"]["argv"][0].as_str().unwrap().contains("v1/go-test/"), "the new binary runs");
 
+    // A command given after `--` is built by `go test`, without the leak check: the leak would
+    // pass unseen and the unfixed test read as fixed. Refused, before any attempt.
+    let (code, _, stderr) = run(&[
+        "verify",
+        "rec",
+        "--json",
+        "--quiet",
+        "--record",
+        "v0",
+        "--",
+        "go",
+        "test",
+        "-count=1",
+        "-run",
+        "TestChannelLeak",
+        "./leaky",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("ran with the goroutine leak check") && stderr.contains("drop the command"), "{stderr}");
+    assert!(!project.join("v0").exists(), "a refused verification leaves no record");
+
     // Fixed: the test no longer gives up on its worker.
     edit(&project.join("leaky/leaky_test.go"), "Send(Iteration()%3 == 0)", "Send(false)");
     let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v2"]);
     assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
     assert_eq!(condition(&fixed, "default")["now"]["attempts"].as_u64(), Some(needed));
     assert!(fixed["notes"].to_string().contains("goroutine leaks"), "the check was on: {}", fixed["notes"]);
+
+    // Quarantined instead: `t.Skip` passes every attempt, and the binary says nothing of it
+    // unless verbose. No evidence either way.
+    edit(&project.join("leaky/leaky_test.go"), "Send(false)", "Send(Iteration()%3 == 0)");
+    edit(
+        &project.join("leaky/leaky_test.go"),
+        "func TestChannelLeak(t *testing.T) {\n",
+        "func TestChannelLeak(t *testing.T) {\n\tt.Skip(\"quarantined\")\n",
+    );
+    let (code, skipped, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v2s"]);
+    assert_eq!((code, skipped["verdict"].as_str()), (Some(3), Some("inconclusive")), "{stderr}");
+    let c = condition(&skipped, "default");
+    assert_eq!((c["now"]["attempts"].as_u64(), c["unreported"].as_u64()), (Some(0), Some(needed)), "{c}");
+    edit(&project.join("leaky/leaky_test.go"), "\tt.Skip(\"quarantined\")\n", "");
 
     // A TestMain of the package's own keeps the check out: no verification without it.
     std::fs::write(
@@ -558,4 +741,12 @@ fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
         "{stderr}"
     );
     assert!(!project.join("v3").exists(), "a refused verification leaves no record");
+
+    // The test renamed: `-test.run ^TestChannelLeak$` would match no test and pass.
+    std::fs::remove_file(project.join("leaky/main_test.go")).unwrap();
+    edit(&project.join("leaky/leaky_test.go"), "func TestChannelLeak(", "func TestChannelLeakRenamed(");
+    let (code, _, stderr) = run(&["verify", "rec", "--json", "--quiet", "--record", "v4"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("has no test named TestChannelLeak any more"), "{stderr}");
+    assert!(!project.join("v4").exists(), "a refused verification leaves no record");
 }

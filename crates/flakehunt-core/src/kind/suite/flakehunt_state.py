@@ -600,14 +600,23 @@ def _delete_attribute(owner_path, name):
 
 
 class _Outcomes(object):
-    """The tests that failed (in any phase) since the last clear."""
+    """The tests that failed (in any phase) since the last clear, and those skipped (a skip
+    mark, ``pytest.skip`` in the test or a fixture, an ``xfail`` that failed as expected)."""
 
     def __init__(self):
         self.failed = set()
+        self.skipped = set()
+
+    def clear(self):
+        self.failed.clear()
+        self.skipped.clear()
 
     def pytest_runtest_logreport(self, report):
         if report.failed:
             self.failed.add(report.nodeid)
+        elif report.skipped or getattr(report, "wasxfail", None) is not None:
+            # An xfail-marked test's pass (XPASS) is no pass either: its failures are hidden.
+            self.skipped.add(report.nodeid)
 
 
 _OUTCOMES = _Outcomes()
@@ -618,7 +627,9 @@ _GLOBS = {}
 def _protocol(item, nextitem):
     """Runs `item` as a run that goes on to `nextitem` would; whether it passed. The same item
     run again (a non-idempotent test's second run) is torn down in between, its parents kept,
-    as ``flakehunt_repeat`` runs it twice."""
+    as ``flakehunt_repeat`` runs it twice. A skipped run did not pass: its body's checks never
+    ran, so a state whose restoration makes a victim skip itself is not the state it trips
+    over, and a cleanup after which it skips is not proved (see `_skipped`)."""
     if nextitem is item:
         nextitem = item.parent
     dtest = getattr(item, "dtest", None)
@@ -628,9 +639,14 @@ def _protocol(item, nextitem):
         globs = _GLOBS.setdefault(id(item), dict(dtest.globs))
         dtest.globs.clear()
         dtest.globs.update(globs)
-    _OUTCOMES.failed.clear()
+    _OUTCOMES.clear()
     item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-    return item.nodeid not in _OUTCOMES.failed
+    return item.nodeid not in _OUTCOMES.failed and item.nodeid not in _OUTCOMES.skipped
+
+
+def _skipped(item):
+    """Whether `item`'s last run (see `_protocol`) was skipped rather than failed."""
+    return item.nodeid in _OUTCOMES.skipped and item.nodeid not in _OUTCOMES.failed
 
 
 def _run_until(polluters, victim):
@@ -1403,8 +1419,9 @@ def _check(check, by_id, polluters, victim, skip):
             files = _file_entries(skip)
             failed = _run_until(polluters, victim)
             passed = _protocol(victim, None)
+            skipped = _skipped(victim)
             _restore_files(files, skip)
-            return {"passed": passed, "broken": [t for t in failed if t not in allowed]}
+            return {"passed": passed, "skipped": skipped, "broken": [t for t in failed if t not in allowed]}
 
         ran = _fork(work)
         seconds = round(time.perf_counter() - start, 4)
@@ -1414,5 +1431,9 @@ def _check(check, by_id, polluters, victim, skip):
             return {"check": {"passed": i, "runs": i + 1, "seconds": seconds, "why": "with it in place, %s failed (run %d of %d)" % (ran["broken"][0], i + 1, runs)}}
         if not ran["passed"]:
             what = "its second run" if itself else victim.nodeid
-            return {"check": {"passed": i, "runs": i + 1, "seconds": seconds, "why": "with it in place, %s still failed (run %d of %d)" % (what, i + 1, runs)}}
+            if ran.get("skipped"):
+                why = "with it in place, %s was skipped (run %d of %d): a skipped run is no pass" % (what, i + 1, runs)
+            else:
+                why = "with it in place, %s still failed (run %d of %d)" % (what, i + 1, runs)
+            return {"check": {"passed": i, "runs": i + 1, "seconds": seconds, "why": why}}
     return {"check": {"passed": runs, "runs": runs, "seconds": round(time.perf_counter() - start, 4)}}

@@ -128,6 +128,7 @@ fn apply(summary: &mut Summary, options: &VerifyOptions) {
             rate: Rate::of(rejected.len() as u64, runs.len() as u64),
             hung: 0,
             unreported: 0,
+            without: None,
             inert: None,
             signatures,
         };
@@ -190,7 +191,7 @@ mod tests {
             ..condition("8x40", Role::Condition)
         };
         let kind = |k: &str, seen_before| vec![SeenSignature { signature: k.into(), seen_before }];
-        let now = |rate, signatures| Now { rate, hung: 0, unreported: 0, inert: None, signatures };
+        let now = |rate, signatures| Now { rate, hung: 0, unreported: 0, without: None, inert: None, signatures };
         let r = judge(&then, now(Rate::of(2, 20), kind("reject-silent-corruption", true)), 0.99, Words::LEVEL_RUNS);
         assert_eq!(r.verdict, "not-fixed");
         assert!(r.text.starts_with("8x40 is still rejected: 10.0% (2/20) now, was 100.0% (1/1)"), "{}", r.text);

@@ -63,12 +63,19 @@ pub fn new(
     let target = if let Some(reproducers) = source.target.clone() {
         in_hunts_directory(reproducers, &source.record)?
     } else if command_given {
-        crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?
+        let target = crate::spec::target_from(spec.target.shell.as_deref(), &spec.target.command, Kind::Verify)?;
+        carries_the_checks(&target, verified.plan.checks, dir)?;
+        target
     } else {
         // The test binary built again from the code as it is now, in the place of the old one.
         let mut target = verified.target.clone();
         if let Some(rebuilt) = &source.rebuilt {
             target.argv = rebuilt.apply(&target.argv);
+        }
+        // A Go test binary says nothing of a skipped test unless verbose: `t.Skip` after the hunt
+        // (a quarantine) would pass every attempt unseen (see `summary::unreported_by_cell`).
+        if let Some(Adapter::GoTest { test: Some(_), .. }) = &verified.extra.adapter {
+            target.argv.push("-test.v".into());
         }
         rebase_argv(in_hunts_directory(target, &source.record)?, moved_from(&source.record)?.as_deref())
     };
@@ -101,14 +108,50 @@ pub fn new(
         (Some(_), Some(setup)) => Some(suite_setup(setup, source.rebuilt.as_ref(), dir_new)?),
         _ => None,
     };
-    let extra = Extra {
-        adapter: adapter.filter(|a| !command_given && matches!(a, Adapter::Pytest { .. })),
-        matrix,
-        suite,
-        verify: Some(options),
-        ..Extra::default()
-    };
+    // The adapter's test runner, whose report says whether its one test ran (see
+    // `summary::unreported_by_cell`), naming the binary that runs now.
+    let adapter = adapter.filter(|_| !command_given).map(|mut a| {
+        if let (Adapter::GoTest { binary, .. } | Adapter::CargoTest { binary, .. }, Some(rebuilt)) =
+            (&mut a, &source.rebuilt)
+        {
+            *binary = rebuilt.new.clone();
+        }
+        a
+    });
+    let extra = Extra { adapter, matrix, suite, verify: Some(options), ..Extra::default() };
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// Refuses a command given after `--` that cannot carry a check the verified record's failure
+/// may have been found by: a check built into the record's test binary (the goroutine leak
+/// check's `TestMain`, which only flakehunt's build adds; the race detector, unless the command
+/// asks for `-race`) or one its runner had to be asked for (libtest's `--show-output`, which
+/// prints a passing test's threads' panics). Run without it, the failure would pass unseen and an
+/// unfixed test read as fixed. The thread check of a Python target carries to any command (its
+/// hooks are on `PYTHONPATH` for any Python it starts).
+fn carries_the_checks(
+    target: &Target,
+    checks: crate::checks::Checks,
+    record: &std::path::Path,
+) -> Result<(), HuntError> {
+    let words: Vec<&str> = target.argv.iter().flat_map(|a| a.split_whitespace()).collect();
+    let has = |flag: &str| words.iter().any(|w| *w == flag || w.starts_with(&format!("{flag}=")));
+    let missing = if checks.goroutine_leaks {
+        Some("the goroutine leak check, which flakehunt builds into the test binary (a TestMain added with `go test -overlay`)")
+    } else if checks.race && !has("-race") && !has("-test.race") {
+        Some("the race detector (`go test -race`), which the command does not ask for")
+    } else if checks.thread_panics && !has("--show-output") && !has("--nocapture") {
+        Some("the check of panics in a test's other threads (libtest's `--show-output`), which the command does not ask for")
+    } else {
+        None
+    };
+    match missing {
+        Some(check) => Err(HuntError::usage(format!(
+            "{} ran with {check}: the command given after `--` runs without it, so the failure it found would pass unseen; drop the command (verify rebuilds the record's test binary with its checks)",
+            record.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Whether a suite's verification runs warm: when it runs shuffled attempts of the suite (a

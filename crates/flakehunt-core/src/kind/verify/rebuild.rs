@@ -43,14 +43,48 @@ pub fn rebuild(record: &Record, into: &Path) -> Result<Option<Rebuilt>, HuntErro
         (Some(SuiteRunner::Libtest { binary, .. }), _) => {
             cargo_again(binary, None, m.target.dir.as_deref(), record).map(Some)
         }
-        (None, Some(Adapter::GoTest { binary, package, dir, .. })) => {
-            go_again(Path::new(binary), package, &in_hunts_directory(dir, record), checks, into).map(Some)
+        (None, Some(Adapter::GoTest { binary, package, dir, test, .. })) => {
+            let dir = in_hunts_directory(dir, record);
+            let rebuilt = go_again(Path::new(binary), package, &dir, checks, into)?;
+            if let Some(test) = test {
+                let listed = list(&rebuilt.new, &["-test.list", &format!("^{test}$")], &dir)?;
+                still_there(listed.lines().any(|l| l.trim() == test), test, &format!("Go package {package}"))?;
+            }
+            Ok(Some(rebuilt))
         }
-        (None, Some(Adapter::CargoTest { binary, package, dir, .. })) => {
-            cargo_again(Path::new(binary), package.as_deref(), Some(dir), record).map(Some)
+        (None, Some(Adapter::CargoTest { binary, package, dir, test })) => {
+            let rebuilt = cargo_again(Path::new(binary), package.as_deref(), Some(dir), record)?;
+            let listed = list(&rebuilt.new, &["--list", "--format", "terse"], &in_hunts_directory(dir, record))?;
+            let found = crate::kind::adapter::matching_tests(&listed, test).iter().any(|t| t == test);
+            still_there(found, test, &format!("the test binary {}", rebuilt.new))?;
+            Ok(Some(rebuilt))
         }
         _ => Ok(None),
     }
+}
+
+/// What the test binary `binary` lists with `args`, run in `dir`.
+fn list(binary: &str, args: &[&str], dir: &Path) -> Result<String, HuntError> {
+    let out = std::process::Command::new(binary)
+        .args(args)
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| HuntError::io(format!("cannot list the tests of {binary}"), e))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Refuses a verification of `test` when the binary built from the code as it is now has no
+/// such test (`found` false, `where` names the binary): renamed or removed, it would run no test
+/// at all, and a run of no test passes (Go's `-test.run` that matches nothing exits 0, as does
+/// libtest's `--exact` filter), which no verification may count as a fix.
+fn still_there(found: bool, test: &str, place: &str) -> Result<(), HuntError> {
+    if found {
+        return Ok(());
+    }
+    Err(HuntError::usage(format!(
+        "{place} has no test named {test} any more: a run of it would run no test and pass, which proves no fix; verify the record of a hunt of the test under its new name"
+    )))
 }
 
 /// `dir` as the record's hunt named it: relative to the directory it ran in.

@@ -49,12 +49,12 @@ pub fn level_text(level: f64) -> String {
 /// verdict and details. The cells are compared with the verified record, not with each other:
 /// the per-cell comparison with the first cell is dropped. `hangs` counts, per cell, the
 /// attempts that a limit of flakehunt's own found hung (see [`hangs_by_cell`]), `unreported`
-/// the reproducer runs that failed before their test reported (see [`unreported_by_cell`]).
+/// the reproducer runs in which their test did not run (see [`unreported_by_cell`]).
 pub fn apply(
     summary: &mut Summary,
     options: &VerifyOptions,
     hangs: &BTreeMap<String, u64>,
-    unreported: &BTreeMap<String, u64>,
+    unreported: &BTreeMap<String, NotRun>,
 ) {
     let level = options.level;
     // A failure is the one the record saw when its signature, moved lines and paths aside,
@@ -68,8 +68,11 @@ pub fn apply(
     for c in &options.conditions {
         let Some(cell) = summary.cell(&c.cell) else { continue };
         let hung = if hung_then { 0 } else { hangs.get(&c.cell).copied().unwrap_or(0).min(cell.failures) };
-        let unreported = unreported.get(&c.cell).copied().unwrap_or(0).min(cell.failures - hung);
-        let now = Rate::of(cell.failures - hung - unreported, cell.judged() - hung - unreported);
+        let not_run = unreported.get(&c.cell).cloned().unwrap_or_default();
+        let failed_unreported = not_run.failed.min(cell.failures - hung);
+        let passed_unreported = not_run.passed.min(cell.judged() - cell.failures);
+        let unreported = failed_unreported + passed_unreported;
+        let now = Rate::of(cell.failures - hung - failed_unreported, cell.judged() - hung - unreported);
         let inert = cell.inert.then(|| cell.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into()));
         let signatures = summary
             .signatures
@@ -82,7 +85,8 @@ pub fn apply(
                 SeenSignature { signature: s.signature.clone(), seen_before: names_test || seen_before(&s.signature) }
             })
             .collect();
-        results.push(judge(c, Now { rate: now, hung, unreported, inert, signatures }, level, Words::ATTEMPTS));
+        let without = not_run.culprit.map(|p| (p, not_run.without_culprit.min(passed_unreported)));
+        results.push(judge(c, Now { rate: now, hung, unreported, without, inert, signatures }, level, Words::ATTEMPTS));
     }
     conclude(summary, options, results);
 }
@@ -209,26 +213,112 @@ pub fn reported(attempt: &crate::record::Attempt, test: &str) -> bool {
     attempt.suite.as_deref().is_some_and(|t| t.tests.iter().any(|r| r.id == test))
 }
 
-/// Per cell of a suite's verification, its reproducer runs that failed before the verified
-/// test reported a result (the process died before it ran, it was not collected, a fixture
-/// broke the session): none is evidence about the test. A timeout is left to the hang rule.
+/// Whether `attempt`, a reproducer's run, is evidence about `test`: a run of it failed, or it
+/// ran and passed. A test that reported nothing did not run (it is not collected any more, a
+/// conftest deselected it, the run broke first), and one that was skipped (`@pytest.mark.skip`,
+/// an `xfail` that failed as expected, Go's `t.Skip`, libtest's `#[ignore]`) ran none of its
+/// body's checks: a run that exits 0 all the same proves no fix.
+pub fn ran(attempt: &crate::record::Attempt, test: &str) -> bool {
+    use crate::kind::suite::TestOutcome;
+    let Some(t) = attempt.suite.as_deref() else { return false };
+    let runs: Vec<TestOutcome> = t.tests.iter().filter(|r| r.id == test).map(|r| r.outcome).collect();
+    runs.iter().any(|o| o.is_failure()) || (!runs.is_empty() && !runs.contains(&TestOutcome::Skip))
+}
+
+/// A cell's reproducer runs that are no evidence: its test did not run (see [`ran`]), by how
+/// their process ended, or it passed where a test its reproducer runs before it (a polluter)
+/// did not run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NotRun {
+    /// Runs whose process failed.
+    pub failed: u64,
+    /// Runs whose process passed (a skipped or deselected test, the rest of the reproducer
+    /// passing; or a pass without its polluters), `without_culprit` included.
+    pub passed: u64,
+    /// Passes of the test in runs in which one of its polluters did not run.
+    pub without_culprit: u64,
+    /// The first polluter that did not run.
+    pub culprit: Option<String>,
+}
+
+/// The tests a suite's reproducer runs before `condition`'s test, in the suite's `selection`:
+/// a pytest reproducer's node ids, a Go reproducer's `-test.run '^(TestP|TestV)$'` names. None
+/// for a reproducer of the test alone or twice.
+fn culprits<'a>(condition: &'a super::Condition, selection: Option<&BTreeSet<&str>>) -> Vec<&'a str> {
+    let test = condition.test.as_deref().unwrap_or_default();
+    let words = condition.reproducer.iter().map(String::as_str);
+    let go = condition.reproducer.iter().position(|w| w == "-test.run").and_then(|i| condition.reproducer.get(i + 1));
+    let named: Vec<&str> = match go {
+        Some(pattern) => pattern
+            .trim_start_matches('^')
+            .trim_end_matches('$')
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .split('|')
+            .collect(),
+        None => words.filter(|w| selection.is_some_and(|s| s.contains(w))).collect(),
+    };
+    named.into_iter().filter(|t| *t != test).collect()
+}
+
+/// Per cell of a suite's verification, its reproducer runs in which the verified test did not
+/// run (see [`ran`]): none is evidence about the test, whether its process failed (it died
+/// before the test ran, a fixture broke the session) or passed (the test was skipped, or is
+/// not collected any more and the rest passed). A timeout is left to the hang rule.
 pub fn unreported_by_cell(
     record: &crate::record::Record,
     options: &VerifyOptions,
-) -> Result<BTreeMap<String, u64>, crate::record::RecordError> {
-    let mut unreported = BTreeMap::new();
-    if options.conditions.iter().all(|c| c.test.is_none()) {
+) -> Result<BTreeMap<String, NotRun>, crate::record::RecordError> {
+    use crate::record::Outcome;
+    let mut unreported: BTreeMap<String, NotRun> = BTreeMap::new();
+    // The test runner of an adapter's one test (`--cargo-test`, `--go-test`, `--pytest`), whose
+    // report says whether its test ran; a command's own output is not read.
+    let adapter = record.manifest.extra.adapter.as_ref();
+    let runner = adapter.map(crate::record::Adapter::name);
+    let adapters_test = match adapter {
+        Some(crate::record::Adapter::GoTest { test, .. }) => test.as_deref(),
+        Some(crate::record::Adapter::CargoTest { test, .. }) => Some(test.as_str()),
+        _ => None,
+    };
+    if options.conditions.iter().all(|c| c.test.is_none()) && runner.is_none() {
         return Ok(unreported);
     }
+    let selection: Option<BTreeSet<&str>> =
+        record.manifest.extra.suite.as_ref().map(|s| s.selection.iter().map(String::as_str).collect());
     for attempt in record.attempts()? {
         let attempt = attempt?;
-        let Some(test) = options.conditions.iter().find(|c| c.cell == attempt.cell).and_then(|c| c.test.as_ref())
-        else {
+        let Some(condition) = options.conditions.iter().find(|c| c.cell == attempt.cell) else { continue };
+        if matches!(attempt.outcome, Outcome::Timeout | Outcome::Slow) {
             continue;
+        }
+        let did_not_run = match (&condition.test, runner) {
+            (Some(test), _) if ran(&attempt, test) && !attempt.outcome.is_failure() => {
+                // It passed: evidence only when the reproducer's other tests (its polluters)
+                // ran before it, the condition it failed under then.
+                let absent = culprits(condition, selection.as_ref()).into_iter().find(|c| !ran(&attempt, c));
+                if let Some(absent) = absent {
+                    let entry = unreported.entry(attempt.cell.clone()).or_default();
+                    entry.culprit.get_or_insert_with(|| absent.to_owned());
+                    entry.without_culprit += 1;
+                }
+                absent.is_some()
+            }
+            (Some(test), _) => !ran(&attempt, test),
+            (None, Some(runner)) => {
+                !attempt.outcome.is_failure()
+                    && crate::signature::test_failure::ran_no_test(runner, adapters_test, &attempt.stdout_tail)
+                        .is_some()
+            }
+            (None, None) => false,
         };
-        let failed = attempt.outcome.is_failure() && attempt.outcome != crate::record::Outcome::Timeout;
-        if failed && attempt.suite.is_some() && !reported(&attempt, test) {
-            *unreported.entry(attempt.cell).or_insert(0) += 1;
+        if !did_not_run {
+            continue;
+        }
+        let entry = unreported.entry(attempt.cell).or_default();
+        if attempt.outcome.is_failure() {
+            entry.failed += 1;
+        } else {
+            entry.passed += 1;
         }
     }
     Ok(unreported)
@@ -240,8 +330,11 @@ pub(super) struct Now {
     pub rate: Rate,
     /// Its hangs (none when the verified record hung too: they are then its failure).
     pub hung: u64,
-    /// Its reproducer runs in which its test reported nothing, left out of `rate`.
+    /// Its reproducer runs in which its test did not run (reported nothing, or was skipped), or
+    /// passed without its polluters, left out of `rate`.
     pub unreported: u64,
+    /// A polluter that did not run, and the test's passes without it (among `unreported`).
+    pub without: Option<(String, u64)>,
     /// Why its condition had no effect here.
     pub inert: Option<String>,
     /// The signatures of its failures.
@@ -250,7 +343,7 @@ pub(super) struct Now {
 
 /// One cell's verdict, said in `words`.
 pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> ConditionResult {
-    let Now { rate: now, hung, unreported, inert, signatures } = seen;
+    let Now { rate: now, hung, unreported, without, inert, signatures } = seen;
     let then = Rate::of(c.failures, c.attempts);
     let at = level_text(level);
     let name = &c.cell;
@@ -298,12 +391,21 @@ pub(super) fn judge(c: &Condition, seen: Now, level: f64, words: Words) -> Condi
                 now.attempts + hung
             ),
         )
+    } else if let Some((polluter, passes)) = without.filter(|(_, n)| *n == unreported) {
+        (
+            "inconclusive",
+            format!(
+                "{name} passed in {passes} of {} runs of its reproducer in which {polluter}, which it failed after, did not run (skipped, deselected, or not collected any more): the condition it failed under did not take effect, and such a pass proves no fix",
+                now.attempts + unreported,
+            ),
+        )
     } else if unreported > 0 {
         (
             "inconclusive",
             format!(
-                "{name} reported no result in {unreported} of {} runs of its reproducer, which failed before it ran or reported (it is not collected any more, or the run broke first): such a run is neither its failure nor a pass",
-                now.attempts + unreported
+                "{name} reported no result in {unreported} of {} {}: it did not run (it was skipped or xfailed, ignored, deselected, is not collected any more, or the run broke first), and such a run is neither its failure nor a pass",
+                now.attempts + unreported,
+                if c.test.is_some() { "runs of its reproducer" } else { "attempts of its test" },
             ),
         )
     } else if let Some(why) = &inert {
@@ -391,7 +493,7 @@ mod tests {
     }
 
     fn now(rate: Rate, inert: Option<String>, signatures: Vec<SeenSignature>) -> Now {
-        Now { rate, hung: 0, unreported: 0, inert, signatures }
+        Now { rate, hung: 0, unreported: 0, without: None, inert, signatures }
     }
 
     #[test]
