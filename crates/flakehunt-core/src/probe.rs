@@ -11,6 +11,8 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::exec::{Cancel, Limits, ProcessTree};
 use crate::plan::{AttemptSpec, CellSpec, Target};
+use crate::profile::ApplyProfile;
+use crate::profile::BuiltinProfiles;
 use crate::profile::{Profile, ProfileEnv};
 use crate::runner::{AttemptRunner, Slot};
 use crate::spec::HuntError;

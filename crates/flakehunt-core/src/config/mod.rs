@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::profile::BuiltinProfiles;
+use crate::profile::ValidateKnobs;
 use crate::profile::{Knobs, Profile};
 
 /// The file name looked for in the current directory.

@@ -10,6 +10,7 @@ use super::{step_summary, HuntEnd, HuntReport};
 use crate::events::{Event, EventSink, Fanout};
 use crate::kind::fire::{FireError, FireFailure, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::oracle::OracleSpec;
+use crate::plan::CheckSettings;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
 use crate::record::{
     Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,

@@ -333,6 +333,7 @@ pub fn runner_jobs(manifest: &crate::record::Manifest) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use crate::profile::BuiltinProfiles;
     use std::collections::HashSet;
 
     use super::*;
