@@ -133,6 +133,18 @@ impl Session {
         Some(crate::warm::WarmCells::new(&self.tree, self.warm_options(plan)))
     }
 
+    /// The warm parents of a hunt whose plan runs warm, each running `target` rather than the
+    /// manifest's (a pytest suite's parents collect the whole selection once), none otherwise.
+    pub fn warm_cells_of(
+        &self,
+        manifest: &Manifest,
+        target: crate::warm::WarmTarget,
+    ) -> Option<crate::warm::WarmCells<'_>> {
+        let plan = manifest.plan.warm.as_ref()?;
+        let options = crate::warm::WarmOptions { target: Some(target), ..self.warm_options(plan) };
+        Some(crate::warm::WarmCells::new(&self.tree, options))
+    }
+
     /// The warm options of the plan, with the watchdog told of each parent's directory.
     pub fn warm_options(&self, plan: &crate::plan::WarmPlan) -> crate::warm::WarmOptions {
         let dirs = self.watchdog.as_ref().map(Watchdog::tracker);

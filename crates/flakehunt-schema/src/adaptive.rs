@@ -25,6 +25,12 @@ pub struct BanditOptions {
     /// Pairs after which confirmation gives up when the arm has failed no more often than the
     /// baseline (a failure no condition explains need not spend the whole confirmation budget).
     pub confirm_futile_after: u64,
+    /// Confirmation gives up only after as many pairs as the arm, failing at the rate its
+    /// exploration showed, would need to fail again very likely (at least
+    /// `confirm_futile_after`, at most `confirm_max`): a rare failure is not refuted by 20
+    /// clean pairs. Records written before this rule lack it and replay as they ran.
+    #[serde(default = "old_futility")]
+    pub futile_by_rate: bool,
     /// The p-value below which confirmation says the arm is the condition.
     pub alpha: f64,
     /// `--oracle majority`: an output unlike the majority formed so far counts as a failure.
@@ -48,12 +54,18 @@ impl Default for BanditOptions {
             baseline_share: 0.1,
             confirm_max: 100,
             confirm_futile_after: 20,
+            futile_by_rate: true,
             alpha: 0.01,
             majority: false,
             timeout: None,
             warm: false,
         }
     }
+}
+
+/// The futility rule of a record that does not say: the one it was written with.
+fn old_futility() -> bool {
+    false
 }
 
 /// What runs the target, as far as the conditions care.

@@ -9,6 +9,7 @@ use super::prepare::{cells_of, default_record_dir, oracle_of, settings_of, stamp
 use super::{step_summary, HuntEnd, HuntReport};
 use crate::events::{Event, EventSink, Fanout};
 use crate::kind::fire::{FireError, FireFailure, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
+use crate::kind::suite::setup::SetupRuns;
 use crate::oracle::OracleSpec;
 use crate::plan::CheckSettings;
 use crate::plan::{self, CellSpec, Rng, Settings, Target};
@@ -249,7 +250,12 @@ fn execute(
             }
             let session = crate::session::Session::start(manifest, sink)?;
             let snapshot = tools.map(|tools| session.snapshot(tools, &manifest.run_id));
-            let warm = session.warm_cells(manifest);
+            // A suite's verification runs its shuffled attempts (a condition-sensitive test's)
+            // warm as the suite ran them: its parents collect the suite, as the suite's did.
+            let warm = match &manifest.extra.suite {
+                Some(setup) => setup.warm_target().and_then(|target| session.warm_cells_of(manifest, target)),
+                None => session.warm_cells(manifest),
+            };
             // A suite's verification runs its reproducers as the suite checked them.
             let reproducers = crate::kind::verify::reproducers::SuiteFiles::of(manifest)?;
             let _tracked =

@@ -173,8 +173,13 @@ pub fn plan(
     if target.shell || WarmTarget::of(&Launch { program, args, ..Launch::default() }).is_none() {
         return (None, (asked == Some(true)).then(|| WarmError::Unsupported.to_string()));
     }
+    (Some(configured(config)), None)
+}
+
+/// The warm plan `config` makes (its recycling and cold attempts, or the defaults).
+pub fn configured(config: &crate::config::WarmConfig) -> crate::plan::WarmPlan {
     let recycle_after = config.recycle_after.unwrap_or(DEFAULT_RECYCLE);
-    (Some(crate::plan::WarmPlan { recycle_after, cold_every: config.cold_every.unwrap_or(0) }), None)
+    crate::plan::WarmPlan { recycle_after, cold_every: config.cold_every.unwrap_or(0) }
 }
 
 /// What a warm parent runs.

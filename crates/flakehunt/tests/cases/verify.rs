@@ -368,6 +368,74 @@ fn a_suites_reproducers_are_verified_test_by_test() {
     refused_with(&out, 2, "whose reproducers are the commands verify runs");
 }
 
+/// A `condition-sensitive` test has no reproducer: it is verified as the suite saw it fail,
+/// by shuffled runs of the whole suite under its profile, each judged by its own result, at
+/// the rate the suite's runs under that profile had it fail.
+#[test]
+fn a_condition_sensitive_test_is_verified_by_the_suite_under_its_condition() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("cond");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(
+        project.join("tests/test_cond.py"),
+        "import os\n\nHERE = os.path.dirname(__file__)\n\n\
+         def test_env():\n    assert os.environ.get('SUITE_COND') != 'on' or os.path.exists(os.path.join(HERE, 'FIXED'))\n\n\
+         def test_clean():\n    pass\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("flakehunt.toml"), "[profiles.cond]\nenv = { SUITE_COND = \"on\" }\n").unwrap();
+    let run = |args: &[&str]| {
+        let out =
+            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+        (out.status.code(), json, stderr)
+    };
+    let suite = ["suite", "--profiles", "default,cond", "--runs", "6", "--seed", "1", "--json", "--quiet"];
+    let (code, summary, stderr) = run(&[&suite[..], &["--record", "rec", "--pytest"]].concat());
+    assert_eq!(code, Some(1), "{stderr}");
+    let test = "tests/test_cond.py::test_env";
+    let t = summary["tests"].as_array().unwrap().iter().find(|t| t["id"] == test).unwrap();
+    assert_eq!((t["category"].as_str(), t["condition"].as_str()), (Some("condition-sensitive"), Some("cond")), "{t}");
+    let cell = "tests/test_cond.py::test_env under cond";
+
+    // Not fixed: it still fails under its condition, with the failure the suite saw.
+    let (code, unfixed, stderr) = run(&["verify", "rec", "--json", "--record", "v1"]);
+    assert_eq!((code, unfixed["verdict"].as_str()), (Some(1), Some("not-fixed")), "{stderr}");
+    let names: Vec<&str> = unfixed["cells"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, [cell]);
+    let c = condition(&unfixed, cell);
+    assert_eq!(c["then_source"], "the suite's shuffled attempts under cond", "{c}");
+    assert_eq!(c["signatures"][0]["seen_before"], true, "its own failure: {c}");
+    for a in crate::harness::attempts_in(&project.join("v1")) {
+        let tests: Vec<&str> =
+            a["suite"]["tests"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+        assert_eq!(a["suite"]["role"], "shuffled", "{a}");
+        assert_eq!(a["mode"], "warm", "warm, as the suite's runs were: {a}");
+        assert!(
+            tests.contains(&"tests/test_cond.py::test_clean") && tests.contains(&test),
+            "the whole suite: {tests:?}"
+        );
+    }
+
+    // Fixed, while the session fails after every test passed: judged by the test's own result.
+    std::fs::write(project.join("tests/FIXED"), "").unwrap();
+    std::fs::write(
+        project.join("conftest.py"),
+        "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 1\n",
+    )
+    .unwrap();
+    let (code, fixed, stderr) = run(&["verify", "rec", "--json", "--record", "v2"]);
+    assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
+    let c = condition(&fixed, cell);
+    assert_eq!(c["now"]["attempts"], c["needed"], "{c}");
+    assert!(c["needed"].as_u64().unwrap() >= 2, "{c}");
+
+    let v2 = crate::harness::attempts_in(&project.join("v2"));
+    assert!(v2.iter().all(|a| a["exit_code"] == 1), "every process failed, every test passed");
+}
+
 #[test]
 fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() {
     let dir = tempfile::tempdir().unwrap();

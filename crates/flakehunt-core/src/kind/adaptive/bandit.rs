@@ -165,6 +165,11 @@ const PASSED_KEPT: usize = 200;
 /// Inert attempts (the mechanism measured no effect) after which an arm is retired.
 const INERT_RETIRES: u64 = 2;
 
+/// The failures an arm would show, at the rate its exploration saw, in the confirmation pairs
+/// after which a confirmation that saw none gives up (e^-3: about 5 % of a real rate's
+/// confirmations would see none by then).
+const FUTILE_EXPECTED: f64 = 3.0;
+
 /// The confirmation of the arm that failed twice, on fresh attempts only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Confirmation {
@@ -626,6 +631,8 @@ impl BanditPlan {
             }
             let alpha = self.options.alpha;
             let max = self.options.confirm_max;
+            let futile_after =
+                self.confirmation.map_or(self.options.confirm_futile_after, |c| self.futile_after(c.arm));
             if let Some(c) = self.confirmation.as_mut() {
                 let arm_side = cell == c.arm;
                 if slow {
@@ -645,8 +652,7 @@ impl BanditPlan {
                     c.base_failures += u64::from(failed);
                 }
                 let paired = c.arm_attempts == c.base_attempts && c.arm_attempts > 0;
-                let futile =
-                    paired && c.arm_attempts >= self.options.confirm_futile_after && c.arm_failures <= c.base_failures;
+                let futile = paired && c.arm_attempts >= futile_after && c.arm_failures <= c.base_failures;
                 // Slow attempts count towards the most confirmation runs, so that an arm whose
                 // attempts never end in time cannot hold the hunt in confirmation.
                 let spent = |n: u64, slow: u64| n + slow >= max;
@@ -693,6 +699,20 @@ impl BanditPlan {
                 self.confirmation = Some(Confirmation { arm: cell, ..Confirmation::default() });
             }
         }
+    }
+
+    /// The pairs after which a confirmation in which `arm` failed no more than the baseline
+    /// gives up: [`BanditOptions::confirm_futile_after`], or, for an arm whose exploration
+    /// showed a lower rate, the pairs in which it would have failed [`FUTILE_EXPECTED`] times at
+    /// that rate (no failure then has a chance of about 5 %), at most the confirmation's most.
+    fn futile_after(&self, arm: usize) -> u64 {
+        let least = self.options.confirm_futile_after;
+        let a = &self.arms[arm];
+        if !self.options.futile_by_rate || a.failures == 0 {
+            return least;
+        }
+        let pairs = (FUTILE_EXPECTED * a.attempts as f64 / a.failures as f64).ceil() as u64;
+        pairs.clamp(least, self.options.confirm_max.max(least))
     }
 
     fn failed(&mut self, attempt: &Attempt) -> bool {
@@ -1154,6 +1174,36 @@ mod tests {
     }
 
     #[test]
+    fn a_rare_failure_is_not_given_up_before_its_rate_could_show_it_again() {
+        // One arm fails on every 30th of its own attempts, in exploration and confirmation.
+        let rare = |futile_by_rate: bool| {
+            let mut plan = BanditPlan::new(BanditOptions { futile_by_rate, ..options(7) });
+            let mut n = 0u64;
+            drive(&mut plan, 50_000, |cell, _, _| {
+                if cell != "cpu-starved=6.7" {
+                    return pass(0.02);
+                }
+                n += 1;
+                if n % 30 == 0 {
+                    fail(0.02)
+                } else {
+                    pass(0.02)
+                }
+            });
+            assert_eq!(plan.stage(), &Stage::Done);
+            *plan.confirmation().unwrap()
+        };
+        // Twenty clean pairs refute nothing at 1 in 30: the rule of records written before
+        // gave up there.
+        let old = rare(false);
+        assert!(old.arm_attempts < 30 && old.arm_failures == 0, "{old:?}");
+        // Sized to the rate exploration saw (2 in about 60: 90 pairs), the confirmation goes on
+        // long enough to see it fail again, and so it is not refuted.
+        let new = rare(true);
+        assert!(new.arm_attempts >= 90 && new.arm_failures >= 1, "{new:?}");
+    }
+
+    #[test]
     fn an_arm_whose_failure_hangs_is_not_given_up_for_its_length() {
         // The strongest pause level hangs (ended after 10 s) on its first attempt; the others
         // pass in 20 ms. Counting the hang in the arm's rate would make it 500 times too slow.
@@ -1234,7 +1284,11 @@ mod tests {
         let json = serde_json::to_value(&o).unwrap();
         assert_eq!(json["calibration-attempts"], 5);
         assert_eq!(serde_json::from_value::<BanditOptions>(json).unwrap(), o);
-        assert_eq!(serde_json::from_str::<BanditOptions>("{}").unwrap(), BanditOptions::default());
+        // A record written before the futility rule sized to the rate replays with the old one.
+        assert_eq!(
+            serde_json::from_str::<BanditOptions>("{}").unwrap(),
+            BanditOptions { futile_by_rate: false, ..BanditOptions::default() }
+        );
     }
 
     /// The limit of an attempt of `cell` started warm or cold, in seconds, and whether a hang at

@@ -300,10 +300,7 @@ pub(crate) fn execute(
     held.sort_by_key(|(id, _)| *id);
     held.into_iter().for_each(|(_, t)| replay.add(t));
     // A pytest suite's warm parents collect the whole selection once; each attempt runs its part.
-    let warm = manifest.plan.warm.as_ref().zip(setup.warm_target()).map(|(plan, target)| {
-        let options = crate::warm::WarmOptions { target: Some(target), ..session.warm_options(plan) };
-        crate::warm::WarmCells::new(&session.tree, options)
-    });
+    let warm = setup.warm_target().and_then(|target| session.warm_cells_of(manifest, target));
     let plugins = tempfile::Builder::new()
         .prefix("flakehunt-suite-")
         .tempdir()

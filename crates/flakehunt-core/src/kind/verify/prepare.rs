@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use super::options::VerifyOptions;
 use super::source;
 use crate::events::{Event, EventSink};
+use crate::kind::suite::setup::SetupRuns;
 use crate::oracle::OracleSpec;
 use crate::plan::{CellSpec, Settings, Target};
 use crate::record::{Adapter, Extra, Kind};
@@ -83,8 +84,12 @@ pub fn new(
     }
     // Warm or cold as the verified hunt ran (a failure rate differs between the two), unless
     // asked otherwise.
-    let (warm, why_cold) =
-        crate::warm::plan(spec.settings.warm, verified.plan.warm.is_some(), &target, &spec.config.warm);
+    let (warm, why_cold) = match (&source.target, &verified.extra.suite) {
+        // A suite's reproducers run cold, as the suite checked them; its shuffled attempts (a
+        // condition-sensitive test's) warm when the suite's were.
+        (Some(_), Some(setup)) => suite_warm(spec, verified, setup, &source.options),
+        _ => crate::warm::plan(spec.settings.warm, verified.plan.warm.is_some(), &target, &spec.config.warm),
+    };
     if let Some(why) = why_cold {
         sink.event(&Event::RunsCold(&why))?;
     }
@@ -105,6 +110,26 @@ pub fn new(
         ..Extra::default()
     };
     Ok(Prepared { target, settings, cells: source.cells, extra, oracle: verified.oracle.clone() })
+}
+
+/// Whether a suite's verification runs warm: when it runs shuffled attempts of the suite (a
+/// test without a reproducer), as the suite ran them unless asked otherwise (a failure rate
+/// differs between the two), and only where the suite's runner can (pytest).
+fn suite_warm(
+    spec: &HuntSpec,
+    verified: &crate::record::Manifest,
+    setup: &crate::kind::suite::setup::SuiteSetup,
+    options: &VerifyOptions,
+) -> (Option<crate::plan::WarmPlan>, Option<String>) {
+    let shuffled = options.conditions.iter().any(|c| c.test.is_some() && c.reproducer.is_empty());
+    if !shuffled || !spec.settings.warm.unwrap_or(verified.plan.warm.is_some()) {
+        return (None, None);
+    }
+    if setup.warm_target().is_none() {
+        let why = (spec.settings.warm == Some(true)).then(|| crate::warm::WarmError::Unsupported.to_string());
+        return (None, why);
+    }
+    (Some(verified.plan.warm.unwrap_or_else(|| crate::warm::configured(&spec.config.warm))), None)
 }
 
 /// The verified suite's `setup`, for the verification's runs of its reproducers (see

@@ -1,7 +1,9 @@
 //! A suite record's verification runs each classified test's reproducer as the suite checked it:
 //! as the printed command is pasted, with the runner's structured results read (pytest's results
 //! plugin, Go's test2json events), so that an attempt is judged by the test's own result, not by
-//! the process's exit status or by what its output says. Main type: [`Reproducers`].
+//! the process's exit status or by what its output says. A `condition-sensitive` test, which has
+//! no reproducer, is checked by shuffled attempts of the whole suite under its profile, judged
+//! the same way. Main type: [`Reproducers`].
 
 use std::path::Path;
 
@@ -10,11 +12,13 @@ use super::summary::failed_signature;
 use crate::exec::{Cancel, Watchdog};
 use crate::kind::suite::run::SuiteExecution;
 use crate::kind::suite::setup::Request;
+use crate::kind::suite::setup::SetupRuns;
 use crate::plan::{AttemptSpec, CellSpec};
 use crate::record::{Attempt, Outcome};
 use crate::runner::{Execute, Finished, Slot};
 
-/// Runs a suite verification's attempts: each cell's test's reproducer, through the suite's own
+/// Runs a suite verification's attempts: each cell's test's reproducer (or, for a test that has
+/// none, a shuffled attempt of the suite under the cell's profile), through the suite's own
 /// execution.
 #[derive(Debug, Clone)]
 pub struct Reproducers<'a> {
@@ -38,7 +42,13 @@ impl Execute for Reproducers<'_> {
         let Some((test, condition)) = condition.and_then(|c| c.test.as_ref().map(|t| (t, c))) else {
             return Err(std::io::Error::other(format!("no reproducer for the verification's cell {}", cell.name)));
         };
-        let req = Request::reproducer(test, condition.reproducer.clone());
+        // A test without a reproducer (`condition-sensitive`) is checked as the suite saw it
+        // fail: a shuffled attempt of the whole suite under its cell's profile.
+        let req = if condition.reproducer.is_empty() {
+            self.suite.ids.written_request(&self.suite.setup.shuffled(self.suite.seed, spec.id))
+        } else {
+            Request::reproducer(test, condition.reproducer.clone())
+        };
         let mut finished = self.suite.run_request(spec, cell, worker, slot, &req)?;
         judge_by_the_test(&mut finished.attempt, test);
         Ok(finished)

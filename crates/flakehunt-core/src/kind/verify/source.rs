@@ -278,7 +278,85 @@ fn suite_conditions(
         });
         signatures.insert(t.id.clone(), sigs);
     }
+    conditions_under_profiles(summary, suite, record, &mut conditions, &mut cells, &mut signatures)?;
     Ok((conditions, cells, signatures))
+}
+
+/// A `condition-sensitive` test has no reproducer: it failed more in the suite's shuffled
+/// attempts under one profile than under the baseline. Its verification runs the same: shuffled
+/// attempts of the whole suite under that profile (the cell as the suite had it), each judged by
+/// the test's own result, at the rate the suite's attempts of that cell had it fail, so that the
+/// rate ruled out was measured the way it is checked. One cell per test, named
+/// `TEST under PROFILE`, with the signatures the test's failures had there.
+fn conditions_under_profiles(
+    summary: &Summary,
+    suite: &crate::schema::suite::SuiteSummary,
+    record: &Record,
+    conditions: &mut Vec<Condition>,
+    cells: &mut Vec<CellSpec>,
+    signatures: &mut BTreeMap<String, BTreeSet<String>>,
+) -> Result<(), HuntError> {
+    use crate::kind::suite::record::Role as SuiteRole;
+    use crate::schema::suite::Category;
+    let sensitive: Vec<(&crate::schema::suite::TestSummary, &String)> = suite
+        .tests
+        .iter()
+        .filter(|t| t.category == Category::ConditionSensitive && t.reproducer.is_empty())
+        .filter_map(|t| Some((t, t.condition.as_ref()?)))
+        .collect();
+    if sensitive.is_empty() {
+        return Ok(());
+    }
+    let record_cells = record.cells()?;
+    let mut failed_under: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for attempt in record.attempts()? {
+        let attempt = attempt?;
+        if attempt.suite.as_ref().is_none_or(|t| t.role != SuiteRole::Shuffled) {
+            continue;
+        }
+        for (t, profile) in sensitive.iter().filter(|(_, p)| **p == attempt.cell) {
+            let mut judged = attempt.clone();
+            super::reproducers::judge_by_the_test(&mut judged, &t.id);
+            if judged.outcome.is_failure() && super::summary::reported(&judged, &t.id) {
+                let key = (t.id.clone(), (*profile).clone());
+                failed_under.entry(key).or_default().extend(judged.signature);
+            }
+        }
+    }
+    for (t, profile) in sensitive {
+        let (Some(counts), Some(spec)) =
+            (t.conditions.iter().find(|c| &c.name == profile), record_cells.iter().find(|c| &c.name == profile))
+        else {
+            continue;
+        };
+        let name = under_profile(&t.id, profile);
+        let (lo, hi) = crate::analysis::stats::wilson(counts.failures, counts.runs, crate::analysis::stats::Z95);
+        let cell = summary.cell(profile);
+        conditions.push(Condition {
+            cell: name.clone(),
+            role: Role::Condition,
+            source: format!("the suite's shuffled attempts under {profile}"),
+            attempts: counts.runs,
+            failures: counts.failures,
+            ci95: [lo, hi],
+            needed: None,
+            mean_seconds: cell.map_or(0.0, |c| c.mean_seconds),
+            signatures: Vec::new(),
+            test: Some(t.id.clone()),
+            inert_then: cell
+                .filter(|c| c.inert)
+                .map(|c| c.inert_reason.clone().unwrap_or_else(|| "no measurable effect".into())),
+            reproducer: Vec::new(),
+        });
+        cells.push(CellSpec { name: name.clone(), ..spec.clone() });
+        signatures.insert(name, failed_under.remove(&(t.id.clone(), profile.clone())).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// The cell of a verification that runs the suite under `profile` for `test`.
+fn under_profile(test: &str, profile: &str) -> String {
+    format!("{test} under {profile}")
 }
 
 /// A hunt's conditions: its reproducing arm, at its level, alternating with the baseline, at the
