@@ -151,6 +151,20 @@ fn the_reader_finds_a_cycle_through_a_re_export_and_a_path_but_not_through_tests
 }
 
 #[test]
+fn the_reader_takes_a_path_into_a_re_exported_crate_or_a_re_export_of_it_for_no_file_of_this_one() {
+    let dir = sources(&[
+        ("lib.rs", "pub use other_crate as schema;\npub mod a;\npub mod b;\npub mod c;\n"),
+        ("a.rs", "use crate::schema::Thing;\nuse crate::c::Other;\npub fn f(_: Thing, _: Other) { crate::b::g(); }\n"),
+        ("b.rs", "pub fn g() { let _ = crate::schema::make(); }\n"),
+        // A re-export of the other crate's type: naming it there is no import of this file.
+        ("c.rs", "pub use crate::schema::Other;\n"),
+    ]);
+    let graph = Graph::read(dir.path());
+    let edges: Vec<(String, String)> = graph.module_edges().into_keys().collect();
+    assert_eq!(edges, vec![("a".to_owned(), "b".to_owned())]);
+}
+
+#[test]
 fn the_reader_resolves_super_self_and_use_groups_to_files() {
     let dir = sources(&[
         ("lib.rs", "pub mod a;\npub mod b;\n"),
@@ -237,17 +251,20 @@ impl Graph {
         graph
     }
 
-    /// The file that defines what `path` names, following re-exports.
+    /// The file that defines what `path` names, following re-exports; none for a name no module
+    /// of the crate declares (`crate::schema::...`: the schema crate, which `lib.rs` re-exports),
+    /// and none for a re-export of one (`record::Attempt` is the schema's, not `record`'s).
     fn resolve(&self, path: &[String], depth: usize) -> Option<usize> {
         let n = (0..=path.len()).rev().find(|&n| self.modules.contains_key(&path[..n]))?;
+        if n == 0 && !path.is_empty() {
+            return None;
+        }
         let file = self.modules[&path[..n]];
         if n < path.len() && depth < 8 {
             if let Some(target) = self.files[file].exports.get(&path[n]) {
                 let mut next = target.clone();
                 next.extend_from_slice(&path[n + 1..]);
-                if let Some(t) = self.resolve(&next, depth + 1) {
-                    return Some(t);
-                }
+                return self.resolve(&next, depth + 1);
             }
         }
         Some(file)
