@@ -11,8 +11,7 @@ use crate::events::{Event, EventSink, Fanout};
 use crate::kind::fire::{FireError, FireFailure, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
 use crate::kind::suite::setup::SetupRuns;
 use crate::oracle::OracleSpec;
-use crate::plan::CheckSettings;
-use crate::plan::{self, CellSpec, Rng, Settings, Target};
+use crate::plan::{self, CellSpec, CheckSettings, Rng, Settings, Target};
 use crate::record::{
     Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,
 };

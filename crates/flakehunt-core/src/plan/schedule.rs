@@ -333,11 +333,10 @@ pub fn runner_jobs(manifest: &crate::record::Manifest) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use crate::profile::BuiltinProfiles;
     use std::collections::HashSet;
 
     use super::*;
-    use crate::profile::Profile;
+    use crate::profile::{BuiltinProfiles, Profile};
 
     fn cells(n: usize) -> Vec<CellSpec> {
         (0..n)

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use super::{Attempt, Manifest, RecordError, CELLS, FORMAT_VERSION};
 use super::{ATTEMPTS, MANIFEST};
 use crate::plan::CellSpec;
-use crate::record::RedactAttempt;
-use crate::record::WrittenManifest;
+use crate::record::{RedactAttempt, WrittenManifest};
 use crate::signature::AttemptSignature;
 
 /// A record directory opened for reading.

@@ -8,10 +8,8 @@ use std::time::SystemTime;
 use crate::exec::{Cancel, Cutoff, Execution, Launch, Limit, Limits, ProcessTree, Running, Status, Watchdog};
 use crate::oracle::Oracle;
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
-use crate::profile::ApplyProfile;
-use crate::profile::{Profile, ProfileEnv};
-use crate::record::RedactAttempt;
-use crate::record::{Attempt, Effect, HangCheck, Mode, Outcome};
+use crate::profile::{ApplyProfile, Profile, ProfileEnv};
+use crate::record::{Attempt, Effect, HangCheck, Mode, Outcome, RedactAttempt};
 use crate::signature::AttemptSignature;
 use crate::warm::{Start, WarmStart};
 

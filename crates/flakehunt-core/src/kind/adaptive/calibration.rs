@@ -5,8 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::plan::CellSpec;
-use crate::profile::BuiltinProfiles;
-use crate::profile::Profile;
+use crate::profile::{BuiltinProfiles, Profile};
 use crate::record::{Attempt, Outcome};
 pub use crate::schema::adaptive::RuntimeKind;
 pub use crate::schema::adaptive::{Calibration, ColdStart, Skipped};

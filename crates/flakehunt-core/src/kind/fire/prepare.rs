@@ -4,8 +4,7 @@
 
 use std::path::Path;
 
-use crate::kind::fire::ParseLadder;
-use crate::kind::fire::{prepare_resume, reference_cell, FireFailure, FireOptions, Ladder, Resumed};
+use crate::kind::fire::{prepare_resume, reference_cell, FireFailure, FireOptions, Ladder, ParseLadder, Resumed};
 use crate::plan::{CellSpec, Settings};
 use crate::record::Resumption;
 use crate::spec::{FireRequest, HuntError, SettingsRequest};

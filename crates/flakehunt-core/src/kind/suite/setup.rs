@@ -9,8 +9,7 @@ use super::order::{attempt_order, go_shuffle_seed, libtest_run, Invocation, Orde
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
 use crate::checks::rust::TestPanics;
-use crate::kind::suite::order::GoTestInvocations;
-use crate::kind::suite::order::PytestInvocations;
+use crate::kind::suite::order::{GoTestInvocations, PytestInvocations};
 use crate::record::Attempt;
 pub use crate::schema::suite::{SuiteRunner, SuiteSetup};
 
