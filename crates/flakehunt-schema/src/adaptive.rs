@@ -25,12 +25,14 @@ pub struct BanditOptions {
     /// Pairs after which confirmation gives up when the arm has failed no more often than the
     /// baseline (a failure no condition explains need not spend the whole confirmation budget).
     pub confirm_futile_after: u64,
-    /// Confirmation gives up only after as many pairs as the arm, failing at the rate its
-    /// exploration showed, would need to fail again very likely (at least
-    /// `confirm_futile_after`, at most `confirm_max`): a rare failure is not refuted by 20
-    /// clean pairs. Records written before this rule lack it and replay as they ran.
-    #[serde(default = "old_futility")]
-    pub futile_by_rate: bool,
+    /// Confirmation is patient with a rare failure: one that has seen no failure on either
+    /// side goes on while the budget lasts (a failure seen twice is hunted as long as a single
+    /// one would be), and one that has gives up as futile only after as many pairs as the arm,
+    /// failing at the rate its exploration showed, would need to fail again very likely (at
+    /// least `confirm_futile_after`, at most `confirm_max`). Records written before lack it and
+    /// replay as they ran (false).
+    #[serde(default = "impatient")]
+    pub patient: bool,
     /// The p-value below which confirmation says the arm is the condition.
     pub alpha: f64,
     /// `--oracle majority`: an output unlike the majority formed so far counts as a failure.
@@ -54,7 +56,7 @@ impl Default for BanditOptions {
             baseline_share: 0.1,
             confirm_max: 100,
             confirm_futile_after: 20,
-            futile_by_rate: true,
+            patient: true,
             alpha: 0.01,
             majority: false,
             timeout: None,
@@ -63,8 +65,8 @@ impl Default for BanditOptions {
     }
 }
 
-/// The futility rule of a record that does not say: the one it was written with.
-fn old_futility() -> bool {
+/// The confirmation of a record that does not say: the one it was written with.
+fn impatient() -> bool {
     false
 }
 

@@ -95,6 +95,40 @@ fn a_race_that_needs_concurrent_copies_is_reproduced_under_a_copies_arm_and_conf
     assert!(summary["cells"].as_array().unwrap().iter().any(|c| c["name"] == "copies=2"));
 }
 
+/// Fails on the second and third attempts of every arm, never again: the first arm to get there
+/// failed twice, and confirmation sees nothing.
+const TWICE_THEN_NEVER: &str = r#"#!/bin/sh
+if [ "$FLAKEHUNT_CELL" != default ] && [ "$FLAKEHUNT_ITERATION" -ge 2 ] && [ "$FLAKEHUNT_ITERATION" -le 3 ]; then
+  echo "deadlock" >&2; exit 2
+fi
+exit 0
+"#;
+
+/// A failure seen twice and never again is hunted while the budget lasts, as one seen once
+/// would be: its confirmation does not give up after 20 clean pairs (the rule before), and the
+/// hunt ends not reproduced, saying how many clean confirmation attempts ran.
+#[test]
+fn a_failure_seen_twice_and_never_again_is_confirmed_while_the_budget_lasts() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = script(dir.path(), "twice.sh", TWICE_THEN_NEVER);
+    let args =
+        ["hunt", "--json", "-q", "--seed", "3", "--budget", "15s", "--record", "rec", "--", fx.to_str().unwrap()];
+    let out = run_in(dir.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = summary_of(&out);
+    assert_eq!(summary["verdict"], "not-reproduced", "{summary:#}");
+    let c = &summary["details"]["confirmation"];
+    let (arm, base) = (c["cell_attempts"].as_u64().unwrap(), c["base_attempts"].as_u64().unwrap());
+    assert_eq!((c["cell_failures"].as_u64(), c["base_failures"].as_u64()), (Some(0), Some(0)), "{c}");
+    assert!(arm > 20 && base > 20, "went on past 20 clean pairs: {c}");
+    let conclusion = summary["details"]["conclusion"].as_str().unwrap();
+    assert!(conclusion.contains(&format!("none failed in {} confirmation attempts", arm + base)), "{conclusion}");
+    // The hunt kept going until its budget: every attempt after the confirmation started is one.
+    let confirming = decisions(&dir.path().join("rec"));
+    let first = confirming.iter().position(|d| d.3 == "confirm").unwrap();
+    assert!(confirming[first..].iter().all(|d| d.3 == "confirm"), "nothing but confirmation after it began");
+}
+
 #[test]
 fn nothing_reproduced_within_the_budget_exits_0_with_a_null_reproduction() {
     let dir = tempfile::tempdir().unwrap();

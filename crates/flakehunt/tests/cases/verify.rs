@@ -284,6 +284,15 @@ fn edit(path: &std::path::Path, from: &str, to: &str) {
     std::fs::write(path, text.replacen(from, to, 1)).unwrap();
 }
 
+/// Runs flakehunt with `args` in `project`: its exit code, its JSON summary and its stderr.
+fn json_run(project: &std::path::Path, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(project).output();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
+    (out.status.code(), json, stderr)
+}
+
 #[test]
 fn a_suites_reproducers_are_verified_test_by_test() {
     let dir = tempfile::tempdir().unwrap();
@@ -295,14 +304,7 @@ fn a_suites_reproducers_are_verified_test_by_test() {
         .status()
         .unwrap();
     assert!(copied.success());
-    let run = |args: &[&str]| {
-        let out =
-            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let json: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
-        (out.status.code(), json, stderr)
-    };
+    let run = |args: &[&str]| json_run(&project, args);
     let (code, _, stderr) =
         run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
     assert_eq!(code, Some(1), "{stderr}");
@@ -384,14 +386,7 @@ fn a_condition_sensitive_test_is_verified_by_the_suite_under_its_condition() {
     )
     .unwrap();
     std::fs::write(project.join("flakehunt.toml"), "[profiles.cond]\nenv = { SUITE_COND = \"on\" }\n").unwrap();
-    let run = |args: &[&str]| {
-        let out =
-            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let json: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
-        (out.status.code(), json, stderr)
-    };
+    let run = |args: &[&str]| json_run(&project, args);
     let suite = ["suite", "--profiles", "default,cond", "--runs", "6", "--seed", "1", "--json", "--quiet"];
     let (code, summary, stderr) = run(&[&suite[..], &["--record", "rec", "--pytest"]].concat());
     assert_eq!(code, Some(1), "{stderr}");

@@ -656,8 +656,15 @@ impl BanditPlan {
                 // Slow attempts count towards the most confirmation runs, so that an arm whose
                 // attempts never end in time cannot hold the hunt in confirmation.
                 let spent = |n: u64, slow: u64| n + slow >= max;
-                if (paired && (c.confirmed(alpha) || futile))
-                    || (spent(c.arm_attempts, self.confirm_slow.0) && spent(c.base_attempts, self.confirm_slow.1))
+                // A patient confirmation that has seen no failure on either side, its attempts
+                // mostly evidence (not slow), goes on while the budget lasts: stopping there
+                // would hunt a failure seen twice for less long than one seen once.
+                let waiting = self.options.patient
+                    && c.arm_failures + c.base_failures == 0
+                    && self.confirm_slow.0 + self.confirm_slow.1 < c.arm_attempts;
+                if !waiting
+                    && ((paired && (c.confirmed(alpha) || futile))
+                        || (spent(c.arm_attempts, self.confirm_slow.0) && spent(c.base_attempts, self.confirm_slow.1)))
                 {
                     self.stage = Stage::Done;
                 }
@@ -708,7 +715,7 @@ impl BanditPlan {
     fn futile_after(&self, arm: usize) -> u64 {
         let least = self.options.confirm_futile_after;
         let a = &self.arms[arm];
-        if !self.options.futile_by_rate || a.failures == 0 {
+        if !self.options.patient || a.failures == 0 {
             return least;
         }
         let pairs = (FUTILE_EXPECTED * a.attempts as f64 / a.failures as f64).ceil() as u64;
@@ -1176,8 +1183,8 @@ mod tests {
     #[test]
     fn a_rare_failure_is_not_given_up_before_its_rate_could_show_it_again() {
         // One arm fails on every 30th of its own attempts, in exploration and confirmation.
-        let rare = |futile_by_rate: bool| {
-            let mut plan = BanditPlan::new(BanditOptions { futile_by_rate, ..options(7) });
+        let rare = |patient: bool| {
+            let mut plan = BanditPlan::new(BanditOptions { patient, ..options(7) });
             let mut n = 0u64;
             drive(&mut plan, 50_000, |cell, _, _| {
                 if cell != "cpu-starved=6.7" {
@@ -1201,6 +1208,34 @@ mod tests {
         // long enough to see it fail again, and so it is not refuted.
         let new = rare(true);
         assert!(new.arm_attempts >= 90 && new.arm_failures >= 1, "{new:?}");
+    }
+
+    #[test]
+    fn a_failure_seen_twice_and_never_again_is_hunted_while_the_budget_lasts() {
+        // One arm fails on its 40th and 80th attempts, never again.
+        let once = |patient: bool| {
+            let mut plan = BanditPlan::new(BanditOptions { patient, ..options(7) });
+            let mut n = 0u64;
+            drive(&mut plan, 3000, |cell, _, _| {
+                if cell != "cpu-starved=6.7" {
+                    return pass(0.02);
+                }
+                n += 1;
+                if n == 40 || n == 80 {
+                    fail(0.02)
+                } else {
+                    pass(0.02)
+                }
+            });
+            (plan.stage().clone(), *plan.confirmation().unwrap())
+        };
+        // Before: given up after 20 clean pairs, with the budget left.
+        let (stage, c) = once(false);
+        assert_eq!((stage, c.arm_attempts), (Stage::Done, 20), "{c:?}");
+        // Patient: still confirming when the attempts run out, clean on both sides.
+        let (stage, c) = once(true);
+        assert_eq!(stage, Stage::Confirming);
+        assert!(c.arm_attempts > 1000 && c.arm_failures + c.base_failures == 0, "{c:?}");
     }
 
     #[test]
@@ -1287,7 +1322,7 @@ mod tests {
         // A record written before the futility rule sized to the rate replays with the old one.
         assert_eq!(
             serde_json::from_str::<BanditOptions>("{}").unwrap(),
-            BanditOptions { futile_by_rate: false, ..BanditOptions::default() }
+            BanditOptions { patient: false, ..BanditOptions::default() }
         );
     }
 

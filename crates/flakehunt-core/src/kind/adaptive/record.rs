@@ -17,7 +17,7 @@ pub use crate::schema::adaptive::{AdaptiveDetails, AdaptivePart, Retired, Stretc
 
 /// The options a hunt's manifest holds (defaults for a record without them).
 pub fn options_of(manifest: &Manifest) -> BanditOptions {
-    manifest.extra.bandit.clone().unwrap_or_else(|| BanditOptions { futile_by_rate: false, ..BanditOptions::default() })
+    manifest.extra.bandit.clone().unwrap_or_else(|| BanditOptions { patient: false, ..BanditOptions::default() })
 }
 
 /// The adaptive plan a hunt's manifest describes. A shard (`--shard I/N`) is a hunt of its
