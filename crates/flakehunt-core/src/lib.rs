@@ -4,6 +4,11 @@
 
 #![cfg(target_os = "linux")]
 
+/// The record's and the summary's types, a crate of their own (`flakehunt-schema`) so that the
+/// compiler keeps them below everything: they depend on nothing of the project. Re-exported here
+/// so that `crate::schema::...` names them as it did when they were a module.
+pub use flakehunt_schema as schema;
+
 pub mod analysis;
 pub mod bounds;
 pub mod checks;
@@ -28,7 +33,6 @@ pub mod redact;
 pub mod render;
 pub mod rng;
 pub mod runner;
-pub mod schema;
 pub mod session;
 pub mod signature;
 pub mod snapshot;

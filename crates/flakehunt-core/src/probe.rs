@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::exec::{Cancel, Limits, ProcessTree};
 use crate::plan::{AttemptSpec, CellSpec, Target};
-use crate::profile::{Profile, ProfileEnv};
+use crate::profile::{ApplyProfile, BuiltinProfiles, Profile, ProfileEnv};
 use crate::runner::{AttemptRunner, Slot};
 use crate::spec::HuntError;
 

@@ -12,6 +12,7 @@ use crate::copy::CopyOptions;
 use crate::events::{Event, EventSink};
 use crate::exec::{Cancel, Limits, ProcessTree, Watchdog};
 use crate::oracle::Oracle;
+use crate::plan::CheckSettings;
 use crate::profile::ProfileEnv;
 use crate::record::Manifest;
 use crate::runner::{AttemptRunner, Room};

@@ -7,8 +7,11 @@
 //!
 //! No import runs up the layers, no two top-level modules import each other, and no two files
 //! do: a file that two others need, and that needs them, is split until what both need has a
-//! file of its own. The bottom layer, `schema` (the record's and the summary's types), imports
-//! nothing of the project.
+//! file of its own. Below every layer is the schema (the record's and the summary's types): the
+//! crate `flakehunt-schema`, which the core re-exports as `crate::schema`. A path into it names
+//! another crate, not a file of this one. That it imports nothing of the project the compiler
+//! enforces (the core depends on it, so it cannot depend on the core); checked here: that it
+//! depends on no other crate of the project either, and that its own files import no cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,9 +19,7 @@ use std::path::{Path, PathBuf};
 /// The core's top-level modules, from the bottom layer up (one module per layer). A module may
 /// import only from modules before it here.
 const LAYERS: &[&str] = &[
-    // The record's and the summary's types: below everything, importing nothing.
-    "schema",
-    // Leaves: depend on nothing of the project but the schema.
+    // Leaves: depend on nothing of the project but the schema (the crate below the core).
     "error_class",
     "bounds",
     "host",
@@ -62,6 +63,11 @@ fn core() -> Graph {
     Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
 }
 
+/// The schema crate's directory, beside the core's.
+fn schema_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("flakehunt-schema")
+}
+
 #[test]
 fn every_top_level_module_of_the_core_has_a_layer() {
     let graph = core();
@@ -94,6 +100,24 @@ fn no_module_and_no_file_of_the_core_imports_itself_through_others() {
     assert!(files.is_empty(), "files that import each other (move what both need into a file of its own): {files:?}");
 }
 
+#[test]
+fn the_schema_crate_depends_on_no_crate_of_the_project_and_its_files_import_no_cycle() {
+    let dir = schema_dir();
+    let manifest: toml::Table = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap().parse().unwrap();
+    let mut project = Vec::new();
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        let names = manifest.get(section).and_then(toml::Value::as_table).into_iter().flat_map(|t| t.keys());
+        project.extend(names.filter(|n| n.starts_with("flakehunt")).map(|n| format!("[{section}] {n}")));
+    }
+    assert!(project.is_empty(), "the schema depends on crates of the project: {project:?}");
+    let graph = Graph::read(&dir.join("src"));
+    assert!(graph.files.len() > 10, "the schema's sources were not found in {}", dir.display());
+    let modules = graph.module_cycles();
+    assert!(modules.is_empty(), "modules of the schema that import each other: {modules:?}");
+    let files = graph.file_cycles();
+    assert!(files.is_empty(), "files of the schema that import each other: {files:?}");
+}
+
 /// A crate's sources written to a temporary directory, for the reader's own tests.
 fn sources(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -124,6 +148,20 @@ fn the_reader_finds_a_cycle_through_a_re_export_and_a_path_but_not_through_tests
     assert_eq!(graph.module_cycles(), vec![vec!["a".to_owned(), "b".to_owned()]]);
     let edges: Vec<(String, String)> = graph.module_edges().into_keys().collect();
     assert_eq!(edges, vec![("a".to_owned(), "b".to_owned()), ("b".to_owned(), "a".to_owned())]);
+}
+
+#[test]
+fn the_reader_takes_a_path_into_a_re_exported_crate_or_a_re_export_of_it_for_no_file_of_this_one() {
+    let dir = sources(&[
+        ("lib.rs", "pub use other_crate as schema;\npub mod a;\npub mod b;\npub mod c;\n"),
+        ("a.rs", "use crate::schema::Thing;\nuse crate::c::Other;\npub fn f(_: Thing, _: Other) { crate::b::g(); }\n"),
+        ("b.rs", "pub fn g() { let _ = crate::schema::make(); }\n"),
+        // A re-export of the other crate's type: naming it there is no import of this file.
+        ("c.rs", "pub use crate::schema::Other;\n"),
+    ]);
+    let graph = Graph::read(dir.path());
+    let edges: Vec<(String, String)> = graph.module_edges().into_keys().collect();
+    assert_eq!(edges, vec![("a".to_owned(), "b".to_owned())]);
 }
 
 #[test]
@@ -213,17 +251,20 @@ impl Graph {
         graph
     }
 
-    /// The file that defines what `path` names, following re-exports.
+    /// The file that defines what `path` names, following re-exports; none for a name no module
+    /// of the crate declares (`crate::schema::...`: the schema crate, which `lib.rs` re-exports),
+    /// and none for a re-export of one (`record::Attempt` is the schema's, not `record`'s).
     fn resolve(&self, path: &[String], depth: usize) -> Option<usize> {
         let n = (0..=path.len()).rev().find(|&n| self.modules.contains_key(&path[..n]))?;
+        if n == 0 && !path.is_empty() {
+            return None;
+        }
         let file = self.modules[&path[..n]];
         if n < path.len() && depth < 8 {
             if let Some(target) = self.files[file].exports.get(&path[n]) {
                 let mut next = target.clone();
                 next.extend_from_slice(&path[n + 1..]);
-                if let Some(t) = self.resolve(&next, depth + 1) {
-                    return Some(t);
-                }
+                return self.resolve(&next, depth + 1);
             }
         }
         Some(file)

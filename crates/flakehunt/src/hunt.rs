@@ -10,7 +10,7 @@ use flakehunt_core::driver::{self, cell_header};
 use flakehunt_core::events::{Event, EventSink};
 use flakehunt_core::plan::Target;
 use flakehunt_core::probe;
-use flakehunt_core::profile::Profile;
+use flakehunt_core::profile::{BuiltinProfiles, Profile};
 use flakehunt_core::spec::HuntSpec;
 
 use crate::display::Display;

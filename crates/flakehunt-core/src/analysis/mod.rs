@@ -7,6 +7,7 @@ pub mod stats;
 pub mod summary;
 pub mod tally;
 
+use crate::analysis::summary::SummaryOf;
 pub use crate::schema::details::Details;
 pub mod details {
     //! The summary's typed `details` (the type is the schema's).

@@ -8,17 +8,9 @@ use super::stats::{fisher_exact_two_sided, format_p, format_rate};
 use crate::record::{Attempt, Mode};
 pub use crate::schema::summary::{CellModes, ModeRate, ModeSummary};
 
-impl ModeRate {
-    /// Counts `attempts` more, `failures` of them failed.
-    fn add(&mut self, attempts: u64, failures: u64) {
-        self.attempts += attempts;
-        self.failures += failures;
-        self.rate = if self.attempts == 0 { 0.0 } else { self.failures as f64 / self.attempts as f64 };
-    }
-
-    fn text(&self) -> String {
-        format!("{}/{} ({})", self.failures, self.attempts, format_rate(self.rate))
-    }
+/// A mode's failures as the sentence writes them (`3/40 (7.5%)`).
+fn rate_text(r: &ModeRate) -> String {
+    format!("{}/{} ({})", r.failures, r.attempts, format_rate(r.rate))
 }
 
 /// Attempts by cell and mode, as the record is read.
@@ -80,7 +72,7 @@ impl ModeTally {
         s.p_value = Some(p);
         s.only_cold = c.failures > 0 && w.failures == 0;
         let mut note =
-            format!("warm attempts failed {}, cold attempts {} ({}){rerun}", w.text(), c.text(), format_p(p));
+            format!("warm attempts failed {}, cold attempts {} ({}){rerun}", rate_text(&w), rate_text(&c), format_p(p));
         if s.only_cold {
             note.push_str(
                 ": failures appear only in cold attempts, a start-up race (interpreter start, imports) that warm attempts skip; hunt it with --no-warm",

@@ -11,10 +11,15 @@ pub use crate::schema::summary::{CellSummary, SignatureSummary, Summary};
 /// Significance level for calling a cell different from the baseline.
 pub const ALPHA: f64 = 0.01;
 
-impl Summary {
+/// A summary computed from a hunt's tally (the type is the schema's).
+pub trait SummaryOf {
     /// Summarises a tally of `cells` (the first is the baseline); `planned` is the number of
     /// attempts the plan holds.
-    pub fn build(manifest: &Manifest, cells: &[CellSpec], tally: &Tally, planned: u64) -> Self {
+    fn build(manifest: &Manifest, cells: &[CellSpec], tally: &Tally, planned: u64) -> Self;
+}
+
+impl SummaryOf for Summary {
+    fn build(manifest: &Manifest, cells: &[CellSpec], tally: &Tally, planned: u64) -> Self {
         let empty = CellTally::default();
         let baseline_name = cells.first().map(|c| c.name.clone()).unwrap_or_default();
         let base = tally.cells.get(&baseline_name).unwrap_or(&empty);
@@ -92,22 +97,12 @@ impl Summary {
             outputs: Vec::new(),
             dimensions: None,
             attribution: None,
-            details: super::details::Details::None,
+            details: crate::schema::details::Details::None,
             adaptive: None,
             modes: None,
             checks: None,
             fire: None,
             suite: None,
-        }
-    }
-
-    /// The exit code the hunt ends with: 1 when a failure was reproduced (a verification: is
-    /// not fixed), 3 when a verification is inconclusive, else 0.
-    pub fn exit_code(&self) -> i32 {
-        match self.verdict.as_str() {
-            "not-reproduced" | "accept" | "rumour" | "fixed" => 0,
-            "inconclusive" => 3,
-            _ => 1,
         }
     }
 }

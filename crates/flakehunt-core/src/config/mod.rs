@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::profile::{Knobs, Profile};
+use crate::profile::{BuiltinProfiles, Knobs, Profile, ValidateKnobs};
 
 /// The file name looked for in the current directory.
 pub const FILE_NAME: &str = "flakehunt.toml";

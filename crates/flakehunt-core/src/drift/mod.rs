@@ -60,9 +60,17 @@ impl Group {
     }
 }
 
-impl Change {
+/// A machine difference as the setting a matrix cell applies, and as a cell's name writes it.
+pub trait ChangeSetting {
     /// How the change is written in a cell's name (`TZ=UTC`, `nofile=1024`, `cpus=2`).
-    pub fn text(&self) -> String {
+    fn text(&self) -> String;
+
+    /// The overlay setting it is, for the changes an overlay holds.
+    fn setting(&self) -> Option<Setting>;
+}
+
+impl ChangeSetting for Change {
+    fn text(&self) -> String {
         match self {
             Change::Env { .. } | Change::Rlimit { .. } => {
                 let s = self.setting().expect("an env or rlimit change is a setting");
@@ -72,8 +80,7 @@ impl Change {
         }
     }
 
-    /// The overlay setting it is, for the changes an overlay holds.
-    pub fn setting(&self) -> Option<Setting> {
+    fn setting(&self) -> Option<Setting> {
         match self {
             Change::Env { name, value } => Some(Setting::Env { name: name.clone(), value: value.clone() }),
             Change::Rlimit { name, value } => Some(Setting::Rlimit { name: name.clone(), value: *value }),

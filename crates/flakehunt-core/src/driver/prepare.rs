@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::events::{Event, EventSink};
-use crate::oracle::OracleSpec;
+use crate::oracle::{OracleSpec, OracleSpecOf};
 use crate::plan::{self, CellSpec, Settings, Target};
 use crate::record::{Extra, Kind};
 use crate::spec::{HuntError, HuntSpec};

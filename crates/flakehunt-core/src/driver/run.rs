@@ -9,8 +9,9 @@ use super::prepare::{cells_of, default_record_dir, oracle_of, settings_of, stamp
 use super::{step_summary, HuntEnd, HuntReport};
 use crate::events::{Event, EventSink, Fanout};
 use crate::kind::fire::{FireError, FireFailure, FireOptions, FireRunner, FireSinks, Resumed, SANDBOXES};
+use crate::kind::suite::setup::SetupRuns;
 use crate::oracle::OracleSpec;
-use crate::plan::{self, CellSpec, Rng, Settings, Target};
+use crate::plan::{self, CellSpec, CheckSettings, Rng, Settings, Target};
 use crate::record::{
     Extra, Kind, Manifest, NewDir, Record, Recorder, Resumption, FORMAT_VERSION, SNAPSHOT_FILE, SUMMARY_FILE,
 };

@@ -91,14 +91,23 @@ fn read_expected(path: &Path) -> Result<Vec<u8>, OracleError> {
     Ok(bytes)
 }
 
-impl OracleSpec {
-    /// Whether no oracle beyond the exit code is set.
-    pub fn is_empty(&self) -> bool {
-        self.fail_if.is_empty() && self.pass_if.is_empty() && self.expect_stdout.is_none() && !self.majority
-    }
-
+/// An oracle's spec from the command line's options, checked, and its mask.
+pub trait OracleSpecOf: Sized {
     /// Checks the patterns and reads the expected stdout, hashing it as attempts are hashed.
-    pub fn new(
+    fn new(
+        fail_if: Vec<String>,
+        pass_if: Vec<String>,
+        expect_stdout: Option<&Path>,
+        ignore: Vec<String>,
+        majority: bool,
+    ) -> Result<Self, OracleError>;
+
+    /// The mask of `--ignore`, when there is one.
+    fn mask(&self) -> Option<Arc<Mask>>;
+}
+
+impl OracleSpecOf for OracleSpec {
+    fn new(
         fail_if: Vec<String>,
         pass_if: Vec<String>,
         expect_stdout: Option<&Path>,
@@ -129,8 +138,7 @@ impl OracleSpec {
         Ok(Self { fail_if, pass_if, expect_stdout, ignore, majority })
     }
 
-    /// The mask of `--ignore`, when there is one.
-    pub fn mask(&self) -> Option<Arc<Mask>> {
+    fn mask(&self) -> Option<Arc<Mask>> {
         Mask::of(&self.ignore)
     }
 }

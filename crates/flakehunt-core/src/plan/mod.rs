@@ -10,7 +10,7 @@ pub use crate::schema::plan::{CellSpec, Setting};
 pub use crate::schema::target::{shell_words, Target};
 pub(crate) use schedule::RunningMajority;
 pub use schedule::{runner_jobs, schedule, schedules_copies, widest_copies, Schedule};
-pub use settings::{parse_bytes, Durations, Settings, Shard, WarmPlan};
+pub use settings::{parse_bytes, CheckSettings, Durations, Settings, Shard, WarmPlan};
 
 use crate::record::Attempt;
 

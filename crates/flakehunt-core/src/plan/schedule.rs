@@ -336,7 +336,7 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-    use crate::profile::Profile;
+    use crate::profile::{BuiltinProfiles, Profile};
 
     fn cells(n: usize) -> Vec<CellSpec> {
         (0..n)

@@ -17,11 +17,16 @@ pub struct Durations {
     pub budget: Option<Duration>,
 }
 
-impl Settings {
+/// The bounds of a manifest's settings, which the record's format alone does not check.
+pub trait CheckSettings {
     /// Checks the numbers as a manifest holds them, which an edited or damaged record can make
     /// anything JSON allows (a negative or huge timeout, zero jobs, a billion workers), and
     /// returns its durations. Each error names the manifest's field.
-    pub fn check(&self) -> Result<Durations, BoundError> {
+    fn check(&self) -> Result<Durations, BoundError>;
+}
+
+impl CheckSettings for Settings {
+    fn check(&self) -> Result<Durations, BoundError> {
         let field = |what: &str, value: String, why: &str| BoundError { what: what.into(), value, why: why.into() };
         if self.runs == 0 {
             return Err(field("runs", "0".into(), "at least 1"));

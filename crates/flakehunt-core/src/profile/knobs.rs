@@ -14,9 +14,14 @@ pub const MIN_PAUSE_MS: f64 = 0.05;
 /// The most concurrent copies a profile may ask for.
 pub const MAX_COPIES: u32 = 1024;
 
-impl Knobs {
+/// The values of a profile's knobs that parse but make no sense.
+pub trait ValidateKnobs {
     /// Checks values that parse but make no sense; the message names the key and what is allowed.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String>;
+}
+
+impl ValidateKnobs for Knobs {
+    fn validate(&self) -> Result<(), String> {
         if self.cpus == Some(0) {
             return Err("cpus must be at least 1".into());
         }

@@ -13,7 +13,7 @@ mod stopper;
 
 pub use gil::GilHook;
 pub use jitter::{JitterLib, JitterReport};
-pub use knobs::{Knobs, Pause, Policy, MAX_COPIES, MIN_PAUSE_MS};
+pub use knobs::{Knobs, Pause, Policy, ValidateKnobs, MAX_COPIES, MIN_PAUSE_MS};
 pub use noise::Noise;
 pub use quota::{QuotaBackend, QuotaGroup};
 pub use stopper::{PauseSchedule, Stopper, Stops};
@@ -32,14 +32,39 @@ pub const JITTER_RATE: f64 = 0.05;
 /// Default CPU share of `cpu-starved`, in percent of one CPU.
 pub const STARVED_PERCENT: f64 = 15.0;
 
-impl Profile {
-    /// The profile that changes nothing.
-    pub fn default_profile() -> Self {
-        Self { name: "default".into(), summary: "nothing changed: the baseline".into(), knobs: Knobs::default() }
-    }
-
+/// The built-in profiles and their levelled variants (`cpu-starved=PCT`, `noisy=xK`...).
+pub trait BuiltinProfiles {
     /// Built-in profiles, in the order they are listed and run.
-    pub fn builtins() -> Vec<Profile> {
+    fn builtins() -> Vec<Profile>;
+
+    /// `cpu-starved` at `percent` of one CPU (`cpu-starved=PCT` on the command line).
+    fn starved(percent: f64) -> Self;
+
+    /// `noisy` at `per_cpu` busy competitors per CPU flakehunt may use (`noisy=xK`); `cpus` is
+    /// that CPU count, so the profile records the threads it starts.
+    fn noisy(per_cpu: u32, cpus: usize) -> Self;
+
+    /// `pause` scaled to a target (`pause=LEN/GAP`): pauses of LEN/2 to LEN after gaps of 0 to
+    /// GAP, both in whole microseconds (the stopper's resolution), LEN at least
+    /// [`MIN_PAUSE_MS`].
+    fn paused(len_us: u64, gap_us: u64) -> Self;
+
+    /// `jitter` delaying `rate` of intercepted calls (`jitter=RATE`; the built-in rate is named
+    /// plain `jitter`).
+    fn jittered(rate: f64) -> Self;
+
+    /// `n` attempts of the cell at once (`copies=N`): concurrent copies of the target, the
+    /// condition plain parallel re-running creates without saying so.
+    fn copies(n: u32) -> Self;
+
+    /// Looks up a built-in by name, including the levelled names `cpu-starved=PCT`,
+    /// `noisy=xK`, `pause=LEN/GAP` (durations with `us`, `ms` or `s`), `jitter=RATE` and
+    /// `copies=N`. `None` for an unknown name or a level out of range.
+    fn builtin(name: &str) -> Option<Profile>;
+}
+
+impl BuiltinProfiles for Profile {
+    fn builtins() -> Vec<Profile> {
         let p = |name: &str, summary: &str, knobs: Knobs| Profile { name: name.into(), summary: summary.into(), knobs };
         vec![
             Self::default_profile(),
@@ -82,8 +107,7 @@ impl Profile {
         ]
     }
 
-    /// `cpu-starved` at `percent` of one CPU (`cpu-starved=PCT` on the command line).
-    pub fn starved(percent: f64) -> Self {
+    fn starved(percent: f64) -> Self {
         let name = if percent == STARVED_PERCENT { "cpu-starved".to_owned() } else { format!("cpu-starved={percent}") };
         Profile {
             name,
@@ -94,9 +118,7 @@ impl Profile {
         }
     }
 
-    /// `noisy` at `per_cpu` busy competitors per CPU flakehunt may use (`noisy=xK`); `cpus` is
-    /// that CPU count, so the profile records the threads it starts.
-    pub fn noisy(per_cpu: u32, cpus: usize) -> Self {
+    fn noisy(per_cpu: u32, cpus: usize) -> Self {
         let threads = (per_cpu as usize * cpus.max(1)).min(u32::MAX as usize - 1) as u32;
         Profile {
             name: format!("noisy=x{per_cpu}"),
@@ -107,10 +129,7 @@ impl Profile {
         }
     }
 
-    /// `pause` scaled to a target (`pause=LEN/GAP`): pauses of LEN/2 to LEN after gaps of 0 to
-    /// GAP, both in whole microseconds (the stopper's resolution), LEN at least
-    /// [`MIN_PAUSE_MS`].
-    pub fn paused(len_us: u64, gap_us: u64) -> Self {
+    fn paused(len_us: u64, gap_us: u64) -> Self {
         let min_us = (len_us / 2).max((MIN_PAUSE_MS * 1000.0) as u64);
         let len_us = len_us.max(min_us);
         let (min, len, gap) = (min_us as f64 / 1000.0, len_us as f64 / 1000.0, gap_us as f64 / 1000.0);
@@ -121,9 +140,7 @@ impl Profile {
         }
     }
 
-    /// `jitter` delaying `rate` of intercepted calls (`jitter=RATE`; the built-in rate is named
-    /// plain `jitter`).
-    pub fn jittered(rate: f64) -> Self {
+    fn jittered(rate: f64) -> Self {
         let name = if rate == JITTER_RATE { "jitter".to_owned() } else { format!("jitter={rate}") };
         Profile {
             name,
@@ -135,9 +152,7 @@ impl Profile {
         }
     }
 
-    /// `n` attempts of the cell at once (`copies=N`): concurrent copies of the target, the
-    /// condition plain parallel re-running creates without saying so.
-    pub fn copies(n: u32) -> Self {
+    fn copies(n: u32) -> Self {
         Profile {
             name: format!("copies={n}"),
             summary: format!("{n} copies of the target run at once, each its own attempt"),
@@ -145,10 +160,7 @@ impl Profile {
         }
     }
 
-    /// Looks up a built-in by name, including the levelled names `cpu-starved=PCT`,
-    /// `noisy=xK`, `pause=LEN/GAP` (durations with `us`, `ms` or `s`), `jitter=RATE` and
-    /// `copies=N`. `None` for an unknown name or a level out of range.
-    pub fn builtin(name: &str) -> Option<Profile> {
+    fn builtin(name: &str) -> Option<Profile> {
         if let Some((family, level)) = name.split_once('=') {
             return match family {
                 "cpu-starved" => {
@@ -181,21 +193,19 @@ impl Profile {
         }
         Self::builtins().into_iter().find(|p| p.name == name)
     }
+}
 
-    /// Whether this profile is the baseline (changes nothing).
-    pub fn is_default(&self) -> bool {
-        Knobs { description: None, ..self.knobs.clone() } == Knobs::default()
-    }
-
-    /// Whether the profile only makes sense for Python targets.
-    pub fn is_python_only(&self) -> bool {
-        let k = &self.knobs;
-        k.python_switch_interval.is_some()
-            && Knobs { python_switch_interval: None, description: None, ..k.clone() } == Knobs::default()
-    }
-
+/// A profile applied to an attempt, and why it cannot be on this machine.
+pub trait ApplyProfile {
     /// Why this profile cannot act on this machine at all, if it cannot (checked before a hunt).
-    pub fn unapplicable(&self, env: &ProfileEnv) -> Option<String> {
+    fn unapplicable(&self, env: &ProfileEnv) -> Option<String>;
+
+    /// Applies the profile's before-exec parts to `launch` for attempt `attempt` of `worker`.
+    fn prepare(&self, launch: &mut Launch, env: &ProfileEnv, worker: usize, attempt: u64) -> Prepared;
+}
+
+impl ApplyProfile for Profile {
+    fn unapplicable(&self, env: &ProfileEnv) -> Option<String> {
         let k = &self.knobs;
         if let Some(n) = k.cpus {
             if env.cpus.len() <= n as usize {
@@ -219,8 +229,7 @@ impl Profile {
         None
     }
 
-    /// Applies the profile's before-exec parts to `launch` for attempt `attempt` of `worker`.
-    pub fn prepare(&self, launch: &mut Launch, env: &ProfileEnv, worker: usize, attempt: u64) -> Prepared {
+    fn prepare(&self, launch: &mut Launch, env: &ProfileEnv, worker: usize, attempt: u64) -> Prepared {
         let mut prepared = Prepared { attempt, ..Prepared::default() };
         let k = &self.knobs;
         if let Some(reason) = self.unapplicable(env) {

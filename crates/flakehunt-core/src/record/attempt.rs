@@ -3,11 +3,16 @@
 
 pub use crate::schema::attempt::{Attempt, Effect, HangCheck, Mode, Outcome};
 
-impl Attempt {
+/// What the recorder removes from an attempt before writing it.
+pub trait RedactAttempt {
     /// Redacts what the record holds of the target's output and environment: its output tails,
     /// oracle reason, start error, leaked commands, the variables its profile set and what the
     /// checks found (its suite part is the suite's: see `suite::run::seal_suite_part`).
-    pub fn redact(&mut self) {
+    fn redact(&mut self);
+}
+
+impl RedactAttempt for Attempt {
+    fn redact(&mut self) {
         crate::redact::in_place(&mut self.stderr_tail);
         crate::redact::in_place(&mut self.stdout_tail);
         if let Some(reason) = &mut self.oracle {

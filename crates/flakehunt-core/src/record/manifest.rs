@@ -2,10 +2,15 @@
 
 pub use crate::schema::manifest::{Kind, Manifest, FORMAT_VERSION};
 
-impl Manifest {
+/// The manifest as the record holds it.
+pub trait WrittenManifest {
     /// The manifest as written into the record: redacted when [`Self::redacted`] says so, and
     /// then marked [`Self::withheld`] when that removed something.
-    pub fn to_written(&self) -> Result<serde_json::Value, serde_json::Error> {
+    fn to_written(&self) -> Result<serde_json::Value, serde_json::Error>;
+}
+
+impl WrittenManifest for Manifest {
+    fn to_written(&self) -> Result<serde_json::Value, serde_json::Error> {
         let raw = serde_json::to_value(self)?;
         if !self.redacted {
             return Ok(raw);

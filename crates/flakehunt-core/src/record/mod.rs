@@ -9,8 +9,8 @@ mod reader;
 mod writer;
 
 pub use crate::schema::extra::{Adapter, CleanRoomSpec, Extra, MatrixExtra};
-pub use attempt::{Attempt, Effect, HangCheck, Mode, Outcome};
-pub use manifest::{Kind, Manifest, FORMAT_VERSION};
+pub use attempt::{Attempt, Effect, HangCheck, Mode, Outcome, RedactAttempt};
+pub use manifest::{Kind, Manifest, WrittenManifest, FORMAT_VERSION};
 pub use merge::{ByKind, Merge, MergeError, MergedShard, LISTED_IDS};
 pub use new_dir::{check_new, unused_dir, NewDir};
 pub(crate) use reader::read_text;

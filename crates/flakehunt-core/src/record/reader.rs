@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use super::{Attempt, Manifest, RecordError, CELLS, FORMAT_VERSION};
 use super::{ATTEMPTS, MANIFEST};
 use crate::plan::CellSpec;
+use crate::record::{RedactAttempt, WrittenManifest};
+use crate::signature::AttemptSignature;
 
 /// A record directory opened for reading.
 #[derive(Debug, Clone)]

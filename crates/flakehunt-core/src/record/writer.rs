@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Attempt, Manifest, RecordError, ATTEMPTS, LOGS, MANIFEST};
 
+use crate::record::WrittenManifest;
+
 /// The writer of one record directory.
 #[derive(Debug)]
 pub struct Recorder {

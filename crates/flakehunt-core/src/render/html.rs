@@ -15,6 +15,7 @@ use crate::analysis::tally::DurationHistogram;
 use crate::analysis::{CellSummary, Summary};
 use crate::kind::fire::FireSummary;
 use crate::kind::matrix::summary::MatrixDetails;
+use crate::kind::suite::summary::SuiteState;
 
 /// Colours of the outcomes, shared by charts and legends (GitHub's Primer palette, which reads
 /// well for the common forms of colour blindness when paired with the labels).

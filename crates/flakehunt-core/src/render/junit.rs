@@ -13,6 +13,7 @@ use super::text::tail;
 use super::RenderContext;
 use crate::analysis::stats::format_rate;
 use crate::analysis::{CellSummary, Summary};
+use crate::kind::suite::state::StateFindings;
 use crate::record::Attempt;
 
 /// Lines of stderr kept per listed attempt.

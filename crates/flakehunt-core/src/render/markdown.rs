@@ -10,6 +10,7 @@ use crate::analysis::stats::format_rate;
 use crate::analysis::Summary;
 use crate::kind::fire::FireSummary;
 use crate::kind::matrix::summary::MatrixDetails;
+use crate::kind::suite::summary::SuiteState;
 
 /// Signatures listed; the rest are counted.
 const SIGNATURES_SHOWN: usize = 10;

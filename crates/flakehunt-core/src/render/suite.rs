@@ -6,7 +6,7 @@ use comfy_table::presets::NOTHING;
 use comfy_table::Table;
 
 use crate::analysis::stats::format_rate;
-use crate::kind::suite::summary::{SuiteSummary, TestSummary};
+use crate::kind::suite::summary::{SuiteState, SuiteSummary, TestSummary};
 
 /// `4/6 (66.7%)`: the shuffled attempts it failed in.
 pub fn rate(t: &TestSummary) -> String {

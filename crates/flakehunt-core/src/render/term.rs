@@ -8,6 +8,7 @@ use comfy_table::{CellAlignment, Table};
 
 use crate::analysis::stats::{format_p, format_rate};
 use crate::analysis::{CellSummary, Summary};
+use crate::kind::verify::summary::ConditionText;
 
 mod fire;
 

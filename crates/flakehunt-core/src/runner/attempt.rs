@@ -8,8 +8,9 @@ use std::time::SystemTime;
 use crate::exec::{Cancel, Cutoff, Execution, Launch, Limit, Limits, ProcessTree, Running, Status, Watchdog};
 use crate::oracle::Oracle;
 use crate::plan::{AttemptSpec, CellSpec, Setting, Target};
-use crate::profile::{Profile, ProfileEnv};
-use crate::record::{Attempt, Effect, HangCheck, Mode, Outcome};
+use crate::profile::{ApplyProfile, Profile, ProfileEnv};
+use crate::record::{Attempt, Effect, HangCheck, Mode, Outcome, RedactAttempt};
+use crate::signature::AttemptSignature;
 use crate::warm::{Start, WarmStart};
 
 /// Everything needed to run attempts of one hunt, shared by its workers. Cloned to run in

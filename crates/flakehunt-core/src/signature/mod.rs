@@ -13,11 +13,16 @@ use crate::schema::checks::{Check, Finding};
 use crate::schema::process::signal_name;
 pub use crate::schema::summary::stderr_name;
 
-impl Attempt {
+/// The signature of a failing attempt.
+pub trait AttemptSignature {
     /// The signature of a failing attempt, from its tails (or its oracle's reason) as recorded;
     /// a failure the checks caused (or that exited 0) is named by what they found, not by the
     /// last line of its output.
-    pub fn signature_of(&self) -> Option<String> {
+    fn signature_of(&self) -> Option<String>;
+}
+
+impl AttemptSignature for Attempt {
+    fn signature_of(&self) -> Option<String> {
         let named_by_checks = !self.hidden.is_empty()
             && self.oracle.is_none()
             && self.outcome == Outcome::Fail

@@ -7,7 +7,7 @@
 use flakehunt_core::analysis::{signature, Summary};
 use flakehunt_core::exec::LeakedProcess;
 use flakehunt_core::plan::{CellSpec, Settings, Target};
-use flakehunt_core::profile::Profile;
+use flakehunt_core::profile::{BuiltinProfiles, Profile};
 use flakehunt_core::record::{Attempt, Effect, Kind, Manifest, Outcome, Record, Recorder, FORMAT_VERSION};
 use flakehunt_core::render::{RenderContext, FAILING_PER_CELL};
 

@@ -10,15 +10,21 @@ use super::calibration::{Calibration, Cost, Intensity, Measurement, Sharing, Ski
 use super::hang::{confirm_limit, hang_timeout, p99_rank, MIN_PASSED, SLOW_GROWTH};
 use crate::analysis::stats::fisher_exact_two_sided;
 use crate::exec::HangLimit;
+use crate::kind::adaptive::calibration::CalibrationArms;
 use crate::plan::{AttemptLimits, AttemptSpec, CellSpec, Next, Plan, Rng, RunningMajority};
 use crate::profile::Profile;
 use crate::record::{Attempt, Mode, Outcome};
 pub use crate::schema::adaptive::BanditOptions;
 
-impl BanditOptions {
+/// How many of the bandit's attempts run at once.
+pub trait BanditWindow {
     /// Attempts that may run at once: twice the CPUs (the largest `copies=N` arm's N, and room
     /// for starved attempts, which keep little of a CPU busy, beside the others).
-    pub fn window(&self) -> u64 {
+    fn window(&self) -> u64;
+}
+
+impl BanditWindow for BanditOptions {
+    fn window(&self) -> u64 {
         u64::from(runner_jobs(self.cpus))
     }
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::plan::CellSpec;
-use crate::profile::Profile;
+use crate::profile::{BuiltinProfiles, Profile};
 use crate::record::{Attempt, Outcome};
 pub use crate::schema::adaptive::RuntimeKind;
 pub use crate::schema::adaptive::{Calibration, ColdStart, Skipped};
@@ -41,10 +41,15 @@ impl Measurement {
     }
 }
 
-impl RuntimeKind {
+/// The runtime of an executable, read from its headers.
+pub trait RuntimeOfExecutable {
     /// Classifies an executable from its first bytes (the ELF header, program headers and, for
     /// Go, the build-info marker anywhere in the file): pure, so a unit test gives it bytes.
-    pub fn of_executable(bytes: &[u8]) -> Self {
+    fn of_executable(bytes: &[u8]) -> Self;
+}
+
+impl RuntimeOfExecutable for RuntimeKind {
+    fn of_executable(bytes: &[u8]) -> Self {
         if bytes.starts_with(b"#!") {
             let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
             let line = String::from_utf8_lossy(line);
@@ -198,12 +203,21 @@ const MIN_STRETCH: f64 = 1.5;
 const MIN_PAUSE_US: u64 = 100;
 const MIN_GAP_US: u64 = 200;
 
-impl Calibration {
+/// The calibration measured from a hunt's first attempts, and the arms it sizes.
+pub trait CalibrationArms: Sized {
     /// Calibration from plain attempts. CPU use is the median over the attempts that measured
     /// it; attempts that timed out or could not start tell nothing of the target's length.
     /// In a hunt whose attempts run warm, the warm attempts size the arms and a cold one, the
     /// cold start.
-    pub fn measure(measurements: &[Measurement], runtime: RuntimeKind, cpus: usize) -> Result<Self, CalibrationError> {
+    fn measure(measurements: &[Measurement], runtime: RuntimeKind, cpus: usize) -> Result<Self, CalibrationError>;
+
+    /// The arms for this target: every family that applies, each with its levels; the others
+    /// with the reason they were left out.
+    fn arms(&self) -> Arms;
+}
+
+impl CalibrationArms for Calibration {
+    fn measure(measurements: &[Measurement], runtime: RuntimeKind, cpus: usize) -> Result<Self, CalibrationError> {
         let usable = |m: &&Measurement| {
             !matches!(m.outcome, Outcome::Timeout | Outcome::Slow | Outcome::SpawnError) && m.seconds.is_finite()
         };
@@ -247,21 +261,7 @@ impl Calibration {
         })
     }
 
-    /// Attempts a level must have run without a failure before the next level of its family
-    /// opens: about a second of the target, at least 3 and at most 10 attempts. Opening a level
-    /// does not close the one below (the bandit still weighs both), so this only has to say "the
-    /// level below is no strong condition": ten failure-free attempts put its rate below 26 %
-    /// (95 %, the zero-failure bound), where the conditions that bring a flaky failure out
-    /// usually show it far more often. A slow target escalates after 3, because each attempt of a
-    /// level that shows nothing costs its whole (stretched) length, and the strongest level is
-    /// often the one that matters (a timing window that only a 3 % quota opens).
-    pub fn unlock_after(&self) -> u64 {
-        ((1.0 / self.median_seconds).ceil() as u64).clamp(3, 10)
-    }
-
-    /// The arms for this target: every family that applies, each with its levels; the others
-    /// with the reason they were left out.
-    pub fn arms(&self) -> Arms {
+    fn arms(&self) -> Arms {
         let w = self.median_seconds;
         // The CPUs an attempt keeps busy: its measured CPU seconds per wall second (one CPU
         // throughout when unmeasured), spread over the longer wall time of a stretched level.

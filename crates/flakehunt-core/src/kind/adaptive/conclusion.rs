@@ -4,6 +4,7 @@
 
 use super::reproduction::{AdaptiveTally, Failure, Finding, Tried, BASELINE};
 use crate::analysis::stats::{amplification, format_p, format_rate, zero_failure_upper_bound};
+use crate::kind::adaptive::reproduction::ConfirmTest;
 use crate::record::Outcome;
 
 /// Confirmation's significance level: below it, the arm is the condition.

@@ -9,7 +9,8 @@ use super::bandit::{runner_jobs, BanditOptions, BanditPlan};
 use super::calibration::RuntimeKind;
 use super::reproduction::Finding;
 use crate::analysis::Summary;
-use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, Reproduction};
+use crate::kind::adaptive::calibration::RuntimeOfExecutable;
+use crate::kind::adaptive::reproduction::{AdaptiveTally, ConfirmCounts, ConfirmTest, Reproduction};
 use crate::plan::{Plan, Target};
 use crate::record::{Attempt, Manifest};
 pub use crate::schema::adaptive::{AdaptiveDetails, AdaptivePart, Retired, Stretch, TIMELINE_MAX};
@@ -455,6 +456,7 @@ fn apply_finding(summary: &mut Summary, tally: &AdaptiveTally, inert: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::summary::SummaryOf;
     use crate::plan::Next;
 
     #[test]

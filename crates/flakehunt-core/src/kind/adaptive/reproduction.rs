@@ -39,9 +39,17 @@ pub enum Finding {
 /// time cannot grow memory without bound.
 const MAX_SIGNATURES: usize = 256;
 
-impl ConfirmCounts {
+/// The test of a confirmation: whether the cell fails more often than the baseline.
+pub trait ConfirmTest {
     /// Two-sided Fisher exact p on these attempts alone.
-    pub fn p_value(&self) -> f64 {
+    fn p_value(&self) -> f64;
+
+    /// Whether the cell fails more often than the baseline, at `alpha`.
+    fn confirmed(&self, alpha: f64) -> bool;
+}
+
+impl ConfirmTest for ConfirmCounts {
+    fn p_value(&self) -> f64 {
         crate::analysis::stats::fisher_exact_two_sided(
             self.cell_failures,
             self.cell_attempts - self.cell_failures,
@@ -50,8 +58,7 @@ impl ConfirmCounts {
         )
     }
 
-    /// Whether the cell fails more often than the baseline, at `alpha`.
-    pub fn confirmed(&self, alpha: f64) -> bool {
+    fn confirmed(&self, alpha: f64) -> bool {
         self.p_value() < alpha && self.cell_failures * self.base_attempts > self.base_failures * self.cell_attempts
     }
 }

@@ -1,8 +1,6 @@
 //! The concurrency ladder: `WxR,...`, levels of W workers sharing R runs, climbed in order.
 //! Main type: [`Ladder`].
 
-use std::str::FromStr;
-
 pub use crate::schema::fire::{Ladder, Level};
 
 /// The ladder `flakehunt fire` climbs when none is given.
@@ -51,10 +49,20 @@ impl crate::error_class::Classify for LadderError {
     }
 }
 
-impl FromStr for Ladder {
-    type Err = LadderError;
+/// A ladder read from its text (`2x10,8x40`), and its bounds, which its syntax alone does not
+/// check.
+pub trait ParseLadder: Sized {
+    /// Parses `WxR,...` (case-insensitive `x`, spaces around levels allowed), then checks it.
+    fn parse(s: &str) -> Result<Self, LadderError>;
 
-    fn from_str(s: &str) -> Result<Self, LadderError> {
+    /// Checks what parsing checks beyond syntax, for a ladder read back from a record too: at
+    /// least one level, and no level with more workers than this machine runs at once or more
+    /// runs than flakehunt counts.
+    fn check(&self) -> Result<(), LadderError>;
+}
+
+impl ParseLadder for Ladder {
+    fn parse(s: &str) -> Result<Self, LadderError> {
         let mut levels: Vec<Level> = Vec::new();
         if s.trim().is_empty() {
             return Err(LadderError::Empty);
@@ -83,13 +91,8 @@ impl FromStr for Ladder {
         ladder.check()?;
         Ok(ladder)
     }
-}
 
-impl Ladder {
-    /// Checks what parsing checks beyond syntax, for a ladder read back from a record too: at
-    /// least one level, and no level with more workers than this machine runs at once or more
-    /// runs than flakehunt counts.
-    pub fn check(&self) -> Result<(), LadderError> {
+    fn check(&self) -> Result<(), LadderError> {
         if self.0.is_empty() {
             return Err(LadderError::Empty);
         }
@@ -114,43 +117,43 @@ mod tests {
 
     #[test]
     fn parses_the_default_and_round_trips() {
-        let ladder: Ladder = DEFAULT_LADDER.parse().unwrap();
+        let ladder: Ladder = Ladder::parse(DEFAULT_LADDER).unwrap();
         assert_eq!(
             ladder.0,
             [Level { workers: 2, runs: 10 }, Level { workers: 8, runs: 40 }, Level { workers: 20, runs: 100 }]
         );
         assert_eq!(ladder.to_string(), DEFAULT_LADDER);
-        assert_eq!(" 4X12 , 1x1 ".parse::<Ladder>().unwrap().to_string(), "4x12,1x1");
+        assert_eq!(Ladder::parse(" 4X12 , 1x1 ").unwrap().to_string(), "4x12,1x1");
     }
 
     #[test]
     fn rejects_malformed_levels() {
         for bad in ["2x", "x10", "2x10x3", "ax10", "0x10", "2x0", "-1x4", "2*10"] {
-            assert_eq!(format!("2x4,{bad}").parse::<Ladder>(), Err(LadderError::Syntax(bad.to_owned())), "{bad}");
+            assert_eq!(Ladder::parse(&format!("2x4,{bad}")), Err(LadderError::Syntax(bad.to_owned())), "{bad}");
         }
-        assert_eq!("".parse::<Ladder>(), Err(LadderError::Empty));
-        assert_eq!("8x4".parse::<Ladder>(), Err(LadderError::MoreWorkersThanRuns("8x4".into())));
-        assert_eq!("2x4,2x4".parse::<Ladder>(), Err(LadderError::Repeated("2x4".into())));
-        assert_eq!("   ".parse::<Ladder>(), Err(LadderError::Empty));
+        assert_eq!(Ladder::parse(""), Err(LadderError::Empty));
+        assert_eq!(Ladder::parse("8x4"), Err(LadderError::MoreWorkersThanRuns("8x4".into())));
+        assert_eq!(Ladder::parse("2x4,2x4"), Err(LadderError::Repeated("2x4".into())));
+        assert_eq!(Ladder::parse("   "), Err(LadderError::Empty));
     }
 
     #[test]
     fn a_stray_comma_is_an_error_not_a_level_left_out() {
         for bad in ["2x10,,", "2x10,", ",2x10", "2x10,,8x40", "2x10, ,8x40", ","] {
-            assert_eq!(bad.parse::<Ladder>(), Err(LadderError::EmptyLevel(bad.to_owned())), "{bad}");
+            assert_eq!(Ladder::parse(bad), Err(LadderError::EmptyLevel(bad.to_owned())), "{bad}");
         }
     }
 
     #[test]
     fn levels_beyond_the_machine_are_refused() {
-        let e = "4000000000x4000000000".parse::<Ladder>().unwrap_err().to_string();
+        let e = Ladder::parse("4000000000x4000000000").unwrap_err().to_string();
         assert!(
             e.starts_with(
                 "invalid ladder level: workers of 4000000000x4000000000 = 4000000000: this machine runs at most"
             ),
             "{e}"
         );
-        let e = "2x18446744073709551615".parse::<Ladder>().unwrap_err().to_string();
+        let e = Ladder::parse("2x18446744073709551615").unwrap_err().to_string();
         assert!(e.contains("runs of 2x18446744073709551615 = 18446744073709551615: more than 1000000000"), "{e}");
         // Read back from a record, the same bounds apply.
         let ladder = Ladder(vec![Level { workers: u32::MAX, runs: u64::MAX }]);

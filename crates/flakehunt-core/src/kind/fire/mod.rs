@@ -15,7 +15,7 @@ mod verdict;
 pub use crate::schema::fire::{CheckResult, LevelReport, LEVELS};
 pub use failure::FireFailure;
 pub use hunt::Fire;
-pub use ladder::{Ladder, LadderError, Level, DEFAULT_LADDER};
+pub use ladder::{Ladder, LadderError, Level, ParseLadder, DEFAULT_LADDER};
 pub use options::{reference_cell, FireOptions, SANDBOXES};
 pub use resume::{prepare as prepare_resume, Resumed};
 pub use runner::{FireEnd, FireError, FireRunner, FireSinks};

@@ -14,11 +14,12 @@ pub const SANDBOXES: &str = "sandboxes";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::fire::{Ladder, ParseLadder};
 
     #[test]
     fn planned_runs_count_one_reference_per_run_count() {
         let options = FireOptions {
-            ladder: "2x10,4x10,8x40".parse().unwrap(),
+            ladder: Ladder::parse("2x10,4x10,8x40").unwrap(),
             state: None,
             ignore: vec![],
             ignore_columns: vec![],

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::kind::fire::{prepare_resume, reference_cell, FireFailure, FireOptions, Ladder, Resumed};
+use crate::kind::fire::{prepare_resume, reference_cell, FireFailure, FireOptions, Ladder, ParseLadder, Resumed};
 use crate::plan::{CellSpec, Settings};
 use crate::record::Resumption;
 use crate::spec::{FireRequest, HuntError, SettingsRequest};
@@ -21,7 +21,7 @@ pub(crate) struct NewFire {
 
 /// Checks the options of a new fire hunt, in the order users meet them.
 pub(crate) fn new(req: &FireRequest, settings: &SettingsRequest) -> Result<NewFire, HuntError> {
-    let ladder: Ladder = req.ladder.parse().map_err(FireFailure::Ladder)?;
+    let ladder = Ladder::parse(&req.ladder).map_err(FireFailure::Ladder)?;
     let normalizer = Normalizer::new(&req.ignore, &req.ignore_columns).map_err(HuntError::Normalizer)?;
     if settings.timeout.is_zero() {
         return Err(HuntError::usage("--timeout must be longer than 0s"));

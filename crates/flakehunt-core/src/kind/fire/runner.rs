@@ -496,7 +496,7 @@ mod tests {
     use super::*;
     use crate::events::Discard;
     use crate::exec::Cancel;
-    use crate::kind::fire::{FireOptions, Verdict};
+    use crate::kind::fire::{FireOptions, Ladder, ParseLadder, Verdict};
     use crate::record::Manifest;
     use crate::runner::FakeExecution;
 
@@ -505,7 +505,7 @@ mod tests {
     fn climb(ladder: &str, failing: u32, all_levels: bool) -> (Vec<Verdict>, u64) {
         let dir = tempfile::tempdir().unwrap();
         let options = FireOptions {
-            ladder: ladder.parse().unwrap(),
+            ladder: Ladder::parse(ladder).unwrap(),
             state: None,
             ignore: vec![],
             ignore_columns: vec![],

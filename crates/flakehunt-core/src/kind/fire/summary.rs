@@ -4,6 +4,7 @@
 
 use super::options::{reference_cell, FireOptions};
 use super::Verdict;
+use crate::analysis::summary::SummaryOf;
 use crate::analysis::tally::{CellTally, Tally};
 use crate::analysis::Summary;
 use crate::plan::CellSpec;

@@ -8,9 +8,14 @@ use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Schedule, Setting, Shard};
 use crate::record::Attempt;
 pub use crate::schema::matrix::{Dimension, DimensionKind};
 
-impl Dimension {
+/// A matrix dimension's values as the settings its cells apply.
+pub trait DimensionSetting {
     /// The setting for value `i`.
-    pub fn setting(&self, i: usize) -> Setting {
+    fn setting(&self, i: usize) -> Setting;
+}
+
+impl DimensionSetting for Dimension {
+    fn setting(&self, i: usize) -> Setting {
         let v = &self.values[i];
         match self.kind {
             DimensionKind::Env => Setting::Env { name: self.name.clone(), value: (v != "unset").then(|| v.clone()) },

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::analysis::stats;
 use crate::analysis::{Summary, Tally};
-use crate::kind::matrix::plan::{cell_name, overlay_map, redacted_cell_name, Dimension};
+use crate::kind::matrix::plan::{cell_name, overlay_map, redacted_cell_name, Dimension, DimensionSetting};
 use crate::plan::CellSpec;
 pub use crate::schema::matrix::{
     AgainstDetails, Attribution, Axis, AxisValues, DifferenceAxis, MatrixCellDetails, MatrixDetails, SearchCell,

@@ -14,6 +14,8 @@ use super::record::{AttemptTests, Prefix, Role, Tallies};
 use super::setup::{Request, SuiteSetup};
 use super::summary::SuiteSummary;
 use super::{Framework, TestId};
+use crate::kind::suite::setup::SetupRuns;
+use crate::kind::suite::summary::SuiteSummaryOf;
 pub use crate::schema::suite::BisectionSummary;
 
 /// Confirmation runs of a failing test alone: "passes alone" needs several.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::order::Pytest;
 use super::setup::error_line;
 use super::{pytestlog, TestId};
+use crate::kind::suite::order::PytestInvocations;
 use crate::snapshot::commands::{self, Probe, Ran};
 use crate::spec::{HuntError, HuntSpec};
 

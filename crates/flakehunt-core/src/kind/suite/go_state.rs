@@ -14,6 +14,8 @@ use std::time::{Duration, SystemTime};
 use super::state::{Against, StateDiff, StateFinding};
 use super::TestId;
 
+use crate::kind::suite::state::StateFindings;
+
 /// The state test's source; `PACKAGE` is the package's name.
 const SOURCE: &str = include_str!("flakehunt_state.go");
 /// Its file name in the package: it sorts after the package's own test files, so it runs last.

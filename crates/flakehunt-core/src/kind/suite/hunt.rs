@@ -2,6 +2,9 @@
 //! summary the common one of those attempts with each failing test's classification. Main type:
 //! [`Suite`].
 
+use crate::kind::suite::cost::StateSearchCost;
+use crate::kind::suite::summary::SuiteState;
+
 /// The suite.
 pub struct Suite;
 
@@ -39,7 +42,7 @@ impl crate::kind::Hunt for Suite {
         let baseline = record.manifest.cells.first().map(|c| c.name.as_str()).unwrap_or_default();
         let beside = super::side_by_side::verdict(&attempts, baseline);
         if let Some(analysis) = super::analyse::of_record(record, beside)? {
-            super::summary::apply(&mut summary, analysis);
+            super::summary::apply(&mut summary, analysis.summary, analysis.complete);
         }
         if let Some(suite) = summary.suite.as_mut() {
             let path = record.dir.join(super::state::FILE);

@@ -14,18 +14,6 @@ pub use crate::schema::suite::{GoTest, Pytest};
 /// the same seed.
 const ORDER_SALT: u64 = 0x5017_e0de;
 
-impl OrderStrategy {
-    /// The strategy of plan position `attempt`: the collected order first, then by scope and
-    /// globally by turns.
-    pub fn of_attempt(attempt: u64) -> Self {
-        match attempt {
-            0 => OrderStrategy::Collected,
-            n if n % 2 == 1 => OrderStrategy::ByScope,
-            _ => OrderStrategy::Global,
-        }
-    }
-}
-
 /// The order attempt `attempt` runs the selection in, by [`OrderStrategy::of_attempt`]: seeded
 /// (the project's SplitMix64, Fisher–Yates), the same for the same seed and attempt on every
 /// machine, so a shard, a resumed hunt and a replay run what the first run ran.
@@ -132,12 +120,126 @@ impl Invocation {
     }
 }
 
-impl Pytest {
-    /// The interpreter alone, with pytest's own options.
-    pub fn new(python: impl Into<String>) -> Self {
-        Self { python: python.into(), ..Self::default() }
+/// The pytest invocations a suite hunt runs, and their reproducers.
+pub trait PytestInvocations {
+    /// What follows `-m pytest` in every shuffled attempt and confirmation run, before its node
+    /// ids: a suite's warm parents collect with it.
+    fn run_options(&self) -> Vec<String>;
+
+    /// The collection: the plugin writes `session.items`' node ids and pytest's rootdir into
+    /// `file` ([`super::pytestlog::Collected`]). Run where the hunt was started, with the paths
+    /// given there (the rootdir is not known yet).
+    fn collect_argv(&self, paths: &[String], file: &Path) -> Vec<String>;
+
+    /// An attempt, or a bisection run: pytest runs node ids given explicitly in the order given
+    /// (each is collected on its own, files and all, and items keep the order of the
+    /// arguments; checked against pytest 9.2 by `pytest_runs_node_ids_in_the_order_given`), and
+    /// the plugin loaded from `plugin_dir` writes each test's events to `results` (a file in the
+    /// attempt's scratch directory).
+    fn run(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation;
+
+    /// `tests` run twice each, in a row, in one session: pytest would run a node id given
+    /// twice only once, even with `--keep-duplicates`, so flakehunt's plugin (written into
+    /// `plugin_dir` by [`repeat::write_plugin`]) repeats them. With `results`, a run flakehunt
+    /// reads; without, the reproducer a user pastes.
+    fn repeat(
+        &self,
+        tests: &[TestId],
+        plugin_dir: &Path,
+        python_path: Option<&str>,
+        results: Option<&Path>,
+    ) -> Invocation;
+
+    /// Every test of `order` twice in a row, in one session: the pass that finds the
+    /// non-idempotent tests among all of them (a test whose second run fails and whose first
+    /// passed), each then confirmed with [`Self::repeat`] alone.
+    fn repeat_all(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation;
+
+    /// The reproducer of an order-dependent failure: the culprits, then the test, in the order
+    /// they ran (`python -m pytest -p no:randomly ... tests/a.py::test_p tests/b.py::test_v`),
+    /// from the rootdir.
+    fn reproducer(&self, tests: &[TestId]) -> Vec<String>;
+}
+
+impl PytestInvocations for Pytest {
+    fn run_options(&self) -> Vec<String> {
+        self.reading().split_off(3)
     }
 
+    fn collect_argv(&self, paths: &[String], file: &Path) -> Vec<String> {
+        let mut argv = self.base();
+        argv.extend(["-p".into(), pytestlog::PLUGIN_MODULE.into()]);
+        argv.extend(self.options.iter().cloned());
+        argv.extend([pytestlog::COLLECT_OPTION.into(), file.display().to_string(), "--collect-only".into()]);
+        argv.extend(paths.iter().cloned());
+        argv
+    }
+
+    fn run(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation {
+        let mut argv = self.reading();
+        argv.extend(order.iter().cloned());
+        Invocation { argv, env: self.plugin_env(plugin_dir, python_path, Some(results)), dir: None }
+    }
+
+    fn repeat(
+        &self,
+        tests: &[TestId],
+        plugin_dir: &Path,
+        python_path: Option<&str>,
+        results: Option<&Path>,
+    ) -> Invocation {
+        let mut argv = if results.is_some() { self.reading() } else { self.printed() };
+        argv.extend(["-p".into(), repeat::PLUGIN_MODULE.into()]);
+        for t in tests {
+            argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
+        }
+        argv.extend(tests.iter().cloned());
+        let mut inv = Invocation { argv, env: self.plugin_env(plugin_dir, python_path, results), dir: None };
+        if results.is_none() {
+            inv.dir = self.root.clone();
+        }
+        inv
+    }
+
+    fn repeat_all(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation {
+        let mut inv = self.repeat(&[], plugin_dir, python_path, Some(results));
+        inv.argv.push(repeat::REPEAT_ALL_OPTION.into());
+        inv.argv.extend(order.iter().cloned());
+        inv
+    }
+
+    fn reproducer(&self, tests: &[TestId]) -> Vec<String> {
+        let mut argv = self.printed();
+        argv.extend(tests.iter().cloned());
+        Invocation { argv, env: Vec::new(), dir: self.root.clone() }.reproducer()
+    }
+}
+
+/// The options and the environment the pytest invocations share.
+trait PytestArgs {
+    fn base(&self) -> Vec<String>;
+
+    /// The argv of a run whose results flakehunt reads: the base, flakehunt's plugin (see
+    /// [`super::pytestlog`]), `--maxfail=0` (a project's `-x` or `--maxfail` would stop an
+    /// attempt at its first failure, and the tests after it would not run), `--rootdir=.` (the
+    /// runs start in the rootdir: older pytest versions would otherwise take the common
+    /// ancestor of the node ids given, and name the tests after it) and [`Self::options`].
+    fn reading(&self) -> Vec<String>;
+
+    /// The start of a printed reproducer: the base and [`Self::options`] (`-n0`: a project
+    /// whose options distribute its tests would otherwise run the culprits and the test in
+    /// different processes, and never see them meet).
+    fn printed(&self) -> Vec<String>;
+
+    /// The environment of a run that loads flakehunt's plugins from `plugin_dir` (on
+    /// `PYTHONPATH` before `python_path`, the attempt's own value) and writes its events into
+    /// `results`: a run flakehunt reads, which meets the files it names as the project's run does
+    /// ([`Self::initial_paths`]).
+    fn plugin_env(&self, plugin_dir: &Path, python_path: Option<&str>, results: Option<&Path>)
+        -> Vec<(String, String)>;
+}
+
+impl PytestArgs for Pytest {
     fn base(&self) -> Vec<String> {
         let mut argv = vec![self.python.clone(), "-m".into(), "pytest".into()];
         for plugin in PYTEST_NO_PLUGINS {
@@ -147,11 +249,6 @@ impl Pytest {
         argv
     }
 
-    /// The argv of a run whose results flakehunt reads: the base, flakehunt's plugin (see
-    /// [`super::pytestlog`]), `--maxfail=0` (a project's `-x` or `--maxfail` would stop an
-    /// attempt at its first failure, and the tests after it would not run), `--rootdir=.` (the
-    /// runs start in the rootdir: older pytest versions would otherwise take the common
-    /// ancestor of the node ids given, and name the tests after it) and [`Self::options`].
     fn reading(&self) -> Vec<String> {
         let mut argv = self.base();
         argv.extend(["-p".into(), pytestlog::PLUGIN_MODULE.into(), "--maxfail=0".into(), "--rootdir=.".into()]);
@@ -159,37 +256,12 @@ impl Pytest {
         argv
     }
 
-    /// The start of a printed reproducer: the base and [`Self::options`] (`-n0`: a project
-    /// whose options distribute its tests would otherwise run the culprits and the test in
-    /// different processes, and never see them meet).
     fn printed(&self) -> Vec<String> {
         let mut argv = self.base();
         argv.extend(self.options.iter().cloned());
         argv
     }
 
-    /// What follows `-m pytest` in every shuffled attempt and confirmation run, before its node
-    /// ids: a suite's warm parents collect with it.
-    pub fn run_options(&self) -> Vec<String> {
-        self.reading().split_off(3)
-    }
-
-    /// The collection: the plugin writes `session.items`' node ids and pytest's rootdir into
-    /// `file` ([`super::pytestlog::Collected`]). Run where the hunt was started, with the paths
-    /// given there (the rootdir is not known yet).
-    pub fn collect_argv(&self, paths: &[String], file: &Path) -> Vec<String> {
-        let mut argv = self.base();
-        argv.extend(["-p".into(), pytestlog::PLUGIN_MODULE.into()]);
-        argv.extend(self.options.iter().cloned());
-        argv.extend([pytestlog::COLLECT_OPTION.into(), file.display().to_string(), "--collect-only".into()]);
-        argv.extend(paths.iter().cloned());
-        argv
-    }
-
-    /// The environment of a run that loads flakehunt's plugins from `plugin_dir` (on
-    /// `PYTHONPATH` before `python_path`, the attempt's own value) and writes its events into
-    /// `results`: a run flakehunt reads, which meets the files it names as the project's run does
-    /// ([`Self::initial_paths`]).
     fn plugin_env(
         &self,
         plugin_dir: &Path,
@@ -211,77 +283,85 @@ impl Pytest {
         }
         env
     }
+}
 
-    /// An attempt, or a bisection run: pytest runs node ids given explicitly in the order given
-    /// (each is collected on its own, files and all, and items keep the order of the
-    /// arguments; checked against pytest 9.2 by `pytest_runs_node_ids_in_the_order_given`), and
-    /// the plugin loaded from `plugin_dir` writes each test's events to `results` (a file in the
-    /// attempt's scratch directory).
-    pub fn run(&self, order: &[TestId], plugin_dir: &Path, python_path: Option<&str>, results: &Path) -> Invocation {
-        let mut argv = self.reading();
-        argv.extend(order.iter().cloned());
-        Invocation { argv, env: self.plugin_env(plugin_dir, python_path, Some(results)), dir: None }
+/// The `go test` invocations a suite hunt runs, and their reproducers.
+pub trait GoTestInvocations {
+    /// An attempt: the whole binary, or `tests` only, shuffled by Go with `shuffle`
+    /// ([`go_shuffle_seed`]); its stdout is the test2json event stream ([`super::gotest`]).
+    fn run(&self, shuffle: u64, tests: Option<&[TestId]>) -> Invocation;
+
+    /// A bisection run: `culprits` then the test, in the order a failing attempt ran them.
+    /// Go shuffles the whole list of the binary's tests with the seed and then skips those
+    /// `-test.run` does not match, so the same seed keeps any subset in its relative order.
+    fn subset(&self, shuffle: u64, tests: &[TestId]) -> Invocation;
+
+    /// The test twice in a row in one process (`-test.count=2`).
+    fn repeat(&self, test: &TestId) -> Invocation;
+
+    /// Every test of `tests` (or of the binary) twice, in one process (`-test.count=2`): Go runs
+    /// the whole list, then the whole list again, so a test's second run is not next to its
+    /// first; the tests whose second run failed after their first passed are then confirmed
+    /// with [`Self::repeat`] alone.
+    fn repeat_all(&self, tests: Option<&[TestId]>) -> Invocation;
+
+    /// The reproducer of an order-dependent failure, without test2json:
+    /// `BIN -test.shuffle=SEED -test.run=^(TestP|TestV)$`.
+    fn reproducer(&self, shuffle: Option<u64>, tests: &[TestId]) -> Vec<String>;
+
+    /// A reproducer's `argv` (as [`Self::reproducer`] or [`Self::repeat_reproducer`] print it,
+    /// its binary perhaps built again) run so that its tests' results are read from events:
+    /// verbose (framed since Go 1.20), through test2json.
+    fn structured(&self, argv: &[String]) -> Invocation;
+
+    /// The reproducer of a non-idempotent test: `BIN -test.run=^TestX$ -test.count=2`.
+    fn repeat_reproducer(&self, test: &TestId) -> Vec<String>;
+}
+
+impl GoTestInvocations for GoTest {
+    fn run(&self, shuffle: u64, tests: Option<&[TestId]>) -> Invocation {
+        self.through_test2json(self.binary_args(Some(shuffle), tests, 1, true))
     }
 
-    /// `tests` run twice each, in a row, in one session: pytest would run a node id given
-    /// twice only once, even with `--keep-duplicates`, so flakehunt's plugin (written into
-    /// `plugin_dir` by [`repeat::write_plugin`]) repeats them. With `results`, a run flakehunt
-    /// reads; without, the reproducer a user pastes.
-    pub fn repeat(
-        &self,
-        tests: &[TestId],
-        plugin_dir: &Path,
-        python_path: Option<&str>,
-        results: Option<&Path>,
-    ) -> Invocation {
-        let mut argv = if results.is_some() { self.reading() } else { self.printed() };
-        argv.extend(["-p".into(), repeat::PLUGIN_MODULE.into()]);
-        for t in tests {
-            argv.extend([repeat::REPEAT_OPTION.into(), t.clone()]);
-        }
-        argv.extend(tests.iter().cloned());
-        let mut inv = Invocation { argv, env: self.plugin_env(plugin_dir, python_path, results), dir: None };
-        if results.is_none() {
-            inv.dir = self.root.clone();
-        }
-        inv
+    fn subset(&self, shuffle: u64, tests: &[TestId]) -> Invocation {
+        self.run(shuffle, Some(tests))
     }
 
-    /// Every test of `order` twice in a row, in one session: the pass that finds the
-    /// non-idempotent tests among all of them (a test whose second run fails and whose first
-    /// passed), each then confirmed with [`Self::repeat`] alone.
-    pub fn repeat_all(
-        &self,
-        order: &[TestId],
-        plugin_dir: &Path,
-        python_path: Option<&str>,
-        results: &Path,
-    ) -> Invocation {
-        let mut inv = self.repeat(&[], plugin_dir, python_path, Some(results));
-        inv.argv.push(repeat::REPEAT_ALL_OPTION.into());
-        inv.argv.extend(order.iter().cloned());
-        inv
+    fn repeat(&self, test: &TestId) -> Invocation {
+        self.through_test2json(self.binary_args(None, Some(std::slice::from_ref(test)), 2, true))
     }
 
-    /// The reproducer of an order-dependent failure: the culprits, then the test, in the order
-    /// they ran (`python -m pytest -p no:randomly ... tests/a.py::test_p tests/b.py::test_v`),
-    /// from the rootdir.
-    pub fn reproducer(&self, tests: &[TestId]) -> Vec<String> {
-        let mut argv = self.printed();
-        argv.extend(tests.iter().cloned());
-        Invocation { argv, env: Vec::new(), dir: self.root.clone() }.reproducer()
+    fn repeat_all(&self, tests: Option<&[TestId]>) -> Invocation {
+        self.through_test2json(self.binary_args(None, tests, 2, true))
+    }
+
+    fn reproducer(&self, shuffle: Option<u64>, tests: &[TestId]) -> Vec<String> {
+        self.binary_args(shuffle, Some(tests), 1, false)
+    }
+
+    fn structured(&self, argv: &[String]) -> Invocation {
+        let mut args = argv.to_vec();
+        let verbose = if self.framing { "-test.v=test2json" } else { "-test.v" };
+        args.insert(usize::from(!args.is_empty()), verbose.to_owned());
+        self.through_test2json(args)
+    }
+
+    fn repeat_reproducer(&self, test: &TestId) -> Vec<String> {
+        self.binary_args(None, Some(std::slice::from_ref(test)), 2, false)
     }
 }
 
-impl GoTest {
-    /// `BIN -test.list .`: the top-level tests, benchmarks, examples and fuzz targets.
-    pub fn collect_argv(&self) -> Vec<String> {
-        vec![self.binary.display().to_string(), "-test.list".into(), ".".into()]
-    }
-
+/// The arguments the `go test` invocations share.
+trait GoTestArgs {
     /// The binary's argv. `-test.paniconexit0` as `go test` gives it: a test that calls
     /// `os.Exit(0)` then fails (a panic) instead of ending the process with a success before the
     /// tests after it ran.
+    fn binary_args(&self, shuffle: Option<u64>, tests: Option<&[TestId]>, count: u32, verbose: bool) -> Vec<String>;
+
+    fn through_test2json(&self, binary_args: Vec<String>) -> Invocation;
+}
+
+impl GoTestArgs for GoTest {
     fn binary_args(&self, shuffle: Option<u64>, tests: Option<&[TestId]>, count: u32, verbose: bool) -> Vec<String> {
         let mut argv = vec![self.binary.display().to_string(), "-test.paniconexit0".into()];
         if verbose {
@@ -307,53 +387,6 @@ impl GoTest {
         argv.extend(["-t".into(), "-p".into(), self.package.clone()]);
         argv.extend(binary_args);
         Invocation::argv(argv)
-    }
-
-    /// An attempt: the whole binary, or `tests` only, shuffled by Go with `shuffle`
-    /// ([`go_shuffle_seed`]); its stdout is the test2json event stream ([`super::gotest`]).
-    pub fn run(&self, shuffle: u64, tests: Option<&[TestId]>) -> Invocation {
-        self.through_test2json(self.binary_args(Some(shuffle), tests, 1, true))
-    }
-
-    /// A bisection run: `culprits` then the test, in the order a failing attempt ran them.
-    /// Go shuffles the whole list of the binary's tests with the seed and then skips those
-    /// `-test.run` does not match, so the same seed keeps any subset in its relative order.
-    pub fn subset(&self, shuffle: u64, tests: &[TestId]) -> Invocation {
-        self.run(shuffle, Some(tests))
-    }
-
-    /// The test twice in a row in one process (`-test.count=2`).
-    pub fn repeat(&self, test: &TestId) -> Invocation {
-        self.through_test2json(self.binary_args(None, Some(std::slice::from_ref(test)), 2, true))
-    }
-
-    /// Every test of `tests` (or of the binary) twice, in one process (`-test.count=2`): Go runs
-    /// the whole list, then the whole list again, so a test's second run is not next to its
-    /// first; the tests whose second run failed after their first passed are then confirmed
-    /// with [`Self::repeat`] alone.
-    pub fn repeat_all(&self, tests: Option<&[TestId]>) -> Invocation {
-        self.through_test2json(self.binary_args(None, tests, 2, true))
-    }
-
-    /// The reproducer of an order-dependent failure, without test2json:
-    /// `BIN -test.shuffle=SEED -test.run=^(TestP|TestV)$`.
-    pub fn reproducer(&self, shuffle: Option<u64>, tests: &[TestId]) -> Vec<String> {
-        self.binary_args(shuffle, Some(tests), 1, false)
-    }
-
-    /// A reproducer's `argv` (as [`Self::reproducer`] or [`Self::repeat_reproducer`] print it,
-    /// its binary perhaps built again) run so that its tests' results are read from events:
-    /// verbose (framed since Go 1.20), through test2json.
-    pub fn structured(&self, argv: &[String]) -> Invocation {
-        let mut args = argv.to_vec();
-        let verbose = if self.framing { "-test.v=test2json" } else { "-test.v" };
-        args.insert(usize::from(!args.is_empty()), verbose.to_owned());
-        self.through_test2json(args)
-    }
-
-    /// The reproducer of a non-idempotent test: `BIN -test.run=^TestX$ -test.count=2`.
-    pub fn repeat_reproducer(&self, test: &TestId) -> Vec<String> {
-        self.binary_args(None, Some(std::slice::from_ref(test)), 2, false)
     }
 }
 

@@ -13,7 +13,7 @@ use crate::kind::suite::collect::{self, collect_pytest, collection_limit};
 use crate::kind::suite::order::{GoTest, Pytest};
 use crate::kind::suite::record::Role;
 use crate::kind::suite::run::{Ids, Live, SuiteExecution};
-use crate::kind::suite::setup::{SuiteRunner, SuiteSetup, PLUGIN_DIR};
+use crate::kind::suite::setup::{SetupRuns, SuiteRunner, SuiteSetup, PLUGIN_DIR};
 use crate::kind::suite::written::WrittenIds;
 use crate::kind::suite::{pytestlog, repeat};
 use crate::plan::{CellSpec, Plan, Target};

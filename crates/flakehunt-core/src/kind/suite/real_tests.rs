@@ -9,6 +9,8 @@ use super::bisect::{BisectStatus, Bisector};
 use super::order::{attempt_order, GoTest, Invocation, Pytest};
 use super::{collect, gotest, pytestlog, repeat, TestId, TestOutcome, TestResult};
 
+use crate::kind::suite::order::{GoTestInvocations, PytestInvocations};
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/suite").join(name)
 }

@@ -16,6 +16,7 @@ use super::written::WrittenIds;
 use super::TestId;
 use crate::events::{Event, EventSink};
 use crate::exec::{Cancel, Watchdog};
+use crate::kind::suite::setup::SetupRuns;
 use crate::plan::{AttemptSpec, CellSpec, Shard, Target};
 use crate::record::{Outcome, RecordError};
 use crate::runner::{AttemptRunner, Execute, Finished, Slot};

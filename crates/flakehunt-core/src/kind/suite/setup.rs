@@ -9,6 +9,7 @@ use super::order::{attempt_order, go_shuffle_seed, libtest_run, Invocation, Orde
 use super::record::{AttemptTests, Role};
 use super::{gotest, libtest, pytestlog, Framework, TestId, TestOutcome, TestResult};
 use crate::checks::rust::TestPanics;
+use crate::kind::suite::order::{GoTestInvocations, PytestInvocations};
 use crate::record::Attempt;
 pub use crate::schema::suite::{SuiteRunner, SuiteSetup};
 
@@ -117,38 +118,53 @@ impl PreparedRun {
     }
 }
 
-impl SuiteSetup {
-    /// The runner's framework.
-    pub fn framework(&self) -> Framework {
-        match self.runner {
-            SuiteRunner::Pytest { .. } => Framework::Pytest,
-            SuiteRunner::Go { .. } => Framework::Go,
-            SuiteRunner::Libtest { .. } => Framework::Libtest,
-        }
-    }
-
-    /// The setup without what each machine of a sharded hunt finds for itself: where its files
-    /// and its test binary went, how long the collection took, its `PYTHONPATH`, the absolute
-    /// paths pytest was given.
-    pub fn comparable(&self) -> Self {
-        let mut s = self.clone();
-        s.files = PathBuf::new();
-        s.collect_seconds = 0.0;
-        s.python_path = None;
-        match &mut s.runner {
-            SuiteRunner::Go { go, .. } => {
-                go.binary = PathBuf::new();
-                go.test2json = None;
-            }
-            SuiteRunner::Libtest { binary, .. } => *binary = PathBuf::new(),
-            SuiteRunner::Pytest { pytest, .. } => pytest.initial_paths.clear(),
-        }
-        s
-    }
-
+/// The runs of a suite's setup: its requests prepared, run and read back.
+pub trait SetupRuns {
     /// What a suite's warm parents run: pytest's fixed options and the whole selection, of
     /// which each shuffled attempt and confirmation run gives a part (none for Go and libtest).
-    pub fn warm_target(&self) -> Option<crate::warm::WarmTarget> {
+    fn warm_target(&self) -> Option<crate::warm::WarmTarget>;
+
+    /// The directory of flakehunt's pytest plugins (the results plugin and the repeat plugin).
+    fn plugin_dir(&self) -> PathBuf;
+
+    /// The shuffled attempt with plan position `id`: pytest gets the order, Go the seed it
+    /// shuffles with, libtest its own name order.
+    fn shuffled(&self, seed: u64, id: u64) -> Request;
+
+    /// The run of every test twice in one process; none for libtest, which cannot.
+    fn repeat_all(&self) -> Option<Request>;
+
+    /// The argv a user pastes to see `tests` (the culprits, then the test) fail in one process;
+    /// Go needs the failing order's shuffle seed to keep their order.
+    fn order_reproducer(&self, tests: &[TestId], shuffle: Option<u64>) -> Vec<String>;
+
+    /// The argv a user pastes to run `test` twice in one process; none for libtest.
+    fn repeat_reproducer(&self, test: &TestId) -> Option<Vec<String>>;
+
+    /// The invocation of `req` as attempt `id`, with its scratch directory created; a pytest
+    /// run loads flakehunt's plugins from `plugins` (see [`write_plugins`]).
+    fn prepare(&self, req: &Request, id: u64, plugins: &Path) -> std::io::Result<PreparedRun>;
+
+    /// The suite part of the attempt `prepared` ran, from its structured output (removed with
+    /// its scratch directory: pytest's results plugin, Go's test2json events, a reproducer's
+    /// too) or, for a libtest reproducer, from what it printed (`output`: the head and tail of
+    /// its stdout). `attempt` says how its process ended. The tests it was to run and
+    /// that reported nothing are `unreported`, with why in `incomplete`. With it come what the
+    /// checks read in that output found: a passing Rust test whose other threads panicked, which
+    /// fails that test (unless its own code meant it: its sources are found from `source`,
+    /// where the run started).
+    fn results(
+        &self,
+        req: &Request,
+        prepared: &PreparedRun,
+        attempt: &Attempt,
+        output: &str,
+        source: &Path,
+    ) -> (AttemptTests, Vec<TestPanics>);
+}
+
+impl SetupRuns for SuiteSetup {
+    fn warm_target(&self) -> Option<crate::warm::WarmTarget> {
         let SuiteRunner::Pytest { pytest, .. } = &self.runner else { return None };
         Some(crate::warm::WarmTarget::Suite {
             options: pytest.run_options(),
@@ -156,26 +172,11 @@ impl SuiteSetup {
         })
     }
 
-    /// Why the classification's runs cannot go side by side whatever the suite's tests do, if
-    /// they cannot: pytest-cov's data files, which every run writes into the project's directory
-    /// and combines from there.
-    pub fn one_at_a_time(&self) -> Option<&'static str> {
-        match &self.runner {
-            SuiteRunner::Pytest { pytest, .. } if pytest.coverage => Some(
-                "pytest-cov measures the runs: each writes its data files into the project's directory and combines the ones it finds there, so runs side by side would take each other's",
-            ),
-            _ => None,
-        }
-    }
-
-    /// The directory of flakehunt's pytest plugins (the results plugin and the repeat plugin).
-    pub fn plugin_dir(&self) -> PathBuf {
+    fn plugin_dir(&self) -> PathBuf {
         self.files.join(PLUGIN_DIR)
     }
 
-    /// The shuffled attempt with plan position `id`: pytest gets the order, Go the seed it
-    /// shuffles with, libtest its own name order.
-    pub fn shuffled(&self, seed: u64, id: u64) -> Request {
+    fn shuffled(&self, seed: u64, id: u64) -> Request {
         let (tests, shuffle, strategy) = match &self.runner {
             SuiteRunner::Pytest { .. } => {
                 (attempt_order(&self.selection, seed, id), None, Some(OrderStrategy::of_attempt(id)))
@@ -186,8 +187,7 @@ impl SuiteSetup {
         Request { role: Role::Shuffled, subject: None, tests, shuffle, argv: Vec::new(), strategy }
     }
 
-    /// The run of every test twice in one process; none for libtest, which cannot.
-    pub fn repeat_all(&self) -> Option<Request> {
+    fn repeat_all(&self) -> Option<Request> {
         (self.framework() != Framework::Libtest).then(|| Request {
             role: Role::RepeatAll,
             subject: None,
@@ -198,9 +198,7 @@ impl SuiteSetup {
         })
     }
 
-    /// The argv a user pastes to see `tests` (the culprits, then the test) fail in one process;
-    /// Go needs the failing order's shuffle seed to keep their order.
-    pub fn order_reproducer(&self, tests: &[TestId], shuffle: Option<u64>) -> Vec<String> {
+    fn order_reproducer(&self, tests: &[TestId], shuffle: Option<u64>) -> Vec<String> {
         match &self.runner {
             SuiteRunner::Pytest { pytest, .. } => pytest.reproducer(tests),
             SuiteRunner::Go { go, .. } => go.reproducer(shuffle, tests),
@@ -208,8 +206,7 @@ impl SuiteSetup {
         }
     }
 
-    /// The argv a user pastes to run `test` twice in one process; none for libtest.
-    pub fn repeat_reproducer(&self, test: &TestId) -> Option<Vec<String>> {
+    fn repeat_reproducer(&self, test: &TestId) -> Option<Vec<String>> {
         match &self.runner {
             SuiteRunner::Pytest { pytest, .. } => Some(
                 pytest
@@ -221,9 +218,7 @@ impl SuiteSetup {
         }
     }
 
-    /// The invocation of `req` as attempt `id`, with its scratch directory created; a pytest
-    /// run loads flakehunt's plugins from `plugins` (see [`write_plugins`]).
-    pub fn prepare(&self, req: &Request, id: u64, plugins: &Path) -> std::io::Result<PreparedRun> {
+    fn prepare(&self, req: &Request, id: u64, plugins: &Path) -> std::io::Result<PreparedRun> {
         let scratch = self.files.join(SCRATCH_DIR).join(id.to_string());
         std::fs::create_dir_all(&scratch)?;
         let results = scratch.join(RESULTS_FILE);
@@ -298,15 +293,7 @@ impl SuiteSetup {
         Ok(PreparedRun { invocation, scratch })
     }
 
-    /// The suite part of the attempt `prepared` ran, from its structured output (removed with
-    /// its scratch directory: pytest's results plugin, Go's test2json events, a reproducer's
-    /// too) or, for a libtest reproducer, from what it printed (`output`: the head and tail of
-    /// its stdout). `attempt` says how its process ended. The tests it was to run and
-    /// that reported nothing are `unreported`, with why in `incomplete`. With it come what the
-    /// checks read in that output found: a passing Rust test whose other threads panicked, which
-    /// fails that test (unless its own code meant it: its sources are found from `source`,
-    /// where the run started).
-    pub fn results(
+    fn results(
         &self,
         req: &Request,
         prepared: &PreparedRun,
@@ -461,9 +448,20 @@ impl SuiteSetup {
         };
         (tests, hidden)
     }
+}
 
+/// The tests a run of the setup is due to report.
+trait SetupSelection {
     /// The top-level tests a run of `req` must report: the selection for a shuffled attempt of
     /// the whole Go or Rust binary, else the tests it names.
+    fn due(&self, req: &Request) -> Vec<TestId>;
+
+    /// The top-level test of an id: a Go subtest's parent, any other id itself (a pytest node id
+    /// holds `/` in its path).
+    fn top_level<'i>(&self, id: &'i str) -> &'i str;
+}
+
+impl SetupSelection for SuiteSetup {
     fn due(&self, req: &Request) -> Vec<TestId> {
         let whole = req.role.runs_the_selection()
             && matches!(self.runner, SuiteRunner::Go { narrowed: false, .. } | SuiteRunner::Libtest { .. });
@@ -472,8 +470,6 @@ impl SuiteSetup {
         tests.iter().map(|t| self.top_level(t).to_owned()).filter(|t| seen.insert(t.clone())).collect()
     }
 
-    /// The top-level test of an id: a Go subtest's parent, any other id itself (a pytest node id
-    /// holds `/` in its path).
     fn top_level<'i>(&self, id: &'i str) -> &'i str {
         match self.runner {
             SuiteRunner::Go { .. } => go_top(id),

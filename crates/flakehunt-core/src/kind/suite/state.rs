@@ -127,10 +127,15 @@ pub struct CheckRequest {
 /// The module name the cleanup under check is loaded by (`-p flakehunt_cleanup`).
 pub const CLEANUP_MODULE: &str = "flakehunt_cleanup";
 
-impl StateDiff {
+/// A state difference's values as they may be written.
+trait RedactDiff {
     /// Its values as they may be written: a secret-named variable's or attribute's
     /// (`os.environ['API_TOKEN']`, `settings.SECRET_KEY`) redacted whole, any other with the
     /// secrets it holds redacted.
+    fn redact(&mut self);
+}
+
+impl RedactDiff for StateDiff {
     fn redact(&mut self) {
         let name =
             self.path.trim_end_matches([']', ')', '\'', '"']).rsplit(['.', '[', '(', '\'', '"']).next().unwrap_or("");
@@ -204,11 +209,64 @@ struct Answer {
     check: Option<CheckAnswer>,
 }
 
-impl StateFinding {
+/// The state search's findings: read from its answers, checked, redacted and said.
+pub trait StateFindings: Sized {
     /// The finding as it may be written (unless `--no-redact`): the values of its state, its
     /// verdict and its cleanup's code with their secrets redacted (the test ids are written
     /// ones already).
-    pub fn redact(&mut self) {
+    fn redact(&mut self);
+
+    /// The finding the plugin's answer `text` gives for `test` after `polluters` (ids as
+    /// written); a run that wrote none (it timed out, pytest could not start) is `unanswered`,
+    /// said as the verdict. A cleanup the plugin wrote is kept unproved, for [`Self::checked`].
+    fn from_answer(
+        test: TestId,
+        polluters: Vec<TestId>,
+        against: Against,
+        text: Option<&str>,
+        unanswered: &str,
+    ) -> Self;
+
+    /// The answers to a run for `victims` (the plugin's whole answer `text`), one per test in
+    /// order, each as the text [`Self::from_answer`] reads: a run that wrote none is
+    /// `unanswered` for each, an error of the run is each one's.
+    fn answers(victims: &[StateVictim], text: Option<&str>) -> Vec<Option<String>>;
+
+    /// The findings the plugin's answer `text` to a run for `victims` gives (ids as written),
+    /// in order; a run that wrote none is `unanswered`, said as each one's verdict.
+    fn from_answers(victims: &[StateVictim], text: Option<&str>, unanswered: &str) -> Vec<Self>;
+
+    /// A finding about the process-level state alone (a Go test's), to be filled in.
+    fn process(test: TestId, polluters: Vec<TestId>, against: Against) -> Self;
+
+    /// The check of the cleanup in the search's answer `search`, `needed` runs; none when the
+    /// search wrote no cleanup.
+    fn check_request(search: &str, needed: u64) -> Option<CheckRequest>;
+
+    /// The cleanup's code in the search's answer `search`, as the check's plugin module is
+    /// written from it (unredacted).
+    fn written_code(search: &str) -> Option<String>;
+
+    /// The number of runs the cleanup's check needs, from the test's reproducer checks
+    /// (`failures` of `runs`): the lower end of their Wilson 95 % interval ruled out at 99 %,
+    /// as `verify` counts (`kind::verify::attempts`); none when they never failed.
+    fn runs_needed(failures: u64, runs: u64) -> Option<u64>;
+
+    /// Records the check of the cleanup: the plugin's answer `text` (none: `unanswered`), for
+    /// `needed` runs from the reproducer checks `rate_from`.
+    fn checked(&mut self, rate_from: [u64; 2], needed: u64, text: Option<&str>, unanswered: &str);
+
+    /// The finding in the user's words: "`V` fails after `P` because that test leaves
+    /// `mod.X = True` (was `False`); restoring it makes `V` pass (2/2)", or why no state is named.
+    fn sentence(&self) -> String;
+
+    /// The cleanup in the user's words: where the proved fixture goes and what its check ran,
+    /// or why none is proved; none when the search named no state.
+    fn cleanup_sentence(&self) -> Option<String>;
+}
+
+impl StateFindings for StateFinding {
+    fn redact(&mut self) {
         let whole: Vec<String> = self
             .state
             .iter()
@@ -239,10 +297,7 @@ impl StateFinding {
         }
     }
 
-    /// The finding the plugin's answer `text` gives for `test` after `polluters` (ids as
-    /// written); a run that wrote none (it timed out, pytest could not start) is `unanswered`,
-    /// said as the verdict. A cleanup the plugin wrote is kept unproved, for [`Self::checked`].
-    pub fn from_answer(
+    fn from_answer(
         test: TestId,
         polluters: Vec<TestId>,
         against: Against,
@@ -284,30 +339,7 @@ impl StateFinding {
         finding
     }
 
-    /// A finding of nothing yet about `test` after `polluters` (a non-idempotent test's: itself).
-    fn empty(test: TestId, polluters: Vec<TestId>, against: Against) -> Self {
-        let polluters = if against == Against::FirstRun { vec![test.clone()] } else { polluters };
-        Self {
-            test,
-            polluters,
-            brittle: against == Against::StateSetters,
-            state: Vec::new(),
-            confirmed: None,
-            verdict: None,
-            different: 0,
-            trials: 0,
-            cost: None,
-            repeated: against == Against::FirstRun,
-            examined: None,
-            cleanup: None,
-            run: None,
-        }
-    }
-
-    /// The answers to a run for `victims` (the plugin's whole answer `text`), one per test in
-    /// order, each as the text [`Self::from_answer`] reads: a run that wrote none is
-    /// `unanswered` for each, an error of the run is each one's.
-    pub fn answers(victims: &[StateVictim], text: Option<&str>) -> Vec<Option<String>> {
+    fn answers(victims: &[StateVictim], text: Option<&str>) -> Vec<Option<String>> {
         let answers = match text.map(serde_json::from_str::<Answers>) {
             None => return victims.iter().map(|_| None).collect(),
             Some(Ok(a)) => a,
@@ -325,9 +357,7 @@ impl StateFinding {
             .collect()
     }
 
-    /// The findings the plugin's answer `text` to a run for `victims` gives (ids as written),
-    /// in order; a run that wrote none is `unanswered`, said as each one's verdict.
-    pub fn from_answers(victims: &[StateVictim], text: Option<&str>, unanswered: &str) -> Vec<Self> {
+    fn from_answers(victims: &[StateVictim], text: Option<&str>, unanswered: &str) -> Vec<Self> {
         victims
             .iter()
             .zip(Self::answers(victims, text))
@@ -337,46 +367,11 @@ impl StateFinding {
             .collect()
     }
 
-    /// A finding about the process-level state alone (a Go test's), to be filled in.
-    pub fn process(test: TestId, polluters: Vec<TestId>, against: Against) -> Self {
+    fn process(test: TestId, polluters: Vec<TestId>, against: Against) -> Self {
         Self { examined: Some(PROCESS.into()), ..Self::empty(test, polluters, against) }
     }
 
-    /// The written cleanup, not proved yet; its tests as written (the plugin names them raw).
-    fn cleanup_of(&self, c: AnswerCleanup) -> Cleanup {
-        let unproved = |verdict: String| Cleanup {
-            fixture: String::new(),
-            code: String::new(),
-            conftest: String::new(),
-            apply_to: Vec::new(),
-            rate_from: None,
-            needed: 0,
-            checked: None,
-            proved: false,
-            verdict: Some(verdict),
-            seconds: None,
-            run: None,
-        };
-        if let Some(why) = c.none {
-            return unproved(format!("no fixture can do it: {why}"));
-        }
-        if let Some(e) = c.error.filter(|_| c.code.is_empty()) {
-            return unproved(format!("its code could not be written: {e}"));
-        }
-        let apply_to = if self.brittle || self.repeated { vec![self.test.clone()] } else { self.polluters.clone() };
-        Cleanup {
-            fixture: c.fixture,
-            code: c.code,
-            conftest: c.conftest,
-            apply_to,
-            verdict: Some("not checked".into()),
-            ..unproved(String::new())
-        }
-    }
-
-    /// The check of the cleanup in the search's answer `search`, `needed` runs; none when the
-    /// search wrote no cleanup.
-    pub fn check_request(search: &str, needed: u64) -> Option<CheckRequest> {
+    fn check_request(search: &str, needed: u64) -> Option<CheckRequest> {
         let answer: Answer = serde_json::from_str(search).ok()?;
         let c = answer.cleanup.filter(|c| !c.code.is_empty())?;
         Some(CheckRequest {
@@ -387,26 +382,19 @@ impl StateFinding {
         })
     }
 
-    /// The cleanup's code in the search's answer `search`, as the check's plugin module is
-    /// written from it (unredacted).
-    pub fn written_code(search: &str) -> Option<String> {
+    fn written_code(search: &str) -> Option<String> {
         let answer: Answer = serde_json::from_str(search).ok()?;
         answer.cleanup.map(|c| c.code).filter(|c| !c.is_empty())
     }
 
-    /// The number of runs the cleanup's check needs, from the test's reproducer checks
-    /// (`failures` of `runs`): the lower end of their Wilson 95 % interval ruled out at 99 %,
-    /// as `verify` counts (`kind::verify::attempts`); none when they never failed.
-    pub fn runs_needed(failures: u64, runs: u64) -> Option<u64> {
+    fn runs_needed(failures: u64, runs: u64) -> Option<u64> {
         use crate::analysis::stats;
         let (low, _) = stats::wilson(failures, runs, stats::Z95);
         (failures > 0 && low > 0.0)
             .then(|| stats::attempts_to_detect(low, crate::schema::verify::DEFAULT_LEVEL / 100.0))
     }
 
-    /// Records the check of the cleanup: the plugin's answer `text` (none: `unanswered`), for
-    /// `needed` runs from the reproducer checks `rate_from`.
-    pub fn checked(&mut self, rate_from: [u64; 2], needed: u64, text: Option<&str>, unanswered: &str) {
+    fn checked(&mut self, rate_from: [u64; 2], needed: u64, text: Option<&str>, unanswered: &str) {
         let Some(c) = self.cleanup.as_mut().filter(|c| !c.code.is_empty()) else { return };
         c.rate_from = Some(rate_from);
         c.needed = needed;
@@ -439,16 +427,7 @@ impl StateFinding {
         };
     }
 
-    /// A cleanup that cannot be checked, and why.
-    pub fn unchecked(&mut self, why: String) {
-        if let Some(c) = self.cleanup.as_mut().filter(|c| !c.code.is_empty()) {
-            c.verdict = Some(why);
-        }
-    }
-
-    /// The finding in the user's words: "`V` fails after `P` because that test leaves
-    /// `mod.X = True` (was `False`); restoring it makes `V` pass (2/2)", or why no state is named.
-    pub fn sentence(&self) -> String {
+    fn sentence(&self) -> String {
         let culprits = self.polluters.join(" + ");
         let that = if self.polluters.len() == 1 { "that test" } else { "those tests" };
         if self.examined.as_deref() == Some(PROCESS) {
@@ -480,8 +459,97 @@ impl StateFinding {
         }
     }
 
+    fn cleanup_sentence(&self) -> Option<String> {
+        let c = self.cleanup.as_ref()?;
+        if !c.proved {
+            let why = c.verdict.as_deref().unwrap_or("not checked");
+            let named = if c.fixture.is_empty() { String::new() } else { format!(" ({})", c.fixture) };
+            return Some(format!("no cleanup proved{named}: {why}"));
+        }
+        let [passed, runs] = c.checked.unwrap_or_default();
+        let name = short_name(&self.test);
+        let ran = if self.brittle {
+            format!("{name} alone")
+        } else if self.repeated {
+            format!("{name} run twice in one process")
+        } else {
+            format!("{} then {name}", self.polluters.join(" + "))
+        };
+        let rate = c.rate_from.map_or_else(String::new, |[f, n]| {
+            format!(" (enough to rule out, at 99 %, the failure rate of its reproducer's checks, {f} of {n})")
+        });
+        let targets = c.apply_to.join(", ");
+        Some(format!(
+            "cleanup, proved: with it in place, {ran} passed {passed} of {runs} runs{rate}; add it to {} and @pytest.mark.usefixtures(\"{}\") to {targets}:",
+            c.conftest, c.fixture
+        ))
+    }
+}
+
+/// The parts a finding is made and said from.
+trait FindingParts: Sized {
+    /// A finding of nothing yet about `test` after `polluters` (a non-idempotent test's: itself).
+    fn empty(test: TestId, polluters: Vec<TestId>, against: Against) -> Self;
+
+    /// The written cleanup, not proved yet; its tests as written (the plugin names them raw).
+    fn cleanup_of(&self, c: AnswerCleanup) -> Cleanup;
+
     /// A Go test's finding: what differs in the process after its polluters, said as no more
     /// than that.
+    fn process_sentence(&self, culprits: &str) -> String;
+}
+
+impl FindingParts for StateFinding {
+    fn empty(test: TestId, polluters: Vec<TestId>, against: Against) -> Self {
+        let polluters = if against == Against::FirstRun { vec![test.clone()] } else { polluters };
+        Self {
+            test,
+            polluters,
+            brittle: against == Against::StateSetters,
+            state: Vec::new(),
+            confirmed: None,
+            verdict: None,
+            different: 0,
+            trials: 0,
+            cost: None,
+            repeated: against == Against::FirstRun,
+            examined: None,
+            cleanup: None,
+            run: None,
+        }
+    }
+
+    fn cleanup_of(&self, c: AnswerCleanup) -> Cleanup {
+        let unproved = |verdict: String| Cleanup {
+            fixture: String::new(),
+            code: String::new(),
+            conftest: String::new(),
+            apply_to: Vec::new(),
+            rate_from: None,
+            needed: 0,
+            checked: None,
+            proved: false,
+            verdict: Some(verdict),
+            seconds: None,
+            run: None,
+        };
+        if let Some(why) = c.none {
+            return unproved(format!("no fixture can do it: {why}"));
+        }
+        if let Some(e) = c.error.filter(|_| c.code.is_empty()) {
+            return unproved(format!("its code could not be written: {e}"));
+        }
+        let apply_to = if self.brittle || self.repeated { vec![self.test.clone()] } else { self.polluters.clone() };
+        Cleanup {
+            fixture: c.fixture,
+            code: c.code,
+            conftest: c.conftest,
+            apply_to,
+            verdict: Some("not checked".into()),
+            ..unproved(String::new())
+        }
+    }
+
     fn process_sentence(&self, culprits: &str) -> String {
         let unexamined = "in-memory state (package variables) is not examined for Go tests";
         if let Some(why) = &self.verdict {
@@ -508,39 +576,6 @@ impl StateFinding {
             "{does} {} in the process; whether {it} what it trips over is not checked (for Go tests only the process-level state is compared, and none is put back), and {unexamined}",
             pieces.join(" and ")
         )
-    }
-
-    /// The cleanup in the user's words: where the proved fixture goes and what its check ran,
-    /// or why none is proved; none when the search named no state.
-    pub fn cleanup_sentence(&self) -> Option<String> {
-        let c = self.cleanup.as_ref()?;
-        if !c.proved {
-            let why = c.verdict.as_deref().unwrap_or("not checked");
-            let named = if c.fixture.is_empty() { String::new() } else { format!(" ({})", c.fixture) };
-            return Some(format!("no cleanup proved{named}: {why}"));
-        }
-        let [passed, runs] = c.checked.unwrap_or_default();
-        let name = short_name(&self.test);
-        let ran = if self.brittle {
-            format!("{name} alone")
-        } else if self.repeated {
-            format!("{name} run twice in one process")
-        } else {
-            format!("{} then {name}", self.polluters.join(" + "))
-        };
-        let rate = c.rate_from.map_or_else(String::new, |[f, n]| {
-            format!(" (enough to rule out, at 99 %, the failure rate of its reproducer's checks, {f} of {n})")
-        });
-        let targets = c.apply_to.join(", ");
-        Some(format!(
-            "cleanup, proved: with it in place, {ran} passed {passed} of {runs} runs{rate}; add it to {} and @pytest.mark.usefixtures(\"{}\") to {targets}:",
-            c.conftest, c.fixture
-        ))
-    }
-
-    /// The proved cleanup's code; none when it is not proved (it is printed only then).
-    pub fn cleanup_code(&self) -> Option<&str> {
-        self.cleanup.as_ref().filter(|c| c.proved).map(|c| c.code.as_str())
     }
 }
 

@@ -13,6 +13,9 @@ use super::state::{
     read, write, Against, SearchRun, StateFinding, StateRequest, StateVictim, CLEANUP_MODULE, PLUGIN_MODULE,
 };
 use super::TestId;
+use crate::kind::suite::order::PytestInvocations;
+use crate::kind::suite::state::StateFindings;
+use crate::kind::suite::summary::SuiteState;
 use crate::runner::Finished;
 
 /// Runs of a cleanup's check beyond which it is not tried: a reproducer that failed so seldom

@@ -9,6 +9,8 @@ use std::process::Command;
 use super::state::{write_plugin, Against, StateFinding, StateRequest, StateVictim, CLEANUP_MODULE, PLUGIN_MODULE};
 use super::TestId;
 
+use crate::kind::suite::state::StateFindings;
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/suite").join(name)
 }

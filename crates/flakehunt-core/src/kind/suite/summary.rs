@@ -7,11 +7,17 @@
 use super::classify::{classify, Category, TestTally};
 use super::{Framework, TestId};
 use crate::analysis::stats;
+use crate::kind::suite::state::StateFindings;
 pub use crate::schema::suite::{ConditionSummary, IncompleteRuns, SuiteSummary, TestSummary, UnreportedTest};
 
-impl TestSummary {
+/// One test's part of a suite summary, from its tally.
+pub trait TestSummaryOf: Sized {
     /// The entry of a test from its tally, or none when it never failed.
-    pub fn new(id: TestId, tally: &TestTally, reproducer: Vec<String>, message: Option<String>) -> Option<Self> {
+    fn new(id: TestId, tally: &TestTally, reproducer: Vec<String>, message: Option<String>) -> Option<Self>;
+}
+
+impl TestSummaryOf for TestSummary {
+    fn new(id: TestId, tally: &TestTally, reproducer: Vec<String>, message: Option<String>) -> Option<Self> {
         let c = classify(tally)?;
         let (lo, hi) = stats::wilson(tally.failures, tally.attempts, stats::Z95);
         let base = tally.conditions.first();
@@ -50,10 +56,22 @@ impl TestSummary {
     }
 }
 
-impl SuiteSummary {
+/// A suite summary computed from its tests' tallies.
+pub trait SuiteSummaryOf {
     /// The summary of `tests` (id, tally, reproducer, message): the ones that never failed
     /// are left out; the rest are sorted by failures, then id.
-    pub fn build(
+    fn build(
+        framework: Framework,
+        collected: u64,
+        tests: impl IntoIterator<Item = (TestId, TestTally, Vec<String>, Option<String>)>,
+    ) -> Self;
+
+    /// Takes in the attempts whose tests did not all report, and the tests that did not.
+    fn add_incomplete(&mut self, tallies: &super::record::Tallies);
+}
+
+impl SuiteSummaryOf for SuiteSummary {
+    fn build(
         framework: Framework,
         collected: u64,
         tests: impl IntoIterator<Item = (TestId, TestTally, Vec<String>, Option<String>)>,
@@ -76,32 +94,12 @@ impl SuiteSummary {
         }
     }
 
-    /// Takes in the attempts whose tests did not all report, and the tests that did not.
-    pub fn add_incomplete(&mut self, tallies: &super::record::Tallies) {
+    fn add_incomplete(&mut self, tallies: &super::record::Tallies) {
         group(&mut self.incomplete, &tallies.incomplete);
         group(&mut self.failed_otherwise, &tallies.failed_otherwise);
         self.unreported =
             tallies.unreported.iter().map(|(id, n)| UnreportedTest { id: id.clone(), attempts: *n }).collect();
         self.unreported.sort_by(|a, b| b.attempts.cmp(&a.attempts).then_with(|| a.id.cmp(&b.id)));
-    }
-
-    /// The attempts whose tests did not all report.
-    pub fn incomplete_attempts(&self) -> usize {
-        self.incomplete.iter().map(|g| g.attempts.len()).sum()
-    }
-
-    /// The verdict's machine name: `flaky-tests` when any test failed; else `unreported-tests`
-    /// when some attempt ended before all its tests reported (that is no evidence that they
-    /// pass); else `not-reproduced`. The hunt exits 1 on the first two, as other hunts do when a
-    /// failure was reproduced.
-    pub fn verdict(&self) -> &'static str {
-        if !self.tests.is_empty() {
-            "flaky-tests"
-        } else if !self.incomplete.is_empty() {
-            "unreported-tests"
-        } else {
-            "not-reproduced"
-        }
     }
 }
 
@@ -176,10 +174,10 @@ fn group(groups: &mut Vec<IncompleteRuns>, attempts: &[super::record::Incomplete
     }
 }
 
-/// Puts a suite's classification into its hunt's summary: the verdict, its words and notes.
-pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::Analysis) {
-    let mut suite = analysis.summary;
-    suite.classified = analysis.complete;
+/// Puts a suite's classification (`suite`, `complete` when every run it asked for was had) into
+/// its hunt's summary: the verdict, its words and notes.
+pub fn apply(summary: &mut crate::analysis::Summary, mut suite: SuiteSummary, complete: bool) {
+    suite.classified = complete;
     summary.verdict = suite.verdict().to_owned();
     summary.verdict_text = suite.verdict_text(summary.attempts);
     if !suite.incomplete.is_empty() {
@@ -200,9 +198,14 @@ pub fn apply(summary: &mut crate::analysis::Summary, analysis: super::analyse::A
     summary.suite = Some(suite);
 }
 
-impl SuiteSummary {
+/// The sentence of a suite hunt's verdict.
+pub trait SuiteVerdictText {
     /// The verdict in words: how many tests failed, by category.
-    pub fn verdict_text(&self, attempts: u64) -> String {
+    fn verdict_text(&self, attempts: u64) -> String;
+}
+
+impl SuiteVerdictText for SuiteSummary {
+    fn verdict_text(&self, attempts: u64) -> String {
         let short = self.incomplete_text();
         if self.tests.is_empty() {
             if let Some(short) = short {
@@ -226,9 +229,16 @@ impl SuiteSummary {
         }
         text
     }
+}
 
+/// The verdict's sentence about the attempts whose tests did not all report.
+trait IncompleteText {
     /// `3 attempts ended before all their tests reported (the process ...; 5 tests never
     /// reported in some)`, or none when every attempt's tests reported.
+    fn incomplete_text(&self) -> Option<String>;
+}
+
+impl IncompleteText for SuiteSummary {
     fn incomplete_text(&self) -> Option<String> {
         let first = self.incomplete.first()?;
         let n = self.incomplete_attempts();
@@ -261,11 +271,24 @@ pub struct StateLines<'a> {
 }
 
 /// The state search's findings on the summary (see [`super::state`]).
-impl SuiteSummary {
+/// The state search's part of a suite summary: what it asks for and what it found.
+pub trait SuiteState {
     /// Puts each finding on its test in the summary, without its cost and its run (measurements
     /// of the machine, kept in the record's [`super::state::FILE`]: the summary says what was
     /// found, and its `cost` what the state search took).
-    pub fn apply_state(&mut self, findings: Vec<super::state::StateFinding>) {
+    fn apply_state(&mut self, findings: Vec<super::state::StateFinding>);
+
+    /// What the terminal and the reports print under the table: one per finding.
+    fn state_lines(&self) -> Vec<StateLines<'_>>;
+
+    /// The tests of `summary` whose state is searched, with the tests that ran before them and
+    /// what is searched: each order-dependent pytest or Go test with its polluters (or
+    /// state-setters), each non-idempotent one against its own first run.
+    fn state_wanted(&self) -> Vec<(TestId, Vec<TestId>, super::state::Against)>;
+}
+
+impl SuiteState for SuiteSummary {
+    fn apply_state(&mut self, findings: Vec<super::state::StateFinding>) {
         for mut finding in findings {
             finding.cost = None;
             finding.run = None;
@@ -279,8 +302,7 @@ impl SuiteSummary {
         }
     }
 
-    /// What the terminal and the reports print under the table: one per finding.
-    pub fn state_lines(&self) -> Vec<StateLines<'_>> {
+    fn state_lines(&self) -> Vec<StateLines<'_>> {
         self.tests
             .iter()
             .filter_map(|t| t.state.as_ref())
@@ -288,10 +310,7 @@ impl SuiteSummary {
             .collect()
     }
 
-    /// The tests of `summary` whose state is searched, with the tests that ran before them and
-    /// what is searched: each order-dependent pytest or Go test with its polluters (or
-    /// state-setters), each non-idempotent one against its own first run.
-    pub fn state_wanted(&self) -> Vec<(TestId, Vec<TestId>, super::state::Against)> {
+    fn state_wanted(&self) -> Vec<(TestId, Vec<TestId>, super::state::Against)> {
         use super::classify::Category;
         use super::state::Against;
         if !matches!(self.framework, super::Framework::Pytest | super::Framework::Go) {

@@ -12,6 +12,7 @@ use super::options::{Condition, Role, VerifyOptions};
 use super::summary::{conclude, judge, Now, Rate, SeenSignature, Words};
 use crate::analysis::{Pass, Summary, Tally};
 use crate::kind::fire::{position_key, reference_cell, FireOptions, Ladder, LevelRuns, LevelSummary};
+use crate::kind::verify::summary::RateOf;
 use crate::plan::CellSpec;
 use crate::record::{Attempt, Record, RecordError};
 
@@ -151,10 +152,11 @@ fn apply(summary: &mut Summary, options: &VerifyOptions) {
 mod tests {
     use super::*;
     use crate::kind::fire::Level;
+    use crate::kind::fire::{Ladder, ParseLadder};
 
     fn options(ladder: &str) -> FireOptions {
         FireOptions {
-            ladder: ladder.parse().unwrap(),
+            ladder: Ladder::parse(ladder).unwrap(),
             state: None,
             ignore: vec![],
             ignore_columns: vec![],

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use super::options::VerifyOptions;
 use super::source;
 use crate::events::{Event, EventSink};
+use crate::kind::suite::setup::SetupRuns;
 use crate::oracle::OracleSpec;
 use crate::plan::{CellSpec, Settings, Target};
 use crate::record::{Adapter, Extra, Kind};

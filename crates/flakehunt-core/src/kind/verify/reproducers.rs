@@ -11,7 +11,7 @@ use super::options::Condition;
 use super::summary::failed_signature;
 use crate::exec::{Cancel, Watchdog};
 use crate::kind::suite::run::SuiteExecution;
-use crate::kind::suite::setup::Request;
+use crate::kind::suite::setup::{Request, SetupRuns};
 use crate::plan::{AttemptSpec, CellSpec};
 use crate::record::{Attempt, Outcome};
 use crate::runner::{Execute, Finished, Slot};

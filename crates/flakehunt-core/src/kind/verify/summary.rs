@@ -13,21 +13,33 @@ use crate::analysis::Summary;
 pub use crate::schema::verify::{ConditionResult, Rate, SeenSignature, Verified, VerifyDetails};
 use crate::signature;
 
-impl Rate {
-    pub(super) fn of(failures: u64, attempts: u64) -> Self {
+/// A failure rate with its confidence interval, and as the reports write it.
+pub(super) trait RateOf {
+    fn of(failures: u64, attempts: u64) -> Self;
+
+    fn text(&self) -> String;
+}
+
+impl RateOf for Rate {
+    fn of(failures: u64, attempts: u64) -> Self {
         let (lo, hi) = stats::wilson(failures, attempts, stats::Z95);
         let rate = if attempts == 0 { 0.0 } else { failures as f64 / attempts as f64 };
         Self { attempts, failures, rate, ci95: [lo, hi] }
     }
 
-    pub(super) fn text(&self) -> String {
+    fn text(&self) -> String {
         format!("{} ({}/{})", format_rate(self.rate), self.failures, self.attempts)
     }
 }
 
-impl ConditionResult {
+/// A verification's condition as its table shows it.
+pub trait ConditionText {
     /// The rate then, as a table shows it (`50.0% (8/16)`).
-    pub fn then_text(&self) -> String {
+    fn then_text(&self) -> String;
+}
+
+impl ConditionText for ConditionResult {
+    fn then_text(&self) -> String {
         self.then.text()
     }
 }

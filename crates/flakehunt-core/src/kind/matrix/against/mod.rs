@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 pub(crate) mod prepare;
 pub mod summary;
 
+use crate::drift::ChangeSetting;
 use crate::plan::{AttemptSpec, CellSpec, Next, Plan, Setting};
 use crate::record::Attempt;
 pub use crate::schema::against::{Against, Change, Dimension, Untried};

@@ -8,6 +8,7 @@ use super::super::summary::{
 };
 use super::{change_map, decided, search, set_of, Against, Search};
 use crate::analysis::{Summary, Tally};
+use crate::drift::ChangeSetting;
 use crate::plan::CellSpec;
 
 /// Untried differences listed one by one in the notes; the rest are counted.

@@ -166,6 +166,20 @@ pub struct Calibration {
     pub cold_start: Option<ColdStart>,
 }
 
+impl Calibration {
+    /// Attempts a level must have run without a failure before the next level of its family
+    /// opens: about a second of the target, at least 3 and at most 10 attempts. Opening a level
+    /// does not close the one below (the bandit still weighs both), so this only has to say "the
+    /// level below is no strong condition": ten failure-free attempts put its rate below 26 %
+    /// (95 %, the zero-failure bound), where the conditions that bring a flaky failure out
+    /// usually show it far more often. A slow target escalates after 3, because each attempt of a
+    /// level that shows nothing costs its whole (stretched) length, and the strongest level is
+    /// often the one that matters (a timing window that only a 3 % quota opens).
+    pub fn unlock_after(&self) -> u64 {
+        ((1.0 / self.median_seconds).ceil() as u64).clamp(3, 10)
+    }
+}
+
 /// What a cold start adds to an attempt, over the median warm one.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ColdStart {
@@ -240,13 +254,14 @@ pub struct ConfirmCounts {
 
 #[cfg(test)]
 mod tests {
-    use crate::schema::summary::Summary;
+    use crate::summary::Summary;
 
     /// A hunt's summary keeps `reproduction` (`null` included) through a round trip; another
     /// kind's summary has none and gains none.
     #[test]
     fn the_reproduction_field_is_a_hunts_alone_and_null_when_none() {
-        let sweep: Summary = serde_json::from_str(include_str!("../../tests/records/matrix.summary.json")).unwrap();
+        let sweep: Summary =
+            serde_json::from_str(include_str!("../../flakehunt-core/tests/records/matrix.summary.json")).unwrap();
         assert_eq!(sweep.adaptive, None);
         let text = serde_json::to_string(&sweep).unwrap();
         assert!(!text.contains("\"reproduction\""), "{text}");

@@ -194,7 +194,7 @@ impl<'de> Deserialize<'de> for Extra {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::manifest::Manifest;
+    use crate::manifest::Manifest;
 
     /// Manifests written by flakehunt before `extra` was typed (sweep with the pytest and the
     /// go-test adapters, matrix with and without clean rooms, fire) read back into the types,
@@ -203,11 +203,11 @@ mod tests {
     #[test]
     fn manifests_written_before_round_trip() {
         for (name, text) in [
-            ("sweep-pytest", include_str!("../../tests/records/sweep-pytest.manifest.json")),
-            ("matrix", include_str!("../../tests/records/matrix.manifest.json")),
-            ("matrix-clean-room", include_str!("../../tests/records/matrix-clean-room.manifest.json")),
-            ("fire", include_str!("../../tests/records/fire.manifest.json")),
-            ("sweep-go-test", include_str!("../../tests/records/sweep-go-test.manifest.json")),
+            ("sweep-pytest", include_str!("../../flakehunt-core/tests/records/sweep-pytest.manifest.json")),
+            ("matrix", include_str!("../../flakehunt-core/tests/records/matrix.manifest.json")),
+            ("matrix-clean-room", include_str!("../../flakehunt-core/tests/records/matrix-clean-room.manifest.json")),
+            ("fire", include_str!("../../flakehunt-core/tests/records/fire.manifest.json")),
+            ("sweep-go-test", include_str!("../../flakehunt-core/tests/records/sweep-go-test.manifest.json")),
         ] {
             let manifest: Manifest = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             let written: serde_json::Value = serde_json::from_str(text).unwrap();
@@ -233,20 +233,25 @@ mod tests {
 
     #[test]
     fn the_parts_are_typed() {
-        let fire: Manifest = serde_json::from_str(include_str!("../../tests/records/fire.manifest.json")).unwrap();
+        let fire: Manifest =
+            serde_json::from_str(include_str!("../../flakehunt-core/tests/records/fire.manifest.json")).unwrap();
         assert_eq!(fire.extra.fire.as_ref().map(|f| f.ladder.0.len()), Some(1));
         assert!(fire.extra.matrix.is_none() && fire.extra.adapter.is_none());
-        let m: Manifest = serde_json::from_str(include_str!("../../tests/records/matrix.manifest.json")).unwrap();
+        let m: Manifest =
+            serde_json::from_str(include_str!("../../flakehunt-core/tests/records/matrix.manifest.json")).unwrap();
         assert_eq!((m.extra.confirm(), m.extra.dimensions().len()), (10, 1));
         assert!(m.extra.fire.is_none());
         let room: Manifest =
-            serde_json::from_str(include_str!("../../tests/records/matrix-clean-room.manifest.json")).unwrap();
+            serde_json::from_str(include_str!("../../flakehunt-core/tests/records/matrix-clean-room.manifest.json"))
+                .unwrap();
         let spec = room.extra.matrix.and_then(|m| m.clean_room).unwrap();
         assert_eq!(
             (spec.setup.as_deref(), spec.keep_env.as_slice(), spec.keep),
             (Some("true"), &["LANG".to_owned()][..], false)
         );
-        let s: Manifest = serde_json::from_str(include_str!("../../tests/records/sweep-pytest.manifest.json")).unwrap();
+        let s: Manifest =
+            serde_json::from_str(include_str!("../../flakehunt-core/tests/records/sweep-pytest.manifest.json"))
+                .unwrap();
         assert_eq!(s.extra.adapter, Some(Adapter::Pytest { node: "t_a.py::test_a".into() }));
     }
 

@@ -221,6 +221,15 @@ pub struct ModeRate {
     pub rate: f64,
 }
 
+impl ModeRate {
+    /// Counts `attempts` more, `failures` of them failed.
+    pub fn add(&mut self, attempts: u64, failures: u64) {
+        self.attempts += attempts;
+        self.failures += failures;
+        self.rate = if self.attempts == 0 { 0.0 } else { self.failures as f64 / self.attempts as f64 };
+    }
+}
+
 /// One cell in which both modes ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellModes {
@@ -264,6 +273,16 @@ impl Summary {
     /// The cell summary by name.
     pub fn cell(&self, name: &str) -> Option<&CellSummary> {
         self.cells.iter().find(|c| c.name == name)
+    }
+
+    /// The exit code the hunt ends with: 1 when a failure was reproduced (a verification: is
+    /// not fixed), 3 when a verification is inconclusive, else 0.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict.as_str() {
+            "not-reproduced" | "accept" | "rumour" | "fixed" => 0,
+            "inconclusive" => 3,
+            _ => 1,
+        }
     }
 }
 

@@ -24,6 +24,13 @@ pub struct OracleSpec {
     pub majority: bool,
 }
 
+impl OracleSpec {
+    /// Whether no oracle beyond the exit code is set.
+    pub fn is_empty(&self) -> bool {
+        self.fail_if.is_empty() && self.pass_if.is_empty() && self.expect_stdout.is_none() && !self.majority
+    }
+}
+
 /// The expected stdout of `--expect-stdout`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExpectedStdout {

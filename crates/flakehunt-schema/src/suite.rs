@@ -195,6 +195,16 @@ impl OrderStrategy {
             OrderStrategy::Global => "global",
         }
     }
+
+    /// The strategy of plan position `attempt`: the collected order first, then by scope and
+    /// globally by turns.
+    pub fn of_attempt(attempt: u64) -> Self {
+        match attempt {
+            0 => OrderStrategy::Collected,
+            n if n % 2 == 1 => OrderStrategy::ByScope,
+            _ => OrderStrategy::Global,
+        }
+    }
 }
 
 /// The runner of a suite, as collected and built once.
@@ -243,6 +253,48 @@ pub struct SuiteSetup {
     pub collect_seconds: f64,
 }
 
+impl SuiteSetup {
+    /// The runner's framework.
+    pub fn framework(&self) -> Framework {
+        match self.runner {
+            SuiteRunner::Pytest { .. } => Framework::Pytest,
+            SuiteRunner::Go { .. } => Framework::Go,
+            SuiteRunner::Libtest { .. } => Framework::Libtest,
+        }
+    }
+
+    /// The setup without what each machine of a sharded hunt finds for itself: where its files
+    /// and its test binary went, how long the collection took, its `PYTHONPATH`, the absolute
+    /// paths pytest was given.
+    pub fn comparable(&self) -> Self {
+        let mut s = self.clone();
+        s.files = PathBuf::new();
+        s.collect_seconds = 0.0;
+        s.python_path = None;
+        match &mut s.runner {
+            SuiteRunner::Go { go, .. } => {
+                go.binary = PathBuf::new();
+                go.test2json = None;
+            }
+            SuiteRunner::Libtest { binary, .. } => *binary = PathBuf::new(),
+            SuiteRunner::Pytest { pytest, .. } => pytest.initial_paths.clear(),
+        }
+        s
+    }
+
+    /// Why the classification's runs cannot go side by side whatever the suite's tests do, if
+    /// they cannot: pytest-cov's data files, which every run writes into the project's directory
+    /// and combines from there.
+    pub fn one_at_a_time(&self) -> Option<&'static str> {
+        match &self.runner {
+            SuiteRunner::Pytest { pytest, .. } if pytest.coverage => Some(
+                "pytest-cov measures the runs: each writes its data files into the project's directory and combines the ones it finds there, so runs side by side would take each other's",
+            ),
+            _ => None,
+        }
+    }
+}
+
 /// pytest, run as `PYTHON -m pytest` from the suite's root directory (pytest's rootdir: node ids
 /// are relative to it).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -270,6 +322,13 @@ pub struct Pytest {
     pub coverage: bool,
 }
 
+impl Pytest {
+    /// The interpreter alone, with pytest's own options.
+    pub fn new(python: impl Into<String>) -> Self {
+        Self { python: python.into(), ..Self::default() }
+    }
+}
+
 /// A Go package's test binary, built once (`go test -c`), run in the package's directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GoTest {
@@ -287,6 +346,13 @@ pub struct GoTest {
     /// start of the go command per attempt, more than a small package's tests take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test2json: Option<String>,
+}
+
+impl GoTest {
+    /// `BIN -test.list .`: the top-level tests, benchmarks, examples and fuzz targets.
+    pub fn collect_argv(&self) -> Vec<String> {
+        vec![self.binary.display().to_string(), "-test.list".into(), ".".into()]
+    }
 }
 
 /// What a suite hunt found.
@@ -322,6 +388,27 @@ pub struct SuiteSummary {
     /// side by side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<ClassificationCost>,
+}
+
+impl SuiteSummary {
+    /// The attempts whose tests did not all report.
+    pub fn incomplete_attempts(&self) -> usize {
+        self.incomplete.iter().map(|g| g.attempts.len()).sum()
+    }
+
+    /// The verdict's machine name: `flaky-tests` when any test failed; else `unreported-tests`
+    /// when some attempt ended before all its tests reported (that is no evidence that they
+    /// pass); else `not-reproduced`. The hunt exits 1 on the first two, as other hunts do when a
+    /// failure was reproduced.
+    pub fn verdict(&self) -> &'static str {
+        if !self.tests.is_empty() {
+            "flaky-tests"
+        } else if !self.incomplete.is_empty() {
+            "unreported-tests"
+        } else {
+            "not-reproduced"
+        }
+    }
 }
 
 /// Attempts that ended before all their tests reported, for one reason.
@@ -549,6 +636,20 @@ pub struct StateFinding {
     pub cleanup: Option<Cleanup>,
 }
 
+impl StateFinding {
+    /// A cleanup that cannot be checked, and why.
+    pub fn unchecked(&mut self, why: String) {
+        if let Some(c) = self.cleanup.as_mut().filter(|c| !c.code.is_empty()) {
+            c.verdict = Some(why);
+        }
+    }
+
+    /// The proved cleanup's code; none when it is not proved (it is printed only then).
+    pub fn cleanup_code(&self) -> Option<&str> {
+        self.cleanup.as_ref().filter(|c| c.proved).map(|c| c.code.as_str())
+    }
+}
+
 /// A pytest fixture that puts back the state a finding names after the tests that leave it (a
 /// victim's polluters, a non-idempotent test), or sets it for a brittle test; proved when the
 /// failing order passed with it in place as many times as rule out the failure's recorded rate.
@@ -630,6 +731,51 @@ pub struct ClassificationCost {
     /// one run per set of polluters or state-setters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_search: Option<f64>,
+}
+
+impl ClassificationCost {
+    /// The note the summary carries: `classification: 46 runs in 9.8 s, 6.4x the suite's plain
+    /// run (1.53 s), up to 2 at once (the suite ran beside itself clean)`.
+    pub fn note(&self) -> String {
+        let runs = if self.runs == 1 { "1 run".to_owned() } else { format!("{} runs", self.runs) };
+        let mut text = format!(
+            "classification: {runs} in {:.1} s, {:.1}x the suite's plain run ({:.2} s)",
+            self.seconds, self.ratio, self.plain_run
+        );
+        let beside = |s: &SideBySide| {
+            let copies = if s.copies == 1 { "a copy".to_owned() } else { format!("{} copies", s.copies) };
+            match s.repeat_all {
+                true => format!("{copies} of attempt {} beside the run of every test twice", s.attempt),
+                false => format!("{copies} of attempt {} at once", s.attempt),
+            }
+        };
+        match &self.side_by_side {
+            Some(s) if s.failed.is_empty() => text.push_str(&format!(
+                ", up to {} at once (the suite ran clean beside itself: {})",
+                self.at_once,
+                beside(s)
+            )),
+            Some(s) => {
+                let mut names: Vec<&str> = s.failed.iter().take(3).map(String::as_str).collect();
+                let more = s.failed.len().saturating_sub(names.len());
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                names.sort_unstable();
+                text.push_str(&format!(
+                    ", one at a time: beside itself ({}) the suite failed {}{more}, which passed alone (a shared file or port, or a flaky test)",
+                    beside(s),
+                    names.join(", ")
+                ));
+            }
+            None => {}
+        }
+        if let Some(why) = &self.one_at_a_time {
+            text.push_str(&format!(", one at a time: {why}"));
+        }
+        if let Some(seconds) = self.state_search {
+            text.push_str(&format!("; then the state search {seconds:.1} s"));
+        }
+        text
+    }
 }
 
 /// The suite run beside itself: copies of one of its shuffled attempts at once, beside the run

@@ -15,6 +15,25 @@ pub struct Profile {
     pub knobs: Knobs,
 }
 
+impl Profile {
+    /// Whether this profile is the baseline (changes nothing).
+    pub fn is_default(&self) -> bool {
+        Knobs { description: None, ..self.knobs.clone() } == Knobs::default()
+    }
+
+    /// Whether the profile only makes sense for Python targets.
+    pub fn is_python_only(&self) -> bool {
+        let k = &self.knobs;
+        k.python_switch_interval.is_some()
+            && Knobs { python_switch_interval: None, description: None, ..k.clone() } == Knobs::default()
+    }
+
+    /// The profile that changes nothing.
+    pub fn default_profile() -> Self {
+        Self { name: "default".into(), summary: "nothing changed: the baseline".into(), knobs: Knobs::default() }
+    }
+}
+
 /// Every mechanism a profile can use; unset means "leave as is".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
