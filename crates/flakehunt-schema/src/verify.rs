@@ -29,6 +29,11 @@ pub struct VerifyOptions {
     /// The command was given (`-- COMMAND`) rather than taken from the verified record.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub command_given: bool,
+    /// The code it verifies, when it runs in a git work tree: a digest of the commit checked
+    /// out and of the uncommitted changes to tracked files, so that a resumed verification
+    /// refuses to mix attempts of two versions of the code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// Why a cell of a verification runs.

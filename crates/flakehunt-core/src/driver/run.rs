@@ -98,6 +98,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         {
             // A fire record's verification climbs its ladder again: resumed as fire resumes.
             let record = open_for_resume(dir, kind)?;
+            check_code_unchanged(&record, dir)?;
             let extra = &record.manifest.extra;
             let steps = extra.verify.as_ref().zip(extra.fire.as_ref()).map(|(v, f)| crate::kind::verify::fire::ladder(f, v));
             let (options, normalizer, resumed, resumption) = crate::kind::fire::prepare::resume(dir, steps, false)?;
@@ -107,6 +108,7 @@ fn open(spec: &HuntSpec, sink: &mut dyn EventSink) -> Result<Opened, HuntError> 
         }
         (RecordRequest::Resume(dir), _) => {
             let record = open_for_resume(dir, kind)?;
+            check_code_unchanged(&record, dir)?;
             let recorder = Recorder::resume(dir, Resumption::default());
             Ok(Opened { dir: dir.clone(), manifest: record.manifest, recorder, new_dir: None, ladder: None })
         }
@@ -368,6 +370,14 @@ pub(super) fn check_plan(manifest: &Manifest) -> Result<plan::Durations, HuntErr
 
 /// The record in `dir` that `--resume` continues, which must hold a hunt of `kind`, with every
 /// line of its attempts file readable: a resume refused here has touched nothing.
+/// A verification resumes only on the code it started on (see [`crate::kind::verify::code`]).
+fn check_code_unchanged(record: &Record, dir: &Path) -> Result<(), HuntError> {
+    let Some(options) = &record.manifest.extra.verify else { return Ok(()) };
+    let here = std::env::current_dir().map_err(|e| HuntError::io("the current directory", e))?;
+    let code_dir = record.manifest.target.dir.as_deref().unwrap_or(&here);
+    crate::kind::verify::code::check_unchanged(options, code_dir, dir)
+}
+
 fn open_for_resume(dir: &Path, kind: Kind) -> Result<Record, HuntError> {
     let record = Record::open(dir)?;
     for attempt in record.attempts()? {

@@ -232,6 +232,58 @@ fn a_cut_verification_resumes_to_its_verdict_and_reports_then_against_now() {
     assert!(html.contains("now &lt; ") && html.contains("(fixed)"), "the bound now");
 }
 
+/// A verification cut short resumes only on the code it started on: attempts of two versions
+/// of the code in one verdict would prove neither.
+#[test]
+fn a_verification_resumes_only_on_the_code_it_started_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let app = repo.join("app.py");
+    std::fs::write(
+        &app,
+        "import os, sys\nFIXED = False\nsys.exit(3 if os.environ.get('COND') == 'on' and not FIXED else 0)\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("flakehunt.toml"), "[profiles.cond]\nenv = { COND = \"on\" }\n").unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "app.py", "flakehunt.toml"]);
+    git(&["commit", "-q", "-m", "app"]);
+    let out = run_in(
+        repo,
+        &["sweep", "--profiles", "default,cond", "--runs", "6", "-q", "--record", "rec", "--", "python3", "app.py"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    edit(&app, "FIXED = False", "FIXED = True");
+    let out = run_in(repo, &["verify", "rec", "--json", "-q", "--record", "v"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join("v/manifest.json")).unwrap()).unwrap();
+    assert!(manifest["extra"]["verify"]["code"].as_str().unwrap().starts_with("blake3:"), "{manifest}");
+    // Cut after two attempts, as a killed flakehunt would leave it.
+    let attempts = repo.join("v/attempts.jsonl");
+    let text = std::fs::read_to_string(&attempts).unwrap();
+    std::fs::write(&attempts, text.split_inclusive('\n').take(2).collect::<String>()).unwrap();
+    std::fs::remove_file(repo.join("v/summary.json")).unwrap();
+    // The code changed again: refused, and nothing is run.
+    edit(&app, "FIXED = True", "FIXED = True  # tidied");
+    let out = run_in(repo, &["verify", "--resume", "v"]);
+    refused_with(&out, 2, "cannot be resumed: the code in");
+    assert_eq!(std::fs::read_to_string(&attempts).unwrap().lines().count(), 2);
+    // Back to the code it started on: it resumes to its verdict.
+    edit(&app, "FIXED = True  # tidied", "FIXED = True");
+    let out = run_in(repo, &["verify", "--resume", "v", "--json", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn a_matrix_is_verified_under_its_smallest_reproducing_overlay() {
     let condition_held = r#"[ "$LC_ALL" = C ] && [ -z "$MATRIX_FIXED" ]"#;

@@ -219,6 +219,7 @@ mod tests {
             conditions: vec![condition("2x4", Role::Baseline), condition("4x8", Role::Condition)],
             attempts: 3,
             command_given: false,
+            code: None,
         };
         let steps = ladder(&options("2x4,4x8"), &verify);
         let four_by_eight = Level { workers: 4, runs: 8 };

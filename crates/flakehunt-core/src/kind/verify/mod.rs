@@ -6,6 +6,7 @@
 //! Main type: [`VerifyOptions`], what the verify record's manifest keeps.
 
 pub mod attempts;
+pub mod code;
 pub mod fire;
 mod hunt;
 pub mod options;

@@ -101,7 +101,7 @@ pub fn new(
         sink.event(&Event::RunsCold(&why))?;
     }
     settings.warm = warm;
-    let options = VerifyOptions { command_given, ..source.options };
+    let options = VerifyOptions { command_given, code: code_of(&target), ..source.options };
     sink.event(&Event::VerifyPlanned { options: &options, budget: spec.settings.budget })?;
     // A matrix's cells ran in clean rooms, when it asked for them: so do the verification's.
     let matrix = verified.extra.matrix.clone().map(|m| crate::record::MatrixExtra { confirm: 0, against: None, ..m });
@@ -153,6 +153,12 @@ fn carries_the_checks(
         ))),
         None => Ok(()),
     }
+}
+
+/// The digest of the code where `target` runs (see [`super::code`]).
+fn code_of(target: &Target) -> Option<String> {
+    let here = std::env::current_dir().ok();
+    super::code::fingerprint(target.dir.as_deref().or(here.as_deref())?)
 }
 
 /// Whether a suite's verification runs warm: when it runs shuffled attempts of the suite (a
@@ -237,7 +243,7 @@ fn fire(
     } else {
         rebase_argv(verified.target.clone(), moved.as_deref())
     };
-    let options = VerifyOptions { command_given, ..source.options };
+    let options = VerifyOptions { command_given, code: code_of(&target), ..source.options };
     let steps = super::fire::ladder(&fire, &options);
     let mut settings = verified.plan.clone();
     settings.runs = steps.planned_runs(steps.ladder.0.len());

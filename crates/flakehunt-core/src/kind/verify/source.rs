@@ -151,6 +151,7 @@ pub fn read(dir: &Path, level: f64, rebuild_into: Option<&Path>) -> Result<Sourc
         conditions,
         attempts: most,
         command_given: false,
+        code: None,
     };
     if let Some(fire) = &fire {
         let steps = super::fire::ladder(fire, &options);
