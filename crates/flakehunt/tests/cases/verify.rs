@@ -338,24 +338,35 @@ fn edit(path: &std::path::Path, from: &str, to: &str) {
 
 /// Runs flakehunt with `args` in `project`: its exit code, its JSON summary and its stderr.
 fn json_run(project: &std::path::Path, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let out = crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(project).output();
+    json_run_with(project, args, [("PYTHONDONTWRITEBYTECODE", "1")])
+}
+
+/// [`json_run`] with the environment `env` added.
+fn json_run_with<K: AsRef<std::ffi::OsStr>, V: AsRef<std::ffi::OsStr>>(
+    project: &std::path::Path,
+    args: &[&str],
+    env: impl IntoIterator<Item = (K, V)>,
+) -> (Option<i32>, serde_json::Value, String) {
+    let out = crate::harness::flakehunt().args(args).envs(env).current_dir(project).output();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let json: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
     (out.status.code(), json, stderr)
 }
 
+/// A copy of the fixture `name` in `dir`, under its last component, for a test to change.
+fn copy_fixture(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let project = dir.join(name.rsplit('/').next().unwrap());
+    let copied =
+        std::process::Command::new("cp").arg("-r").arg(crate::harness::fixture(name)).arg(&project).status().unwrap();
+    assert!(copied.success());
+    project
+}
+
 #[test]
 fn a_suites_reproducers_are_verified_test_by_test() {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("pytest");
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(crate::harness::fixture("suite/pytest"))
-        .arg(&project)
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    let project = copy_fixture("suite/pytest", dir.path());
     let run = |args: &[&str]| json_run(&project, args);
     let (code, _, stderr) =
         run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
@@ -429,22 +440,8 @@ fn a_suites_reproducers_are_verified_test_by_test() {
 #[test]
 fn a_test_that_no_longer_runs_is_never_proved_fixed() {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("pytest");
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(crate::harness::fixture("suite/pytest"))
-        .arg(&project)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    let run = |args: &[&str]| {
-        let out =
-            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let json: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
-        (out.status.code(), json, stderr)
-    };
+    let project = copy_fixture("suite/pytest", dir.path());
+    let run = |args: &[&str]| json_run(&project, args);
     let (code, _, stderr) =
         run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
     assert_eq!(code, Some(1), "{stderr}");
@@ -515,22 +512,8 @@ fn a_test_that_no_longer_runs_is_never_proved_fixed() {
 #[test]
 fn an_adapters_test_that_no_longer_runs_is_never_proved_fixed() {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("pytest-flaky");
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(crate::harness::fixture("adapters/pytest-flaky"))
-        .arg(&project)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    let run = |args: &[&str]| {
-        let out =
-            crate::harness::flakehunt().args(args).env("PYTHONDONTWRITEBYTECODE", "1").current_dir(&project).output();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let json: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
-        (out.status.code(), json, stderr)
-    };
+    let project = copy_fixture("adapters/pytest-flaky", dir.path());
+    let run = |args: &[&str]| json_run(&project, args);
     let (code, swept, stderr) = run(&[
         "sweep",
         "--profiles",
@@ -634,10 +617,7 @@ fn a_condition_sensitive_test_is_verified_by_the_suite_under_its_condition() {
 #[test]
 fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("go");
-    let copied =
-        std::process::Command::new("cp").arg("-r").arg(crate::harness::fixture("suite/go")).arg(&project).status();
-    assert!(copied.unwrap().success());
+    let project = copy_fixture("suite/go", dir.path());
     let env = [
         ("GOCACHE", dir.path().join("gocache")),
         ("GOPATH", dir.path().join("gopath")),
@@ -645,13 +625,7 @@ fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() 
         ("GOPROXY", "off".into()),
         ("GOFLAGS", "".into()),
     ];
-    let run = |args: &[&str]| {
-        let out = crate::harness::flakehunt().args(args).envs(env.iter().cloned()).current_dir(&project).output();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let json: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stderr}"));
-        (out.status.code(), json, stderr)
-    };
+    let run = |args: &[&str]| json_run_with(&project, args, env.iter().cloned());
     let (code, _, stderr) =
         run(&["suite", "--runs", "6", "--seed", "2", "--json", "--quiet", "--record", "rec", "--go-test", "."]);
     assert_eq!(code, Some(1), "{stderr}");
@@ -692,10 +666,7 @@ fn a_go_suites_reproducers_run_a_test_binary_built_from_the_code_as_it_is_now() 
 #[test]
 fn a_go_leak_is_verified_with_the_leak_check_built_into_the_new_binary() {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("go");
-    let copied =
-        std::process::Command::new("cp").arg("-r").arg(crate::harness::fixture("checks/go")).arg(&project).status();
-    assert!(copied.unwrap().success());
+    let project = copy_fixture("checks/go", dir.path());
     let env = crate::harness::go_env(dir.path());
     let run = |args: &[&str]| {
         let out = crate::harness::flakehunt().args(args).envs(env.iter().cloned()).current_dir(&project).output();
