@@ -553,6 +553,74 @@ fn an_adapters_test_that_no_longer_runs_is_never_proved_fixed() {
     assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
 }
 
+/// An adapter's run of many tests (`--pytest` of a module, `--go-test` of a package) passes as a
+/// whole: the test that failed in the record, quarantined or renamed after the hunt, would let
+/// every attempt pass without it. Verify refuses, exit 3, before any attempt; fixed, it is proved.
+#[test]
+fn a_failing_test_that_no_longer_runs_among_many_is_never_proved_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let go_env = crate::harness::go_env(dir.path());
+    let cases = [
+        (
+            copy_fixture("adapters/pytest-flaky", dir.path()),
+            "test_flaky.py",
+            "test_flaky.py",
+            "test_flaky.py::test_balance",
+            [
+                (
+                    "def test_balance(",
+                    "import pytest\n\n\n@pytest.mark.skip(reason=\"quarantined\")\ndef test_balance(",
+                ),
+                ("def test_balance(", "def test_balance_renamed("),
+            ],
+            ("0 if iteration() % 3 == 0 else 10", "10"),
+        ),
+        (
+            copy_fixture("adapters/go-flaky", dir.path()),
+            "./ledger",
+            "ledger/ledger_test.go",
+            "TestTransferKeepsTheTotal",
+            [
+                (
+                    "func TestTransferKeepsTheTotal(t *testing.T) {",
+                    "func TestTransferKeepsTheTotal(t *testing.T) {\n\tt.Skip(\"quarantined\")",
+                ),
+                ("func TestTransferKeepsTheTotal(", "func TestTransferKeepsTheTotalRenamed("),
+            ],
+            ("if got := Total(start, iteration()); got != start {", "if got := Total(start, 1); got != start {"),
+        ),
+    ];
+    for (project, target, file, test, quarantines, fix) in cases {
+        let adapter = if target.starts_with("./") { "--go-test" } else { "--pytest" };
+        let run = |args: &[&str]| {
+            let out =
+                crate::harness::flakehunt().args(args).envs(go_env.iter().cloned()).current_dir(&project).output();
+            let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+            (out.status.code(), json, String::from_utf8_lossy(&out.stderr).into_owned())
+        };
+        let sweep = ["sweep", "--profiles", "default", "--runs", "12", "--seed", "1", "--json", "--quiet"];
+        let (code, swept, stderr) = run(&[&sweep[..], &["--record", "rec", adapter, target]].concat());
+        assert_eq!(code, Some(1), "{target}: {stderr}");
+        assert!(swept["failures"].as_u64() >= Some(2), "{target}: {swept}");
+        let source = project.join(file);
+        let original = std::fs::read_to_string(&source).unwrap();
+        for (i, (from, to)) in quarantines.iter().enumerate() {
+            edit(&source, from, to);
+            let record = format!("v{i}");
+            let (code, _, stderr) = run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", &record]);
+            assert_eq!(code, Some(3), "{target}, {to}: {stderr}");
+            assert!(stderr.contains(test) && stderr.contains("no longer runs"), "{target}, {to}: {stderr}");
+            let attempts = std::fs::read_to_string(project.join(&record).join("attempts.jsonl")).unwrap_or_default();
+            assert_eq!(attempts, "", "{target}, {to}: no attempt ran");
+            std::fs::write(&source, &original).unwrap();
+        }
+        // The negative control: the other tests run as before, and a real fix is proved.
+        edit(&source, fix.0, fix.1);
+        let (code, fixed, stderr) = run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", "fixed"]);
+        assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{target}: {stderr}");
+    }
+}
+
 /// A `condition-sensitive` test has no reproducer: it is verified as the suite saw it fail,
 /// by shuffled runs of the whole suite under its profile, each judged by its own result, at
 /// the rate the suite's runs under that profile had it fail.

@@ -15,6 +15,7 @@ pub mod prepare;
 pub mod rebuild;
 pub mod reproducers;
 pub mod source;
+pub mod still_runs;
 pub mod summary;
 
 pub use hunt::Verify;

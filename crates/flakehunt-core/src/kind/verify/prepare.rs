@@ -89,6 +89,11 @@ pub fn new(
         settings.timeout_seconds = spec.settings.timeout.as_secs_f64();
         settings.timeout_given = Some(true);
     }
+    if !command_given && source.target.is_none() {
+        let timeout =
+            std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(std::time::Duration::MAX);
+        super::still_runs::check(&source.record, &source.options, &source.cells, &target, timeout)?;
+    }
     // Warm or cold as the verified hunt ran (a failure rate differs between the two), unless
     // asked otherwise.
     let (warm, why_cold) = match (&source.target, &verified.extra.suite) {

@@ -1,0 +1,324 @@
+//! Whether the tests the verified record saw fail still run, when its adapter ran many tests at
+//! once (`--go-test PKG` without `-run`, `--pytest` of a module, a class or a parametrised
+//! test): each attempt then reports on the whole run, and a failing test quarantined after the
+//! hunt (`t.Skip`, a skip mark), renamed or deselected would let every attempt pass without it,
+//! and a fix be proved that never ran. One run of the target with each test's result shown
+//! (`-test.v`, pytest's `-rA`) tells, before any attempt. Main function: [`check`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+use std::time::Duration;
+
+use super::options::VerifyOptions;
+use crate::plan::{CellSpec, Setting, Target};
+use crate::record::{Adapter, Record};
+use crate::snapshot::commands::{self, Probe, Ran};
+use crate::spec::HuntError;
+
+/// The most failing tests named in a refusal; the rest are counted.
+const NAMED: usize = 5;
+
+/// What one test did in the run that shows every test's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// It ran: it passed or failed.
+    Ran,
+    /// It was skipped (or, under pytest, xfail-marked: its failures read as `xfailed`).
+    Skipped,
+}
+
+/// Refuses the verification, before any attempt (exit 3), when a test that failed in `record`
+/// does not run in one run of `target`, the adapter's run of many tests with the code as it is
+/// now, under the environment of the cell it failed in (`cells`: a profile's or an overlay's
+/// variables and placeholders; a test may skip itself unless a variable is set): skipped, or
+/// absent from the run's report (renamed, deleted, deselected, or its module no longer
+/// imports). Nothing is judged of a run that did not reach its report's end (it crashed or
+/// hung: the attempts will say), nor of an adapter's one test, whose every attempt is judged
+/// already (see [`super::summary::unreported_by_cell`]).
+pub fn check(
+    record: &Record,
+    options: &VerifyOptions,
+    cells: &[CellSpec],
+    target: &Target,
+    timeout: Duration,
+) -> Result<(), HuntError> {
+    let adapter = record.manifest.extra.adapter.as_ref();
+    let Some(runner) = many_tests(adapter) else { return Ok(()) };
+    let node = match adapter {
+        Some(Adapter::Pytest { node }) => Some(node.as_str()),
+        _ => None,
+    };
+    // The tests that failed, by the surroundings of the cells they failed in.
+    let mut failed: BTreeMap<Surroundings, BTreeSet<String>> = BTreeMap::new();
+    let of_cell: BTreeMap<&str, Surroundings> = options
+        .conditions
+        .iter()
+        .map(|c| (c.cell.as_str(), cells.iter().find(|s| s.name == c.cell).map(surroundings).unwrap_or_default()))
+        .collect();
+    for attempt in record.attempts()? {
+        let attempt = attempt?;
+        let Some(around) = of_cell.get(attempt.cell.as_str()).filter(|_| attempt.outcome.is_failure()) else {
+            continue;
+        };
+        // A node id that is the failing test itself is judged by every attempt's report.
+        let many = failures(runner, &attempt.stdout_tail).into_iter().filter(|t| Some(t.as_str()) != node);
+        failed.entry(around.clone()).or_default().extend(many);
+    }
+    let timeout = timeout.clamp(Duration::from_secs(60), Duration::from_secs(86_400));
+    // Each test that did not run, and whether it was skipped (else it was absent).
+    let mut missing: BTreeMap<String, bool> = BTreeMap::new();
+    for (around, tests) in failed.iter().filter(|(_, tests)| !tests.is_empty()) {
+        let Some(shown) = shown_run(runner, target, around, timeout) else { continue };
+        for test in tests {
+            match runs(runner, test, &shown) {
+                Some(Shown::Ran) => {}
+                Some(Shown::Skipped) => *missing.entry(test.clone()).or_default() = true,
+                None => {
+                    missing.entry(test.clone()).or_default();
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let said: Vec<String> = missing
+        .iter()
+        .map(|(test, skipped)| format!("{test} ({})", if *skipped { "skipped" } else { "not in its report" }))
+        .collect();
+    let mut named = said.iter().take(NAMED).cloned().collect::<Vec<_>>().join(", ");
+    if said.len() > NAMED {
+        named.push_str(&format!(" and {} more", said.len() - NAMED));
+    }
+    let (tests, run, them) = match said.len() {
+        1 => ("the test".to_owned(), "runs", "it"),
+        n => (format!("{n} of the tests"), "run", "them"),
+    };
+    Err(HuntError::Refused(format!(
+        "{}: {tests} it saw fail no longer {run}{}: {named}; every attempt would pass without {them}, and a test that does not run proves no fix: make {them} run again (undo the skip, the rename or the deselection), then verify; nothing was verified",
+        options.record.display(),
+        match runner {
+            Runner::Go => " in the package's tests (go test -v)",
+            Runner::Pytest => " in pytest's run of the node (-rA)",
+        },
+    )))
+}
+
+/// What a cell sets around its attempts that decides which tests run: variables set or
+/// removed, and the argv's placeholders.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Surroundings {
+    env: BTreeMap<String, Option<String>>,
+    placeholders: Vec<(String, String)>,
+}
+
+fn surroundings(cell: &CellSpec) -> Surroundings {
+    let mut around = Surroundings::default();
+    if let Some(profile) = &cell.profile {
+        around.env.extend(profile.knobs.env.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+    }
+    for setting in &cell.overlay {
+        match setting {
+            Setting::Env { name, value } => {
+                around.env.insert(name.clone(), value.clone());
+            }
+            Setting::Placeholder { name, value } => around.placeholders.push((name.clone(), value.clone())),
+            Setting::Rlimit { .. } => {}
+        }
+    }
+    around
+}
+
+/// Every test's result in one run of `target` under `around`, with them shown; none when it
+/// did not reach its report's end.
+fn shown_run(
+    runner: Runner,
+    target: &Target,
+    around: &Surroundings,
+    timeout: Duration,
+) -> Option<BTreeMap<String, Shown>> {
+    let (program, args) = target.program_and_args(&around.placeholders);
+    let mut command = Command::new(program);
+    command.args(args).args(shown_flags(runner));
+    if let Some(dir) = target.working_dir(None) {
+        command.current_dir(dir);
+    }
+    for (name, value) in &around.env {
+        match value {
+            Some(v) => command.env(name, v),
+            None => command.env_remove(name),
+        };
+    }
+    let ran = commands::run_all(vec![Probe { command, cap: 16 << 20, timeout }], None, None).pop()?;
+    let Ran::Exited { stdout, .. } = ran else { return None };
+    results(runner, &String::from_utf8_lossy(&stdout))
+}
+
+/// The test runners whose run of many tests is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    Go,
+    Pytest,
+}
+
+/// The runner of an adapter that may have run more than one test: Go's without a test named,
+/// pytest's (a node id may name a module, a class, or a test's parameters; one that names the
+/// failing test itself is left to the attempts).
+fn many_tests(adapter: Option<&Adapter>) -> Option<Runner> {
+    match adapter? {
+        Adapter::GoTest { test: None, .. } => Some(Runner::Go),
+        Adapter::Pytest { .. } => Some(Runner::Pytest),
+        _ => None,
+    }
+}
+
+/// The options that make the runner report every test's result.
+fn shown_flags(runner: Runner) -> &'static [&'static str] {
+    match runner {
+        Runner::Go => &["-test.v"],
+        Runner::Pytest => &["-rA"],
+    }
+}
+
+/// The tests a run's report says failed: Go's `--- FAIL: NAME (`, pytest's short summary
+/// `FAILED NODE` or `ERROR NODE` (` - MESSAGE` after it).
+fn failures(runner: Runner, output: &str) -> Vec<String> {
+    output
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| match runner {
+            Runner::Go => l.strip_prefix("--- FAIL: ").and_then(|r| r.split_once(" (")).map(|(n, _)| n),
+            Runner::Pytest => {
+                let node = l.strip_prefix("FAILED ").or_else(|| l.strip_prefix("ERROR "))?;
+                Some(node.split_once(" - ").map_or(node, |(n, _)| n))
+            }
+        })
+        .filter(|n| !n.is_empty() && !n.contains(char::is_whitespace))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every test's result in a run with them shown, or none when the run did not reach the end of
+/// its report: Go's last line `PASS` or `FAIL` (a panic ends the binary before it), pytest's
+/// summary line (`3 passed, 1 skipped in 0.12s`).
+fn results(runner: Runner, output: &str) -> Option<BTreeMap<String, Shown>> {
+    let lines = output.lines().map(str::trim).filter(|l| !l.is_empty());
+    let last = lines.clone().next_back()?;
+    let mut shown = BTreeMap::new();
+    match runner {
+        Runner::Go => {
+            if !matches!(last, "PASS" | "FAIL") {
+                return None;
+            }
+            for l in lines {
+                let (status, rest) = if let Some(r) = l.strip_prefix("--- PASS: ").or(l.strip_prefix("--- FAIL: ")) {
+                    (Shown::Ran, r)
+                } else if let Some(r) = l.strip_prefix("--- SKIP: ") {
+                    (Shown::Skipped, r)
+                } else {
+                    continue;
+                };
+                if let Some((name, _)) = rest.split_once(" (") {
+                    shown.insert(name.to_owned(), status);
+                }
+            }
+        }
+        Runner::Pytest => {
+            let summary = last.trim_matches('=').trim();
+            let (_, time) = summary.rsplit_once(" in ")?;
+            if !(time.ends_with('s') && time.starts_with(|c: char| c.is_ascii_digit())) {
+                return None;
+            }
+            for l in lines {
+                let (status, rest) = match l.split_once(' ') {
+                    Some(("PASSED" | "FAILED" | "ERROR", rest)) => (Shown::Ran, rest),
+                    Some(("XFAIL" | "XPASS", rest)) => (Shown::Skipped, rest),
+                    _ => continue,
+                };
+                let node = rest.split_once(" - ").map_or(rest, |(n, _)| n);
+                let node = node.split_whitespace().next().unwrap_or(node);
+                shown.insert(node.to_owned(), status);
+            }
+        }
+    }
+    Some(shown)
+}
+
+/// What `test` did in `shown`. A Go subtest or a pytest parameter absent from the report while
+/// its test ran is taken to have run under a name made at run time (a subtest named after a
+/// value, a parameter's generated id); a skip of it by name is a skip.
+fn runs(runner: Runner, test: &str, shown: &BTreeMap<String, Shown>) -> Option<Shown> {
+    if let Some(status) = shown.get(test) {
+        return Some(*status);
+    }
+    let parent = match runner {
+        Runner::Go => test.split_once('/').map(|(p, _)| p.to_owned()),
+        Runner::Pytest => test.split_once('[').map(|(p, _)| p.to_owned()),
+    }?;
+    let of_parent = |name: &str| match runner {
+        Runner::Go => name == parent || name.starts_with(&format!("{parent}/")),
+        Runner::Pytest => name == parent || name.starts_with(&format!("{parent}[")),
+    };
+    shown.iter().any(|(name, s)| of_parent(name) && *s == Shown::Ran).then_some(Shown::Ran)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_tests_are_read_from_each_runner_s_report() {
+        let go = "--- FAIL: TestA (0.00s)\n    --- FAIL: TestA/one (0.00s)\n        a_test.go:9: bad\nFAIL\n";
+        assert_eq!(failures(Runner::Go, go), ["TestA", "TestA/one"]);
+        let py = "F.\nFAILED t.py::test_a - assert 1 == 2\nERROR t.py::test_b\n1 failed, 1 error in 0.1s\n";
+        assert_eq!(failures(Runner::Pytest, py), ["t.py::test_a", "t.py::test_b"]);
+    }
+
+    #[test]
+    fn a_skipped_renamed_or_deselected_test_does_not_run() {
+        let go = "=== RUN   TestA\n    a_test.go:3: quarantined\n--- SKIP: TestA (0.00s)\n=== RUN   TestB\n--- PASS: TestB (0.00s)\nPASS\n";
+        let shown = results(Runner::Go, go).unwrap();
+        assert_eq!(runs(Runner::Go, "TestA", &shown), Some(Shown::Skipped));
+        assert_eq!(runs(Runner::Go, "TestB", &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::Go, "TestGone", &shown), None);
+        // A subtest of a test that ran, under a name made at run time, ran; one skipped did not.
+        let sub = "=== RUN   TestC\n--- PASS: TestC (0.00s)\n    --- PASS: TestC/seed_2 (0.00s)\n    --- SKIP: TestC/slow (0.00s)\nPASS\n";
+        let shown = results(Runner::Go, sub).unwrap();
+        assert_eq!(runs(Runner::Go, "TestC/seed_1", &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::Go, "TestC/slow", &shown), Some(Shown::Skipped));
+
+        let py = ".s\n=== short test summary info ===\nPASSED t.py::test_b\nSKIPPED [1] t.py:4: quarantined\nXFAIL t.py::test_c - known\n1 passed, 1 skipped, 1 xfailed in 0.01s\n";
+        let shown = results(Runner::Pytest, py).unwrap();
+        assert_eq!(runs(Runner::Pytest, "t.py::test_b", &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::Pytest, "t.py::test_a", &shown), None, "a skip mark's line names no node");
+        assert_eq!(runs(Runner::Pytest, "t.py::test_c", &shown), Some(Shown::Skipped));
+        let params = "..\nPASSED t.py::test_p[1]\nPASSED t.py::test_p[2]\n2 passed in 0.01s\n";
+        let shown = results(Runner::Pytest, params).unwrap();
+        assert_eq!(runs(Runner::Pytest, "t.py::test_p[obj0]", &shown), Some(Shown::Ran));
+    }
+
+    #[test]
+    fn a_run_that_did_not_reach_its_report_s_end_says_nothing() {
+        let panicked = "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\npanic: boom\n\ngoroutine 7 [running]:\nmain.f()\n";
+        assert_eq!(results(Runner::Go, panicked), None);
+        assert_eq!(results(Runner::Pytest, "PASSED t.py::test_a\nKeyboardInterrupt\n"), None);
+        assert_eq!(results(Runner::Go, ""), None);
+    }
+
+    #[test]
+    fn only_an_adapter_that_ran_many_tests_is_checked() {
+        let go = |test: Option<&str>| Adapter::GoTest {
+            package: "./p".into(),
+            test: test.map(str::to_owned),
+            binary: "b".into(),
+            dir: "p".into(),
+            build_seconds: 0.0,
+        };
+        assert_eq!(many_tests(Some(&go(None))), Some(Runner::Go));
+        assert_eq!(many_tests(Some(&go(Some("TestA")))), None);
+        assert_eq!(many_tests(Some(&Adapter::Pytest { node: "t.py".into() })), Some(Runner::Pytest));
+        let cargo = Adapter::CargoTest { test: "t".into(), binary: "b".into(), package: None, dir: ".".into() };
+        assert_eq!(many_tests(Some(&cargo)), None);
+        assert_eq!(many_tests(None), None);
+    }
+}
