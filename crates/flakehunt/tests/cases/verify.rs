@@ -553,71 +553,112 @@ fn an_adapters_test_that_no_longer_runs_is_never_proved_fixed() {
     assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{stderr}");
 }
 
-/// An adapter's run of many tests (`--pytest` of a module, `--go-test` of a package) passes as a
-/// whole: the test that failed in the record, quarantined or renamed after the hunt, would let
-/// every attempt pass without it. Verify refuses, exit 3, before any attempt; fixed, it is proved.
+/// A run of many tests (`--pytest` of a module, `--go-test` of a package, `pytest FILE`, `go test
+/// PKG`) passes as a whole: the test that failed in the record, quarantined or renamed after the
+/// hunt, or left out of the command verify is given, would let every attempt pass without it.
+/// Verify refuses, exit 3, before any attempt; fixed, it is proved.
 #[test]
 fn a_failing_test_that_no_longer_runs_among_many_is_never_proved_fixed() {
     let dir = tempfile::tempdir().unwrap();
     let go_env = crate::harness::go_env(dir.path());
+    let pytest = copy_fixture("adapters/pytest-flaky", dir.path());
+    let go = copy_fixture("adapters/go-flaky", dir.path());
+    let skip_py =
+        ("def test_balance(", "import pytest\n\n\n@pytest.mark.skip(reason=\"quarantined\")\ndef test_balance(");
+    let skip_go = (
+        "func TestTransferKeepsTheTotal(t *testing.T) {",
+        "func TestTransferKeepsTheTotal(t *testing.T) {\n\tt.Skip(\"quarantined\")",
+    );
+    let fix_py = ("0 if iteration() % 3 == 0 else 10", "10");
+    let fix_go = ("if got := Total(start, iteration()); got != start {", "if got := Total(start, 1); got != start {");
+    let py_cmd = ["--", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_flaky.py"];
+    /// A hunt's target, the file and test it failed in, the edits that stop the test running,
+    /// and a fix (none: not run again).
+    struct Case<'a> {
+        project: &'a std::path::Path,
+        target: &'a [&'a str],
+        file: &'a str,
+        test: &'a str,
+        quarantines: Vec<(&'a str, &'a str)>,
+        fix: Option<(&'a str, &'a str)>,
+    }
+    let (py_test, go_test) = ("test_flaky.py::test_balance", "TestTransferKeepsTheTotal");
+    let (py_file, go_file) = ("test_flaky.py", "ledger/ledger_test.go");
     let cases = [
-        (
-            copy_fixture("adapters/pytest-flaky", dir.path()),
-            "test_flaky.py",
-            "test_flaky.py",
-            "test_flaky.py::test_balance",
-            [
-                (
-                    "def test_balance(",
-                    "import pytest\n\n\n@pytest.mark.skip(reason=\"quarantined\")\ndef test_balance(",
-                ),
-                ("def test_balance(", "def test_balance_renamed("),
-            ],
-            ("0 if iteration() % 3 == 0 else 10", "10"),
-        ),
-        (
-            copy_fixture("adapters/go-flaky", dir.path()),
-            "./ledger",
-            "ledger/ledger_test.go",
-            "TestTransferKeepsTheTotal",
-            [
-                (
-                    "func TestTransferKeepsTheTotal(t *testing.T) {",
-                    "func TestTransferKeepsTheTotal(t *testing.T) {\n\tt.Skip(\"quarantined\")",
-                ),
-                ("func TestTransferKeepsTheTotal(", "func TestTransferKeepsTheTotalRenamed("),
-            ],
-            ("if got := Total(start, iteration()); got != start {", "if got := Total(start, 1); got != start {"),
-        ),
+        Case {
+            project: &pytest,
+            target: &["--pytest", "test_flaky.py"],
+            file: py_file,
+            test: py_test,
+            quarantines: vec![skip_py, ("def test_balance(", "def test_balance_renamed(")],
+            fix: Some(fix_py),
+        },
+        Case {
+            project: &go,
+            target: &["--go-test", "./ledger"],
+            file: go_file,
+            test: go_test,
+            quarantines: vec![skip_go, ("func TestTransferKeepsTheTotal(", "func TestTransferKeepsTheTotalRenamed(")],
+            fix: Some(fix_go),
+        },
+        Case {
+            project: &pytest,
+            target: &py_cmd,
+            file: py_file,
+            test: py_test,
+            quarantines: vec![skip_py],
+            fix: Some(fix_py),
+        },
+        Case {
+            project: &go,
+            target: &["--", "go", "test", "./ledger"],
+            file: go_file,
+            test: go_test,
+            quarantines: vec![skip_go],
+            fix: None,
+        },
     ];
-    for (project, target, file, test, quarantines, fix) in cases {
-        let adapter = if target.starts_with("./") { "--go-test" } else { "--pytest" };
+    for (i, Case { project, target, file, test, quarantines, fix }) in cases.into_iter().enumerate() {
         let run = |args: &[&str]| {
-            let out =
-                crate::harness::flakehunt().args(args).envs(go_env.iter().cloned()).current_dir(&project).output();
+            let out = crate::harness::flakehunt().args(args).envs(go_env.iter().cloned()).current_dir(project).output();
             let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
             (out.status.code(), json, String::from_utf8_lossy(&out.stderr).into_owned())
         };
-        let sweep = ["sweep", "--profiles", "default", "--runs", "12", "--seed", "1", "--json", "--quiet"];
-        let (code, swept, stderr) = run(&[&sweep[..], &["--record", "rec", adapter, target]].concat());
-        assert_eq!(code, Some(1), "{target}: {stderr}");
-        assert!(swept["failures"].as_u64() >= Some(2), "{target}: {swept}");
+        let rec = format!("rec{i}");
+        let sweep = ["sweep", "--profiles", "default", "--runs", "12", "--seed", "1", "--json", "--quiet", "--record"];
+        let (code, swept, stderr) = run(&[&sweep[..], &[&rec], target].concat());
+        assert_eq!(code, Some(1), "{target:?}: {stderr}");
+        assert!(swept["failures"].as_u64() >= Some(2), "{target:?}: {swept}");
+        let verify = |record: &str, command: &[&str]| {
+            let args = ["verify", &rec, "--level", "90", "--json", "--quiet", "--record", record];
+            let (code, json, stderr) = run(&[&args[..], command].concat());
+            let attempts = std::fs::read_to_string(project.join(record).join("attempts.jsonl")).unwrap_or_default();
+            (code, json, stderr, attempts)
+        };
         let source = project.join(file);
         let original = std::fs::read_to_string(&source).unwrap();
-        for (i, (from, to)) in quarantines.iter().enumerate() {
+        for (j, (from, to)) in quarantines.iter().enumerate() {
             edit(&source, from, to);
-            let record = format!("v{i}");
-            let (code, _, stderr) = run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", &record]);
-            assert_eq!(code, Some(3), "{target}, {to}: {stderr}");
-            assert!(stderr.contains(test) && stderr.contains("no longer runs"), "{target}, {to}: {stderr}");
-            let attempts = std::fs::read_to_string(project.join(&record).join("attempts.jsonl")).unwrap_or_default();
-            assert_eq!(attempts, "", "{target}, {to}: no attempt ran");
+            let (code, _, stderr, attempts) = verify(&format!("v{i}-{j}"), &[]);
+            assert_eq!(code, Some(3), "{target:?}, {to}: {stderr}");
+            assert!(stderr.contains(test) && stderr.contains("no longer runs"), "{target:?}, {to}: {stderr}");
+            assert_eq!(attempts, "", "{target:?}, {to}: no attempt ran");
             std::fs::write(&source, &original).unwrap();
         }
+        // A command given to verify that leaves the failing test out.
+        if target == py_cmd {
+            let narrow = ["--", "python3", "-m", "pytest", "-q", "test_flaky.py::test_steady"];
+            let (code, _, stderr, _) = verify(&format!("n{i}"), &narrow);
+            assert_eq!(code, Some(3), "{stderr}");
+            assert!(stderr.contains("give a command that runs it"), "{stderr}");
+        }
         // The negative control: the other tests run as before, and a real fix is proved.
-        edit(&source, fix.0, fix.1);
-        let (code, fixed, stderr) = run(&["verify", "rec", "--level", "90", "--json", "--quiet", "--record", "fixed"]);
-        assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{target}: {stderr}");
+        if let Some((from, to)) = fix {
+            edit(&source, from, to);
+            let (code, fixed, stderr, _) = verify(&format!("f{i}"), &[]);
+            assert_eq!((code, fixed["verdict"].as_str()), (Some(0), Some("fixed")), "{target:?}: {stderr}");
+            std::fs::write(&source, &original).unwrap();
+        }
     }
 }
 

@@ -89,10 +89,11 @@ pub fn new(
         settings.timeout_seconds = spec.settings.timeout.as_secs_f64();
         settings.timeout_given = Some(true);
     }
-    if !command_given && source.target.is_none() {
+    // The tests the record saw fail still run (a run of many tests would pass without them).
+    if source.target.is_none() {
         let timeout =
             std::time::Duration::try_from_secs_f64(settings.timeout_seconds).unwrap_or(std::time::Duration::MAX);
-        super::still_runs::check(&source.record, &source.options, &source.cells, &target, timeout)?;
+        super::still_runs::check(&source.record, &source.options, &source.cells, &target, command_given, timeout)?;
     }
     // Warm or cold as the verified hunt ran (a failure rate differs between the two), unless
     // asked otherwise.

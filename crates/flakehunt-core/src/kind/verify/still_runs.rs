@@ -1,9 +1,11 @@
-//! Whether the tests the verified record saw fail still run, when its adapter ran many tests at
+//! Whether the tests the verified record saw fail still run, when its target ran many tests at
 //! once (`--go-test PKG` without `-run`, `--pytest` of a module, a class or a parametrised
-//! test): each attempt then reports on the whole run, and a failing test quarantined after the
-//! hunt (`t.Skip`, a skip mark), renamed or deselected would let every attempt pass without it,
-//! and a fix be proved that never ran. One run of the target with each test's result shown
-//! (`-test.v`, pytest's `-rA`) tells, before any attempt. Main function: [`check`].
+//! test, a `go test` or `pytest` command, the record's or the one verify is given): each
+//! attempt then reports on the whole run, and a failing test quarantined after the hunt
+//! (`t.Skip`, a skip mark), renamed, deselected or left out of the command would let every
+//! attempt pass without it, and a fix be proved that never ran. One run of the target with
+//! each test's result shown (`-test.v`, `go test -v`, pytest's `-rA`) tells, before any
+//! attempt. Main function: [`check`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -40,13 +42,20 @@ pub fn check(
     options: &VerifyOptions,
     cells: &[CellSpec],
     target: &Target,
+    command_given: bool,
     timeout: Duration,
 ) -> Result<(), HuntError> {
-    let adapter = record.manifest.extra.adapter.as_ref();
-    let Some(runner) = many_tests(adapter) else { return Ok(()) };
-    let node = match adapter {
-        Some(Adapter::Pytest { node }) => Some(node.as_str()),
-        _ => None,
+    // The adapter's runner, unless a command replaces it; a command's, when it is a test
+    // runner's. An adapter's one test is judged by every attempt's report already.
+    let adapter = record.manifest.extra.adapter.as_ref().filter(|_| !command_given);
+    let (runner, judged) = match adapter {
+        Some(Adapter::GoTest { test: None, .. }) => (Runner::GoBinary, None),
+        Some(Adapter::Pytest { node }) => (Runner::Pytest, Some(node.as_str())),
+        Some(Adapter::GoTest { .. } | Adapter::CargoTest { .. }) => return Ok(()),
+        None => match runner_of(target) {
+            Some(runner) => (runner, None),
+            None => return Ok(()),
+        },
     };
     // The tests that failed, by the surroundings of the cells they failed in.
     let mut failed: BTreeMap<Surroundings, BTreeSet<String>> = BTreeMap::new();
@@ -61,7 +70,7 @@ pub fn check(
             continue;
         };
         // A node id that is the failing test itself is judged by every attempt's report.
-        let many = failures(runner, &attempt.stdout_tail).into_iter().filter(|t| Some(t.as_str()) != node);
+        let many = failures(runner, &attempt.stdout_tail).into_iter().filter(|t| Some(t.as_str()) != judged);
         failed.entry(around.clone()).or_default().extend(many);
     }
     let timeout = timeout.clamp(Duration::from_secs(60), Duration::from_secs(86_400));
@@ -95,12 +104,14 @@ pub fn check(
         n => (format!("{n} of the tests"), "run", "them"),
     };
     Err(HuntError::Refused(format!(
-        "{}: {tests} it saw fail no longer {run}{}: {named}; every attempt would pass without {them}, and a test that does not run proves no fix: make {them} run again (undo the skip, the rename or the deselection), then verify; nothing was verified",
+        "{}: {tests} it saw fail no longer {run}{}: {named}; every attempt would pass without {them}, and a test that does not run proves no fix: {}make {them} run again (undo the skip, the rename or the deselection), then verify; nothing was verified",
         options.record.display(),
         match runner {
-            Runner::Go => " in the package's tests (go test -v)",
-            Runner::Pytest => " in pytest's run of the node (-rA)",
+            Runner::GoBinary => " in the package's tests (-test.v)",
+            Runner::GoCommand => " in the packages' tests (go test -v)",
+            Runner::Pytest => " in pytest's run (-rA)",
         },
+        if command_given { format!("give a command that runs {them}, or ") } else { String::new() },
     )))
 }
 
@@ -157,25 +168,43 @@ fn shown_run(
 /// The test runners whose run of many tests is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Runner {
-    Go,
+    /// A Go test binary (`--go-test PKG`).
+    GoBinary,
+    /// `go test [PKG...]`.
+    GoCommand,
+    /// pytest, as an adapter or a command (`pytest ...`, `python -m pytest ...`).
     Pytest,
 }
 
-/// The runner of an adapter that may have run more than one test: Go's without a test named,
-/// pytest's (a node id may name a module, a class, or a test's parameters; one that names the
-/// failing test itself is left to the attempts).
-fn many_tests(adapter: Option<&Adapter>) -> Option<Runner> {
-    match adapter? {
-        Adapter::GoTest { test: None, .. } => Some(Runner::Go),
-        Adapter::Pytest { .. } => Some(Runner::Pytest),
-        _ => None,
+impl Runner {
+    fn go(self) -> bool {
+        matches!(self, Runner::GoBinary | Runner::GoCommand)
     }
+}
+
+/// The test runner a command is, when it is one whose options can be added at its end: `go
+/// test` (not with `-args`, after which they would go to the test binary, nor `-json`), pytest
+/// run as a program or a module. A shell script is none.
+fn runner_of(target: &Target) -> Option<Runner> {
+    if target.shell {
+        return None;
+    }
+    let program = std::path::Path::new(target.argv.first()?).file_name()?.to_str()?;
+    let args = &target.argv[1..];
+    if program == "go" && args.first().is_some_and(|a| a == "test") {
+        let plain =
+            !args.iter().any(|a| a == "-args" || a == "--args" || a.starts_with("-json") || a.starts_with("--json"));
+        return plain.then_some(Runner::GoCommand);
+    }
+    let module = program.starts_with("python") && args.windows(2).any(|w| w[0] == "-m" && w[1] == "pytest");
+    (matches!(program, "pytest" | "py.test") || module).then_some(Runner::Pytest)
 }
 
 /// The options that make the runner report every test's result.
 fn shown_flags(runner: Runner) -> &'static [&'static str] {
     match runner {
-        Runner::Go => &["-test.v"],
+        Runner::GoBinary => &["-test.v"],
+        Runner::GoCommand => &["-v"],
         Runner::Pytest => &["-rA"],
     }
 }
@@ -187,7 +216,9 @@ fn failures(runner: Runner, output: &str) -> Vec<String> {
         .lines()
         .map(str::trim)
         .filter_map(|l| match runner {
-            Runner::Go => l.strip_prefix("--- FAIL: ").and_then(|r| r.split_once(" (")).map(|(n, _)| n),
+            Runner::GoBinary | Runner::GoCommand => {
+                l.strip_prefix("--- FAIL: ").and_then(|r| r.split_once(" (")).map(|(n, _)| n)
+            }
             Runner::Pytest => {
                 let node = l.strip_prefix("FAILED ").or_else(|| l.strip_prefix("ERROR "))?;
                 Some(node.split_once(" - ").map_or(node, |(n, _)| n))
@@ -199,46 +230,62 @@ fn failures(runner: Runner, output: &str) -> Vec<String> {
 }
 
 /// Every test's result in a run with them shown, or none when the run did not reach the end of
-/// its report: Go's last line `PASS` or `FAIL` (a panic ends the binary before it), pytest's
-/// summary line (`3 passed, 1 skipped in 0.12s`).
+/// its report, or broke before its tests could run: Go's last line `PASS` or `FAIL` (a test
+/// binary's) or a package's `ok`/`FAIL`/`?` line (`go test`'s), with no panic, fatal error or
+/// build failure before it; pytest's summary line (`3 passed, 1 skipped in 0.12s`), with no
+/// interruption (a module that no longer imports, which the attempts will show as failures).
+/// A name reported more than once (a test of the same name in two packages) ran if it ran once.
 fn results(runner: Runner, output: &str) -> Option<BTreeMap<String, Shown>> {
     let lines = output.lines().map(str::trim).filter(|l| !l.is_empty());
     let last = lines.clone().next_back()?;
     let mut shown = BTreeMap::new();
-    match runner {
-        Runner::Go => {
-            if !matches!(last, "PASS" | "FAIL") {
-                return None;
-            }
-            for l in lines {
-                let (status, rest) = if let Some(r) = l.strip_prefix("--- PASS: ").or(l.strip_prefix("--- FAIL: ")) {
-                    (Shown::Ran, r)
-                } else if let Some(r) = l.strip_prefix("--- SKIP: ") {
-                    (Shown::Skipped, r)
-                } else {
-                    continue;
-                };
-                if let Some((name, _)) = rest.split_once(" (") {
-                    shown.insert(name.to_owned(), status);
-                }
+    let mut add = |name: &str, status: Shown| {
+        let entry = shown.entry(name.to_owned()).or_insert(status);
+        if status == Shown::Ran {
+            *entry = Shown::Ran;
+        }
+    };
+    if runner.go() {
+        let ended = matches!(last, "PASS" | "FAIL")
+            || ["ok ", "ok\t", "FAIL\t", "FAIL ", "? ", "?\t"].iter().any(|p| last.starts_with(p));
+        let broke = |l: &str| {
+            l.starts_with("panic: ")
+                || l.starts_with("fatal error: ")
+                || l.ends_with("[build failed]")
+                || l.ends_with("[setup failed]")
+        };
+        if !ended || lines.clone().any(broke) {
+            return None;
+        }
+        for l in lines {
+            let (status, rest) = if let Some(r) = l.strip_prefix("--- PASS: ").or(l.strip_prefix("--- FAIL: ")) {
+                (Shown::Ran, r)
+            } else if let Some(r) = l.strip_prefix("--- SKIP: ") {
+                (Shown::Skipped, r)
+            } else {
+                continue;
+            };
+            if let Some((name, _)) = rest.split_once(" (") {
+                add(name, status);
             }
         }
-        Runner::Pytest => {
-            let summary = last.trim_matches('=').trim();
-            let (_, time) = summary.rsplit_once(" in ")?;
-            if !(time.ends_with('s') && time.starts_with(|c: char| c.is_ascii_digit())) {
-                return None;
-            }
-            for l in lines {
-                let (status, rest) = match l.split_once(' ') {
-                    Some(("PASSED" | "FAILED" | "ERROR", rest)) => (Shown::Ran, rest),
-                    Some(("XFAIL" | "XPASS", rest)) => (Shown::Skipped, rest),
-                    _ => continue,
-                };
-                let node = rest.split_once(" - ").map_or(rest, |(n, _)| n);
-                let node = node.split_whitespace().next().unwrap_or(node);
-                shown.insert(node.to_owned(), status);
-            }
+    } else {
+        let summary = last.trim_matches('=').trim();
+        let (_, time) = summary.rsplit_once(" in ")?;
+        if !(time.ends_with('s') && time.starts_with(|c: char| c.is_ascii_digit())) {
+            return None;
+        }
+        if lines.clone().any(|l| l.contains("Interrupted: ")) {
+            return None;
+        }
+        for l in lines {
+            let (status, rest) = match l.split_once(' ') {
+                Some(("PASSED" | "FAILED" | "ERROR", rest)) => (Shown::Ran, rest),
+                Some(("XFAIL" | "XPASS", rest)) => (Shown::Skipped, rest),
+                _ => continue,
+            };
+            let node = rest.split_once(" - ").map_or(rest, |(n, _)| n);
+            add(node.split_whitespace().next().unwrap_or(node), status);
         }
     }
     Some(shown)
@@ -251,14 +298,9 @@ fn runs(runner: Runner, test: &str, shown: &BTreeMap<String, Shown>) -> Option<S
     if let Some(status) = shown.get(test) {
         return Some(*status);
     }
-    let parent = match runner {
-        Runner::Go => test.split_once('/').map(|(p, _)| p.to_owned()),
-        Runner::Pytest => test.split_once('[').map(|(p, _)| p.to_owned()),
-    }?;
-    let of_parent = |name: &str| match runner {
-        Runner::Go => name == parent || name.starts_with(&format!("{parent}/")),
-        Runner::Pytest => name == parent || name.starts_with(&format!("{parent}[")),
-    };
+    let separator = if runner.go() { '/' } else { '[' };
+    let (parent, _) = test.split_once(separator)?;
+    let of_parent = |name: &str| name == parent || name.starts_with(&format!("{parent}{separator}"));
     shown.iter().any(|(name, s)| of_parent(name) && *s == Shown::Ran).then_some(Shown::Ran)
 }
 
@@ -269,7 +311,7 @@ mod tests {
     #[test]
     fn failing_tests_are_read_from_each_runner_s_report() {
         let go = "--- FAIL: TestA (0.00s)\n    --- FAIL: TestA/one (0.00s)\n        a_test.go:9: bad\nFAIL\n";
-        assert_eq!(failures(Runner::Go, go), ["TestA", "TestA/one"]);
+        assert_eq!(failures(Runner::GoBinary, go), ["TestA", "TestA/one"]);
         let py = "F.\nFAILED t.py::test_a - assert 1 == 2\nERROR t.py::test_b\n1 failed, 1 error in 0.1s\n";
         assert_eq!(failures(Runner::Pytest, py), ["t.py::test_a", "t.py::test_b"]);
     }
@@ -277,15 +319,15 @@ mod tests {
     #[test]
     fn a_skipped_renamed_or_deselected_test_does_not_run() {
         let go = "=== RUN   TestA\n    a_test.go:3: quarantined\n--- SKIP: TestA (0.00s)\n=== RUN   TestB\n--- PASS: TestB (0.00s)\nPASS\n";
-        let shown = results(Runner::Go, go).unwrap();
-        assert_eq!(runs(Runner::Go, "TestA", &shown), Some(Shown::Skipped));
-        assert_eq!(runs(Runner::Go, "TestB", &shown), Some(Shown::Ran));
-        assert_eq!(runs(Runner::Go, "TestGone", &shown), None);
+        let shown = results(Runner::GoBinary, go).unwrap();
+        assert_eq!(runs(Runner::GoBinary, "TestA", &shown), Some(Shown::Skipped));
+        assert_eq!(runs(Runner::GoBinary, "TestB", &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::GoBinary, "TestGone", &shown), None);
         // A subtest of a test that ran, under a name made at run time, ran; one skipped did not.
         let sub = "=== RUN   TestC\n--- PASS: TestC (0.00s)\n    --- PASS: TestC/seed_2 (0.00s)\n    --- SKIP: TestC/slow (0.00s)\nPASS\n";
-        let shown = results(Runner::Go, sub).unwrap();
-        assert_eq!(runs(Runner::Go, "TestC/seed_1", &shown), Some(Shown::Ran));
-        assert_eq!(runs(Runner::Go, "TestC/slow", &shown), Some(Shown::Skipped));
+        let shown = results(Runner::GoBinary, sub).unwrap();
+        assert_eq!(runs(Runner::GoBinary, "TestC/seed_1", &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::GoBinary, "TestC/slow", &shown), Some(Shown::Skipped));
 
         let py = ".s\n=== short test summary info ===\nPASSED t.py::test_b\nSKIPPED [1] t.py:4: quarantined\nXFAIL t.py::test_c - known\n1 passed, 1 skipped, 1 xfailed in 0.01s\n";
         let shown = results(Runner::Pytest, py).unwrap();
@@ -300,25 +342,39 @@ mod tests {
     #[test]
     fn a_run_that_did_not_reach_its_report_s_end_says_nothing() {
         let panicked = "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\npanic: boom\n\ngoroutine 7 [running]:\nmain.f()\n";
-        assert_eq!(results(Runner::Go, panicked), None);
+        assert_eq!(results(Runner::GoBinary, panicked), None);
         assert_eq!(results(Runner::Pytest, "PASSED t.py::test_a\nKeyboardInterrupt\n"), None);
-        assert_eq!(results(Runner::Go, ""), None);
+        assert_eq!(results(Runner::GoBinary, ""), None);
     }
 
     #[test]
-    fn only_an_adapter_that_ran_many_tests_is_checked() {
-        let go = |test: Option<&str>| Adapter::GoTest {
-            package: "./p".into(),
-            test: test.map(str::to_owned),
-            binary: "b".into(),
-            dir: "p".into(),
-            build_seconds: 0.0,
-        };
-        assert_eq!(many_tests(Some(&go(None))), Some(Runner::Go));
-        assert_eq!(many_tests(Some(&go(Some("TestA")))), None);
-        assert_eq!(many_tests(Some(&Adapter::Pytest { node: "t.py".into() })), Some(Runner::Pytest));
-        let cargo = Adapter::CargoTest { test: "t".into(), binary: "b".into(), package: None, dir: ".".into() };
-        assert_eq!(many_tests(Some(&cargo)), None);
-        assert_eq!(many_tests(None), None);
+    fn go_test_s_report_of_packages_is_read_to_its_end() {
+        let ok = "=== RUN   TestA\n--- SKIP: TestA (0.00s)\nPASS\nok  \texample.com/a\t0.01s\n?   \texample.com/b\t[no test files]\n";
+        assert_eq!(results(Runner::GoCommand, ok).unwrap().get("TestA"), Some(&Shown::Skipped));
+        // The same name in two packages: it ran if it ran in one.
+        let two = "--- SKIP: TestA (0.00s)\nPASS\nok  \tx/a\t0.01s\n--- PASS: TestA (0.00s)\nPASS\nok  \tx/b\t0.01s\n";
+        assert_eq!(results(Runner::GoCommand, two).unwrap().get("TestA"), Some(&Shown::Ran));
+        let built = "FAIL\texample.com/a [build failed]\nFAIL\n";
+        assert_eq!(results(Runner::GoCommand, built), None);
+        let panicked = "=== RUN   TestA\npanic: boom\n\ngoroutine 1\nFAIL\texample.com/a\t0.01s\nFAIL\n";
+        assert_eq!(results(Runner::GoCommand, panicked), None);
+        let interrupted =
+            "ERROR t.py - ImportError\n!!! Interrupted: 1 error during collection !!!\n1 error in 0.05s\n";
+        assert_eq!(results(Runner::Pytest, interrupted), None);
+    }
+
+    #[test]
+    fn a_command_is_checked_when_it_is_a_test_runner_s() {
+        let of = |argv: &[&str]| runner_of(&Target::argv(argv.iter().map(|a| (*a).to_owned()).collect()));
+        assert_eq!(of(&["go", "test", "./..."]), Some(Runner::GoCommand));
+        assert_eq!(of(&["/usr/lib/go/bin/go", "test", "-run", "TestA", "."]), Some(Runner::GoCommand));
+        assert_eq!(of(&["go", "test", ".", "-args", "-x"]), None, "-v would go to the test binary");
+        assert_eq!(of(&["go", "test", "-json", "."]), None);
+        assert_eq!(of(&["go", "run", "."]), None);
+        assert_eq!(of(&["pytest", "tests"]), Some(Runner::Pytest));
+        assert_eq!(of(&[".venv/bin/python3.12", "-m", "pytest", "-q"]), Some(Runner::Pytest));
+        assert_eq!(of(&["python3", "-m", "unittest"]), None);
+        assert_eq!(of(&["make", "test"]), None);
+        assert_eq!(runner_of(&Target::shell("pytest tests".into())), None);
     }
 }
