@@ -363,17 +363,28 @@ fn copy_fixture(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
     project
 }
 
+/// The pytest suite fixture's victim, brittle test and non-idempotent test.
+const PYTEST_SUITE_TESTS: [&str; 3] =
+    ["tests/test_beta.py::test_victim", "tests/test_beta.py::test_brittle", "tests/test_gamma.py::test_non_idempotent"];
+
+/// The pytest suite fixture copied into `dir`, with the record `rec` of a suite hunt of it that
+/// found its three tests.
+fn pytest_suite_record(dir: &std::path::Path) -> std::path::PathBuf {
+    let project = copy_fixture("suite/pytest", dir);
+    let (code, _, stderr) = json_run(
+        &project,
+        &["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    project
+}
+
 #[test]
 fn a_suites_reproducers_are_verified_test_by_test() {
     let dir = tempfile::tempdir().unwrap();
-    let project = copy_fixture("suite/pytest", dir.path());
+    let project = pytest_suite_record(dir.path());
     let run = |args: &[&str]| json_run(&project, args);
-    let (code, _, stderr) =
-        run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
-    assert_eq!(code, Some(1), "{stderr}");
-    let victim = "tests/test_beta.py::test_victim";
-    let brittle = "tests/test_beta.py::test_brittle";
-    let repeated = "tests/test_gamma.py::test_non_idempotent";
+    let [victim, brittle, repeated] = PYTEST_SUITE_TESTS;
 
     // The polluter cleans up after itself: the victim's reproducer passes, the others still fail.
     edit(
@@ -440,14 +451,9 @@ fn a_suites_reproducers_are_verified_test_by_test() {
 #[test]
 fn a_test_that_no_longer_runs_is_never_proved_fixed() {
     let dir = tempfile::tempdir().unwrap();
-    let project = copy_fixture("suite/pytest", dir.path());
+    let project = pytest_suite_record(dir.path());
     let run = |args: &[&str]| json_run(&project, args);
-    let (code, _, stderr) =
-        run(&["suite", "--pytest", "--runs", "6", "--seed", "1", "--json", "--quiet", "--record", "rec"]);
-    assert_eq!(code, Some(1), "{stderr}");
-    let victim = "tests/test_beta.py::test_victim";
-    let brittle = "tests/test_beta.py::test_brittle";
-    let repeated = "tests/test_gamma.py::test_non_idempotent";
+    let [victim, brittle, repeated] = PYTEST_SUITE_TESTS;
 
     edit(
         &project.join("tests/test_beta.py"),
