@@ -58,7 +58,9 @@ pub fn check(
         },
     };
     // The tests that failed, by the surroundings of the cells they failed in.
-    let mut failed: BTreeMap<Surroundings, BTreeSet<String>> = BTreeMap::new();
+    // Each with the number of attempts it failed in: a name seen failing twice is no name made
+    // at run time (see [`runs`]).
+    let mut failed: BTreeMap<Surroundings, BTreeMap<String, u64>> = BTreeMap::new();
     let of_cell: BTreeMap<&str, Surroundings> = options
         .conditions
         .iter()
@@ -70,16 +72,19 @@ pub fn check(
             continue;
         };
         // A node id that is the failing test itself is judged by every attempt's report.
-        let many = failures(runner, &attempt.stdout_tail).into_iter().filter(|t| Some(t.as_str()) != judged);
-        failed.entry(around.clone()).or_default().extend(many);
+        let tests = failed.entry(around.clone()).or_default();
+        let named: BTreeSet<String> = failures(runner, &attempt.stdout_tail).into_iter().collect();
+        for test in named.into_iter().filter(|t| Some(t.as_str()) != judged) {
+            *tests.entry(test).or_default() += 1;
+        }
     }
     let timeout = timeout.clamp(Duration::from_secs(60), Duration::from_secs(86_400));
     // Each test that did not run, and whether it was skipped (else it was absent).
     let mut missing: BTreeMap<String, bool> = BTreeMap::new();
     for (around, tests) in failed.iter().filter(|(_, tests)| !tests.is_empty()) {
         let Some(shown) = shown_run(runner, target, around, timeout) else { continue };
-        for test in tests {
-            match runs(runner, test, &shown) {
+        for (test, seen) in tests {
+            match runs(runner, test, *seen, &shown) {
                 Some(Shown::Ran) => {}
                 Some(Shown::Skipped) => *missing.entry(test.clone()).or_default() = true,
                 None => {
@@ -291,12 +296,17 @@ fn results(runner: Runner, output: &str) -> Option<BTreeMap<String, Shown>> {
     Some(shown)
 }
 
-/// What `test` did in `shown`. A Go subtest or a pytest parameter absent from the report while
-/// its test ran is taken to have run under a name made at run time (a subtest named after a
-/// value, a parameter's generated id); a skip of it by name is a skip.
-fn runs(runner: Runner, test: &str, shown: &BTreeMap<String, Shown>) -> Option<Shown> {
+/// What `test`, seen failing in `seen` attempts of the record, did in `shown`. A Go subtest or a
+/// pytest parameter seen failing once, absent from the report while its test ran, is taken to
+/// have run under a name made at run time (a subtest named after a time or a random value); one
+/// seen failing under the same name twice has a name that stays, and its absence is its
+/// removal. A skip of it by name is a skip.
+fn runs(runner: Runner, test: &str, seen: u64, shown: &BTreeMap<String, Shown>) -> Option<Shown> {
     if let Some(status) = shown.get(test) {
         return Some(*status);
+    }
+    if seen > 1 {
+        return None;
     }
     let separator = if runner.go() { '/' } else { '[' };
     let (parent, _) = test.split_once(separator)?;
@@ -320,23 +330,26 @@ mod tests {
     fn a_skipped_renamed_or_deselected_test_does_not_run() {
         let go = "=== RUN   TestA\n    a_test.go:3: quarantined\n--- SKIP: TestA (0.00s)\n=== RUN   TestB\n--- PASS: TestB (0.00s)\nPASS\n";
         let shown = results(Runner::GoBinary, go).unwrap();
-        assert_eq!(runs(Runner::GoBinary, "TestA", &shown), Some(Shown::Skipped));
-        assert_eq!(runs(Runner::GoBinary, "TestB", &shown), Some(Shown::Ran));
-        assert_eq!(runs(Runner::GoBinary, "TestGone", &shown), None);
+        assert_eq!(runs(Runner::GoBinary, "TestA", 1, &shown), Some(Shown::Skipped));
+        assert_eq!(runs(Runner::GoBinary, "TestB", 1, &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::GoBinary, "TestGone", 1, &shown), None);
         // A subtest of a test that ran, under a name made at run time, ran; one skipped did not.
         let sub = "=== RUN   TestC\n--- PASS: TestC (0.00s)\n    --- PASS: TestC/seed_2 (0.00s)\n    --- SKIP: TestC/slow (0.00s)\nPASS\n";
         let shown = results(Runner::GoBinary, sub).unwrap();
-        assert_eq!(runs(Runner::GoBinary, "TestC/seed_1", &shown), Some(Shown::Ran));
-        assert_eq!(runs(Runner::GoBinary, "TestC/slow", &shown), Some(Shown::Skipped));
+        assert_eq!(runs(Runner::GoBinary, "TestC/seed_1", 1, &shown), Some(Shown::Ran));
+        // One seen failing under its name twice was removed.
+        assert_eq!(runs(Runner::GoBinary, "TestC/seed_1", 2, &shown), None);
+        assert_eq!(runs(Runner::GoBinary, "TestC/slow", 1, &shown), Some(Shown::Skipped));
 
         let py = ".s\n=== short test summary info ===\nPASSED t.py::test_b\nSKIPPED [1] t.py:4: quarantined\nXFAIL t.py::test_c - known\n1 passed, 1 skipped, 1 xfailed in 0.01s\n";
         let shown = results(Runner::Pytest, py).unwrap();
-        assert_eq!(runs(Runner::Pytest, "t.py::test_b", &shown), Some(Shown::Ran));
-        assert_eq!(runs(Runner::Pytest, "t.py::test_a", &shown), None, "a skip mark's line names no node");
-        assert_eq!(runs(Runner::Pytest, "t.py::test_c", &shown), Some(Shown::Skipped));
+        assert_eq!(runs(Runner::Pytest, "t.py::test_b", 1, &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::Pytest, "t.py::test_a", 1, &shown), None, "a skip mark's line names no node");
+        assert_eq!(runs(Runner::Pytest, "t.py::test_c", 1, &shown), Some(Shown::Skipped));
         let params = "..\nPASSED t.py::test_p[1]\nPASSED t.py::test_p[2]\n2 passed in 0.01s\n";
         let shown = results(Runner::Pytest, params).unwrap();
-        assert_eq!(runs(Runner::Pytest, "t.py::test_p[obj0]", &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::Pytest, "t.py::test_p[obj0]", 1, &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::Pytest, "t.py::test_p[3]", 4, &shown), None, "a parameter removed");
     }
 
     #[test]
