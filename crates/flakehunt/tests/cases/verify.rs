@@ -569,6 +569,11 @@ fn a_failing_test_that_no_longer_runs_among_many_is_never_proved_fixed() {
     let go_env = crate::harness::go_env(dir.path());
     let pytest = copy_fixture("adapters/pytest-flaky", dir.path());
     let go = copy_fixture("adapters/go-flaky", dir.path());
+    // A table test whose case "short" fails on every third iteration.
+    let table = "package ledger\n\nimport \"testing\"\n\nfunc TestTable(t *testing.T) {\n\tfor _, name := range []string{\"even\", \"short\"} {\n\t\tt.Run(name, func(t *testing.T) {\n\t\t\tif name == \"short\" && iteration()%3 == 0 {\n\t\t\t\tt.Error(\"one short\")\n\t\t\t}\n\t\t})\n\t}\n}\n";
+    std::fs::create_dir(dir.path().join("table")).unwrap();
+    let go_table = copy_fixture("adapters/go-flaky", &dir.path().join("table"));
+    std::fs::write(go_table.join("ledger/table_test.go"), table).unwrap();
     let skip_py =
         ("def test_balance(", "import pytest\n\n\n@pytest.mark.skip(reason=\"quarantined\")\ndef test_balance(");
     let skip_go = (
@@ -622,6 +627,18 @@ fn a_failing_test_that_no_longer_runs_among_many_is_never_proved_fixed() {
             test: go_test,
             quarantines: vec![skip_go],
             fix: None,
+        },
+        // One test named: its attempts say whether it ran, not whether its failing case did.
+        Case {
+            project: &go_table,
+            target: &["--go-test", "./ledger", "-run", "TestTable"],
+            file: "ledger/table_test.go",
+            test: "TestTable/short",
+            quarantines: vec![
+                ("\t\t\tif name == \"short\"", "\t\t\tif name == \"short\" {\n\t\t\t\tt.Skip(\"quarantined\")\n\t\t\t}\n\t\t\tif name == \"short\""),
+                ("\"even\", \"short\"}", "\"even\"}"),
+            ],
+            fix: Some(("iteration()%3 == 0", "iteration() < 0")),
         },
     ];
     for (i, Case { project, target, file, test, quarantines, fix }) in cases.into_iter().enumerate() {

@@ -1,11 +1,11 @@
 //! Whether the tests the verified record saw fail still run, when its target ran many tests at
-//! once (`--go-test PKG` without `-run`, `--pytest` of a module, a class or a parametrised
-//! test, a `go test` or `pytest` command, the record's or the one verify is given): each
-//! attempt then reports on the whole run, and a failing test quarantined after the hunt
-//! (`t.Skip`, a skip mark), renamed, deselected or left out of the command would let every
-//! attempt pass without it, and a fix be proved that never ran. One run of the target with
-//! each test's result shown (`-test.v`, `go test -v`, pytest's `-rA`) tells, before any
-//! attempt. Main function: [`check`].
+//! once (`--go-test PKG`, all of its tests or one with its subtests, `--pytest` of a module, a
+//! class or a parametrised test, a `go test` or `pytest` command, the record's or the one
+//! verify is given): each attempt then reports on the whole run, and a failing test
+//! quarantined after the hunt (`t.Skip`, a skip mark), renamed, deselected or left out of the
+//! command would let every attempt pass without it, and a fix be proved that never ran. One
+//! run of the target with each test's result shown (`-test.v`, `go test -v`, pytest's `-rA`)
+//! tells, before any attempt. Main function: [`check`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -46,12 +46,13 @@ pub fn check(
     timeout: Duration,
 ) -> Result<(), HuntError> {
     // The adapter's runner, unless a command replaces it; a command's, when it is a test
-    // runner's. An adapter's one test is judged by every attempt's report already.
+    // runner's. An adapter's one test is judged by every attempt's report already, but not its
+    // subtests or parameters (one removed or skipped, the test passes).
     let adapter = record.manifest.extra.adapter.as_ref().filter(|_| !command_given);
     let (runner, judged) = match adapter {
-        Some(Adapter::GoTest { test: None, .. }) => (Runner::GoBinary, None),
+        Some(Adapter::GoTest { test, .. }) => (Runner::GoBinary, test.as_deref()),
         Some(Adapter::Pytest { node }) => (Runner::Pytest, Some(node.as_str())),
-        Some(Adapter::GoTest { .. } | Adapter::CargoTest { .. }) => return Ok(()),
+        Some(Adapter::CargoTest { .. }) => return Ok(()),
         None => match runner_of(target) {
             Some(runner) => (runner, None),
             None => return Ok(()),
