@@ -177,7 +177,32 @@ impl ChildSetup {
     }
 }
 
+/// What Go's test flags in `GOFLAGS` get in every attempt: `go test` replays a package's cached
+/// pass without running its tests when nothing it reads changed (the iteration is not in its
+/// cache key unless a test reads it), so after the first pass every attempt of a flaky test
+/// would pass unrun. Other go commands ignore it.
+const GO_TEST_UNCACHED: &str = "-count=1";
+
 impl Launch {
+    /// Makes any `go test` the attempt runs run its tests (see [`GO_TEST_UNCACHED`]): `GOFLAGS`
+    /// as the attempt gets it (the last setting in [`Self::env`], else flakehunt's own unless
+    /// the environment starts empty) with `-count=1` added, unless it sets a count already (a
+    /// count on the command line wins over `GOFLAGS` anyway).
+    pub fn uncache_go_tests(&mut self) {
+        let set = self.env.iter().rev().find(|(k, _)| k == "GOFLAGS").map(|(_, v)| v.clone());
+        let given = match set {
+            Some(value) => value,
+            None if self.env_clear => None,
+            None => std::env::var_os("GOFLAGS"),
+        };
+        let given = given.map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
+        if given.split_whitespace().any(|f| f.trim_start_matches('-').starts_with("count")) {
+            return;
+        }
+        let flags = format!("{given} {GO_TEST_UNCACHED}").trim_start().to_owned();
+        self.env.push(("GOFLAGS".into(), Some(flags.into())));
+    }
+
     /// The `std` command for this launch, starting `program` (the resolved path of
     /// [`Self::program`]): its own process group, stdin from `/dev/null`, output piped to
     /// flakehunt, and the `pre_exec` hook for [`Self::setup`].
@@ -280,5 +305,36 @@ pub fn idle_priority() {
         if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
             let _ = libc::setpriority(libc::PRIO_PROCESS, 0, 19);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goflags(launch: &Launch) -> Option<String> {
+        let last = launch.env.iter().rev().find(|(k, _)| k == "GOFLAGS")?;
+        last.1.as_ref().map(|v| v.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn go_tests_run_uncached_with_the_flags_the_attempt_has() {
+        let mut clean = Launch { env_clear: true, ..Launch::default() };
+        clean.uncache_go_tests();
+        assert_eq!(goflags(&clean).as_deref(), Some("-count=1"));
+        // A cell's GOFLAGS (a matrix overlay) keeps its flags.
+        let mut race = Launch { env: vec![("GOFLAGS".into(), Some("-race -mod=mod".into()))], ..Launch::default() };
+        race.uncache_go_tests();
+        assert_eq!(goflags(&race).as_deref(), Some("-race -mod=mod -count=1"));
+        // A count given is the user's.
+        for count in ["-count=5", "--count=1"] {
+            let mut counted = Launch { env: vec![("GOFLAGS".into(), Some(count.into()))], ..Launch::default() };
+            counted.uncache_go_tests();
+            assert_eq!(counted.env.len(), 1, "{count}");
+        }
+        // Removed by a cell: none given.
+        let mut removed = Launch { env: vec![("GOFLAGS".into(), None)], ..Launch::default() };
+        removed.uncache_go_tests();
+        assert_eq!(goflags(&removed).as_deref(), Some("-count=1"));
     }
 }

@@ -157,6 +157,7 @@ impl AttemptRunner<'_> {
                 Setting::Placeholder { .. } => {}
             }
         }
+        launch.uncache_go_tests();
         // Built once: matrix and fire cells have no profile of their own.
         static DEFAULT_PROFILE: std::sync::LazyLock<Profile> = std::sync::LazyLock::new(Profile::default_profile);
         let profile = cell.profile.as_ref().unwrap_or(&DEFAULT_PROFILE);

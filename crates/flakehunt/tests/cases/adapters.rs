@@ -178,6 +178,31 @@ fn go_test_builds_once_runs_in_the_package_dir_and_names_the_test_and_assertion(
     eprintln!("go test -c took {} s", adapter["build_seconds"]);
 }
 
+/// A `go test` command replays a package's cached pass without running its tests when nothing
+/// it reads changed; its test reads the iteration where the cache cannot see it. Every attempt
+/// runs the test (`-count=1` in `GOFLAGS`), or 2 of 6 failing iterations would pass unrun and
+/// the hunt say "not reproduced in 6 attempts". A count the user gives is theirs.
+#[test]
+fn a_go_test_command_runs_its_tests_in_every_attempt_never_a_cached_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_project("go-cached", dir.path());
+    let env = go_env(dir.path());
+    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+    let (code, summary, _, stderr) = run(&project, &["--runs", "6", "--", "go", "test", "."], &env);
+    assert_eq!((code, summary["failures"].as_u64()), (1, Some(2)), "{stderr}");
+    for attempt in crate::harness::attempts_in(&project.join("rec")) {
+        assert!(!attempt["stdout_tail"].as_str().unwrap().contains("(cached)"), "{attempt}");
+    }
+    // The user's own count (here through GOFLAGS) is left as it is.
+    std::fs::remove_dir_all(project.join("rec")).unwrap();
+    let counted: Vec<(&str, &Path)> =
+        env.iter().map(|(k, v)| if *k == "GOFLAGS" { (*k, Path::new("-count=2")) } else { (*k, *v) }).collect();
+    let (code, summary, _, stderr) = run(&project, &["--runs", "3", "--", "go", "test", "-v", "."], &counted);
+    assert_eq!((code, summary["failures"].as_u64()), (1, Some(1)), "{stderr}");
+    let third = crate::harness::attempts_in(&project.join("rec")).into_iter().find(|a| a["iteration"] == 3).unwrap();
+    assert_eq!(third["stdout_tail"].as_str().unwrap().matches("=== RUN   TestCounter").count(), 2, "{third}");
+}
+
 #[test]
 fn go_test_refuses_an_unknown_test_or_package_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
