@@ -302,6 +302,7 @@ fn execute(
                     Err(HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() })
                 }
                 Err(RunError::Record(e)) => Err(e.into()),
+                Err(RunError::Replayed(e)) => Err(e.into()),
             }
         }
         Some(ladder) => {

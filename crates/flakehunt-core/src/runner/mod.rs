@@ -3,6 +3,7 @@
 
 mod attempt;
 mod execute;
+pub mod replay;
 
 pub use attempt::{rfc3339, AttemptRunner, Finished, Room, Slot};
 pub use execute::{Decide, Execute, FakeExecution};
@@ -41,12 +42,15 @@ pub enum RunError {
     /// The record cannot be written.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// An attempt's build tool replayed a cached test result: it ran no test.
+    #[error(transparent)]
+    Replayed(#[from] replay::Replayed),
 }
 
 impl crate::error_class::Classify for RunError {
     fn class(&self) -> crate::error_class::ErrorClass {
         match self {
-            Self::Spawn { .. } => crate::error_class::ErrorClass::Usage,
+            Self::Spawn { .. } | Self::Replayed(_) => crate::error_class::ErrorClass::Usage,
             Self::Record(e) => crate::error_class::Classify::class(e),
         }
     }
@@ -164,13 +168,16 @@ impl<E: Execute> Runner<E> {
                 Ok(f) if f.cancelled => s.end.interrupted = true,
                 // The record failed: nothing more goes into it.
                 Ok(_) if s.error.is_some() => {}
-                Ok(f) => {
-                    let Shared { plan, sink, .. } = &mut *s;
-                    match record(&mut **plan, &mut **sink, &f) {
-                        Ok(()) => s.end.recorded += 1,
-                        Err(e) => s.fail(e, cancel),
+                Ok(f) => match replayed(&f) {
+                    Some(replay) => s.fail(replay.into(), cancel),
+                    None => {
+                        let Shared { plan, sink, .. } = &mut *s;
+                        match record(&mut **plan, &mut **sink, &f) {
+                            Ok(()) => s.end.recorded += 1,
+                            Err(e) => s.fail(e, cancel),
+                        }
                     }
-                }
+                },
                 Err(e) => {
                     s.fatal.get_or_insert(e);
                     s.stopping = true;
@@ -240,6 +247,14 @@ fn record(plan: &mut dyn Plan, sink: &mut dyn EventSink, f: &Finished) -> Result
     }
     sink.event(&Event::AttemptFinished { attempt: &f.attempt, stdout: &f.stdout, stderr: &f.stderr, token: None })?;
     Ok(())
+}
+
+/// Whether `f` ran no test, its build tool having replayed a cached result: not a result, like
+/// a cancelled attempt, and not recorded.
+fn replayed(f: &Finished) -> Option<replay::Replayed> {
+    let tails = [f.attempt.stdout_tail.as_bytes(), f.attempt.stderr_tail.as_bytes()];
+    let replay = replay::replayed([f.stdout.as_slice(), f.stderr.as_slice()].into_iter().chain(tails))?;
+    Some(replay::Replayed { attempt: f.attempt.id, replay })
 }
 
 #[cfg(test)]

@@ -92,6 +92,9 @@ pub enum HuntError {
         #[source]
         error: Box<SandboxError>,
     },
+    /// An attempt's build tool replayed a cached test result instead of running the tests.
+    #[error(transparent)]
+    Replayed(#[from] crate::runner::replay::Replayed),
     /// An error of one kind of hunt's own (fire's ladder and state, a suite's collection).
     #[error(transparent)]
     Kind(KindFailure),
@@ -123,6 +126,8 @@ impl Classify for HuntError {
             Self::Io { .. } => ErrorClass::Io,
             // A target that cannot start will not start the next time either.
             Self::Spawn { .. } | Self::Tool { .. } => ErrorClass::Usage,
+            // The command's cache would replay the next attempt too.
+            Self::Replayed(_) => ErrorClass::Usage,
             Self::Record(e) => e.class(),
             Self::Merge(e) => e.class(),
             Self::Bound(e) => e.class(),

@@ -181,7 +181,8 @@ fn go_test_builds_once_runs_in_the_package_dir_and_names_the_test_and_assertion(
 /// A `go test` command replays a package's cached pass without running its tests when nothing
 /// it reads changed; its test reads the iteration where the cache cannot see it. Every attempt
 /// runs the test (`-count=1` in `GOFLAGS`), or 2 of 6 failing iterations would pass unrun and
-/// the hunt say "not reproduced in 6 attempts". A count the user gives is theirs.
+/// the hunt say "not reproduced in 6 attempts". A count the user gives is theirs; a replay that
+/// happens all the same stops the hunt.
 #[test]
 fn a_go_test_command_runs_its_tests_in_every_attempt_never_a_cached_pass() {
     let dir = tempfile::tempdir().unwrap();
@@ -201,6 +202,20 @@ fn a_go_test_command_runs_its_tests_in_every_attempt_never_a_cached_pass() {
     assert_eq!((code, summary["failures"].as_u64()), (1, Some(1)), "{stderr}");
     let third = crate::harness::attempts_in(&project.join("rec")).into_iter().find(|a| a["iteration"] == 3).unwrap();
     assert_eq!(third["stdout_tail"].as_str().unwrap().matches("=== RUN   TestCounter").count(), 2, "{third}");
+    // A script that clears GOFLAGS gets the cached pass back: the attempt that replays it ran no
+    // test, and the hunt stops there (exit 2) rather than count it clean.
+    std::fs::remove_dir_all(project.join("rec")).unwrap();
+    let out = flakehunt()
+        .args(["sweep", "--profiles", "default", "--runs", "6", "--quiet", "--record", "rec"])
+        .args(["--shell", "GOFLAGS= go test ."])
+        .envs(env.iter().copied())
+        .current_dir(&project)
+        .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ran no test") && stderr.contains("(cached)") && stderr.contains("-count=1"), "{stderr}");
+    let attempts = crate::harness::attempts_in(&project.join("rec"));
+    assert_eq!(attempts.len(), 1, "the run recorded, not its replay: {attempts:?}");
 }
 
 #[test]

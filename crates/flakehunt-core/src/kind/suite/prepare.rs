@@ -379,5 +379,6 @@ fn run_error(e: RunError, manifest: &Manifest) -> HuntError {
             HuntError::Spawn { program, cause: source, dir: manifest.target.dir.clone() }
         }
         RunError::Record(e) => e.into(),
+        RunError::Replayed(e) => e.into(),
     }
 }
