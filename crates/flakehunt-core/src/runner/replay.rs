@@ -38,7 +38,9 @@ pub fn replayed<'a>(outputs: impl IntoIterator<Item = &'a [u8]>) -> Option<Repla
         if !HINTS.iter().any(|h| text.contains(h)) {
             return None;
         }
-        text.lines().find_map(|line| replay_line(line.trim()))
+        // The tools print these lines from their first column; a test's own report of them
+        // (`t.Log`, a golden file's diff) is indented.
+        text.lines().find_map(|line| replay_line(line.trim_end()))
     })
 }
 
@@ -46,7 +48,7 @@ fn replay_line(line: &str) -> Option<Replay> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let replay = |advice| Some(Replay { line: line.to_owned(), advice });
     // go test: `ok  	example.com/pkg	(cached)`.
-    if words.first() == Some(&"ok") && words.get(2) == Some(&"(cached)") {
+    if line.starts_with("ok") && words.first() == Some(&"ok") && words.get(2) == Some(&"(cached)") {
         return replay(
             "go test -count=1 (flakehunt adds it to GOFLAGS: the command, or a script it runs, sets its own)",
         );
@@ -57,7 +59,7 @@ fn replay_line(line: &str) -> Option<Replay> {
         return replay("bazel test --cache_test_results=no");
     }
     // Gradle: `> Task :app:test UP-TO-DATE` (or FROM-CACHE), a test task that did not run.
-    if let [">", "Task", task, .., last] = words.as_slice() {
+    if let (true, [">", "Task", task, .., last]) = (line.starts_with('>'), words.as_slice()) {
         let name = task.rsplit(':').next().unwrap_or_default().to_ascii_lowercase();
         if name.contains("test") && matches!(*last, "UP-TO-DATE" | "FROM-CACHE") {
             return replay("gradle --rerun-tasks (or `test { outputs.upToDateWhen { false } }`)");
@@ -103,5 +105,7 @@ mod tests {
         assert_eq!(of("value (cached) read twice\n"), None);
         assert_eq!(of("the index is UP-TO-DATE\n"), None);
         assert_eq!(of("ok (cached)\n"), None);
+        assert_eq!(of("    x_test.go:9: want:\n    ok  \texample.com/pkg\t(cached)\n"), None);
+        assert_eq!(of("  > Task :app:test UP-TO-DATE\n"), None);
     }
 }
