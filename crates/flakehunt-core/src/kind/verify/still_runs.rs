@@ -99,7 +99,12 @@ pub fn check(
     }
     let said: Vec<String> = missing
         .iter()
-        .map(|(test, skipped)| format!("{test} ({})", if *skipped { "skipped" } else { "not in its report" }))
+        .map(|(test, skipped)| match (skipped, runner) {
+            (true, _) => format!("{test} (skipped)"),
+            // pytest's report names no skipped test (`SKIPPED [1] t.py:4: reason`).
+            (false, Runner::Pytest) => format!("{test} (not in its report: skipped, deselected or gone)"),
+            (false, _) => format!("{test} (not in its report)"),
+        })
         .collect();
     let mut named = said.iter().take(NAMED).cloned().collect::<Vec<_>>().join(", ");
     if said.len() > NAMED {
@@ -216,23 +221,36 @@ fn shown_flags(runner: Runner) -> &'static [&'static str] {
 }
 
 /// The tests a run's report says failed: Go's `--- FAIL: NAME (`, pytest's short summary
-/// `FAILED NODE` or `ERROR NODE` (` - MESSAGE` after it).
+/// `FAILED NODE`, `ERROR NODE` or, for a failing subtest (pytest 9), `SUBFAILED(PARAMS) NODE`
+/// (` - MESSAGE` after it; a node id may hold spaces in its parameters).
 fn failures(runner: Runner, output: &str) -> Vec<String> {
     output
         .lines()
         .map(str::trim)
         .filter_map(|l| match runner {
-            Runner::GoBinary | Runner::GoCommand => {
-                l.strip_prefix("--- FAIL: ").and_then(|r| r.split_once(" (")).map(|(n, _)| n)
-            }
-            Runner::Pytest => {
-                let node = l.strip_prefix("FAILED ").or_else(|| l.strip_prefix("ERROR "))?;
-                Some(node.split_once(" - ").map_or(node, |(n, _)| n))
-            }
+            Runner::GoBinary | Runner::GoCommand => l
+                .strip_prefix("--- FAIL: ")
+                .and_then(|r| r.split_once(" ("))
+                .map(|(n, _)| n)
+                .filter(|n| !n.contains(char::is_whitespace)),
+            // A module's own error (`ERROR tests/test_x.py - ImportError`) is no test.
+            Runner::Pytest => pytest_node(l, &["FAILED", "ERROR", "SUBFAILED"]).filter(|n| n.contains("::")),
         })
-        .filter(|n| !n.is_empty() && !n.contains(char::is_whitespace))
+        .filter(|n| !n.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// The node id of a line of pytest's short summary that starts with one of `words`: `WORD NODE`,
+/// `WORD NODE - MESSAGE`, or a subtest's `WORD(PARAMS) NODE ...`.
+fn pytest_node<'a>(line: &'a str, words: &[&str]) -> Option<&'a str> {
+    let word = words.iter().find(|w| line.starts_with(*w))?;
+    let rest = &line[word.len()..];
+    let rest = match rest.strip_prefix('(') {
+        Some(params) => params.split_once(") ")?.1,
+        None => rest.strip_prefix(' ')?,
+    };
+    Some(rest.split_once(" - ").map_or(rest, |(node, _)| node).trim())
 }
 
 /// Every test's result in a run with them shown, or none when the run did not reach the end of
@@ -285,13 +303,12 @@ fn results(runner: Runner, output: &str) -> Option<BTreeMap<String, Shown>> {
             return None;
         }
         for l in lines {
-            let (status, rest) = match l.split_once(' ') {
-                Some(("PASSED" | "FAILED" | "ERROR", rest)) => (Shown::Ran, rest),
-                Some(("XFAIL" | "XPASS", rest)) => (Shown::Skipped, rest),
-                _ => continue,
-            };
-            let node = rest.split_once(" - ").map_or(rest, |(n, _)| n);
-            add(node.split_whitespace().next().unwrap_or(node), status);
+            if let Some(node) = pytest_node(l, &["PASSED", "FAILED", "ERROR"]) {
+                add(node, Shown::Ran);
+            } else if let Some(node) = pytest_node(l, &["XFAIL", "XPASS"]) {
+                // An XPASS line's reason follows the node id without a dash.
+                add(node.split_whitespace().next().unwrap_or(node), Shown::Skipped);
+            }
         }
     }
     Some(shown)
@@ -325,6 +342,10 @@ mod tests {
         assert_eq!(failures(Runner::GoBinary, go), ["TestA", "TestA/one"]);
         let py = "F.\nFAILED t.py::test_a - assert 1 == 2\nERROR t.py::test_b\n1 failed, 1 error in 0.1s\n";
         assert_eq!(failures(Runner::Pytest, py), ["t.py::test_a", "t.py::test_b"]);
+        // A parameter with a space, and a unittest subtest's failure as pytest 9 reports it.
+        let spaced = "FAILED t.py::test_p[a b] - assert 0\nSUBFAILED(i=1, s='x y') t.py::T::test_s - AssertionError\n";
+        assert_eq!(failures(Runner::Pytest, spaced), ["t.py::test_p[a b]", "t.py::T::test_s"]);
+        assert!(failures(Runner::Pytest, "FAILEDX\nSUBFAILED(unclosed\nERROR t.py - ImportError\n").is_empty());
     }
 
     #[test]
@@ -347,6 +368,11 @@ mod tests {
         assert_eq!(runs(Runner::Pytest, "t.py::test_b", 1, &shown), Some(Shown::Ran));
         assert_eq!(runs(Runner::Pytest, "t.py::test_a", 1, &shown), None, "a skip mark's line names no node");
         assert_eq!(runs(Runner::Pytest, "t.py::test_c", 1, &shown), Some(Shown::Skipped));
+        let spaced =
+            "..\nPASSED t.py::test_p[a b]\nSUBPASSED(i=1) t.py::T::test_s\nPASSED t.py::T::test_s\n2 passed in 0.01s\n";
+        let shown = results(Runner::Pytest, spaced).unwrap();
+        assert_eq!(runs(Runner::Pytest, "t.py::test_p[a b]", 3, &shown), Some(Shown::Ran));
+        assert_eq!(runs(Runner::Pytest, "t.py::T::test_s", 3, &shown), Some(Shown::Ran));
         let params = "..\nPASSED t.py::test_p[1]\nPASSED t.py::test_p[2]\n2 passed in 0.01s\n";
         let shown = results(Runner::Pytest, params).unwrap();
         assert_eq!(runs(Runner::Pytest, "t.py::test_p[obj0]", 1, &shown), Some(Shown::Ran));
