@@ -190,10 +190,13 @@ impl Launch {
     /// count on the command line wins over `GOFLAGS` anyway).
     pub fn uncache_go_tests(&mut self) {
         let set = self.env.iter().rev().find(|(k, _)| k == "GOFLAGS").map(|(_, v)| v.clone());
+        // flakehunt's own, read once: its environment does not change while it runs.
+        static INHERITED: std::sync::LazyLock<Option<OsString>> =
+            std::sync::LazyLock::new(|| std::env::var_os("GOFLAGS"));
         let given = match set {
             Some(value) => value,
             None if self.env_clear => None,
-            None => std::env::var_os("GOFLAGS"),
+            None => INHERITED.clone(),
         };
         let given = given.map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
         if given.split_whitespace().any(|f| f.trim_start_matches('-').starts_with("count")) {
