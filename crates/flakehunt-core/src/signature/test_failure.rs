@@ -44,10 +44,21 @@ fn libtest(text: &str) -> Option<String> {
 /// pytest: the short summary's `FAILED NODE - MESSAGE`, else the first `E   ` line.
 fn pytest(text: &str) -> Option<String> {
     if let Some(line) = text.lines().find_map(|l| l.trim().strip_prefix("FAILED ")) {
-        return Some(line.replacen(" - ", ": ", 1));
+        return Some(uncut(line).replacen(" - ", ": ", 1));
     }
     let e = text.lines().find_map(|l| l.strip_prefix("E   "))?;
     Some(e.trim().to_owned())
+}
+
+/// A short summary's line as pytest cut it at the terminal's width (`... - AssertionError:
+/// assert (3 ...`), without the word the cut fell in: one more digit in the message moves the
+/// cut (`assert (12...`), and one failure would read as two. Marked cut with `…`.
+fn uncut(line: &str) -> std::borrow::Cow<'_, str> {
+    let Some(kept) = line.strip_suffix("...") else { return line.into() };
+    match kept.trim_end().rsplit_once(char::is_whitespace) {
+        Some((head, _)) if head.contains(" - ") => format!("{}…", head.trim_end()).into(),
+        _ => line.into(),
+    }
 }
 
 /// `go test`: `--- FAIL: NAME (0.00s)` and the first line after it (`file_test.go:12: message`,
@@ -139,6 +150,19 @@ mod tests {
         // A subtest's, verbose: its own lines, not its parent's.
         let sub = "=== RUN   TestT\n=== RUN   TestT/one\n    x_test.go:9: bad one\n--- FAIL: TestT (0.00s)\n    --- FAIL: TestT/one (0.00s)\nFAIL\n";
         assert_eq!(of(sub, "").as_deref(), Some("TestT/one: x_test.go:9: bad one"));
+    }
+
+    #[test]
+    fn a_pytest_summary_line_cut_at_the_terminal_s_width_names_one_failure_whatever_its_digits() {
+        let three = "FAILED tests/test_lru.py::LRUCacheTest::test_lru - AssertionError: assert (3 ...\n";
+        let twelve = "FAILED tests/test_lru.py::LRUCacheTest::test_lru - AssertionError: assert (12...\n";
+        let (a, b) = (of(three, "").unwrap(), of(twelve, "").unwrap());
+        assert_eq!(a, "tests/test_lru.py::LRUCacheTest::test_lru: AssertionError: assert…");
+        assert_eq!(a, b);
+        // A line that was not cut keeps its words; one cut in the node id keeps it whole.
+        let whole = "FAILED t.py::test_a - assert 1 == 2\n";
+        assert_eq!(of(whole, "").unwrap(), "t.py::test_a: assert 1 == 2");
+        assert_eq!(of("FAILED t.py::test_with_a_very_long_na...\n", "").unwrap(), "t.py::test_with_a_very_long_na...");
     }
 
     #[test]
