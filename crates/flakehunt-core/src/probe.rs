@@ -143,6 +143,7 @@ fn probe_in(profiles: &[Profile], copies_scheduled: bool) -> Result<Vec<ProbeRes
             oracle: None,
             warm: None,
             checks: None,
+            stops_on_no_test: false,
         };
         let spec = AttemptSpec { id: i as u64, cell: i, iteration: 1, phase: None, cold: false };
         let finished = runner

@@ -123,6 +123,9 @@ impl Session {
             oracle: self.oracle.as_ref(),
             warm: None,
             checks: self.checks.as_ref(),
+            stops_on_no_test: matches!(manifest.kind, crate::record::Kind::Adaptive | crate::record::Kind::Sweep)
+                && manifest.extra.adapter.is_none()
+                && manifest.extra.suite.is_none(),
         }
     }
 

@@ -45,6 +45,11 @@ pub struct AttemptRunner<'a> {
     pub warm: Option<&'a dyn WarmStart>,
     /// The checks of failures the exit status hides, when any is on.
     pub checks: Option<&'a crate::checks::CheckRun>,
+    /// Whether a passing attempt whose test runner says it ran no test stops the hunt (see
+    /// [`super::replay::ran_no_test`]): a hunt or sweep of a command, which nothing else
+    /// judges; not an adapter's (checked up front), a suite's or a verification's (they judge a
+    /// test that did not run themselves), nor a matrix's (a cell may make a test skip itself).
+    pub stops_on_no_test: bool,
 }
 
 /// Where a cell's attempts run when it has a room of its own.

@@ -33,6 +33,11 @@ pub trait Execute: Sync + Sized {
     fn in_dir(&self, dir: &Path, env: Vec<(String, String)>) -> Self;
     /// The same execution of a shell command instead of the target (fire's `--check`).
     fn with_shell(&self, script: &str) -> Self;
+    /// Whether a passing attempt that ran no test stops the run (see
+    /// [`AttemptRunner::stops_on_no_test`]).
+    fn stops_on_no_test(&self) -> bool {
+        false
+    }
 }
 
 impl Execute for AttemptRunner<'_> {
@@ -57,6 +62,10 @@ impl Execute for AttemptRunner<'_> {
 
     fn watchdog(&self) -> Option<&Watchdog> {
         self.watchdog
+    }
+
+    fn stops_on_no_test(&self) -> bool {
+        self.stops_on_no_test
     }
 
     fn in_dir(&self, dir: &Path, env: Vec<(String, String)>) -> Self {

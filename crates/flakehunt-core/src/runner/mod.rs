@@ -168,7 +168,7 @@ impl<E: Execute> Runner<E> {
                 Ok(f) if f.cancelled => s.end.interrupted = true,
                 // The record failed: nothing more goes into it.
                 Ok(_) if s.error.is_some() => {}
-                Ok(f) => match replayed(&f) {
+                Ok(f) => match replayed(&f, self.attempts.stops_on_no_test()) {
                     Some(replay) => s.fail(replay.into(), cancel),
                     None => {
                         let Shared { plan, sink, .. } = &mut *s;
@@ -249,11 +249,30 @@ fn record(plan: &mut dyn Plan, sink: &mut dyn EventSink, f: &Finished) -> Result
     Ok(())
 }
 
-/// Whether `f` ran no test, its build tool having replayed a cached result: not a result, like
-/// a cancelled attempt, and not recorded.
-fn replayed(f: &Finished) -> Option<replay::Replayed> {
+/// A stream's whole text, when its captured head or its tail holds all of it.
+fn whole<'a>(head: &'a [u8], tail: &'a str, total: u64) -> Option<std::borrow::Cow<'a, str>> {
+    if head.len() as u64 >= total {
+        Some(String::from_utf8_lossy(head))
+    } else {
+        (tail.len() as u64 >= total).then_some(std::borrow::Cow::Borrowed(tail))
+    }
+}
+
+/// Whether `f` ran no test: its build tool replayed a cached result, or (`selection`) it passed
+/// and its test runner says it ran none. Not a result, like a cancelled attempt, and not
+/// recorded.
+fn replayed(f: &Finished, selection: bool) -> Option<replay::Replayed> {
     let tails = [f.attempt.stdout_tail.as_bytes(), f.attempt.stderr_tail.as_bytes()];
-    let replay = replay::replayed([f.stdout.as_slice(), f.stderr.as_slice()].into_iter().chain(tails))?;
+    let replay =
+        replay::replayed([f.stdout.as_slice(), f.stderr.as_slice()].into_iter().chain(tails)).or_else(|| {
+            let passed = selection && f.attempt.outcome == crate::record::Outcome::Pass;
+            if !passed {
+                return None;
+            }
+            let out = whole(&f.stdout, &f.attempt.stdout_tail, f.attempt.stdout_bytes)?;
+            let err = whole(&f.stderr, &f.attempt.stderr_tail, f.attempt.stderr_bytes)?;
+            replay::ran_no_test(&out).or_else(|| replay::ran_no_test(&err))
+        })?;
     Some(replay::Replayed { attempt: f.attempt.id, replay })
 }
 

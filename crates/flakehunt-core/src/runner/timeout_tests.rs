@@ -75,6 +75,7 @@ fn run_with(script: &str, n: u64, limits: AttemptLimits, hunt: Limits, budget: O
         oracle: None,
         warm: None,
         checks: None,
+        stops_on_no_test: false,
     };
     let mut plan = Timed {
         cells: vec![CellSpec::for_profile(Profile::default_profile())],

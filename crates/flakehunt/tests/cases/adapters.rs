@@ -218,6 +218,46 @@ fn a_go_test_command_runs_its_tests_in_every_attempt_never_a_cached_pass() {
     assert_eq!(attempts.len(), 1, "the run recorded, not its replay: {attempts:?}");
 }
 
+/// A hunt or sweep of a command that runs no test (a `-run` pattern that matches none, a file
+/// whose tests all skip here) passes every attempt: "not reproduced in N attempts" with a
+/// bound would be said of a test never run. The first such attempt stops it (exit 2) and is not
+/// recorded; the same commands selecting a test that runs hunt as before.
+#[test]
+fn a_command_that_runs_no_test_is_not_hunted() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = copy_project("go-cached", dir.path());
+    let env = go_env(dir.path());
+    std::fs::write(
+        project.join("skipped_test.py"),
+        "import pytest\n\n\n@pytest.mark.skip(reason=\"not here\")\ndef test_skipped():\n    pass\n",
+    )
+    .unwrap();
+    let sweep = |record: &str, command: &[&str]| {
+        let out = flakehunt()
+            .args(["sweep", "--profiles", "default", "--runs", "3", "--quiet", "--record", record, "--"])
+            .args(command)
+            .envs(env.iter().cloned())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(&project)
+            .output();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let no_test: [&[&str]; 2] = [
+        &["go", "test", "-run", "TestCountr", "."],
+        &["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "skipped_test.py"],
+    ];
+    for (i, command) in no_test.iter().enumerate() {
+        let (code, stderr) = sweep(&format!("none{i}"), command);
+        assert_eq!(code, Some(2), "{command:?}: {stderr}");
+        assert!(stderr.contains("ran no test") && stderr.contains("says no test ran"), "{command:?}: {stderr}");
+    }
+    // Negative controls: a test that runs, and a command that is no test runner.
+    let (code, stderr) = sweep("some", &["go", "test", "-run", "TestCounter", "."]);
+    assert_eq!(code, Some(1), "iteration 3 fails: {stderr}");
+    let (code, stderr) = sweep("plain", &["true"]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
 #[test]
 fn go_test_refuses_an_unknown_test_or_package_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
