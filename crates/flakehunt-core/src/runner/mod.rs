@@ -162,23 +162,23 @@ impl<E: Execute> Runner<E> {
                     std::panic::resume_unwind(panic);
                 }
             };
+            // Read before the lock, which the other workers wait on.
+            let replay = result.as_ref().ok().and_then(|f| replayed(f, self.attempts.stops_on_no_test()));
             s = lock();
             s.in_flight -= 1;
-            match result {
-                Ok(f) if f.cancelled => s.end.interrupted = true,
+            match (result, replay) {
+                (Ok(f), _) if f.cancelled => s.end.interrupted = true,
                 // The record failed: nothing more goes into it.
-                Ok(_) if s.error.is_some() => {}
-                Ok(f) => match replayed(&f, self.attempts.stops_on_no_test()) {
-                    Some(replay) => s.fail(replay.into(), cancel),
-                    None => {
-                        let Shared { plan, sink, .. } = &mut *s;
-                        match record(&mut **plan, &mut **sink, &f) {
-                            Ok(()) => s.end.recorded += 1,
-                            Err(e) => s.fail(e, cancel),
-                        }
+                (Ok(_), _) if s.error.is_some() => {}
+                (Ok(_), Some(replay)) => s.fail(replay.into(), cancel),
+                (Ok(f), None) => {
+                    let Shared { plan, sink, .. } = &mut *s;
+                    match record(&mut **plan, &mut **sink, &f) {
+                        Ok(()) => s.end.recorded += 1,
+                        Err(e) => s.fail(e, cancel),
                     }
-                },
-                Err(e) => {
+                }
+                (Err(e), _) => {
                     s.fatal.get_or_insert(e);
                     s.stopping = true;
                 }

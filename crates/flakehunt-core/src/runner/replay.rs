@@ -93,33 +93,26 @@ const SELECT_ONE: &str = "name a test the command runs here (a `-run` pattern, a
 /// 0.01s`), jest's `No tests found`. None when any test ran.
 pub fn ran_no_test(output: &str) -> Option<Replay> {
     let found = |line: &str| Some(Replay { line: line.to_owned(), what: "says no test ran", advice: SELECT_ONE });
-    let lines: Vec<&str> = output.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
     // go test: a package line per package, from the first column.
-    let packages: Vec<&str> = lines
-        .iter()
-        .copied()
+    let packages: Vec<&str> = output
+        .lines()
+        .map(str::trim_end)
         .filter(|l| l.starts_with("ok ") || l.starts_with("ok\t") || l.starts_with("FAIL\t") || l.starts_with("?  "))
         .collect();
     let none_run = |l: &&str| l.ends_with("[no tests to run]") || l.ends_with("[no test files]");
     if !packages.is_empty() {
         return packages.iter().all(none_run).then(|| found(packages[0])).flatten();
     }
-    if let Some(warning) = lines.iter().find(|l| l.starts_with("testing: warning: no tests to run")) {
-        if !lines.iter().any(|l| l.starts_with("--- ") || l.starts_with("=== RUN")) {
-            return found(warning);
-        }
-    }
-    // libtest (each binary of `cargo test`, doc-tests included).
-    let results: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("test result: ")).collect();
-    if !results.is_empty() {
-        return results.iter().all(|l| l.contains(" 0 passed; 0 failed;")).then(|| found(results[0])).flatten();
-    }
-    if let Some(line) = lines.iter().find(|l| l.starts_with("No tests found")) {
-        return found(line);
-    }
-    // pytest's summary, its last line.
-    let last = lines.last()?;
-    crate::signature::test_failure::ran_no_test("pytest", None, last).and_then(|_| found(last))
+    // A test binary's, libtest's (each binary of `cargo test`) and pytest's own reports, as an
+    // adapter's attempts are read; jest's.
+    use crate::signature::test_failure::ran_no_test as said;
+    let jest = || output.lines().map(str::trim).find(|l| l.starts_with("No tests found"));
+    ["go-test", "cargo-test"]
+        .iter()
+        .find_map(|runner| said(runner, None, output))
+        .or_else(jest)
+        .or_else(|| said("pytest", None, output))
+        .and_then(found)
 }
 
 #[cfg(test)]

@@ -97,28 +97,26 @@ fn go_test(text: &str) -> Option<String> {
     })
 }
 
-/// Why the one test a passing attempt of `runner` (an adapter's name: `cargo-test`, `go-test`,
-/// `pytest`) was to run did not run, when its report in `stdout` says so: libtest's
-/// `test result: ok. 0 passed; ...` (the test `#[ignore]`d, or no test matched), Go's
-/// `testing: warning: no tests to run` or, verbose, `--- SKIP: TEST (0.00s)` of the `test`
+/// The line of a passing attempt's report in `stdout` that says the test(s) of `runner` (an
+/// adapter's name: `cargo-test`, `go-test`, `pytest`) did not run: every libtest `test result:
+/// ok. 0 passed; ...` (the test `#[ignore]`d, or no test matched; each binary of `cargo test`),
+/// Go's `testing: warning: no tests to run` or, verbose, `--- SKIP: TEST (0.00s)` of the `test`
 /// named (a subtest's skip is not the test's), pytest's summary line without a test passed
 /// (`1 skipped in 0.01s`, `1 xfailed` or `1 xpassed` (an xfail mark hides the test's
 /// failures, so its passes are a biased sample), `1 deselected`, `no tests ran`). None when it ran, or
 /// when the report is not there to tell (a run with its output cut: it counts as it ended).
-pub fn ran_no_test(runner: &str, test: Option<&str>, stdout: &str) -> Option<String> {
+pub fn ran_no_test<'a>(runner: &str, test: Option<&str>, stdout: &'a str) -> Option<&'a str> {
     let lines = || stdout.lines().map(str::trim).filter(|l| !l.is_empty());
     match runner {
         "cargo-test" => {
-            let result = lines().rfind(|l| l.starts_with("test result: "))?;
-            result.contains(" 0 passed;").then(|| format!("libtest reported `{result}`"))
+            let mut results = lines().filter(|l| l.starts_with("test result: ")).peekable();
+            let first = *results.peek()?;
+            results.all(|l| l.contains(" 0 passed;")).then_some(first)
         }
-        "go-test" => lines()
-            .find(|l| {
-                l.starts_with("testing: warning: no tests to run")
-                    || test
-                        .is_some_and(|t| l.strip_prefix("--- SKIP: ").is_some_and(|r| r.starts_with(&format!("{t} ("))))
-            })
-            .map(|l| format!("the test binary said `{l}`")),
+        "go-test" => lines().find(|l| {
+            l.starts_with("testing: warning: no tests to run")
+                || test.is_some_and(|t| l.strip_prefix("--- SKIP: ").is_some_and(|r| r.starts_with(&format!("{t} ("))))
+        }),
         "pytest" => {
             // pytest's last line: `N passed, M skipped in 0.12s`, framed by `=` unless -q.
             let last = lines().next_back()?.trim_matches('=').trim();
@@ -131,7 +129,7 @@ pub fn ran_no_test(runner: &str, test: Option<&str>, stdout: &str) -> Option<Str
             let ran = words.iter().any(|w| matches!(*w, "passed" | "failed" | "error" | "errors"));
             let not_run = counts == "no tests ran"
                 || words.iter().any(|w| matches!(*w, "skipped" | "xfailed" | "xpassed" | "deselected"));
-            (!ran && not_run).then(|| format!("pytest reported `{last}`"))
+            (!ran && not_run).then_some(last)
         }
         _ => None,
     }

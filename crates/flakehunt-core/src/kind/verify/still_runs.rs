@@ -161,7 +161,9 @@ fn shown_run(
 ) -> Option<BTreeMap<String, Shown>> {
     let (program, args) = target.program_and_args(&around.placeholders);
     let mut command = Command::new(program);
-    command.args(args).args(shown_flags(runner));
+    // A named Go test's verification already runs it verbose.
+    let flags = shown_flags(runner).iter().filter(|f| !target.argv.iter().any(|a| a == *f));
+    command.args(args).args(flags);
     if let Some(dir) = target.working_dir(None) {
         command.current_dir(dir);
     }
